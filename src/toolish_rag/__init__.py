@@ -1,0 +1,56 @@
+"""toolish-rag: retrieval as tools for pydantic-ai agents.
+
+The public API is what this module exports plus the public (non-underscore) modules
+``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.errors``,
+``.embedding``, ``.fusion``, ``.builder``, ``.stores`` and ``.testing``. Store adapters
+(``toolish-rag-lancedb``, ``toolish-rag-tantivy``) are built on these alone.
+"""
+
+from .builder import DocumentBuilder
+from .content import Chunk, Document, Entity, Metadata, MetadataValue, Section
+from .errors import InvalidRequestError, QuerySyntaxError, ToolishRagError
+from .filters import EntityFilter, Filter, PropertyFilter, and_, matches, not_, or_, parse_filter
+from .protocols import (
+    DocumentInfo,
+    DocumentStore,
+    FilterPushdown,
+    HybridSearch,
+    RegexSearch,
+    ResultExpander,
+    TextSearch,
+    VectorSearch,
+)
+from .search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+
+__all__ = [
+    'Chunk',
+    'Document',
+    'DocumentBuilder',
+    'DocumentInfo',
+    'DocumentStore',
+    'Entity',
+    'EntityFilter',
+    'ExpansionRequest',
+    'Filter',
+    'FilterPushdown',
+    'HybridSearch',
+    'InvalidRequestError',
+    'Metadata',
+    'MetadataValue',
+    'PropertyFilter',
+    'QuerySyntaxError',
+    'RegexRequest',
+    'RegexSearch',
+    'ResultExpander',
+    'SearchHit',
+    'SearchRequest',
+    'Section',
+    'TextSearch',
+    'ToolishRagError',
+    'VectorSearch',
+    'and_',
+    'matches',
+    'not_',
+    'or_',
+    'parse_filter',
+]

@@ -1,0 +1,257 @@
+"""The content model: documents, their section tree, chunks and named entities.
+
+Everything a store persists and a tool returns is one of these pydantic models, so they
+round-trip through JSON (and so through every store) with their types intact: an ``int``
+metadata value stays an ``int`` after a reload, a ``float`` stays a ``float``.
+
+Chunks are deliberately denormalised: each carries its document's uri and title, its
+section path and the ids of every enclosing section. A store can therefore answer every
+expansion request ("the neighbours of this chunk", "the rest of its section") with a
+single filtered query over chunks, and a search hit renders without a second lookup.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+__all__ = [
+    'METADATA_KEY_PATTERN',
+    'Chunk',
+    'Document',
+    'Entity',
+    'Metadata',
+    'MetadataValue',
+    'Retrievable',
+    'Scalar',
+    'Section',
+    'document_id_for',
+    'validate_metadata_key',
+]
+
+Scalar: TypeAlias = str | bool | int | float
+"""A metadata scalar. ``bool`` is listed before ``int`` so pydantic never turns ``True`` into ``1``."""
+
+MetadataValue: TypeAlias = Scalar | None | list[Scalar]
+"""What a metadata value may be: a scalar, ``None`` (treated as absent) or a flat list of scalars."""
+
+Metadata: TypeAlias = dict[str, MetadataValue]
+
+METADATA_KEY_PATTERN = re.compile(r'^[A-Za-z_][A-Za-z0-9_]{0,63}$')
+"""Metadata keys are plain identifiers. Every store can then use them as column or field
+names without quoting games, and a key can never smuggle syntax into a native query."""
+
+_RESERVED_KEYS = frozenset({'id', 'text', 'urtext', 'labels', 'kind', 'vector', 'score'})
+
+
+def validate_metadata_key(key: str) -> str:
+    """Return ``key`` if it is a plain metadata name, else raise ``ValueError``.
+
+    Stores may rely on this: every key that reaches them (in metadata or in a filter)
+    has passed it.
+    """
+    if not isinstance(key, str) or not METADATA_KEY_PATTERN.match(key):
+        raise ValueError(
+            f'invalid metadata key {key!r}: keys must match {METADATA_KEY_PATTERN.pattern} '
+            '(a letter or underscore, then letters, digits or underscores; at most 64 characters)'
+        )
+    return key
+
+
+def _check_scalar(value: Any, where: str) -> None:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f'{where}: metadata numbers must be finite, got {value!r}')
+
+
+def _validate_metadata(metadata: Mapping[str, Any]) -> Metadata:
+    for key, value in metadata.items():
+        validate_metadata_key(key)
+        if key in _RESERVED_KEYS:
+            raise ValueError(f'metadata key {key!r} is reserved for the content model')
+        if isinstance(value, list):
+            for item in value:
+                _check_scalar(item, key)
+        else:
+            _check_scalar(value, key)
+    return dict(metadata)
+
+
+def document_id_for(uri: str) -> str:
+    """The default document id: a short, stable digest of the uri.
+
+    Stable ids make re-ingesting a document replace it rather than duplicate it.
+    """
+    return 'd' + hashlib.sha256(uri.encode('utf-8')).hexdigest()[:15]
+
+
+_MetadataField = Annotated[Metadata, Field(default_factory=dict)]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(frozen=True, extra='forbid')
+
+
+class Section(_Model):
+    """A node of a document's section tree (a heading and what it governs)."""
+
+    id: str
+    title: str
+    parent_id: str | None = None
+    """The enclosing section, or ``None`` for a top-level section."""
+    level: int = 1
+    """Depth in the tree: 1 for a top-level section."""
+
+
+class Retrievable(_Model):
+    """Fields every searchable record shares: what filters see."""
+
+    id: str
+    metadata: _MetadataField
+    labels: frozenset[str] = frozenset()
+    """Labels for `EntityFilter`: a chunk carries its document's labels, an entity its own."""
+
+    @field_validator('metadata')
+    @classmethod
+    def _check_metadata(cls, value: Metadata) -> Metadata:
+        return _validate_metadata(value)
+
+
+class Chunk(Retrievable):
+    """A piece of a document's text: the unit that is indexed, searched and cited."""
+
+    kind: Literal['chunk'] = 'chunk'
+    document_id: str
+    document_uri: str
+    document_title: str
+    section_id: str | None = None
+    """The innermost section holding this chunk (``None`` for text before the first heading)."""
+    section_ids: tuple[str, ...] = ()
+    """Ids of every enclosing section, outermost first; ends with ``section_id``."""
+    section_path: tuple[str, ...] = ()
+    """Titles of every enclosing section, outermost first (aligned with ``section_ids``)."""
+    text: str
+    """What is indexed and embedded: may carry the document title and section path."""
+    urtext: str
+    """The exact source text, for citation and quote checking."""
+    chunk_index: int = Field(ge=0)
+    """Position within its section."""
+    sequence_number: int = Field(ge=0)
+    """Position within its document, across sections."""
+    start_char: int | None = None
+    """Offset of ``urtext`` in the source text, when known."""
+    end_char: int | None = None
+    page: int | None = None
+    """1-based page of the source where the chunk starts, for paged formats."""
+
+    @model_validator(mode='after')
+    def _aligned(self) -> Chunk:
+        if len(self.section_ids) != len(self.section_path):
+            raise ValueError('section_ids and section_path must have the same length')
+        if self.section_ids and self.section_id != self.section_ids[-1]:
+            raise ValueError('section_id must be the last of section_ids')
+        if not self.section_ids and self.section_id is not None:
+            raise ValueError('a chunk with a section_id needs section_ids')
+        return self
+
+
+class Entity(Retrievable):
+    """A named entity (a person, product, error code...) that searches can return."""
+
+    kind: Literal['entity'] = 'entity'
+    name: str
+    description: str = ''
+
+    @property
+    def text(self) -> str:
+        """The text an entity is indexed and embedded by."""
+        return f'{self.name}: {self.description}' if self.description else self.name
+
+    @property
+    def properties(self) -> Metadata:
+        """Alias of ``metadata``: an entity's properties are what filters see."""
+        return self.metadata
+
+
+Record: TypeAlias = Annotated[Chunk | Entity, Field(discriminator='kind')]
+"""A stored, searchable record: a chunk or an entity."""
+
+
+class Document(_Model):
+    """A source document: its identity, metadata, section tree and chunks.
+
+    Build one with `DocumentBuilder` (or the ingestion pipeline) rather than by hand: the
+    builder keeps chunk ids, section links, sequence numbers and metadata consistent.
+    """
+
+    id: str
+    uri: str
+    title: str
+    metadata: _MetadataField
+    labels: frozenset[str] = frozenset()
+    sections: tuple[Section, ...] = ()
+    chunks: tuple[Chunk, ...] = ()
+    fingerprint: str | None = None
+    """Content digest used by ingestion to skip unchanged documents."""
+
+    @field_validator('metadata')
+    @classmethod
+    def _check_metadata(cls, value: Metadata) -> Metadata:
+        return _validate_metadata(value)
+
+    @model_validator(mode='after')
+    def _consistent(self) -> Document:
+        section_ids = {s.id for s in self.sections}
+        for section in self.sections:
+            if section.parent_id is not None and section.parent_id not in section_ids:
+                raise ValueError(f'section {section.id!r} names unknown parent {section.parent_id!r}')
+        seen: set[str] = set()
+        for chunk in self.chunks:
+            if chunk.document_id != self.id:
+                raise ValueError(f'chunk {chunk.id!r} belongs to document {chunk.document_id!r}, not {self.id!r}')
+            if chunk.id in seen:
+                raise ValueError(f'duplicate chunk id {chunk.id!r}')
+            seen.add(chunk.id)
+            for sid in chunk.section_ids:
+                if sid not in section_ids:
+                    raise ValueError(f'chunk {chunk.id!r} names unknown section {sid!r}')
+        return self
+
+    def section_by_id(self, section_id: str) -> Section | None:
+        return next((s for s in self.sections if s.id == section_id), None)
+
+
+def iter_records(items: Iterable[Document | Entity]) -> Iterable[Chunk | Entity]:
+    """Flatten documents into their chunks, passing entities through."""
+    for item in items:
+        if isinstance(item, Document):
+            yield from item.chunks
+        else:
+            yield item
+
+
+def split_items(items: Iterable[Document | Entity]) -> tuple[list[Document], list[Entity]]:
+    """Separate an upsert batch into documents and entities, rejecting anything else."""
+    documents: list[Document] = []
+    entities: list[Entity] = []
+    for item in items:
+        if isinstance(item, Document):
+            documents.append(item)
+        elif isinstance(item, Entity):
+            entities.append(item)
+        else:
+            raise TypeError(f'upsert takes Document or Entity objects, got {type(item).__name__}')
+    return documents, entities
+
+
+def dedupe_last(items: Sequence[Document | Entity]) -> list[Document | Entity]:
+    """Keep the last occurrence of each id: an upsert batch naming one id twice means the later one."""
+    by_id: dict[tuple[str, str], Document | Entity] = {}
+    for item in items:
+        by_id.pop((type(item).__name__, item.id), None)
+        by_id[(type(item).__name__, item.id)] = item
+    return list(by_id.values())

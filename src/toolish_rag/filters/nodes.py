@@ -1,0 +1,309 @@
+"""The filter algebra: property and label predicates combined with ``&``, ``|`` and ``~``.
+
+Filters are frozen pydantic models with an ``op`` discriminator, so a filter built in one
+process (say, from a tenant's token) serialises to JSON and back unchanged (`Filter`
+is the discriminated union; `parse_filter` reads one).
+
+Semantics are defined once, in `toolish_rag.filters.reference`, and every store's native
+translation must agree with it (the conformance kit checks).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+
+from ..content import Scalar, validate_metadata_key
+
+__all__ = [
+    'And',
+    'Contains',
+    'EndsWith',
+    'EntityFilter',
+    'Eq',
+    'Exists',
+    'Filter',
+    'FilterNode',
+    'Gt',
+    'Gte',
+    'HasAnyLabel',
+    'In',
+    'Lt',
+    'Lte',
+    'Ne',
+    'Nin',
+    'Not',
+    'Or',
+    'PropertyFilter',
+    'StartsWith',
+    'and_',
+    'not_',
+    'or_',
+    'parse_filter',
+]
+
+
+class FilterNode(BaseModel):
+    """Base of every filter node; gives the ``&``, ``|`` and ``~`` operators."""
+
+    model_config = ConfigDict(frozen=True, extra='forbid')
+
+    def __and__(self, other: FilterNode) -> And:
+        return and_(self, other)  # type: ignore[arg-type]
+
+    def __or__(self, other: FilterNode) -> Or:
+        return or_(self, other)  # type: ignore[arg-type]
+
+    def __invert__(self) -> Not:
+        return Not(filter=self)  # type: ignore[arg-type]
+
+    def to_json(self) -> str:
+        return self.model_dump_json()
+
+
+class _KeyNode(FilterNode):
+    key: str
+
+    @field_validator('key')
+    @classmethod
+    def _plain_key(cls, key: str) -> str:
+        return validate_metadata_key(key)
+
+
+class _ScalarNode(_KeyNode):
+    value: Scalar
+
+
+class Eq(_ScalarNode):
+    """``key`` equals ``value`` (for a list-valued key: some element equals it)."""
+
+    op: Literal['eq'] = 'eq'
+
+
+class Ne(_ScalarNode):
+    """Exactly ``not eq``: also true when the key is absent."""
+
+    op: Literal['ne'] = 'ne'
+
+
+class Gt(_ScalarNode):
+    op: Literal['gt'] = 'gt'
+
+
+class Gte(_ScalarNode):
+    op: Literal['gte'] = 'gte'
+
+
+class Lt(_ScalarNode):
+    op: Literal['lt'] = 'lt'
+
+
+class Lte(_ScalarNode):
+    op: Literal['lte'] = 'lte'
+
+
+class In(_KeyNode):
+    """``key`` equals one of ``values``."""
+
+    op: Literal['in'] = 'in'
+    values: tuple[Scalar, ...]
+
+
+class Nin(_KeyNode):
+    """Exactly ``not in``: also true when the key is absent."""
+
+    op: Literal['nin'] = 'nin'
+    values: tuple[Scalar, ...]
+
+
+class Contains(_KeyNode):
+    """A string value contains ``value`` as a substring; a list value has ``value`` as an element."""
+
+    op: Literal['contains'] = 'contains'
+    value: Scalar
+
+
+class StartsWith(_KeyNode):
+    op: Literal['starts_with'] = 'starts_with'
+    value: str
+
+
+class EndsWith(_KeyNode):
+    op: Literal['ends_with'] = 'ends_with'
+    value: str
+
+
+class Exists(_KeyNode):
+    """The key is present with a value other than ``None``."""
+
+    op: Literal['exists'] = 'exists'
+
+
+class HasAnyLabel(FilterNode):
+    """The record carries at least one of ``labels``."""
+
+    op: Literal['has_any_label'] = 'has_any_label'
+    labels: frozenset[str]
+
+    @model_validator(mode='after')
+    def _non_empty(self) -> HasAnyLabel:
+        if not self.labels:
+            raise ValueError('has_any_label needs at least one label')
+        return self
+
+
+class And(FilterNode):
+    op: Literal['and'] = 'and'
+    filters: tuple[Filter, ...]
+
+
+class Or(FilterNode):
+    op: Literal['or'] = 'or'
+    filters: tuple[Filter, ...]
+
+
+class Not(FilterNode):
+    op: Literal['not'] = 'not'
+    filter: Filter
+
+
+Filter: TypeAlias = Annotated[
+    Eq | Ne | Gt | Gte | Lt | Lte | In | Nin | Contains | StartsWith | EndsWith | Exists | HasAnyLabel | And | Or | Not,
+    Field(discriminator='op'),
+]
+"""Any filter node. Use `PropertyFilter` and `EntityFilter` to build them."""
+
+for _model in (And, Or, Not):
+    _model.model_rebuild()
+
+_FILTER_ADAPTER: TypeAdapter[Any] = TypeAdapter(Filter)
+
+
+def parse_filter(data: str | bytes | dict[str, Any]) -> Filter:
+    """Read a filter from its JSON text or its ``model_dump()`` dict."""
+    if isinstance(data, (str, bytes)):
+        return _FILTER_ADAPTER.validate_json(data)  # type: ignore[no-any-return]
+    return _FILTER_ADAPTER.validate_python(data)  # type: ignore[no-any-return]
+
+
+def _flatten(kind: type[And] | type[Or], filters: Iterable[Filter | None]) -> list[Filter]:
+    out: list[Filter] = []
+    for f in filters:
+        if f is None:
+            continue
+        if isinstance(f, kind):
+            out.extend(f.filters)
+        else:
+            out.append(f)
+    return out
+
+
+def and_(*filters: Filter | None) -> Filter:
+    """All of ``filters`` (``None`` entries are ignored). Raises on none."""
+    parts = _flatten(And, filters)
+    if not parts:
+        raise ValueError('and_ needs at least one filter')
+    return parts[0] if len(parts) == 1 else And(filters=tuple(parts))
+
+
+def or_(*filters: Filter) -> Filter:
+    """Any of ``filters``."""
+    parts = _flatten(Or, filters)
+    if not parts:
+        raise ValueError('or_ needs at least one filter')
+    return parts[0] if len(parts) == 1 else Or(filters=tuple(parts))
+
+
+def not_(filter: Filter) -> Filter:
+    """The negation of ``filter``."""
+    return Not(filter=filter)
+
+
+def combine_all(filters: Iterable[Filter | None]) -> Filter | None:
+    """AND together the non-``None`` filters; ``None`` when there are none."""
+    parts = _flatten(And, filters)
+    if not parts:
+        return None
+    return parts[0] if len(parts) == 1 else And(filters=tuple(parts))
+
+
+class PropertyFilter:
+    """Builders for metadata predicates: ``PropertyFilter.eq("tenant", "acme")``.
+
+    Keys must be plain metadata names (see `toolish_rag.content.validate_metadata_key`);
+    anything else is rejected when the filter is built, before any store sees it.
+    """
+
+    @staticmethod
+    def eq(key: str, value: Scalar) -> Eq:
+        return Eq(key=key, value=value)
+
+    @staticmethod
+    def ne(key: str, value: Scalar) -> Ne:
+        return Ne(key=key, value=value)
+
+    @staticmethod
+    def gt(key: str, value: Scalar) -> Gt:
+        return Gt(key=key, value=value)
+
+    @staticmethod
+    def gte(key: str, value: Scalar) -> Gte:
+        return Gte(key=key, value=value)
+
+    @staticmethod
+    def lt(key: str, value: Scalar) -> Lt:
+        return Lt(key=key, value=value)
+
+    @staticmethod
+    def lte(key: str, value: Scalar) -> Lte:
+        return Lte(key=key, value=value)
+
+    @staticmethod
+    def in_(key: str, values: Iterable[Scalar]) -> In:
+        return In(key=key, values=tuple(values))
+
+    @staticmethod
+    def nin(key: str, values: Iterable[Scalar]) -> Nin:
+        return Nin(key=key, values=tuple(values))
+
+    @staticmethod
+    def contains(key: str, value: Scalar) -> Contains:
+        return Contains(key=key, value=value)
+
+    @staticmethod
+    def starts_with(key: str, value: str) -> StartsWith:
+        return StartsWith(key=key, value=value)
+
+    @staticmethod
+    def ends_with(key: str, value: str) -> EndsWith:
+        return EndsWith(key=key, value=value)
+
+    @staticmethod
+    def exists(key: str) -> Exists:
+        return Exists(key=key)
+
+    and_ = staticmethod(and_)
+    or_ = staticmethod(or_)
+    not_ = staticmethod(not_)
+    parse = staticmethod(parse_filter)
+
+
+# ``in`` is a keyword: expose it as ``PropertyFilter.in_`` and, for symmetry with the
+# issue's spelling, under the name ``in`` via getattr.
+setattr(PropertyFilter, 'in', PropertyFilter.in_)
+
+
+class EntityFilter:
+    """Builders for label predicates; they compose with `PropertyFilter` nodes."""
+
+    @staticmethod
+    def has_any_label(*labels: str | Iterable[str]) -> HasAnyLabel:
+        flat: set[str] = set()
+        for label in labels:
+            if isinstance(label, str):
+                flat.add(label)
+            else:
+                flat.update(label)
+        return HasAnyLabel(labels=frozenset(flat))

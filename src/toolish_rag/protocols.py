@@ -1,0 +1,156 @@
+"""Capability protocols: what a store can do, and so which tools an agent is offered.
+
+A store implements only the protocols it serves well. `ToolishRag` checks them with
+``isinstance`` (they are ``runtime_checkable``) and offers exactly the matching tools:
+
+=================  ===========================================
+protocol           tools
+=================  ===========================================
+`VectorSearch`     ``vector_search`` (+ ``hybrid_search`` with TextSearch)
+`TextSearch`       ``text_search`` (+ ``hybrid_search`` with VectorSearch)
+`RegexSearch`      ``regex_search``
+`ResultExpander`   ``broaden_chunk``, ``zoom_out``
+=================  ===========================================
+
+`HybridSearch` lets a store replace the core's rank fusion with its own, and
+`FilterPushdown` says which filters a store evaluates natively. `DocumentStore` is the
+write side that ingestion and ``upsert`` use.
+
+Every method is ``async``: a store wrapping a blocking library runs it in a thread
+(``asyncio.to_thread``) so searches never stall the agent's event loop.
+
+Contracts every implementation keeps (the conformance kit in `toolish_rag.testing`
+checks them):
+
+* hits come back best first, at most ``top_k`` of them;
+* when ``request.filter`` is not ``None`` every hit satisfies it under the reference
+  semantics (`toolish_rag.filters.reference`), and the store returns ``top_k`` hits
+  whenever that many matching records exist;
+* scores are higher-is-better; `VectorSearch` scores are cosine similarities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Protocol, runtime_checkable
+
+from .content import Chunk, Document, Entity, Metadata
+from .filters import Filter
+from .search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+
+__all__ = [
+    'DocumentInfo',
+    'DocumentStore',
+    'FilterPushdown',
+    'HybridSearch',
+    'RegexSearch',
+    'ResultExpander',
+    'TextSearch',
+    'VectorSearch',
+]
+
+
+@runtime_checkable
+class VectorSearch(Protocol):
+    """Semantic search: the store embeds ``request.query`` and ranks by cosine similarity."""
+
+    async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]: ...
+
+
+@runtime_checkable
+class TextSearch(Protocol):
+    """Lexical search (BM25 or similar) with a query syntax the store explains to the model."""
+
+    @property
+    def text_query_syntax(self) -> str:
+        """Plain words, for an LLM, on what query text this store accepts.
+
+        It goes verbatim into the text tool's description. Say what works (terms, phrases,
+        operators) and what happens to anything else. If a query cannot be run, raise
+        `toolish_rag.errors.QuerySyntaxError` with a message that says how to fix it.
+        """
+        ...
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]: ...
+
+
+@runtime_checkable
+class RegexSearch(Protocol):
+    """Regular-expression search over record text, in linear time (RE2 semantics)."""
+
+    async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]: ...
+
+
+@runtime_checkable
+class ResultExpander(Protocol):
+    """Look records up by id and read a document's chunks by sequence range or section.
+
+    The tools build ``broaden_chunk`` (sequence neighbours) and ``zoom_out`` (the
+    enclosing section) from these two calls, and always pass the scope filter, so an
+    out-of-scope chunk is never returned through expansion either.
+    """
+
+    async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Chunk | Entity]:
+        """The records with these ids that exist (and satisfy ``filter``), in any order."""
+        ...
+
+    async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        """Chunks of ``request.document_id`` in ``sequence_number`` order (see `ExpansionRequest`)."""
+        ...
+
+
+@runtime_checkable
+class HybridSearch(Protocol):
+    """A store's own fusion of vector and text search, used instead of the core's.
+
+    Scores must lie in ``[0, 1]`` (higher is better) so the hybrid tool's threshold means
+    the same thing on every store.
+    """
+
+    async def hybrid_search(self, request: SearchRequest) -> Sequence[SearchHit]: ...
+
+
+@runtime_checkable
+class FilterPushdown(Protocol):
+    """Declares which filters a store evaluates natively.
+
+    When ``supports_filter(f)`` is true the store receives ``f`` in its requests and must
+    honour it exactly. Otherwise it receives ``filter=None`` and the facade over-fetches
+    with a growing window and filters the results itself. Either way the facade re-checks
+    every hit against the filter (defence in depth).
+    """
+
+    def supports_filter(self, filter: Filter) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInfo:
+    """What a store knows about a stored document, without its chunks."""
+
+    id: str
+    uri: str
+    title: str
+    fingerprint: str | None = None
+    chunk_count: int = 0
+    metadata: Metadata = field(default_factory=dict)
+
+
+@runtime_checkable
+class DocumentStore(Protocol):
+    """The write side: idempotent upserts, deletes and a listing for sync.
+
+    ``upsert`` replaces a document whole: after it returns, the store holds exactly the
+    new version's chunks for that document id and no stale ones, and a concurrent reader
+    sees either the old version or the new one, never a mix.
+    """
+
+    async def upsert(self, items: Iterable[Document | Entity]) -> None: ...
+
+    async def delete_documents(self, document_ids: Iterable[str]) -> int:
+        """Delete these documents and their chunks; returns how many documents existed."""
+        ...
+
+    async def delete_entities(self, entity_ids: Iterable[str]) -> int: ...
+
+    async def list_documents(self) -> Sequence[DocumentInfo]: ...
