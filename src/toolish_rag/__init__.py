@@ -54,3 +54,9 @@ __all__ = [
     'or_',
     'parse_filter',
 ]
+
+from .fusion import FusionConfig
+from .retriever import Capabilities, Retriever, SectionView
+from .toolset import EagerSearch, RagEvent, RagListener, ToolishRag
+
+__all__ += ['Capabilities', 'EagerSearch', 'FusionConfig', 'RagEvent', 'RagListener', 'Retriever', 'SectionView', 'ToolishRag']

@@ -30,7 +30,12 @@ class SearchRequest:
 
 @dataclass(frozen=True, slots=True)
 class RegexRequest:
-    """Records whose text matches ``pattern`` (RE2 syntax: linear time, no backreferences)."""
+    """Records whose text matches ``pattern`` (RE2 syntax: linear time, no backreferences).
+
+    A chunk is matched on its ``urtext`` (the source text the model quotes), an entity on
+    its ``text``. Hits are ordered by how many matches they hold (the score), then by
+    document and ``sequence_number``.
+    """
 
     pattern: str
     top_k: int
@@ -42,17 +47,25 @@ class RegexRequest:
 class ExpansionRequest:
     """Chunks of one document, in sequence order, narrowed by a range or a section.
 
-    ``first``/``last`` bound ``sequence_number`` (inclusive, either may be ``None``);
-    ``section_id`` keeps chunks whose ``section_ids`` contain it. ``limit`` caps how many
-    come back (in sequence order, from the start of the range).
+    ``document_id`` keeps that document's chunks; ``first``/``last`` bound
+    ``sequence_number`` (inclusive, either may be ``None``); ``section_id`` keeps chunks
+    whose ``section_ids`` contain it. At least one of ``document_id`` and ``section_id``
+    is set (section ids are unique across documents). ``limit`` caps how many come back,
+    in sequence order from the start of the range. Entities are never returned.
     """
 
-    document_id: str
+    document_id: str | None = None
     first: int | None = None
     last: int | None = None
     section_id: str | None = None
     filter: Filter | None = None
     limit: int = 200
+
+    def __post_init__(self) -> None:
+        if self.document_id is None and self.section_id is None:
+            raise ValueError('an ExpansionRequest needs a document_id or a section_id')
+        if self.limit < 1:
+            raise ValueError('limit must be at least 1')
 
 
 @dataclass(frozen=True, slots=True)

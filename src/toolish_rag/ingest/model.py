@@ -1,0 +1,228 @@
+"""What a reader produces: the extracted source text and its section outline.
+
+Every reader, whatever the format, returns a `ParsedDocument`: one string (``source``,
+the reader's extracted text) plus an outline of sections whose blocks are ``(start, end)``
+spans into that string. The chunker only ever slices ``source``, so every chunk's
+``urtext`` is exactly ``source[start_char:end_char]``.
+
+For formats that are text already (Markdown, plain text) ``source`` is the decoded file.
+For the others (HTML, PDF, DOCX, ...) the reader writes ``source`` itself with an
+`OutlineBuilder`: headings and blocks are appended in reading order and their offsets
+recorded as they are written.
+"""
+
+from __future__ import annotations
+
+import bisect
+import datetime as _dt
+import math
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from ..content import METADATA_KEY_PATTERN, MetadataValue
+
+__all__ = [
+    'Block',
+    'BlockKind',
+    'OutlineBuilder',
+    'ParsedDocument',
+    'ParsedSection',
+    'ReadError',
+    'normalise_metadata',
+]
+
+BlockKind = Literal['text', 'code', 'list', 'table']
+
+
+class ReadError(Exception):
+    """A file that cannot be ingested; the message is the reason shown in the report."""
+
+
+@dataclass(slots=True)
+class Block:
+    """A span of ``source``: a paragraph, a list, a code block or a table."""
+
+    start: int
+    end: int
+    kind: BlockKind = 'text'
+    header_end: int | None = None
+    """Tables only: where the header rows end (the header is ``source[start:header_end]``)."""
+
+
+@dataclass(slots=True)
+class ParsedSection:
+    """A heading and what it governs. The root section (``level == 0``) has no heading."""
+
+    title: str
+    level: int
+    start: int
+    """Offset of the heading in ``source`` (for the root: 0)."""
+    blocks: list[Block] = field(default_factory=list)
+    children: list[ParsedSection] = field(default_factory=list)
+
+    @property
+    def end(self) -> int:
+        """End of the last block of this section's subtree (``start`` when it is empty)."""
+        last = self.start
+        if self.blocks:
+            last = max(last, self.blocks[-1].end)
+        if self.children:
+            last = max(last, self.children[-1].end)
+        return last
+
+    def walk(self) -> list[ParsedSection]:
+        """This section and every descendant, in document order."""
+        out = [self]
+        for child in self.children:
+            out.extend(child.walk())
+        return out
+
+    def has_text(self) -> bool:
+        return bool(self.blocks) or any(c.has_text() for c in self.children)
+
+
+@dataclass(slots=True)
+class ParsedDocument:
+    """A reader's result: extracted text, title, metadata and section outline."""
+
+    source: str
+    title: str
+    root: ParsedSection
+    format: str
+    metadata: dict[str, MetadataValue] = field(default_factory=dict)
+    page_starts: list[int] | None = None
+    """Paged formats: the offset in ``source`` where each page (or slide) begins."""
+    warnings: list[str] = field(default_factory=list)
+
+    def page_at(self, offset: int) -> int | None:
+        """1-based page holding ``offset``, or ``None`` for unpaged formats."""
+        if not self.page_starts:
+            return None
+        return max(1, bisect.bisect_right(self.page_starts, offset))
+
+    def headings(self) -> list[str]:
+        """Titles of every section, in document order (the root excluded)."""
+        return [s.title for s in self.root.walk()[1:]]
+
+
+class OutlineBuilder:
+    """Builds ``source`` and its section tree together, for readers that write their own text.
+
+    Headings nest by level with a stack, so skipped levels (an ``h1`` followed by an
+    ``h4``) still nest under the nearest shallower heading.
+    """
+
+    def __init__(self) -> None:
+        self._parts: list[str] = []
+        self._length = 0
+        self.root = ParsedSection(title='', level=0, start=0)
+        self._stack: list[ParsedSection] = [self.root]
+        self.page_starts: list[int] = []
+
+    @property
+    def length(self) -> int:
+        return self._length
+
+    def _write(self, text: str) -> tuple[int, int]:
+        if self._length:
+            self._parts.append('\n\n')
+            self._length += 2
+        start = self._length
+        self._parts.append(text)
+        self._length += len(text)
+        return start, self._length
+
+    def start_page(self) -> None:
+        """Mark that the next text written begins a new page."""
+        self.page_starts.append(self._length + (2 if self._length else 0))
+
+    def heading(self, title: str, level: int) -> ParsedSection:
+        title = ' '.join(title.split())
+        start, _ = self._write(title)
+        return self.open_section(title or '(untitled)', level, start)
+
+    def open_section(self, title: str, level: int, start: int) -> ParsedSection:
+        """Open a section at ``start`` (text already written or a position in a given source)."""
+        while len(self._stack) > 1 and self._stack[-1].level >= level:
+            self._stack.pop()
+        section = ParsedSection(title=title, level=level, start=start)
+        self._stack[-1].children.append(section)
+        self._stack.append(section)
+        return section
+
+    def block(self, text: str, kind: BlockKind = 'text', *, header: str | None = None) -> Block | None:
+        """Append a block; for tables ``header`` is the header row(s) that ``text`` starts with."""
+        if not text.strip():
+            return None
+        start, end = self._write(text)
+        header_end = start + len(header) if header is not None and text.startswith(header) else None
+        block = Block(start, end, kind, header_end)
+        self._stack[-1].blocks.append(block)
+        return block
+
+    def add_span(self, start: int, end: int, kind: BlockKind = 'text', header_end: int | None = None) -> None:
+        """Record a block at a span of a source that is not written through this builder."""
+        self._stack[-1].blocks.append(Block(start, end, kind, header_end))
+
+    def text(self) -> str:
+        return ''.join(self._parts)
+
+
+_NON_IDENT = re.compile(r'[^A-Za-z0-9_]+')
+_RESERVED = frozenset({'id', 'text', 'urtext', 'labels', 'kind', 'vector', 'score'})
+
+
+def _normalise_key(key: str) -> str | None:
+    norm = _NON_IDENT.sub('_', key.strip()).strip('_').lower()
+    if not norm:
+        return None
+    if norm[0].isdigit():
+        norm = '_' + norm
+    return norm[:64]
+
+
+def _scalar(value: Any) -> str | bool | int | float | None:
+    if value is None or isinstance(value, str | bool | int):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, _dt.date | _dt.datetime | _dt.time):
+        return value.isoformat()
+    raise TypeError(type(value).__name__)
+
+
+def normalise_metadata(raw: Mapping[Any, Any], warnings: list[str], *, prefix: str = '') -> dict[str, MetadataValue]:
+    """Turn free-form metadata (YAML front matter, document properties) into valid metadata.
+
+    Types are kept (an ``int`` stays an ``int``); dates become ISO strings; nested
+    mappings are flattened with ``_`` (``toc: {enabled: true}`` -> ``toc_enabled``); keys
+    that are not plain identifiers are normalised (``Last-Review Date`` ->
+    ``last_review_date``) with a warning, or dropped with a warning when nothing is left,
+    as are reserved keys and values that are not scalars or flat lists of scalars.
+    """
+    out: dict[str, MetadataValue] = {}
+    for raw_key, value in raw.items():
+        key_text = f'{prefix}{raw_key}'
+        key: str | None = key_text if METADATA_KEY_PATTERN.match(key_text) else _normalise_key(key_text)
+        if key is None:
+            warnings.append(f'metadata key {key_text!r} dropped: not usable as a name')
+            continue
+        if key != key_text:
+            warnings.append(f'metadata key {key_text!r} renamed to {key!r}')
+        if key in _RESERVED:
+            warnings.append(f'metadata key {key!r} dropped: reserved by the content model')
+            continue
+        if isinstance(value, Mapping):
+            out.update(normalise_metadata(value, warnings, prefix=f'{key}_'))
+            continue
+        try:
+            if isinstance(value, list | tuple | set):
+                items = [_scalar(v) for v in value]
+                out[key] = [v for v in items if v is not None]
+            else:
+                out[key] = _scalar(value)
+        except TypeError as exc:
+            warnings.append(f'metadata key {key!r} dropped: unsupported value type {exc}')
+    return out

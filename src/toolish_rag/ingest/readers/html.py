@@ -1,0 +1,210 @@
+"""HTML (and XHTML): ``h1``-``h6`` build the section tree; page chrome is dropped.
+
+Parsed with BeautifulSoup on lxml. The main content is taken from ``<main>``,
+``role=main``, a single ``<article>`` or ``#content`` when present; ``nav``, ``script``,
+``style``, page-level ``header``/``footer``, ``aside``, forms and well-known boilerplate
+(tables of contents, navboxes, "[edit]" links, heading anchors) are removed. Tables keep
+their header row, ``<pre>`` keeps its line breaks, lists become ``- item`` lines.
+"""
+
+from __future__ import annotations
+
+import warnings
+from pathlib import Path
+
+from bs4 import BeautifulSoup, NavigableString, Tag
+from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
+
+from ..model import OutlineBuilder, ParsedDocument, ReadError
+from .text import decode_text, title_from_path
+
+__all__ = ['html_into_outline', 'read_html']
+
+_DROP_TAGS = (
+    'script', 'style', 'noscript', 'nav', 'aside', 'form', 'iframe', 'svg', 'template', 'button',
+    'select', 'input', 'textarea', 'canvas', 'object', 'embed', 'link', 'meta', 'head', 'math',
+)  # fmt: skip
+_DROP_ROLES = frozenset({'navigation', 'search', 'complementary', 'contentinfo'})
+_DROP_TOKENS = frozenset(
+    {
+        'toc', 'navbox', 'vertical-navbox', 'sidebar', 'mw-editsection', 'catlinks', 'printfooter', 'mw-jump-link',
+        'noprint', 'mw-navigation', 'mw-panel', 'mw-head', 'breadcrumb', 'breadcrumbs', 'cookie-banner',
+        'skip-link', 'reference', 'mw-cite-backlink', 'headerlink', 'bookmark', 'anchor-link', 'sr-only',
+        'visually-hidden', 'jump-to-nav', 'sitesub', 'contentsub', 'hatnote', 'mw-empty-elt',
+    }
+)  # fmt: skip
+_HEADINGS = {'h1': 1, 'h2': 2, 'h3': 3, 'h4': 4, 'h5': 5, 'h6': 6}
+_BLOCK_TAGS = frozenset(
+    {
+        'p', 'div', 'section', 'article', 'main', 'body', 'html', 'blockquote', 'dl', 'dt', 'dd', 'figure',
+        'figcaption', 'header', 'footer', 'address', 'details', 'summary', 'center', 'hgroup', 'caption', 'li',
+        'fieldset', 'legend',
+    }
+)  # fmt: skip
+
+
+def _is_boilerplate(tag: Tag) -> bool:
+    if tag.get('role') in _DROP_ROLES or tag.get('aria-hidden') == 'true':
+        return True
+    tokens = {str(c).lower() for c in (tag.get('class') or [])}
+    ident = tag.get('id')
+    if isinstance(ident, str):
+        tokens.add(ident.lower())
+    return bool(tokens & _DROP_TOKENS)
+
+
+def _clean(root: Tag) -> None:
+    for tag in root.find_all(_DROP_TAGS):
+        tag.decompose()
+    for tag in root.find_all(['header', 'footer']):
+        if tag.decomposed:
+            continue
+        if tag.find_parent(['article', 'main']) is None and tag.find(list(_HEADINGS)) is None:
+            tag.decompose()
+        elif tag.name == 'footer':
+            tag.decompose()
+    for tag in root.find_all(True):
+        if not tag.decomposed and _is_boilerplate(tag):
+            tag.decompose()
+    for heading in root.find_all(list(_HEADINGS)):
+        for a in heading.find_all('a'):
+            if a.get_text(strip=True) in ('#', '¶', '§', '🔗'):
+                a.decompose()
+    for node in root.find_all(string=lambda s: isinstance(s, Comment | ProcessingInstruction | Declaration | Doctype)):
+        node.extract()
+
+
+def _content_root(soup: BeautifulSoup) -> Tag:
+    for finder in (
+        lambda: soup.find('main'),
+        lambda: soup.find(attrs={'role': 'main'}),
+        lambda: (lambda arts: arts[0] if len(arts) == 1 else None)(soup.find_all('article')),
+        lambda: soup.find(id='content'),
+        lambda: soup.find('body'),
+    ):
+        found = finder()
+        if isinstance(found, Tag) and found.get_text(strip=True):
+            return found
+    return soup
+
+
+def _text(node: Tag) -> str:
+    return ' '.join(node.get_text(' ').split())
+
+
+def _table(table: Tag) -> tuple[str, str | None]:
+    rows: list[str] = []
+    header: str | None = None
+    for tr in table.find_all('tr'):
+        if tr.find_parent('table') is not table:
+            continue
+        cells = [_text(c) for c in tr.find_all(['th', 'td']) if c.find_parent('tr') is tr]
+        if not any(cells):
+            continue
+        line = ' | '.join(cells)
+        if not rows and header is None:
+            header = line
+        rows.append(line)
+    caption = table.find('caption')
+    body = '\n'.join(rows)
+    if caption is not None and caption.find_parent('table') is table and _text(caption):
+        return f'{_text(caption)}\n{body}', None if header is None else f'{_text(caption)}\n{header}'
+    return body, header
+
+
+def _list(lst: Tag, depth: int = 0) -> list[str]:
+    lines: list[str] = []
+    ordered = lst.name == 'ol'
+    n = 0
+    for li in lst.find_all('li', recursive=False):
+        n += 1
+        own: list[str] = []
+        nested: list[str] = []
+        for child in li.children:
+            if isinstance(child, Tag) and child.name in ('ul', 'ol'):
+                nested.extend(_list(child, depth + 1))
+            elif isinstance(child, Tag):
+                own.append(child.get_text(' '))
+            elif isinstance(child, NavigableString):
+                own.append(str(child))
+        marker = f'{n}.' if ordered else '-'
+        text = ' '.join(' '.join(own).split())
+        if text:
+            lines.append(f'{"  " * depth}{marker} {text}')
+        lines.extend(nested)
+    return lines
+
+
+class _Walker:
+    def __init__(self, outline: OutlineBuilder, level_offset: int) -> None:
+        self.outline = outline
+        self.level_offset = level_offset
+        self.buffer: list[str] = []
+        self.first_heading: str | None = None
+
+    def flush(self) -> None:
+        text = ' '.join(''.join(self.buffer).split())
+        self.buffer.clear()
+        if text:
+            self.outline.block(text)
+
+    def walk(self, node: Tag) -> None:
+        for child in node.children:
+            if isinstance(child, NavigableString):
+                self.buffer.append(str(child))
+                continue
+            if not isinstance(child, Tag):
+                continue
+            name = child.name
+            if name in _HEADINGS:
+                self.flush()
+                title = _text(child)
+                if title:
+                    self.first_heading = self.first_heading or title
+                    self.outline.heading(title, _HEADINGS[name] + self.level_offset)
+            elif name == 'pre':
+                self.flush()
+                self.outline.block(child.get_text().strip('\n'), 'code')
+            elif name == 'table':
+                self.flush()
+                body, header = _table(child)
+                self.outline.block(body, 'table', header=header)
+            elif name in ('ul', 'ol'):
+                self.flush()
+                self.outline.block('\n'.join(_list(child)), 'list')
+            elif name == 'br':
+                self.buffer.append('\n')
+            elif name in _BLOCK_TAGS or child.find(['p', 'div', 'table', 'pre', 'ul', 'ol', *_HEADINGS]) is not None:
+                self.flush()
+                self.walk(child)
+                self.flush()
+            else:
+                self.buffer.append(child.get_text(' ') if name not in ('img',) else str(child.get('alt') or ''))
+
+
+def html_into_outline(markup: str | bytes, outline: OutlineBuilder, *, level_offset: int = 0) -> tuple[str | None, str | None]:
+    """Append an HTML page's content to ``outline``; returns ``(<title>, first heading)``."""
+    with warnings.catch_warnings():
+        warnings.simplefilter('ignore')
+        soup = BeautifulSoup(markup, 'lxml')
+    title_tag = soup.find('title')
+    page_title = ' '.join(title_tag.get_text().split()) if isinstance(title_tag, Tag) else None
+    root = _content_root(soup)
+    _clean(root)
+    walker = _Walker(outline, level_offset)
+    walker.walk(root)
+    walker.flush()
+    return page_title or None, walker.first_heading
+
+
+def read_html(data: bytes, path: Path) -> ParsedDocument:
+    if b'\x00' in data[:4096] and not data.startswith((b'\xff\xfe', b'\xfe\xff')):
+        raise ReadError('binary file (NUL bytes): not HTML')
+    outline = OutlineBuilder()
+    page_title, first_heading = html_into_outline(decode_text(data), outline)
+    return ParsedDocument(
+        source=outline.text(),
+        title=first_heading or page_title or title_from_path(path),
+        root=outline.root,
+        format='html',
+    )

@@ -1,0 +1,259 @@
+"""PDF via pypdf (BSD): text per page, pages recorded, sections from the outline or the fonts.
+
+* Sections come from the PDF outline (bookmarks) when it has one; otherwise from lines set
+  in bold or in a larger font than the body text, ranked by size into levels.
+* Running headers and footers (the same line at the top or bottom of most pages, page
+  numbers aside) are removed.
+* A PDF with no text layer (a scan) is refused with "no extractable text" rather than
+  ingested empty; encrypted and malformed PDFs are refused with the reason.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import re
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ..model import OutlineBuilder, ParsedDocument, ReadError
+from .text import paragraph_spans, title_from_path
+
+__all__ = ['read_pdf']
+
+
+@dataclass(slots=True)
+class _Line:
+    text: str
+    size: float
+    bold: bool
+    heading_like: bool
+
+
+def _pattern(title: str) -> re.Pattern[str] | None:
+    chars = [re.escape(c) for c in title if not c.isspace()]
+    if len(chars) < 2:
+        return None
+    return re.compile(r'\s*'.join(chars), re.IGNORECASE)
+
+
+def _page_lines(page: Any) -> tuple[str, list[_Line]]:
+    runs: list[tuple[str, float, bool, float]] = []
+
+    def visit(text: str, cm: Any, tm: Any, font: Any, size: float) -> None:
+        if not text:
+            return
+        scale = abs(tm[3] or tm[0] or 1.0) * abs(cm[3] or cm[0] or 1.0)
+        name = str(font.get('/BaseFont', '')) if font else ''
+        bold = 'bold' in name.lower() or 'black' in name.lower() or 'heavy' in name.lower()
+        runs.append((text, round(float(size) * scale, 1), bold, float(tm[5]) * abs(cm[3] or 1.0) + float(cm[5])))
+
+    text = page.extract_text(visitor_text=visit) or ''
+    lines: list[_Line] = []
+    current: list[tuple[str, float, bool, float]] = []
+
+    def close() -> None:
+        content = ''.join(r[0] for r in current)
+        visible = [r for r in current if r[0].strip()]
+        if visible and content.strip():
+            size = max(r[1] for r in visible)
+            bold = all(r[2] for r in visible)
+            lines.append(_Line(' '.join(content.split()), size, bold, True))
+        current.clear()
+
+    last_y: float | None = None
+    for run in runs:
+        if current and last_y is not None and abs(run[3] - last_y) > max(2.0, run[1] * 0.5):
+            close()
+        current.append(run)
+        last_y = run[3]
+        if run[0].endswith('\n'):
+            close()
+            last_y = None
+    close()
+    return text, lines
+
+
+def _clean_page(text: str) -> str:
+    lines = [line.rstrip() for line in text.split('\n')]
+    out: list[str] = []
+    for line in lines:
+        if not line.strip():
+            if out and out[-1] != '':
+                out.append('')
+            continue
+        out.append(line)
+    return '\n'.join(out).strip('\n')
+
+
+def _strip_running(pages: list[str]) -> list[str]:
+    if len(pages) < 3:
+        return pages
+
+    def key(line: str) -> str:
+        return re.sub(r'\d+', '#', ' '.join(line.split()))
+
+    edge_keys: Counter[str] = Counter()
+    for page in pages:
+        lines = [ln for ln in page.split('\n') if ln.strip()]
+        edge_keys.update({key(ln) for ln in lines[:2] + lines[-2:]})
+    running = {k for k, n in edge_keys.items() if n >= max(3, int(len(pages) * 0.6)) and k.strip('# ')}
+    if not running:
+        return pages
+    out = []
+    for page in pages:
+        lines = page.split('\n')
+        nonblank = [i for i, ln in enumerate(lines) if ln.strip()]
+        edges = set(nonblank[:2] + nonblank[-2:])
+        kept = [ln for i, ln in enumerate(lines) if not (i in edges and key(ln) in running)]
+        out.append(_clean_page('\n'.join(kept)))
+    return out
+
+
+def _outline_entries(reader: Any) -> list[tuple[int, int, str]]:
+    entries: list[tuple[int, int, str]] = []
+
+    def walk(items: Any, depth: int) -> None:
+        for item in items:
+            if isinstance(item, list):
+                walk(item, depth + 1)
+                continue
+            try:
+                page = reader.get_destination_page_number(item)
+            except Exception:
+                continue
+            title = ' '.join(str(getattr(item, 'title', '') or '').split())
+            if title and page is not None and page >= 0:
+                entries.append((page, depth + 1, title))
+
+    try:
+        walk(reader.outline, 0)
+    except Exception:
+        return []
+    return entries
+
+
+def _font_headings(page_lines: list[list[_Line]]) -> list[tuple[int, int, str]]:
+    sizes: Counter[float] = Counter()
+    for lines in page_lines:
+        for line in lines:
+            sizes[line.size] += len(line.text)
+    if not sizes:
+        return []
+    body = sizes.most_common(1)[0][0]
+    candidates: list[tuple[int, _Line]] = []
+    for page_no, lines in enumerate(page_lines):
+        for line in lines:
+            t = line.text
+            if not (2 < len(t) <= 120) or not any(c.isalpha() for c in t) or t.endswith((',', ';')):
+                continue
+            if line.size >= body * 1.15 or (line.bold and line.size >= body * 0.95):
+                candidates.append((page_no, line))
+    total_chars = sum(sizes.values())
+    if not candidates or len(candidates) > max(3, total_chars // 150):
+        return []  # no headings, or "bold" is used for body text / table cells: not a hierarchy
+    styles = sorted({(c.size, c.bold) for _, c in candidates}, reverse=True)
+    level = {style: i + 1 for i, style in enumerate(styles[:6])}
+    return [(p, level.get((c.size, c.bold), 6), c.text) for p, c in candidates]
+
+
+def _document_title(reader: Any) -> str | None:
+    try:
+        meta = reader.metadata
+        title = str(meta.title).strip() if meta is not None and meta.title else ''
+    except Exception:
+        return None
+    if not title or title.lower().startswith(('microsoft word', 'untitled')) or title.lower().endswith(('.doc', '.docx', '.pdf')):
+        return None
+    return title
+
+
+def read_pdf(data: bytes, path: Path) -> ParsedDocument:
+    import pypdf
+    from pypdf.errors import PdfReadError
+
+    logging.getLogger('pypdf').setLevel(logging.ERROR)
+    if not data.lstrip()[:1024].startswith(b'%PDF') and b'%PDF' not in data[:1024]:
+        raise ReadError('not a PDF (no %PDF header)')
+    try:
+        reader = pypdf.PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            try:
+                opened = reader.decrypt('')
+            except Exception as exc:
+                raise ReadError(f'encrypted PDF that cannot be opened: {exc}') from None
+            if not opened:
+                raise ReadError('encrypted PDF: a password is required to open it')
+        pages_raw: list[str] = []
+        page_lines: list[list[_Line]] = []
+        for page in reader.pages:
+            text, lines = _page_lines(page)
+            pages_raw.append(_clean_page(text))
+            page_lines.append(lines)
+        entries = _outline_entries(reader)
+        doc_title = _document_title(reader)
+    except ReadError:
+        raise
+    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        raise ReadError(f'malformed PDF: {exc}') from None
+    pages = _strip_running(pages_raw)
+    if not any(p.strip() for p in pages):
+        raise ReadError(
+            f'no extractable text: the PDF has {len(pages)} page(s) but no text layer '
+            '(a scanned or image-only PDF); run OCR on it first (e.g. ocrmypdf)'
+        )
+    if not entries:
+        entries = _font_headings(page_lines)
+
+    source = '\n\n'.join(pages)
+    page_starts: list[int] = []
+    pos = 0
+    for p in pages:
+        page_starts.append(pos)
+        pos += len(p) + 2
+    # place headings: (offset of heading, offset where its body starts, level, title)
+    placed: list[tuple[int, int, int, str]] = []
+    cursor = 0
+    for page_no, level, title in entries:
+        if page_no >= len(pages):
+            continue
+        page_start = page_starts[page_no]
+        page_end = page_start + len(pages[page_no])
+        lo = max(cursor, page_start)
+        pattern = _pattern(title)
+        m = pattern.search(source, lo, page_end) if pattern else None
+        if m is not None:
+            placed.append((m.start(), m.end(), level, title))
+            cursor = m.end()
+        else:
+            at = max(cursor, page_start)
+            placed.append((at, at, level, title))
+            cursor = at
+    outline = OutlineBuilder()
+    outline.page_starts = page_starts
+    boundaries = sorted({*page_starts, len(source)})
+
+    def add_body(start: int, end: int) -> None:
+        for b_lo, b_hi in zip(boundaries, boundaries[1:], strict=False):
+            lo, hi = max(start, b_lo), min(end, b_hi)
+            if hi > lo:
+                for s, e in paragraph_spans(source, lo, hi):
+                    outline.add_span(s, e)
+
+    prev_end = 0
+    for h_start, h_end, level, title in placed:
+        add_body(prev_end, h_start)
+        outline.open_section(title, level, h_start)
+        prev_end = h_end
+    add_body(prev_end, len(source))
+    first_heading = placed[0][3] if placed else None
+    return ParsedDocument(
+        source=source,
+        title=doc_title or first_heading or title_from_path(path),
+        root=outline.root,
+        format='pdf',
+        metadata={'page_count': len(pages)},
+        page_starts=page_starts,
+    )

@@ -1,0 +1,84 @@
+"""Plain text: decoding (BOMs, UTF-8, a detected legacy encoding) and paragraph blocks."""
+
+from __future__ import annotations
+
+import codecs
+import re
+from pathlib import Path
+
+from ..model import OutlineBuilder, ParsedDocument, ReadError
+
+__all__ = ['decode_text', 'read_text', 'title_from_path', 'paragraph_spans']
+
+_BOMS = (
+    (codecs.BOM_UTF32_LE, 'utf-32-le'),
+    (codecs.BOM_UTF32_BE, 'utf-32-be'),
+    (codecs.BOM_UTF8, 'utf-8'),
+    (codecs.BOM_UTF16_LE, 'utf-16-le'),
+    (codecs.BOM_UTF16_BE, 'utf-16-be'),
+)
+
+
+def decode_text(data: bytes) -> str:
+    """Decode a text file: BOM first, then UTF-8, then the best guess of charset-normalizer.
+
+    Raises `ReadError` for binary content (NUL bytes in what is not UTF-16/32). Line
+    endings are normalised to ``\\n``.
+    """
+    text: str | None = None
+    for bom, encoding in _BOMS:
+        if data.startswith(bom):
+            try:
+                text = data[len(bom) :].decode(encoding)
+            except UnicodeDecodeError as exc:
+                raise ReadError(f'undecodable {encoding} text: {exc.reason} at byte {exc.start}') from None
+            break
+    if text is None:
+        if b'\x00' in data[:8192]:
+            raise ReadError('binary file (NUL bytes): not text')
+        try:
+            text = data.decode('utf-8')
+        except UnicodeDecodeError:
+            from charset_normalizer import from_bytes
+
+            best = from_bytes(data).best()
+            text = str(best) if best is not None else data.decode('cp1252', errors='replace')
+            if text.count('\ufffd') > max(8, len(text) // 100):
+                raise ReadError('binary file: no text encoding fits') from None
+    return text.replace('\r\n', '\n').replace('\r', '\n')
+
+
+def title_from_path(path: Path) -> str:
+    """A readable title from a file name: ``refund_policy-v2.md`` -> ``refund policy v2``."""
+    return re.sub(r'[_\-]+', ' ', path.stem).strip() or path.name
+
+
+_BLANK = re.compile(r'\n[ \t]*\n')
+
+
+def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[tuple[int, int]]:
+    """``(start, end)`` of each blank-line separated paragraph of ``text[start:end]``, trimmed."""
+    end = len(text) if end is None else end
+    spans: list[tuple[int, int]] = []
+    pos = start
+    for m in _BLANK.finditer(text, start, end):
+        spans.append((pos, m.start()))
+        pos = m.end()
+    spans.append((pos, end))
+    out = []
+    for s, e in spans:
+        while s < e and text[s].isspace():
+            s += 1
+        while e > s and text[e - 1].isspace():
+            e -= 1
+        if e > s:
+            out.append((s, e))
+    return out
+
+
+def read_text(data: bytes, path: Path) -> ParsedDocument:
+    text = decode_text(data)
+    outline = OutlineBuilder()
+    for s, e in paragraph_spans(text):
+        outline.add_span(s, e)
+    return ParsedDocument(source=text, title=title_from_path(path), root=outline.root, format='text')

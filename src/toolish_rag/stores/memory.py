@@ -1,0 +1,346 @@
+"""`InMemoryStore`: the reference store, implementing every capability exactly.
+
+* vector search: exact cosine over a numpy matrix of normalised embeddings;
+* text search: BM25 through ``bm25s`` (English stop words, Snowball stemming);
+* regex search: RE2 (``google-re2``), linear time, so no pattern can hang a search;
+* expansion by sequence range and by section;
+* filters evaluated with the reference evaluator *before* ranking, so every search
+  returns exactly ``top_k`` hits whenever that many in-scope records exist.
+
+Concurrency: the store's state is an immutable snapshot. A writer (one at a time, under
+an ``asyncio.Lock``) builds the next snapshot and swaps it in with one assignment, so
+readers always see a whole version: the old one or the new one, never half a document.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
+from ..content import Chunk, Document, Entity, dedupe_last, split_items
+from ..embedding import resolve_embedder
+from ..errors import QuerySyntaxError
+from ..filters import Filter, matches
+from ..protocols import DocumentInfo
+from ..search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from ..regex import compile_pattern, count_matches
+
+__all__ = ['InMemoryStore']
+
+Record = Chunk | Entity
+_EMBED_BATCH = 256
+
+
+def _tokenizer() -> Any:
+    import Stemmer
+
+    return Stemmer.Stemmer('english')
+
+
+def tokenize(texts: list[str], stemmer: Any) -> list[list[str]]:
+    """The BM25 tokenisation: bm25s's word pattern, English stop words, Snowball stems."""
+    import bm25s
+
+    tokens: list[list[str]] = bm25s.tokenize(
+        texts, stopwords='en', stemmer=stemmer, return_ids=False, show_progress=False
+    )
+    return tokens
+
+
+@dataclass
+class _Snapshot:
+    records: tuple[Record, ...] = ()
+    vectors: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    documents: dict[str, DocumentInfo] = field(default_factory=dict)
+    index: dict[str, int] = field(default_factory=dict)
+    by_document: dict[str, list[int]] = field(default_factory=dict)
+    _bm25: Any = None
+    _bm25_lock: threading.Lock = field(default_factory=threading.Lock)
+    _masks: OrderedDict[Filter, npt.NDArray[np.bool_]] = field(default_factory=OrderedDict)
+
+    @classmethod
+    def build(
+        cls, records: list[Record], vectors: npt.NDArray[np.float32], documents: dict[str, DocumentInfo]
+    ) -> _Snapshot:
+        index = {r.id: i for i, r in enumerate(records)}
+        by_document: dict[str, list[int]] = {}
+        for i, r in enumerate(records):
+            if isinstance(r, Chunk):
+                by_document.setdefault(r.document_id, []).append(i)
+        for positions in by_document.values():
+            positions.sort(key=lambda i: records[i].sequence_number)  # type: ignore[union-attr]
+        return cls(tuple(records), vectors, documents, index, by_document)
+
+    def mask(self, f: Filter | None) -> npt.NDArray[np.bool_] | None:
+        """Which records satisfy ``f`` (cached for the few filters a deployment repeats)."""
+        if f is None:
+            return None
+        cached = self._masks.get(f)
+        if cached is not None:
+            self._masks.move_to_end(f)
+            return cached
+        result = np.fromiter((matches(f, r) for r in self.records), dtype=np.bool_, count=len(self.records))
+        self._masks[f] = result
+        if len(self._masks) > 64:
+            self._masks.popitem(last=False)
+        return result
+
+    def bm25(self, stemmer: Any) -> Any:
+        with self._bm25_lock:
+            if self._bm25 is None and self.records:
+                import bm25s
+
+                retriever = bm25s.BM25()
+                retriever.index(tokenize([r.text for r in self.records], stemmer), show_progress=False)
+                self._bm25 = retriever
+            return self._bm25
+
+
+def _top(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
+    """Indices of the ``k`` largest finite scores, best first (stable for ties)."""
+    finite = np.flatnonzero(np.isfinite(scores))
+    if finite.size == 0:
+        return finite
+    if finite.size > k:
+        part = np.argpartition(-scores[finite], k - 1)[:k]
+        finite = finite[part]
+    order = np.lexsort((finite, -scores[finite]))
+    return finite[order]
+
+
+class InMemoryStore:
+    """All four capabilities in process memory; the reference every other store matches.
+
+    Args:
+        embedder: an embedding model string, ``EmbeddingModel`` or ``Embedder``; ``None``
+            is the offline default (all-MiniLM-L6-v2).
+    """
+
+    text_query_syntax = (
+        'Plain words. Every word counts toward the BM25 score (English stemming: "refunds" '
+        'matches "refund"; very common words such as "the" are ignored). Quotes, boolean '
+        'operators and field names have no special meaning: they are read as plain words.'
+    )
+
+    def __init__(self, embedder: Embedder | EmbeddingModel | str | None = None) -> None:
+        self._embedder_spec = embedder
+        self._embedder: Embedder | None = None
+        self._snapshot = _Snapshot()
+        self._write_lock = asyncio.Lock()
+        self._stemmer = _tokenizer()
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = resolve_embedder(self._embedder_spec)
+        return self._embedder
+
+    def __len__(self) -> int:
+        return len(self._snapshot.records)
+
+    def __repr__(self) -> str:
+        snap = self._snapshot
+        return f'InMemoryStore(documents={len(snap.documents)}, records={len(snap.records)})'
+
+    # -- writes -----------------------------------------------------------------------
+
+    async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        parts: list[npt.NDArray[np.float32]] = []
+        for start in range(0, len(texts), _EMBED_BATCH):
+            result = await self.embedder.embed_documents(texts[start : start + _EMBED_BATCH])
+            parts.append(np.asarray(result.embeddings, dtype=np.float32))
+        matrix = np.vstack(parts)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return matrix / norms
+
+    async def upsert(self, items: Iterable[Document | Entity]) -> None:
+        """Insert or replace documents (whole) and entities; embeds only changed text."""
+        documents, entities = split_items(dedupe_last(list(items)))
+        async with self._write_lock:
+            old = self._snapshot
+            replaced_docs = {d.id for d in documents}
+            replaced_entities = {e.id for e in entities}
+            keep = [
+                i
+                for i, r in enumerate(old.records)
+                if not (isinstance(r, Chunk) and r.document_id in replaced_docs) and r.id not in replaced_entities
+            ]
+            new_records: list[Record] = [c for d in documents for c in d.chunks]
+            new_records.extend(entities)
+            kept_ids = {old.records[i].id for i in keep}
+            clash = next((r.id for r in new_records if r.id in kept_ids), None)
+            if clash is not None:
+                raise ValueError(f'record id {clash!r} already belongs to another document or entity')
+            # Reuse vectors of records whose indexed text did not change.
+            reuse: dict[int, npt.NDArray[np.float32]] = {}
+            to_embed: list[int] = []
+            for j, r in enumerate(new_records):
+                i = old.index.get(r.id)
+                if i is not None and old.records[i].text == r.text and old.vectors.shape[0] > i:
+                    reuse[j] = old.vectors[i]
+                else:
+                    to_embed.append(j)
+            fresh = await self._embed([new_records[j].text for j in to_embed]) if to_embed else None
+            width = (
+                fresh.shape[1] if fresh is not None else old.vectors.shape[1] if old.vectors.shape[0] else 0
+            )
+            new_vectors = np.zeros((len(new_records), width), dtype=np.float32)
+            for j, v in reuse.items():
+                new_vectors[j] = v
+            if fresh is not None:
+                new_vectors[to_embed] = fresh
+            if old.vectors.shape[0] and new_vectors.shape[0] and old.vectors.shape[1] != new_vectors.shape[1]:
+                raise ValueError('the embedder changed dimensions: use a new store for a new model')
+            kept_vectors = old.vectors[keep] if keep else np.zeros((0, width), dtype=np.float32)
+            vectors = np.vstack([kept_vectors, new_vectors]) if width else np.zeros((0, 0), dtype=np.float32)
+            docs = {k: v for k, v in old.documents.items() if k not in replaced_docs}
+            for d in documents:
+                docs[d.id] = DocumentInfo(
+                    id=d.id,
+                    uri=d.uri,
+                    title=d.title,
+                    fingerprint=d.fingerprint,
+                    chunk_count=len(d.chunks),
+                    metadata=dict(d.metadata),
+                )
+            self._snapshot = _Snapshot.build([old.records[i] for i in keep] + new_records, vectors, docs)
+
+    async def _delete(self, doc_ids: set[str], entity_ids: set[str]) -> tuple[int, int]:
+        async with self._write_lock:
+            old = self._snapshot
+            keep = [
+                i
+                for i, r in enumerate(old.records)
+                if not (isinstance(r, Chunk) and r.document_id in doc_ids)
+                and not (isinstance(r, Entity) and r.id in entity_ids)
+            ]
+            removed_entities = sum(1 for r in old.records if isinstance(r, Entity) and r.id in entity_ids)
+            removed_docs = sum(1 for d in doc_ids if d in old.documents)
+            docs = {k: v for k, v in old.documents.items() if k not in doc_ids}
+            vectors = old.vectors[keep] if old.vectors.shape[0] else old.vectors
+            self._snapshot = _Snapshot.build([old.records[i] for i in keep], vectors, docs)
+            return removed_docs, removed_entities
+
+    async def delete_documents(self, document_ids: Iterable[str]) -> int:
+        return (await self._delete(set(document_ids), set()))[0]
+
+    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
+        return (await self._delete(set(), set(entity_ids)))[1]
+
+    async def list_documents(self) -> Sequence[DocumentInfo]:
+        return list(self._snapshot.documents.values())
+
+    # -- capabilities -------------------------------------------------------------------
+
+    def supports_filter(self, filter: Filter) -> bool:
+        return True
+
+    async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        snap = self._snapshot
+        if not snap.records:
+            return []
+        result = await self.embedder.embed_query(request.query)
+        q = np.asarray(result.embeddings[0], dtype=np.float32)
+        norm = float(np.linalg.norm(q))
+        if norm:
+            q = q / norm
+        scores = await asyncio.to_thread(self._vector_scores, snap, q, request.filter)
+        return [SearchHit(snap.records[i], float(scores[i])) for i in _top(scores, request.top_k)]
+
+    @staticmethod
+    def _vector_scores(snap: _Snapshot, q: npt.NDArray[np.float32], f: Filter | None) -> npt.NDArray[np.float32]:
+        scores: npt.NDArray[np.float32] = snap.vectors @ q
+        mask = snap.mask(f)
+        if mask is not None:
+            scores = np.where(mask, scores, -np.inf).astype(np.float32)
+        return scores
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        snap = self._snapshot
+        if not snap.records:
+            return []
+        scores = await asyncio.to_thread(self._text_scores, snap, request.query, request.filter)
+        if scores is None:
+            return []
+        return [SearchHit(snap.records[i], float(scores[i])) for i in _top(scores, request.top_k)]
+
+    def _text_scores(self, snap: _Snapshot, query: str, f: Filter | None) -> npt.NDArray[np.float64] | None:
+        retriever = snap.bm25(self._stemmer)
+        tokens = [t for t in tokenize([query], self._stemmer)[0] if t in retriever.vocab_dict]
+        if not tokens:
+            return None
+        scores = np.asarray(retriever.get_scores(tokens), dtype=np.float64)
+        keep = scores > 0
+        mask = snap.mask(f)
+        if mask is not None:
+            keep &= mask
+        return np.where(keep, scores, -np.inf)
+
+    async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
+        snap = self._snapshot
+        try:
+            pattern = compile_pattern(request.pattern, case_sensitive=request.case_sensitive)
+        except ValueError as e:
+            raise QuerySyntaxError(str(e)) from e
+        return await asyncio.to_thread(self._regex, snap, pattern, request)
+
+    @staticmethod
+    def _regex(snap: _Snapshot, pattern: Any, request: RegexRequest) -> list[SearchHit]:
+        mask = snap.mask(request.filter)
+        found: list[tuple[int, int, tuple[str, ...]]] = []
+        for i, r in enumerate(snap.records):
+            if mask is not None and not mask[i]:
+                continue
+            text = r.urtext if isinstance(r, Chunk) else r.text
+            count, samples = count_matches(pattern, text)
+            if count:
+                found.append((i, count, samples))
+
+        def order(item: tuple[int, int, tuple[str, ...]]) -> tuple[int, str, int]:
+            r = snap.records[item[0]]
+            if isinstance(r, Chunk):
+                return (-item[1], r.document_id, r.sequence_number)
+            return (-item[1], r.id, 0)
+
+        found.sort(key=order)
+        return [SearchHit(snap.records[i], float(c), matches=s) for i, c, s in found[: request.top_k]]
+
+    async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Record]:
+        snap = self._snapshot
+        out: list[Record] = []
+        for record_id in ids:
+            i = snap.index.get(record_id)
+            if i is not None and matches(filter, snap.records[i]):
+                out.append(snap.records[i])
+        return out
+
+    async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        snap = self._snapshot
+        if request.document_id is not None:
+            positions: Iterable[int] = snap.by_document.get(request.document_id, [])
+        else:
+            positions = (i for ps in snap.by_document.values() for i in ps)
+        out: list[Chunk] = []
+        for i in positions:
+            c = snap.records[i]
+            assert isinstance(c, Chunk)
+            if request.first is not None and c.sequence_number < request.first:
+                continue
+            if request.last is not None and c.sequence_number > request.last:
+                continue
+            if request.section_id is not None and request.section_id not in c.section_ids:
+                continue
+            if not matches(request.filter, c):
+                continue
+            out.append(c)
+        out.sort(key=lambda c: c.sequence_number)
+        return out[: request.limit]

@@ -1,0 +1,489 @@
+"""`ToolishRag`: a pydantic-ai toolset that offers a store's capabilities as tools.
+
+``ToolishRag(store, name="docs")`` inspects which capability protocols the store
+implements and offers exactly the matching tools, named ``<name>_<tool>`` so several
+RAGs can serve one agent. Scope filters (``with_metadata_filter``, ``with_entity_filter``
+or a per-run callable of the ``RunContext``) are ANDed into every tool call and eager
+search; the model never sees them in a schema and cannot widen them.
+
+Everything is immutable: each ``with_*`` returns a new toolset, so one configured
+instance can be shared across requests and narrowed per request or tenant.
+"""
+
+from __future__ import annotations
+
+import inspect
+import time
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass, field, replace
+from typing import Annotated, Any, Generic, Literal, TypeAlias
+
+from pydantic import BaseModel, Field
+from pydantic_ai import ModelRetry, RunContext, Tool
+from pydantic_ai.capabilities import Toolset as ToolsetCapability
+from pydantic_ai.messages import ToolReturn
+from pydantic_ai.tools import AgentDepsT
+from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
+
+from ..errors import InvalidRequestError
+from ..filters import Filter, combine_all
+from ..fusion import FusionConfig
+from ..retriever import Capabilities, Retriever
+from ..search import SearchHit
+from . import render
+from .events import RagEvent, RagListener
+from .instructions import build_instructions, tool_descriptions
+
+__all__ = ['TOOL_NAMES', 'EagerSearch', 'FilterSource', 'ToolName', 'ToolishRag']
+
+ToolName: TypeAlias = Literal['vector_search', 'text_search', 'hybrid_search', 'regex_search', 'broaden_chunk', 'zoom_out']
+TOOL_NAMES: tuple[ToolName, ...] = (
+    'vector_search',
+    'text_search',
+    'hybrid_search',
+    'regex_search',
+    'broaden_chunk',
+    'zoom_out',
+)
+
+FilterSource: TypeAlias = Filter | Callable[[RunContext[Any]], Filter | None]
+"""A scope filter, or a function of the run context (e.g. of ``ctx.deps``) returning one."""
+
+
+@dataclass(frozen=True, slots=True)
+class EagerSearch:
+    """A search run at the start of every agent run, its results put in the instructions."""
+
+    query: str
+    top_k: int = 5
+
+
+@dataclass(frozen=True)
+class _Config:
+    store: Any
+    name: str
+    description: str | None
+    filters: tuple[FilterSource, ...] = ()
+    exclude: frozenset[str] = frozenset()
+    listeners: tuple[RagListener, ...] = ()
+    eager: tuple[EagerSearch, ...] = ()
+    default_top_k: int = 5
+    max_top_k: int = 50
+    max_expansion_chars: int = 6000
+    max_chunks_to_add: int = 10
+    fusion: FusionConfig = field(default_factory=FusionConfig)
+    id: str | None = None
+    max_retries: int = 3
+
+
+_Query = Annotated[str, Field(description='What to search for.')]
+_TopK = Annotated[int, Field(description='How many results to return (the description gives the maximum).')]
+_ChunkId = Annotated[str, Field(description='A chunk id from a search result.')]
+_ChunksToAdd = Annotated[int, Field(description='How many chunks to add on each side of the chunk.')]
+_ZoomId = Annotated[
+    str, Field(description='A chunk id (gives its section) or a section id from an earlier zoom_out (gives its parent).')
+]
+_Pattern = Annotated[str, Field(description='An RE2 regular expression, e.g. ERR-[0-9]{4} or (?i)refund.')]
+_Threshold = Annotated[float | None, Field(description='Optional minimum score; see the tool description. Omit it unless results are noisy.')]
+
+
+class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
+    """Retrieval tools over ``store``, detected from the protocols it implements.
+
+    Args:
+        store: any object implementing some of `VectorSearch`, `TextSearch`,
+            `RegexSearch`, `ResultExpander` (and optionally `HybridSearch`).
+        name: prefix of the tool names (``docs`` gives ``docs_vector_search``...); a
+            plain identifier, unique among the RAGs of one agent.
+        description: what the collection holds, in words for the model.
+        metadata_filter: a scope filter, or a function of the `RunContext` returning one
+            (e.g. ``lambda ctx: F.eq("tenant", ctx.deps.tenant)``); ANDed into every call.
+        entity_filter: like ``metadata_filter``, typically ``EntityFilter.has_any_label(...)``.
+        exclude_tools: short tool names to leave out (``{"regex_search"}``).
+        default_top_k: ``top_k`` when the model gives none.
+        max_top_k: the largest ``top_k`` a model may ask for.
+        max_expansion_chars: cap on the text ``broaden_chunk`` and ``zoom_out`` return.
+        fusion: how the hybrid tool fuses vector and text results (stores without
+            native hybrid search).
+        listener: called (sync or async) with a `RagEvent` for every tool call.
+        id: the toolset id (for durable execution); defaults to ``name``.
+    """
+
+    def __init__(
+        self,
+        store: Any,
+        *,
+        name: str = 'docs',
+        description: str | None = None,
+        metadata_filter: FilterSource | None = None,
+        entity_filter: FilterSource | None = None,
+        exclude_tools: Collection[str] = (),
+        default_top_k: int = 5,
+        max_top_k: int = 50,
+        max_expansion_chars: int = 6000,
+        fusion: FusionConfig | None = None,
+        listener: RagListener | None = None,
+        id: str | None = None,
+        max_retries: int = 3,
+    ) -> None:
+        if not name.isidentifier():
+            raise ValueError(f'name must be a plain identifier (it prefixes tool names), got {name!r}')
+        unknown = set(exclude_tools) - set(TOOL_NAMES)
+        if unknown:
+            raise ValueError(f'unknown tool names {sorted(unknown)}; tools are {list(TOOL_NAMES)}')
+        if not 1 <= default_top_k <= max_top_k:
+            raise ValueError('need 1 <= default_top_k <= max_top_k')
+        filters = tuple(f for f in (metadata_filter, entity_filter) if f is not None)
+        config = _Config(
+            store=store,
+            name=name,
+            description=description,
+            filters=filters,
+            exclude=frozenset(exclude_tools),
+            listeners=(listener,) if listener else (),
+            default_top_k=default_top_k,
+            max_top_k=max_top_k,
+            max_expansion_chars=max_expansion_chars,
+            fusion=fusion or FusionConfig(),
+            id=id,
+            max_retries=max_retries,
+        )
+        self._init(config)
+
+    def _init(self, config: _Config, preloaded: str | None = None) -> None:
+        self._config = config
+        self._capabilities = Capabilities.of(config.store)
+        self._preloaded = preloaded
+        self._functions: FunctionToolset[AgentDepsT] = FunctionToolset(self._build_tools(), max_retries=config.max_retries)
+
+    @classmethod
+    def _from(cls, config: _Config, preloaded: str | None = None) -> ToolishRag[AgentDepsT]:
+        obj = cls.__new__(cls)
+        obj._init(config, preloaded)
+        return obj
+
+    # -- immutable configuration ------------------------------------------------------------
+
+    def _with(self, **changes: Any) -> ToolishRag[AgentDepsT]:
+        return self._from(replace(self._config, **changes))
+
+    def with_metadata_filter(self, filter: FilterSource) -> ToolishRag[AgentDepsT]:
+        """A copy narrowed by ``filter`` (ANDed with the filters already set: never wider)."""
+        return self._with(filters=(*self._config.filters, filter))
+
+    def with_entity_filter(self, filter: FilterSource) -> ToolishRag[AgentDepsT]:
+        """A copy narrowed by an entity (label) filter, ANDed like `with_metadata_filter`."""
+        return self._with(filters=(*self._config.filters, filter))
+
+    def with_eager_search_about(self, query: str, top_k: int = 5) -> ToolishRag[AgentDepsT]:
+        """A copy that preloads the results for ``query`` into every run's instructions.
+
+        Uses hybrid search when the store can, else vector, else text; the run's scope
+        filters apply and listeners fire. The tools stay available.
+        """
+        if not self._capabilities.any_search:
+            raise ValueError(f'{type(self._config.store).__name__} has no search capability to preload results with')
+        if not query.strip():
+            raise ValueError('eager search needs a non-empty query')
+        if not 1 <= top_k <= self._config.max_top_k:
+            raise ValueError(f'top_k must be between 1 and {self._config.max_top_k}')
+        return self._with(eager=(*self._config.eager, EagerSearch(query, top_k)))
+
+    def with_listener(self, listener: RagListener) -> ToolishRag[AgentDepsT]:
+        """A copy that also calls ``listener`` with a `RagEvent` for every tool call and eager search."""
+        return self._with(listeners=(*self._config.listeners, listener))
+
+    def without_tools(self, *names: ToolName) -> ToolishRag[AgentDepsT]:
+        """A copy that does not offer these tools (short names, e.g. ``'regex_search'``)."""
+        unknown = set(names) - set(TOOL_NAMES)
+        if unknown:
+            raise ValueError(f'unknown tool names {sorted(unknown)}')
+        return self._with(exclude=self._config.exclude | set(names))
+
+    def as_capability(self) -> ToolsetCapability[AgentDepsT]:
+        """This toolset as a pydantic-ai capability: ``Agent(capabilities=[rag.as_capability()])``."""
+        return ToolsetCapability(self)
+
+    # -- introspection ----------------------------------------------------------------------
+
+    @property
+    def name(self) -> str:
+        return self._config.name
+
+    @property
+    def store(self) -> Any:
+        return self._config.store
+
+    @property
+    def capabilities(self) -> Capabilities:
+        return self._capabilities
+
+    @property
+    def tool_names(self) -> list[str]:
+        """The full names of the tools this toolset offers."""
+        return [f'{self._config.name}_{t}' for t in self._offered()]
+
+    def _offered(self) -> list[ToolName]:
+        caps = self._capabilities
+        available = {
+            'vector_search': caps.vector,
+            'text_search': caps.text,
+            'hybrid_search': caps.hybrid,
+            'regex_search': caps.regex,
+            'broaden_chunk': caps.expand,
+            'zoom_out': caps.expand,
+        }
+        return [t for t in TOOL_NAMES if available[t] and t not in self._config.exclude]
+
+    def retriever(self, ctx: RunContext[Any] | None = None) -> Retriever:
+        """The scoped `Retriever` for a run (static filters, plus per-run ones when ``ctx`` is given)."""
+        resolved: list[Filter | None] = []
+        for source in self._config.filters:
+            if not isinstance(source, BaseModel):
+                if ctx is None:
+                    raise ValueError('this toolset has a per-run filter: pass the RunContext')
+                resolved.append(source(ctx))
+            else:
+                resolved.append(source)  # type: ignore[arg-type]
+        return Retriever(self._config.store, combine_all(resolved), self._config.fusion)
+
+    # -- AbstractToolset ----------------------------------------------------------------------
+
+    @property
+    def id(self) -> str | None:
+        return self._config.id or self._config.name
+
+    @property
+    def label(self) -> str:
+        return f'ToolishRag {self._config.name!r}'
+
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        if not self._config.eager:
+            return self
+        retriever = self.retriever(ctx)
+        blocks = [await self._eager(retriever, e) for e in self._config.eager]
+        return self._from(self._config, preloaded='\n\n'.join(blocks))
+
+    async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | None:
+        return build_instructions(self._config.name, self._config.description, self._offered(), self._preloaded)
+
+    async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
+        return await self._functions.get_tools(ctx)
+
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
+    ) -> Any:
+        return await self._functions.call_tool(name, tool_args, ctx, tool)
+
+    # -- tool implementations -------------------------------------------------------------------
+
+    async def _emit(self, event: RagEvent) -> None:
+        for listener in self._config.listeners:
+            outcome = listener(event)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+    async def _eager(self, retriever: Retriever, eager: EagerSearch) -> str:
+        start = time.perf_counter()
+        caps = self._capabilities
+        if caps.hybrid:
+            hits = await retriever.hybrid_search(eager.query, eager.top_k)
+        elif caps.vector:
+            hits = await retriever.vector_search(eager.query, eager.top_k)
+        else:
+            hits = await retriever.text_search(eager.query, eager.top_k)
+        text = render.render_hits(hits, heading=f'Preloaded search results for {eager.query!r}:')
+        if not hits:
+            text = f'Preloaded search results for {eager.query!r}: none. {render.NO_RESULTS}'
+        await self._emit(
+            RagEvent(
+                rag=self._config.name,
+                tool='eager_search',
+                arguments={'query': eager.query, 'top_k': eager.top_k},
+                result_text=text,
+                hits=tuple(hits),
+                duration_s=time.perf_counter() - start,
+                filtered=retriever.filter is not None,
+            )
+        )
+        return text
+
+    def _check_top_k(self, top_k: int) -> None:
+        if not 1 <= top_k <= self._config.max_top_k:
+            raise InvalidRequestError(
+                f'top_k must be between 1 and {self._config.max_top_k}; you sent {top_k}. '
+                f'Use {self._config.default_top_k} unless you need more.'
+            )
+
+    @staticmethod
+    def _check_query(query: str) -> str:
+        query = query.strip()
+        if not query:
+            raise InvalidRequestError('the query is empty: send the words or question to search for')
+        if len(query) > 2000:
+            raise InvalidRequestError('the query is over 2000 characters: send a short search query, not a document')
+        return query
+
+    @staticmethod
+    def _check_threshold(threshold: float | None, low: float, high: float, meaning: str) -> None:
+        if threshold is not None and not low <= threshold <= high:
+            raise InvalidRequestError(
+                f'threshold must be between {low} and {high} ({meaning}); you sent {threshold}. '
+                'Omit it to get the best matches whatever their score.'
+            )
+
+    async def _run(
+        self,
+        ctx: RunContext[Any],
+        tool: ToolName,
+        arguments: Mapping[str, Any],
+        body: Callable[[Retriever], Any],
+    ) -> ToolReturn:
+        """Run one tool call: scope, timing, retry translation and the listener event."""
+        start = time.perf_counter()
+        retriever = self.retriever(ctx)
+        try:
+            text, hits = await body(retriever)
+        except InvalidRequestError as e:
+            await self._emit(
+                RagEvent(
+                    rag=self._config.name,
+                    tool=tool,
+                    arguments=dict(arguments),
+                    result_text=str(e),
+                    duration_s=time.perf_counter() - start,
+                    filtered=retriever.filter is not None,
+                    error=str(e),
+                )
+            )
+            raise ModelRetry(str(e)) from e
+        await self._emit(
+            RagEvent(
+                rag=self._config.name,
+                tool=tool,
+                arguments=dict(arguments),
+                result_text=text,
+                hits=tuple(hits),
+                duration_s=time.perf_counter() - start,
+                filtered=retriever.filter is not None,
+            )
+        )
+        return ToolReturn(return_value=text, metadata={'hits': list(hits), 'rag': self._config.name, 'tool': tool})
+
+    def _build_tools(self) -> list[Tool[AgentDepsT]]:
+        cfg = self._config
+        descriptions = tool_descriptions(cfg.store, cfg)
+        default_k = cfg.default_top_k
+        tools: dict[ToolName, Callable[..., Any]] = {}
+
+        def filter_threshold(hits: list[SearchHit], threshold: float | None, relative: bool) -> list[SearchHit]:
+            if threshold is None or not hits:
+                return hits
+            if relative:
+                best = hits[0].score
+                return [h for h in hits if best > 0 and h.score / best >= threshold]
+            return [h for h in hits if h.score >= threshold]
+
+        async def vector_search(
+            ctx: RunContext[Any], query: _Query, top_k: _TopK = default_k, threshold: _Threshold = None
+        ) -> ToolReturn:
+            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+                q = self._check_query(query)
+                self._check_top_k(top_k)
+                self._check_threshold(threshold, -1.0, 1.0, 'a cosine similarity')
+                hits = filter_threshold(await r.vector_search(q, top_k), threshold, relative=False)
+                return render.render_hits(hits, heading=f'Vector search results for {q!r}:'), hits
+
+            return await self._run(ctx, 'vector_search', {'query': query, 'top_k': top_k, 'threshold': threshold}, body)
+
+        async def text_search(
+            ctx: RunContext[Any], query: _Query, top_k: _TopK = default_k, threshold: _Threshold = None
+        ) -> ToolReturn:
+            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+                q = self._check_query(query)
+                self._check_top_k(top_k)
+                self._check_threshold(threshold, 0.0, 1.0, 'a fraction of the best hit\'s score')
+                hits = filter_threshold(await r.text_search(q, top_k), threshold, relative=True)
+                return render.render_hits(hits, heading=f'Text search results for {q!r}:'), hits
+
+            return await self._run(ctx, 'text_search', {'query': query, 'top_k': top_k, 'threshold': threshold}, body)
+
+        async def hybrid_search(
+            ctx: RunContext[Any], query: _Query, top_k: _TopK = default_k, threshold: _Threshold = None
+        ) -> ToolReturn:
+            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+                q = self._check_query(query)
+                self._check_top_k(top_k)
+                self._check_threshold(threshold, 0.0, 1.0, 'a fused relevance score')
+                hits = filter_threshold(await r.hybrid_search(q, top_k), threshold, relative=False)
+                return render.render_hits(hits, heading=f'Hybrid search results for {q!r}:'), hits
+
+            return await self._run(ctx, 'hybrid_search', {'query': query, 'top_k': top_k, 'threshold': threshold}, body)
+
+        async def regex_search(
+            ctx: RunContext[Any],
+            pattern: _Pattern,
+            top_k: _TopK = default_k,
+        ) -> ToolReturn:
+            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+                self._check_top_k(top_k)
+                if not pattern:
+                    raise InvalidRequestError('the pattern is empty: send a regular expression such as ERR-[0-9]{4}')
+                hits = await r.regex_search(pattern, top_k)
+                return render.render_hits(hits, heading=f'Regex matches for {pattern!r}:'), hits
+
+            return await self._run(ctx, 'regex_search', {'pattern': pattern, 'top_k': top_k}, body)
+
+        async def broaden_chunk(
+            ctx: RunContext[Any],
+            chunk_id: _ChunkId,
+            chunks_to_add: _ChunksToAdd = 2,
+        ) -> ToolReturn:
+            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+                if not 0 <= chunks_to_add <= cfg.max_chunks_to_add:
+                    raise InvalidRequestError(
+                        f'chunks_to_add must be between 0 and {cfg.max_chunks_to_add}; you sent {chunks_to_add}'
+                    )
+                found = await r.neighbours(chunk_id.strip(), chunks_to_add)
+                if found is None:
+                    raise InvalidRequestError(_not_found(chunk_id, 'a chunk id'))
+                anchor, chunks = found
+                text = render.render_neighbours(anchor, chunks, cfg.max_expansion_chars)
+                return text, [SearchHit(c, 1.0 if c.id == anchor.id else 0.0) for c in chunks]
+
+            return await self._run(ctx, 'broaden_chunk', {'chunk_id': chunk_id, 'chunks_to_add': chunks_to_add}, body)
+
+        async def zoom_out(
+            ctx: RunContext[Any],
+            id: _ZoomId,
+        ) -> ToolReturn:
+            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+                max_chunks = max(1, cfg.max_expansion_chars // 50)
+                view = await r.section(id.strip(), max_chunks)
+                if view is None:
+                    raise InvalidRequestError(_not_found(id, 'a chunk id or section id'))
+                text = render.render_section(view, cfg.max_expansion_chars)
+                return text, [SearchHit(c, 0.0) for c in view.chunks]
+
+            return await self._run(ctx, 'zoom_out', {'id': id}, body)
+
+        tools.update(
+            vector_search=vector_search,
+            text_search=text_search,
+            hybrid_search=hybrid_search,
+            regex_search=regex_search,
+            broaden_chunk=broaden_chunk,
+            zoom_out=zoom_out,
+        )
+        return [
+            Tool(tools[t], name=f'{cfg.name}_{t}', description=descriptions[t], takes_ctx=True) for t in self._offered()
+        ]
+
+
+def _not_found(value: str, what: str) -> str:
+    return (
+        f'{value!r} was not found. Pass {what} exactly as it appears in a search result '
+        '(for example the id after "chunk" in a result heading), or search again.'
+    )
+

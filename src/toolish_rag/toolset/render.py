@@ -1,0 +1,105 @@
+"""How results look to the model: compact, citeable text.
+
+Each hit shows the handle the model needs next (the chunk id, for expansion and
+citation), why it ranked (the score), where it comes from (document title, uri and
+section path) and the exact source text (``urtext``, so quotes can be checked).
+Empty results say so plainly: an empty string invites a model to invent an answer.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ..content import Chunk, Entity
+from ..retriever import SectionView
+from ..search import SearchHit
+
+__all__ = ['NO_RESULTS', 'render_hits', 'render_neighbours', 'render_section']
+
+NO_RESULTS = (
+    'No results: the documents do not cover this as asked. Try other words or a synonym, '
+    'a broader query, or another search tool; if nothing turns up, say the documents do not cover it.'
+)
+
+
+def _where(chunk: Chunk) -> str:
+    path = ' > '.join(chunk.section_path)
+    place = f'{chunk.document_title} > {path}' if path else chunk.document_title
+    return f'{place} ({chunk.document_uri})'
+
+
+def _indent(text: str) -> str:
+    return '\n'.join('    ' + line if line else '' for line in text.strip('\n').splitlines())
+
+
+def _record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = None) -> str:
+    hit = hit_or_record if isinstance(hit_or_record, SearchHit) else None
+    record = hit.record if hit else hit_or_record
+    assert isinstance(record, (Chunk, Entity))
+    prefix = f'[{n}] ' if n is not None else ''
+    score = f' | score {hit.score:.3f}' if hit else ''
+    matched = f' | matched: {", ".join(repr(m) for m in hit.matches)}' if hit and hit.matches else ''
+    if isinstance(record, Chunk):
+        head = f'{prefix}chunk {record.id}{score}{matched}\n    from: {_where(record)}'
+        if record.page is not None:
+            head += f', page {record.page}'
+        return f'{head}\n{_indent(record.urtext)}'
+    labels = f' | labels: {", ".join(sorted(record.labels))}' if record.labels else ''
+    return f'{prefix}entity {record.id}{score}{labels}\n{_indent(record.text)}'
+
+
+def render_hits(hits: Sequence[SearchHit], *, heading: str) -> str:
+    if not hits:
+        return NO_RESULTS
+    body = '\n\n'.join(_record(h, i) for i, h in enumerate(hits, start=1))
+    return f'{heading}\n\n{body}'
+
+
+def _cap(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
+    kept: list[Chunk] = []
+    used = 0
+    for c in chunks:
+        if kept and used + len(c.urtext) > max_chars:
+            return kept, True
+        kept.append(c)
+        used += len(c.urtext)
+    return kept, False
+
+
+def render_neighbours(anchor: Chunk, chunks: Sequence[Chunk], max_chars: int) -> str:
+    # Keep the anchor and grow outwards, so the cap drops the farthest neighbours first.
+    ordered = sorted(chunks, key=lambda c: abs(c.sequence_number - anchor.sequence_number))
+    kept, capped = _cap(ordered, max_chars)
+    kept.sort(key=lambda c: c.sequence_number)
+    parts = [f'Chunks around {anchor.id} in reading order, from {_where(anchor)}:']
+    for c in kept:
+        mark = '  <- the chunk you asked about' if c.id == anchor.id else ''
+        path = ' > '.join(c.section_path)
+        parts.append(f'chunk {c.id} (section: {path or "(document start)"}){mark}\n{_indent(c.urtext)}')
+    if capped:
+        first, last = kept[0].id, kept[-1].id
+        parts.append(
+            f'[Output capped at about {max_chars} characters. Call broaden_chunk on {first} or {last} '
+            'with a small chunks_to_add to read further.]'
+        )
+    return '\n\n'.join(parts)
+
+
+def render_section(view: SectionView, max_chars: int) -> str:
+    where = ' > '.join(view.section_path) if view.section_path else '(whole document)'
+    head = f'Section {view.section_id}: ' if view.section_id else 'Document: '
+    parts = [f'{head}{view.document_title} > {where} ({view.document_uri})']
+    if not view.chunks:
+        return parts[0] + '\n\n' + NO_RESULTS
+    kept, capped = _cap(view.chunks, max_chars)
+    for c in kept:
+        path = ' > '.join(c.section_path)
+        parts.append(f'chunk {c.id} (section: {path or "(document start)"})\n{_indent(c.urtext)}')
+    if capped or view.truncated:
+        parts.append(
+            f'[Output capped: this section continues after chunk {kept[-1].id}. Call broaden_chunk on '
+            f'{kept[-1].id} to read on, or search within the section.]'
+        )
+    if view.zoom_id:
+        parts.append(f'[To widen further, call zoom_out with id {view.zoom_id}.]')
+    return '\n\n'.join(parts)
