@@ -38,7 +38,7 @@ _BLOCK_TAGS = frozenset(
     {
         'p', 'div', 'section', 'article', 'main', 'body', 'html', 'blockquote', 'dl', 'dt', 'dd', 'figure',
         'figcaption', 'header', 'footer', 'address', 'details', 'summary', 'center', 'hgroup', 'caption', 'li',
-        'fieldset', 'legend',
+        'fieldset', 'legend', 'table', 'thead', 'tbody', 'tfoot', 'tr', 'td', 'th',
     }
 )  # fmt: skip
 
@@ -88,8 +88,24 @@ def _content_root(soup: BeautifulSoup) -> Tag:
     return soup
 
 
+def _raw_text(node: Tag) -> str:
+    """Text of ``node`` with inline elements joined as written and block elements spaced apart."""
+    parts: list[str] = []
+    for child in node.children:
+        if isinstance(child, NavigableString):
+            parts.append(str(child))
+        elif isinstance(child, Tag):
+            if child.name == 'img':
+                parts.append(str(child.get('alt') or ''))
+            elif child.name in _BLOCK_TAGS or child.name in ('br', 'ul', 'ol', 'pre', *_HEADINGS):
+                parts.extend((' ', _raw_text(child), ' '))
+            else:
+                parts.append(_raw_text(child))
+    return ''.join(parts)
+
+
 def _text(node: Tag) -> str:
-    return ' '.join(node.get_text(' ').split())
+    return ' '.join(_raw_text(node).split())
 
 
 def _table(table: Tag) -> tuple[str, str | None]:
@@ -124,7 +140,7 @@ def _list(lst: Tag, depth: int = 0) -> list[str]:
             if isinstance(child, Tag) and child.name in ('ul', 'ol'):
                 nested.extend(_list(child, depth + 1))
             elif isinstance(child, Tag):
-                own.append(child.get_text(' '))
+                own.append(_raw_text(child))
             elif isinstance(child, NavigableString):
                 own.append(str(child))
         marker = f'{n}.' if ordered else '-'
@@ -165,7 +181,7 @@ class _Walker:
             elif name == 'pre':
                 self.flush()
                 self.outline.block(child.get_text().strip('\n'), 'code')
-            elif name == 'table':
+            elif name == 'table' and child.find(list(_HEADINGS)) is None:
                 self.flush()
                 body, header = _table(child)
                 self.outline.block(body, 'table', header=header)
@@ -179,7 +195,7 @@ class _Walker:
                 self.walk(child)
                 self.flush()
             else:
-                self.buffer.append(child.get_text(' ') if name not in ('img',) else str(child.get('alt') or ''))
+                self.buffer.append(_raw_text(child) if name != 'img' else str(child.get('alt') or ''))
 
 
 def html_into_outline(markup: str | bytes, outline: OutlineBuilder, *, level_offset: int = 0) -> tuple[str | None, str | None]:

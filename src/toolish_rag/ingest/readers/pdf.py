@@ -135,6 +135,14 @@ def _outline_entries(reader: Any) -> list[tuple[int, int, str]]:
     return entries
 
 
+def _adjacent(page_lines: list[list[_Line]], a: tuple[int, _Line], b: tuple[int, _Line]) -> bool:
+    if a[0] != b[0]:
+        return False
+    lines = page_lines[a[0]]
+    ia = next(i for i, ln in enumerate(lines) if ln is a[1])
+    return ia + 1 < len(lines) and lines[ia + 1] is b[1]
+
+
 def _font_headings(page_lines: list[list[_Line]]) -> list[tuple[int, int, str]]:
     sizes: Counter[float] = Counter()
     for lines in page_lines:
@@ -145,8 +153,10 @@ def _font_headings(page_lines: list[list[_Line]]) -> list[tuple[int, int, str]]:
     body = sizes.most_common(1)[0][0]
     candidates: list[tuple[int, _Line]] = []
     for page_no, lines in enumerate(page_lines):
-        for line in lines:
+        for index, line in enumerate(lines):
             t = line.text
+            if index + 1 == len(lines):
+                continue  # a heading is followed by something on its page
             if not (2 < len(t) <= 120) or not any(c.isalpha() for c in t) or t.endswith((',', ';')):
                 continue
             if line.size >= body * 1.15 or (line.bold and line.size >= body * 0.95):
@@ -154,6 +164,19 @@ def _font_headings(page_lines: list[list[_Line]]) -> list[tuple[int, int, str]]:
     total_chars = sum(sizes.values())
     if not candidates or len(candidates) > max(3, total_chars // 150):
         return []  # no headings, or "bold" is used for body text / table cells: not a hierarchy
+    # three or more heading-like lines in a row are a table header or a cover page, not headings
+    kept: list[tuple[int, _Line]] = []
+    run: list[tuple[int, _Line]] = []
+    for item in [*candidates, None]:
+        if item is not None and run and _adjacent(page_lines, run[-1], item):
+            run.append(item)
+            continue
+        if len(run) < 3:
+            kept.extend(run)
+        run = [item] if item is not None else []
+    candidates = kept
+    if not candidates:
+        return []
     styles = sorted({(c.size, c.bold) for _, c in candidates}, reverse=True)
     level = {style: i + 1 for i, style in enumerate(styles[:6])}
     return [(p, level.get((c.size, c.bold), 6), c.text) for p, c in candidates]
@@ -165,7 +188,7 @@ def _document_title(reader: Any) -> str | None:
         title = str(meta.title).strip() if meta is not None and meta.title else ''
     except Exception:
         return None
-    if not title or title.lower().startswith(('microsoft word', 'untitled')) or title.lower().endswith(('.doc', '.docx', '.pdf')):
+    if not title or title.lower().startswith(('microsoft word', 'untitled')) or re.fullmatch(r'\S+\.\w{2,4}', title):
         return None
     return title
 
@@ -248,7 +271,7 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
         outline.open_section(title, level, h_start)
         prev_end = h_end
     add_body(prev_end, len(source))
-    first_heading = placed[0][3] if placed else None
+    first_heading = placed[0][3] if placed and placed[0][0] < 300 else None
     return ParsedDocument(
         source=source,
         title=doc_title or first_heading or title_from_path(path),

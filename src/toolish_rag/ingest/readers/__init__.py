@@ -1,0 +1,70 @@
+"""Format readers: bytes of a file in, a `ParsedDocument` (source text + section outline) out.
+
+`read_file` picks the reader by file extension. Every reader raises `ReadError` with a
+human-readable reason for a file it cannot ingest (corrupt, encrypted, scanned, binary).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from ..model import ParsedDocument, ReadError
+from .epub import read_epub
+from .html import read_html
+from .markdown import read_markdown
+from .office import read_docx, read_pptx, read_xlsx
+from .pdf import read_pdf
+from .rtf import read_rtf
+from .text import read_text
+
+__all__ = ['READERS', 'UNSUPPORTED', 'Reader', 'read_bytes', 'read_file', 'reader_for']
+
+Reader = Callable[[bytes, Path], ParsedDocument]
+
+READERS: dict[str, Reader] = {
+    '.md': read_markdown,
+    '.markdown': read_markdown,
+    '.mdown': read_markdown,
+    '.mkd': read_markdown,
+    '.txt': read_text,
+    '.text': read_text,
+    '.rst': read_text,
+    '.html': read_html,
+    '.htm': read_html,
+    '.xhtml': read_html,
+    '.pdf': read_pdf,
+    '.docx': read_docx,
+    '.pptx': read_pptx,
+    '.xlsx': read_xlsx,
+    '.epub': read_epub,
+    '.rtf': read_rtf,
+}
+"""File extension (lower case, with the dot) -> reader. Add entries to support more formats."""
+
+UNSUPPORTED: dict[str, str] = {
+    '.doc': 'legacy binary Word format: save it as .docx',
+    '.ppt': 'legacy binary PowerPoint format: save it as .pptx',
+    '.xls': 'legacy binary Excel format: save it as .xlsx',
+    '.odt': 'OpenDocument text is not supported: save it as .docx',
+    '.pages': 'Apple Pages is not supported: export it as .docx or .pdf',
+}
+
+
+def reader_for(path: Path) -> Reader | None:
+    return READERS.get(path.suffix.lower())
+
+
+def read_bytes(data: bytes, path: Path) -> ParsedDocument:
+    """Parse ``data`` as the file ``path`` (the extension picks the reader)."""
+    reader = reader_for(path)
+    if reader is None:
+        reason = UNSUPPORTED.get(path.suffix.lower(), f'unsupported file type {path.suffix or "(no extension)"!r}')
+        raise ReadError(reason)
+    return reader(data, path)
+
+
+def read_file(path: str | Path) -> ParsedDocument:
+    """Read and parse one file."""
+    p = Path(path)
+    return read_bytes(p.read_bytes(), p)

@@ -1,0 +1,363 @@
+"""`StoreConformance`: the pytest suite every store adapter runs.
+
+Subclass it in your store's tests and say how to make (and, if it persists, reopen) a
+store::
+
+    import pytest
+    from toolish_rag.testing import StoreConformance
+
+    class TestMyStore(StoreConformance):
+        async def make_store(self, path, embedder):
+            return MyStore(path, embedder=embedder)
+
+        async def reopen_store(self, path, embedder):   # only for persistent stores
+            return MyStore(path, embedder=embedder)
+
+The suite checks only the capabilities the store implements, always against the
+reference semantics: every filter edge case (`EDGE_FILTERS`) through every search the
+store offers, exactly ``top_k`` under a 1% filter, expansion honouring scope, whole
+document replacement, deletes, metadata types after a reload, entities and labels,
+and that hostile input (catastrophic regexes, punctuation-heavy text) is handled.
+
+Needs ``pytest`` and ``pytest-asyncio`` (the tests are coroutines marked ``asyncio``).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from ..content import Chunk, Document, Entity
+from ..embedding import HashingEmbeddingModel
+from ..errors import QuerySyntaxError
+from ..filters import Filter, PropertyFilter as F, matches
+from ..protocols import DocumentStore, FilterPushdown, RegexSearch, ResultExpander, TextSearch, VectorSearch
+from ..retriever import Capabilities, Retriever
+from ..search import ExpansionRequest, RegexRequest, SearchRequest
+from .corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, selective_corpus
+
+__all__ = ['StoreConformance']
+
+_FILTER_IDS = [name for name, _ in EDGE_FILTERS]
+
+
+class StoreConformance:
+    """Base class of a store's conformance tests (see the module docstring)."""
+
+    pytestmark: ClassVar[list[pytest.MarkDecorator]] = [pytest.mark.asyncio]
+
+    embedding_dimensions: ClassVar[int] = 64
+
+    async def make_store(self, path: Path, embedder: Any) -> Any:
+        """Return a new, empty store keeping its data under ``path`` (an empty directory)."""
+        raise NotImplementedError
+
+    async def reopen_store(self, path: Path, embedder: Any) -> Any:
+        """Open the store at ``path`` again, as a new process would. Skip if not persistent."""
+        pytest.skip('the store does not claim persistence (reopen_store not implemented)')
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @pytest.fixture
+    def embedder(self) -> HashingEmbeddingModel:
+        return HashingEmbeddingModel(self.embedding_dimensions)
+
+    @pytest.fixture
+    def store_path(self, tmp_path: Path) -> Path:
+        path = tmp_path / 'store'
+        path.mkdir()
+        return path
+
+    @pytest.fixture
+    async def loaded(self, store_path: Path, embedder: HashingEmbeddingModel) -> Any:
+        store = await self.make_store(store_path, embedder)
+        await store.upsert([*conformance_corpus(), *conformance_entities()])
+        return store
+
+    @staticmethod
+    def _all_records() -> list[Chunk | Entity]:
+        return [*(c for d in conformance_corpus() for c in d.chunks), *conformance_entities()]
+
+    @staticmethod
+    def _expected(f: Filter | None) -> set[str]:
+        return {r.id for r in StoreConformance._all_records() if matches(f, r)}
+
+    @staticmethod
+    async def _everything(retriever: Retriever, caps: Capabilities, total: int) -> dict[str, set[str]]:
+        """Every in-scope record, through each search the store offers."""
+        found: dict[str, set[str]] = {}
+        if caps.vector:
+            found['vector'] = {h.id for h in await retriever.vector_search(COMMON_WORD, total)}
+        if caps.text:
+            found['text'] = {h.id for h in await retriever.text_search(COMMON_WORD, total)}
+        if caps.regex:
+            found['regex'] = {h.id for h in await retriever.regex_search(COMMON_WORD, total)}
+        return found
+
+    # -- capabilities and writes -------------------------------------------------------------
+
+    async def test_declares_capabilities(self, loaded: Any) -> None:
+        caps = Capabilities.of(loaded)
+        assert caps.any_search or caps.regex, 'a store must implement at least one search protocol'
+        assert isinstance(loaded, DocumentStore), 'a store must implement DocumentStore (upsert, delete, list)'
+        if caps.text:
+            assert isinstance(loaded.text_query_syntax, str) and loaded.text_query_syntax.strip()
+
+    async def test_list_documents(self, loaded: Any) -> None:
+        infos = {d.id: d for d in await loaded.list_documents()}
+        corpus = {d.id: d for d in conformance_corpus()}
+        assert set(infos) == set(corpus)
+        for doc_id, info in infos.items():
+            doc = corpus[doc_id]
+            assert (info.uri, info.title, info.fingerprint, info.chunk_count) == (
+                doc.uri,
+                doc.title,
+                doc.fingerprint,
+                len(doc.chunks),
+            )
+            assert info.metadata == doc.metadata
+            assert all(type(info.metadata[k]) is type(v) for k, v in doc.metadata.items())
+
+    async def test_upsert_is_idempotent(self, loaded: Any) -> None:
+        await loaded.upsert([*conformance_corpus(), *conformance_entities()])
+        assert len(await loaded.list_documents()) == 3
+        await self._assert_scope_matches(loaded, None)
+
+    async def test_replacing_a_document_leaves_no_stale_chunk(self, loaded: Any) -> None:
+        old = conformance_corpus()[0]
+        from ..builder import DocumentBuilder
+
+        b = DocumentBuilder(old.uri, old.title + ' v2', metadata={'tenant': 'acme', 'year': 2030}, fingerprint='fp-2')
+        b.add_chunk(b.section('Only'), f'{COMMON_WORD} rewritten acme text')
+        new = b.build()
+        assert new.id == old.id
+        await loaded.upsert([new])
+        retriever = Retriever(loaded, F.eq('tenant', 'acme'))
+        for ids in (await self._everything(retriever, Capabilities.of(loaded), 100)).values():
+            assert ids == {new.chunks[0].id, 'ent-alice', 'ent-acme'}
+        info = {d.id: d for d in await loaded.list_documents()}[old.id]
+        assert (info.title, info.fingerprint, info.chunk_count) == (new.title, 'fp-2', 1)
+        if isinstance(loaded, ResultExpander):
+            stale = await loaded.get_records([c.id for c in old.chunks[1:]])
+            assert list(stale) == []
+
+    async def test_delete_documents_and_entities(self, loaded: Any) -> None:
+        corpus = conformance_corpus()
+        assert await loaded.delete_documents([corpus[1].id, 'no-such-document']) == 1
+        assert await loaded.delete_entities(['ent-alice']) == 1
+        assert {d.id for d in await loaded.list_documents()} == {corpus[0].id, corpus[2].id}
+        expected = {c.id for d in (corpus[0], corpus[2]) for c in d.chunks} | {'ent-acme'}
+        for ids in (await self._everything(Retriever(loaded), Capabilities.of(loaded), 100)).values():
+            assert ids == expected
+
+    async def test_empty_store_searches_return_nothing(self, store_path: Path, embedder: Any) -> None:
+        store = await self.make_store(store_path, embedder)
+        found = await self._everything(Retriever(store), Capabilities.of(store), 10)
+        assert all(ids == set() for ids in found.values())
+
+    # -- filters ---------------------------------------------------------------------------
+
+    async def _assert_scope_matches(self, store: Any, f: Filter | None) -> None:
+        expected = self._expected(f)
+        total = len(self._all_records())
+        found = await self._everything(Retriever(store, f), Capabilities.of(store), total)
+        for mode, ids in found.items():
+            assert ids == expected, f'{mode} search under {f!r}: extra {ids - expected}, missing {expected - ids}'
+        # Straight to the store, bypassing the facade's re-check, when it claims pushdown.
+        if f is not None and isinstance(store, FilterPushdown) and store.supports_filter(f):
+            direct: dict[str, set[str]] = {}
+            if isinstance(store, VectorSearch):
+                direct['vector'] = {h.id for h in await store.vector_search(SearchRequest(COMMON_WORD, total, f))}
+            if isinstance(store, TextSearch):
+                direct['text'] = {h.id for h in await store.text_search(SearchRequest(COMMON_WORD, total, f))}
+            if isinstance(store, RegexSearch):
+                direct['regex'] = {h.id for h in await store.regex_search(RegexRequest(COMMON_WORD, total, f))}
+            for mode, ids in direct.items():
+                assert ids == expected, f'pushed-down {mode} search under {f!r}: extra {ids - expected}, missing {expected - ids}'
+
+    @pytest.mark.parametrize('f', [f for _, f in EDGE_FILTERS], ids=_FILTER_IDS)
+    async def test_filter_semantics_match_reference(self, loaded: Any, f: Filter) -> None:
+        await self._assert_scope_matches(loaded, f)
+
+    async def test_exactly_top_k_under_one_percent_filter(self, store_path: Path, embedder: Any) -> None:
+        store = await self.make_store(store_path, embedder)
+        await store.upsert(selective_corpus(500, 100))
+        caps = Capabilities.of(store)
+        retriever = Retriever(store, F.eq('rare', True))
+        checks = []
+        if caps.vector:
+            checks.append(await retriever.vector_search('record about refund policy', 5))
+        if caps.text:
+            checks.append(await retriever.text_search('record refund policy', 5))
+        if caps.hybrid:
+            checks.append(await retriever.hybrid_search('record about refund policy', 5))
+        if caps.regex:
+            checks.append(await retriever.regex_search('record [0-9]+', 5))
+        assert checks
+        for hits in checks:
+            assert len(hits) == 5
+            assert all(h.record.metadata['rare'] is True for h in hits)
+
+    async def test_top_k_is_respected_and_ranked(self, loaded: Any) -> None:
+        caps = Capabilities.of(loaded)
+        retriever = Retriever(loaded)
+        results = []
+        if caps.vector:
+            results.append(await retriever.vector_search('warranty claims details', 3))
+        if caps.text:
+            results.append(await retriever.text_search('warranty claims', 3))
+        if caps.regex:
+            results.append(await retriever.regex_search('ERR-10[0-9]{2}', 3))
+        for hits in results:
+            assert len(hits) == 3
+            scores = [h.score for h in hits]
+            assert scores == sorted(scores, reverse=True)
+
+    # -- search behaviour ------------------------------------------------------------------------
+
+    async def test_text_search_finds_the_right_chunk(self, loaded: Any) -> None:
+        if not isinstance(loaded, TextSearch):
+            pytest.skip('no TextSearch')
+        hits = await Retriever(loaded).text_search('ERR-1012', 3)
+        assert hits and 'ERR-1012' in hits[0].record.text
+
+    async def test_text_search_survives_hostile_queries(self, loaded: Any) -> None:
+        if not isinstance(loaded, TextSearch):
+            pytest.skip('no TextSearch')
+        queries = [
+            'what is "the refund policy"?',
+            'refund AND (policy OR',
+            'tenant:globex refund',
+            'foo.bar() -> ERR-1012 [x] {y} ~ ^ * ?',
+            "it's a 'quoted' \\ back\\slash",
+            ':::',
+            'NOT',
+        ]
+        for q in queries:
+            try:
+                hits = await Retriever(loaded).text_search(q, 5)
+            except QuerySyntaxError as e:
+                assert str(e).strip(), 'a QuerySyntaxError must say what to fix'
+                continue
+            assert isinstance(hits, list)
+        hits = await Retriever(loaded, F.eq('tenant', 'acme')).text_search('tenant:globex refund policy', 50)
+        assert all(h.record.metadata.get('tenant') == 'acme' for h in hits)
+
+    async def test_vector_search_scores_are_cosine(self, loaded: Any) -> None:
+        if not isinstance(loaded, VectorSearch):
+            pytest.skip('no VectorSearch')
+        hits = await Retriever(loaded).vector_search(f'{COMMON_WORD} details warranty claims ERR-1004 acme', 5)
+        assert hits
+        assert all(-1.0001 <= h.score <= 1.0001 for h in hits)
+
+    async def test_regex_is_linear_and_validated(self, loaded: Any) -> None:
+        if not isinstance(loaded, RegexSearch):
+            pytest.skip('no RegexSearch')
+        # Exponential for a backtracking engine; must simply complete here.
+        hits = await Retriever(loaded).regex_search('(a+)+$', 5)
+        assert hits == []
+        for bad in ['(unclosed', '(a)\\1', '']:
+            with pytest.raises(QuerySyntaxError):
+                await loaded.regex_search(RegexRequest(bad, 5))
+        hits = await Retriever(loaded).regex_search('ERR-10(0[0-9]|1[0-2])', 50)
+        assert sorted(h.record.urtext.split('ERR-')[1][:4] for h in hits) == ['1002', '1003', '1004', '1010', '1011', '1012']
+        # Regex runs on the exact source text (urtext) of chunks.
+        hits = await Retriever(loaded).regex_search('^zebrafish details', 50)
+        assert len(hits) == 9
+
+    # -- expansion -------------------------------------------------------------------------------
+
+    async def test_get_records_keeps_types_and_text(self, loaded: Any) -> None:
+        if not isinstance(loaded, ResultExpander):
+            pytest.skip('no ResultExpander')
+        originals = {r.id: r for r in self._all_records()}
+        found = {r.id: r for r in await loaded.get_records(list(originals) + ['missing-id'])}
+        assert set(found) == set(originals)
+        for rid, record in found.items():
+            self._assert_same_record(record, originals[rid])
+
+    @staticmethod
+    def _assert_same_record(got: Chunk | Entity, want: Chunk | Entity) -> None:
+        assert got == want, f'record {want.id} changed through the store:\n got {got!r}\nwant {want!r}'
+        for key, value in want.metadata.items():
+            stored = got.metadata[key]
+            assert type(stored) is type(value), f'{want.id}.{key}: {value!r} came back as {stored!r}'
+            if isinstance(value, list):
+                assert [type(x) for x in stored] == [type(x) for x in value]  # type: ignore[union-attr]
+
+    async def test_expand_by_sequence_and_section(self, loaded: Any) -> None:
+        if not isinstance(loaded, ResultExpander):
+            pytest.skip('no ResultExpander')
+        doc = conformance_corpus()[1]
+        chunks = await loaded.expand(ExpansionRequest(document_id=doc.id, first=2, last=5))
+        assert [c.sequence_number for c in chunks] == [2, 3, 4, 5]
+        limited = await loaded.expand(ExpansionRequest(document_id=doc.id, first=1, limit=2))
+        assert [c.sequence_number for c in limited] == [1, 2]
+        overview = doc.sections[0].id
+        in_section = await loaded.expand(ExpansionRequest(document_id=doc.id, section_id=overview))
+        assert [c.id for c in in_section] == [c.id for c in doc.chunks if overview in c.section_ids]
+        by_section_only = await loaded.expand(ExpansionRequest(section_id=doc.sections[1].id))
+        assert [c.id for c in by_section_only] == [c.id for c in doc.chunks[2:5]]
+
+    async def test_expansion_honours_scope(self, loaded: Any) -> None:
+        if not isinstance(loaded, ResultExpander):
+            pytest.skip('no ResultExpander')
+        acme, globex = conformance_corpus()[:2]
+        scoped = Retriever(loaded, F.eq('tenant', 'acme'))
+        assert await scoped.get(globex.chunks[0].id) is None
+        assert await scoped.neighbours(globex.chunks[1].id, 2) is None
+        assert await scoped.section(globex.chunks[1].id, 50) is None
+        assert await scoped.section(globex.sections[0].id, 50) is None
+        found = await scoped.neighbours(acme.chunks[3].id, 2)
+        assert found is not None
+        assert [c.sequence_number for c in found[1]] == [1, 2, 3, 4, 5]
+        # A scope that cuts through a document: neighbours and sections skip what is out of scope.
+        partial = Retriever(loaded, F.eq('tenant', 'acme') & F.ne('n', 2))
+        found = await partial.neighbours(acme.chunks[3].id, 2)
+        assert found is not None and [c.sequence_number for c in found[1]] == [1, 3, 4, 5]
+        view = await partial.section(acme.chunks[3].id, 50)
+        assert view is not None and [c.sequence_number for c in view.chunks] == [3, 4]
+        view = await partial.section(acme.sections[1].id, 50)
+        assert view is not None and view.section_id == acme.sections[0].id
+        assert [c.sequence_number for c in view.chunks] == [0, 1, 3, 4]
+
+    # -- entities -------------------------------------------------------------------------------
+
+    async def test_entities_are_searchable_and_labelled(self, loaded: Any) -> None:
+        caps = Capabilities.of(loaded)
+        people = Retriever(loaded, F.eq('tenant', 'acme')).with_filter(
+            __import__('toolish_rag').EntityFilter.has_any_label('Person')
+        )
+        for ids in (await self._everything(people, caps, 50)).values():
+            assert ids == {'ent-alice'}
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    async def test_reopen_gives_identical_records_and_results(self, store_path: Path, embedder: Any) -> None:
+        store = await self.make_store(store_path, embedder)
+        corpus: list[Document | Entity] = [*conformance_corpus(), *conformance_entities()]
+        await store.upsert(corpus)
+        caps = Capabilities.of(store)
+        before = await self._ranked(store, caps)
+        del store
+        reopened = await self.reopen_store(store_path, embedder)
+        assert await self._ranked(reopened, caps) == before
+        if isinstance(reopened, ResultExpander):
+            originals = {r.id: r for r in self._all_records()}
+            for record in await reopened.get_records(list(originals)):
+                self._assert_same_record(record, originals[record.id])
+        assert {d.id for d in await reopened.list_documents()} == {d.id for d in conformance_corpus()}
+
+    @staticmethod
+    async def _ranked(store: Any, caps: Capabilities) -> dict[str, list[tuple[str, float]]]:
+        retriever = Retriever(store, F.ne('tenant', 'initech'))
+        out: dict[str, list[tuple[str, float]]] = {}
+        if caps.vector:
+            out['vector'] = [(h.id, round(h.score, 4)) for h in await retriever.vector_search('warranty details', 5)]
+        if caps.text:
+            out['text'] = [(h.id, round(h.score, 4)) for h in await retriever.text_search('warranty details', 5)]
+        if caps.regex:
+            out['regex'] = [(h.id, h.score) for h in await retriever.regex_search('ERR-[0-9]+', 5)]
+        return out

@@ -1,0 +1,148 @@
+"""A small corpus with awkward metadata, and filters that probe every semantic edge.
+
+The metadata mixes ints, floats, bools, strings of digits, lists, ``None`` and absent
+keys on purpose: those are the cases where a native filter translation tends to drift
+from the reference semantics (``"5"`` vs ``5``, ``True`` vs ``1``, a missing key under a
+negation, an element of a list).
+"""
+
+from __future__ import annotations
+
+from ..builder import DocumentBuilder
+from ..content import Document, Entity, MetadataValue
+from ..filters import EntityFilter, Filter, PropertyFilter as F
+
+__all__ = ['COMMON_WORD', 'EDGE_FILTERS', 'conformance_corpus', 'conformance_entities', 'selective_corpus']
+
+COMMON_WORD = 'zebrafish'
+"""A word every record's text contains, so a text search for it returns every record."""
+
+_TIERS: list[MetadataValue] = ['gold', 'silver', None, 'bronze']
+_TOPICS = ['refund policy', 'shipping times', 'warranty claims', 'error codes', 'account security', 'pricing plans']
+
+
+def _chunk_metadata(i: int) -> dict[str, MetadataValue]:
+    md: dict[str, MetadataValue] = {'n': i, 'code': str(i % 7), 'name': f'item-{i:02d}'}
+    if i % 3 != 0:
+        md['price'] = round(i * 1.5, 2)
+    if i % 4 != 3:
+        md['tier'] = _TIERS[i % 4]
+    if i % 5 == 0:
+        md['flag'] = True
+    elif i % 5 == 1:
+        md['flag'] = False
+    elif i % 5 == 2:
+        md['flag'] = 1
+    if i % 2 == 0:
+        md['tags'] = ['red', 'blue'] if i % 4 == 0 else ['green']
+    if i % 6 == 5:
+        md['ratio'] = 2.0
+    elif i % 6 == 4:
+        md['ratio'] = 2
+    return md
+
+
+def conformance_corpus() -> list[Document]:
+    """Three documents with nested sections; 24 chunks with varied typed metadata."""
+    docs: list[Document] = []
+    i = 0
+    for d, (tenant, labels) in enumerate([('acme', {'Manual'}), ('globex', {'Manual', 'Legal'}), ('initech', set())]):
+        b = DocumentBuilder(
+            f'file:///corpus/{tenant}.md',
+            f'{tenant.title()} handbook',
+            metadata={'tenant': tenant, 'year': 2022 + d},
+            labels=labels,
+            fingerprint=f'fp-{tenant}-1',
+        )
+        top = b.section('Overview')
+        for _ in range(2):
+            b.add_chunk(top, f'{COMMON_WORD} overview {_TOPICS[i % 6]} for {tenant} number {i}', metadata=_chunk_metadata(i))
+            i += 1
+        details = b.section('Details', parent=top)
+        for _ in range(3):
+            b.add_chunk(details, f'{COMMON_WORD} details {_TOPICS[i % 6]} ERR-{1000 + i} {tenant}', metadata=_chunk_metadata(i))
+            i += 1
+        other = b.section('Appendix')
+        for _ in range(3):
+            b.add_chunk(other, f'{COMMON_WORD} appendix {_TOPICS[i % 6]} v{i}.{i % 3} {tenant}', metadata=_chunk_metadata(i))
+            i += 1
+        docs.append(b.build())
+    return docs
+
+
+def conformance_entities() -> list[Entity]:
+    return [
+        Entity(
+            id='ent-alice',
+            name='Alice Example',
+            description=f'{COMMON_WORD} support lead for refunds',
+            labels=frozenset({'Person'}),
+            metadata={'tenant': 'acme', 'n': 100},
+        ),
+        Entity(
+            id='ent-acme',
+            name='Acme Corporation',
+            description=f'{COMMON_WORD} a customer company',
+            labels=frozenset({'Company', 'Customer'}),
+            metadata={'tenant': 'acme', 'n': 101, 'tags': ['red']},
+        ),
+    ]
+
+
+def selective_corpus(size: int = 400, selected_every: int = 100) -> list[Document]:
+    """``size`` chunks in one document; ``rare=True`` on one chunk in ``selected_every`` (1% by default)."""
+    b = DocumentBuilder('file:///corpus/selective.md', 'Selective', metadata={'tenant': 'bulk'})
+    section = b.section('All')
+    for i in range(size):
+        rare = i % selected_every == selected_every // 2
+        b.add_chunk(
+            section,
+            f'{COMMON_WORD} record {i} about {_TOPICS[i % 6]}',
+            metadata={'rare': rare, 'bucket': i % 10},
+        )
+    return [b.build()]
+
+
+EDGE_FILTERS: list[tuple[str, Filter]] = [
+    ('eq str', F.eq('tenant', 'acme')),
+    ('eq int', F.eq('n', 3)),
+    ('eq int matches float', F.eq('ratio', 2)),
+    ('eq float matches int', F.eq('ratio', 2.0)),
+    ('eq digit string is not int', F.eq('code', 3)),
+    ('eq string digits', F.eq('code', '3')),
+    ('eq bool true is not 1', F.eq('flag', True)),
+    ('eq 1 is not true', F.eq('flag', 1)),
+    ('eq false', F.eq('flag', False)),
+    ('eq list element', F.eq('tags', 'red')),
+    ('ne includes missing', F.ne('tier', 'gold')),
+    ('ne list', F.ne('tags', 'green')),
+    ('gt int', F.gt('n', 10)),
+    ('gte float', F.gte('price', 9.0)),
+    ('lt mixed int bound on float', F.lt('price', 6)),
+    ('lte', F.lte('n', 4)),
+    ('gt string', F.gt('name', 'item-15')),
+    ('gt type mismatch', F.gt('tenant', 5)),
+    ('gt bool never', F.gt('flag', False)),
+    ('in', F.in_('tier', ['gold', 'bronze'])),
+    ('in mixed types', F.in_('code', ['1', 2])),
+    ('nin includes missing', F.nin('tier', ['gold', 'silver'])),
+    ('contains substring', F.contains('name', 'm-1')),
+    ('contains list element', F.contains('tags', 'blue')),
+    ('contains list no substring', F.contains('tags', 'gre')),
+    ('starts_with', F.starts_with('name', 'item-2')),
+    ('ends_with', F.ends_with('name', '5')),
+    ('exists', F.exists('price')),
+    ('exists not none', F.exists('tier')),
+    ('not exists', ~F.exists('tier')),
+    ('and', F.eq('tenant', 'globex') & F.gt('n', 10)),
+    ('or', F.eq('tenant', 'initech') | F.eq('flag', True)),
+    ('not and', ~(F.eq('tenant', 'acme') & F.exists('tags'))),
+    ('nested', (F.gte('n', 5) & F.lt('n', 20)) | ~F.exists('price')),
+    ('label', EntityFilter.has_any_label('Legal')),
+    ('label or', EntityFilter.has_any_label('Person', 'Manual')),
+    ('label and property', EntityFilter.has_any_label('Manual') & F.eq('year', 2023)),
+    ('not label', ~EntityFilter.has_any_label('Manual')),
+    ('year int', F.eq('year', 2024)),
+    ('nothing', F.eq('tenant', 'nobody')),
+]
+"""(name, filter) pairs the conformance kit checks every store against the reference on."""
