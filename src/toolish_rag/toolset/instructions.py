@@ -19,24 +19,25 @@ __all__ = ['build_instructions', 'tool_descriptions']
 def tool_descriptions(store: Any, config: Any) -> dict[str, str]:
     syntax = store.text_query_syntax if isinstance(store, TextSearch) else ''
     k = config.default_top_k
+    m = config.max_top_k
     return {
         'vector_search': (
             'Semantic search: finds passages that mean the same as the query even in other words. '
             'Best for questions and concepts. Write the query as a short statement or question. '
-            f'Returns up to top_k (default {k}) passages, best first, each with a chunk id. '
+            f'Returns up to top_k (default {k}, at most {m}) passages, best first, each with a chunk id. '
             'Score: cosine similarity from -1 to 1 (above about 0.5 is usually relevant for short queries). '
             'threshold (optional) drops hits scoring below it; omit it unless results are noisy.'
         ),
         'text_search': (
             'Keyword search (BM25): finds passages containing the query words. Best for exact names, '
             f'identifiers, error codes and rare terms. Query syntax: {syntax} '
-            f'Returns up to top_k (default {k}) passages, best first. '
+            f'Returns up to top_k (default {k}, at most {m}) passages, best first. '
             'Score: BM25 relevance, unbounded and corpus-dependent. threshold (optional, 0-1) keeps hits '
             'scoring at least that fraction of the best hit; omit it unless results are noisy.'
         ),
         'hybrid_search': (
             'Combined semantic and keyword search: usually the best first search for any question. '
-            f'Returns up to top_k (default {k}) passages, best first. '
+            f'Returns up to top_k (default {k}, at most {m}) passages, best first. '
             'Score: fused relevance from 0 to 1. threshold (optional, 0-1) drops hits scoring below it.'
         ),
         'regex_search': (

@@ -18,11 +18,11 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Generic, Literal, TypeAlias
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_ai import ModelRetry, RunContext, Tool
 from pydantic_ai.capabilities import Toolset as ToolsetCapability
 from pydantic_ai.messages import ToolReturn
-from pydantic_ai.tools import AgentDepsT
+from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
@@ -78,7 +78,7 @@ class _Config:
 
 
 _Query = Annotated[str, Field(description='What to search for.')]
-_TopK = Annotated[int, Field(description='How many results to return (the description gives the maximum).')]
+_TopK = Annotated[int, Field(description='How many results to return (see the tool description for the maximum).')]
 _ChunkId = Annotated[str, Field(description='A chunk id from a search result.')]
 _ChunksToAdd = Annotated[int, Field(description='How many chunks to add on each side of the chunk.')]
 _ZoomId = Annotated[
@@ -247,6 +247,46 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             else:
                 resolved.append(source)  # type: ignore[arg-type]
         return Retriever(self._config.store, combine_all(resolved), self._config.fusion)
+
+    # -- direct use, outside an agent run ------------------------------------------------------
+
+    def _direct_context(self, deps: Any) -> RunContext[Any]:
+        from pydantic_ai.models.test import TestModel
+        from pydantic_ai.usage import RunUsage
+
+        return RunContext(deps=deps, model=TestModel(), usage=RunUsage())
+
+    async def tool_definitions(self, deps: Any = None) -> list[ToolDefinition]:
+        """The tool definitions (names, descriptions, JSON schemas) exactly as a model sees them."""
+        tools = await self.get_tools(self._direct_context(deps))
+        return [t.tool_def for t in tools.values()]
+
+    async def instructions(self, deps: Any = None) -> str | None:
+        """The instructions this toolset contributes to a run (eager searches included)."""
+        ctx = self._direct_context(deps)
+        run = await self.for_run(ctx)
+        assert isinstance(run, ToolishRag)
+        return await run.get_instructions(ctx)
+
+    async def run_tool(self, tool: str, arguments: Mapping[str, Any], *, deps: Any = None) -> ToolReturn:
+        """Call one tool as an agent would, outside an agent run (CLI, MCP server, tests).
+
+        ``tool`` is the short or full name. Arguments are validated against the tool's schema;
+        bad ones raise ``ModelRetry`` with the same message a model would get.
+        """
+        ctx = self._direct_context(deps)
+        full = tool if tool.startswith(f'{self._config.name}_') else f'{self._config.name}_{tool}'
+        tools = await self.get_tools(ctx)
+        if full not in tools:
+            raise ValueError(f'{full!r} is not offered by this toolset; it offers {sorted(tools)}')
+        toolset_tool = tools[full]
+        try:
+            args = toolset_tool.args_validator.validate_python(dict(arguments))
+        except ValidationError as e:
+            raise ModelRetry(f'invalid arguments for {full}: {e}') from e
+        result = await self.call_tool(full, args, replace(ctx, tool_name=full), toolset_tool)
+        assert isinstance(result, ToolReturn)
+        return result
 
     # -- AbstractToolset ----------------------------------------------------------------------
 

@@ -41,9 +41,16 @@ def _cell(value: Any) -> str:
 
 
 def _rows_block(outline: OutlineBuilder, rows: list[list[str]]) -> None:
-    lines = [' | '.join(r) for r in rows if any(c for c in r)]
-    if lines:
-        outline.block('\n'.join(lines), 'table', header=lines[0])
+    rows = [r for r in rows if any(c for c in r)]
+    if not rows:
+        return
+    # the header is the first row about as wide as the table; narrower rows above it are captions
+    widest = max(sum(1 for c in r if c) for r in rows[:20])
+    first = next(i for i, r in enumerate(rows) if sum(1 for c in r if c) * 2 >= widest)
+    for caption in rows[:first]:
+        outline.block(' '.join(c for c in caption if c))
+    lines = [' | '.join(r) for r in rows[first:]]
+    outline.block('\n'.join(lines), 'table', header=lines[0])
 
 
 def _open_zip(data: bytes, kind: str) -> None:

