@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import re
+import sys
 import types
 from pathlib import Path
 
@@ -21,7 +22,9 @@ PAGES = sorted(p for p in DOCS.rglob('*.md') if BLOCK.search(p.read_text(encodin
 @pytest.mark.parametrize('page', PAGES, ids=[str(p.relative_to(DOCS)) for p in PAGES])
 async def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
-    namespace: dict[str, object] = {'__name__': f'docs_{page.stem}'}
+    module = types.ModuleType(f'docs_{page.stem.replace("-", "_")}')
+    monkeypatch.setitem(sys.modules, module.__name__, module)
+    namespace = module.__dict__
     ran = 0
     for match in BLOCK.finditer(page.read_text(encoding='utf-8')):
         if match.group(1):

@@ -59,4 +59,13 @@ from .fusion import FusionConfig
 from .retriever import Capabilities, Retriever, SectionView
 from .toolset import EagerSearch, RagEvent, RagListener, ToolishRag
 
-__all__ += ['Capabilities', 'EagerSearch', 'FusionConfig', 'RagEvent', 'RagListener', 'Retriever', 'SectionView', 'ToolishRag']
+__all__ += [
+    'Capabilities',
+    'EagerSearch',
+    'FusionConfig',
+    'RagEvent',
+    'RagListener',
+    'Retriever',
+    'SectionView',
+    'ToolishRag',
+]

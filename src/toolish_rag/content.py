@@ -37,7 +37,7 @@ __all__ = [
 Scalar: TypeAlias = str | bool | int | float
 """A metadata scalar. ``bool`` is listed before ``int`` so pydantic never turns ``True`` into ``1``."""
 
-MetadataValue: TypeAlias = Scalar | None | list[Scalar]
+MetadataValue: TypeAlias = Scalar | list[Scalar] | None
 """What a metadata value may be: a scalar, ``None`` (treated as absent) or a flat list of scalars."""
 
 Metadata: TypeAlias = dict[str, MetadataValue]

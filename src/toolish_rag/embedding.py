@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings
 from pydantic_ai.embeddings.result import EmbedInputType
@@ -31,6 +31,10 @@ __all__ = [
 ]
 
 DEFAULT_EMBEDDING_MODEL = 'sentence-transformers:all-MiniLM-L6-v2'
+
+# Unit vectors make cosine a dot product (``SentenceTransformersEmbeddingSettings`` key;
+# cast so importing this module does not import sentence-transformers and torch).
+_NORMALIZE = cast(EmbeddingSettings, {'sentence_transformers_normalize_embeddings': True})
 
 _MINILM_NAMES = frozenset(
     {
@@ -81,10 +85,10 @@ def resolve_embedder(model: Embedder | EmbeddingModel | str | None = None) -> Em
 
         return Embedder(
             SentenceTransformerEmbeddingModel(str(path)),
-            settings={'sentence_transformers_normalize_embeddings': True},  # type: ignore[typeddict-unknown-key]
+            settings=_NORMALIZE,
         )
     if name.startswith('sentence-transformers:'):
-        return Embedder(name, settings={'sentence_transformers_normalize_embeddings': True})  # type: ignore[typeddict-unknown-key]
+        return Embedder(name, settings=_NORMALIZE)
     return Embedder(name)
 
 

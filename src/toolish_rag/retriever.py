@@ -100,8 +100,10 @@ class Retriever:
         return replace(self, filter=f if self.filter is None else and_(self.filter, f))
 
     def _pushdown(self) -> bool:
-        return self.filter is not None and isinstance(self.store, FilterPushdown) and self.store.supports_filter(
-            self.filter
+        return (
+            self.filter is not None
+            and isinstance(self.store, FilterPushdown)
+            and self.store.supports_filter(self.filter)
         )
 
     def _in_scope(self, record: Chunk | Entity) -> bool:
@@ -197,7 +199,9 @@ class Retriever:
             return None
         seq = record.sequence_number
         chunks, _ = await self._expand(
-            ExpansionRequest(document_id=record.document_id, first=max(0, seq - count), last=seq + count, limit=2 * count + 1)
+            ExpansionRequest(
+                document_id=record.document_id, first=max(0, seq - count), last=seq + count, limit=2 * count + 1
+            )
         )
         if not any(c.id == record.id for c in chunks):
             chunks = sorted([*chunks, record], key=lambda c: c.sequence_number)

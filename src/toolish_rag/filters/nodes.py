@@ -50,10 +50,10 @@ class FilterNode(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra='forbid')
 
-    def __and__(self, other: FilterNode) -> And:
+    def __and__(self, other: FilterNode) -> Filter:
         return and_(self, other)  # type: ignore[arg-type]
 
-    def __or__(self, other: FilterNode) -> Or:
+    def __or__(self, other: FilterNode) -> Filter:
         return or_(self, other)  # type: ignore[arg-type]
 
     def __invert__(self) -> Not:

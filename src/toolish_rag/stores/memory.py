@@ -30,8 +30,8 @@ from ..embedding import resolve_embedder
 from ..errors import QuerySyntaxError
 from ..filters import Filter, matches
 from ..protocols import DocumentInfo
-from ..search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from ..regex import compile_pattern, count_matches
+from ..search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 
 __all__ = ['InMemoryStore']
 
@@ -160,7 +160,8 @@ class InMemoryStore:
         matrix = np.vstack(parts)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
-        return matrix / norms
+        normalised: npt.NDArray[np.float32] = (matrix / norms).astype(np.float32)
+        return normalised
 
     async def upsert(self, items: Iterable[Document | Entity]) -> None:
         """Insert or replace documents (whole) and entities; embeds only changed text."""
@@ -190,9 +191,7 @@ class InMemoryStore:
                 else:
                     to_embed.append(j)
             fresh = await self._embed([new_records[j].text for j in to_embed]) if to_embed else None
-            width = (
-                fresh.shape[1] if fresh is not None else old.vectors.shape[1] if old.vectors.shape[0] else 0
-            )
+            width = fresh.shape[1] if fresh is not None else old.vectors.shape[1] if old.vectors.shape[0] else 0
             new_vectors = np.zeros((len(new_records), width), dtype=np.float32)
             for j, v in reuse.items():
                 new_vectors[j] = v
@@ -258,10 +257,10 @@ class InMemoryStore:
 
     @staticmethod
     def _vector_scores(snap: _Snapshot, q: npt.NDArray[np.float32], f: Filter | None) -> npt.NDArray[np.float32]:
-        scores: npt.NDArray[np.float32] = snap.vectors @ q
+        scores: npt.NDArray[np.float32] = np.asarray(snap.vectors @ q, dtype=np.float32)
         mask = snap.mask(f)
         if mask is not None:
-            scores = np.where(mask, scores, -np.inf).astype(np.float32)
+            scores = np.where(mask, scores, np.float32(-np.inf)).astype(np.float32)
         return scores
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:

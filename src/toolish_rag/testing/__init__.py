@@ -7,4 +7,11 @@
 from .conformance import StoreConformance
 from .corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, selective_corpus
 
-__all__ = ['COMMON_WORD', 'EDGE_FILTERS', 'StoreConformance', 'conformance_corpus', 'conformance_entities', 'selective_corpus']
+__all__ = [
+    'COMMON_WORD',
+    'EDGE_FILTERS',
+    'StoreConformance',
+    'conformance_corpus',
+    'conformance_entities',
+    'selective_corpus',
+]

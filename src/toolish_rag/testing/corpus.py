@@ -56,15 +56,21 @@ def conformance_corpus() -> list[Document]:
         )
         top = b.section('Overview')
         for _ in range(2):
-            b.add_chunk(top, f'{COMMON_WORD} overview {_TOPICS[i % 6]} for {tenant} number {i}', metadata=_chunk_metadata(i))
+            b.add_chunk(
+                top, f'{COMMON_WORD} overview {_TOPICS[i % 6]} for {tenant} number {i}', metadata=_chunk_metadata(i)
+            )
             i += 1
         details = b.section('Details', parent=top)
         for _ in range(3):
-            b.add_chunk(details, f'{COMMON_WORD} details {_TOPICS[i % 6]} ERR-{1000 + i} {tenant}', metadata=_chunk_metadata(i))
+            b.add_chunk(
+                details, f'{COMMON_WORD} details {_TOPICS[i % 6]} ERR-{1000 + i} {tenant}', metadata=_chunk_metadata(i)
+            )
             i += 1
         other = b.section('Appendix')
         for _ in range(3):
-            b.add_chunk(other, f'{COMMON_WORD} appendix {_TOPICS[i % 6]} v{i}.{i % 3} {tenant}', metadata=_chunk_metadata(i))
+            b.add_chunk(
+                other, f'{COMMON_WORD} appendix {_TOPICS[i % 6]} v{i}.{i % 3} {tenant}', metadata=_chunk_metadata(i)
+            )
             i += 1
         docs.append(b.build())
     return docs

@@ -37,7 +37,9 @@ from .instructions import build_instructions, tool_descriptions
 
 __all__ = ['TOOL_NAMES', 'EagerSearch', 'FilterSource', 'ToolName', 'ToolishRag']
 
-ToolName: TypeAlias = Literal['vector_search', 'text_search', 'hybrid_search', 'regex_search', 'broaden_chunk', 'zoom_out']
+ToolName: TypeAlias = Literal[
+    'vector_search', 'text_search', 'hybrid_search', 'regex_search', 'broaden_chunk', 'zoom_out'
+]
 TOOL_NAMES: tuple[ToolName, ...] = (
     'vector_search',
     'text_search',
@@ -82,10 +84,14 @@ _TopK = Annotated[int, Field(description='How many results to return (see the to
 _ChunkId = Annotated[str, Field(description='A chunk id from a search result.')]
 _ChunksToAdd = Annotated[int, Field(description='How many chunks to add on each side of the chunk.')]
 _ZoomId = Annotated[
-    str, Field(description='A chunk id (gives its section) or a section id from an earlier zoom_out (gives its parent).')
+    str,
+    Field(description='A chunk id (gives its section) or a section id from an earlier zoom_out (gives its parent).'),
 ]
 _Pattern = Annotated[str, Field(description='An RE2 regular expression, e.g. ERR-[0-9]{4} or (?i)refund.')]
-_Threshold = Annotated[float | None, Field(description='Optional minimum score; see the tool description. Omit it unless results are noisy.')]
+_Threshold = Annotated[
+    float | None,
+    Field(description='Optional minimum score; see the tool description. Omit it unless results are noisy.'),
+]
 
 
 class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
@@ -155,7 +161,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         self._config = config
         self._capabilities = Capabilities.of(config.store)
         self._preloaded = preloaded
-        self._functions: FunctionToolset[AgentDepsT] = FunctionToolset(self._build_tools(), max_retries=config.max_retries)
+        self._functions: FunctionToolset[AgentDepsT] = FunctionToolset(
+            self._build_tools(), max_retries=config.max_retries
+        )
 
     @classmethod
     def _from(cls, config: _Config, preloaded: str | None = None) -> ToolishRag[AgentDepsT]:
@@ -415,7 +423,6 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         cfg = self._config
         descriptions = tool_descriptions(cfg.store, cfg)
         default_k = cfg.default_top_k
-        tools: dict[ToolName, Callable[..., Any]] = {}
 
         def filter_threshold(hits: list[SearchHit], threshold: float | None, relative: bool) -> list[SearchHit]:
             if threshold is None or not hits:
@@ -443,7 +450,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
                 q = self._check_query(query)
                 self._check_top_k(top_k)
-                self._check_threshold(threshold, 0.0, 1.0, 'a fraction of the best hit\'s score')
+                self._check_threshold(threshold, 0.0, 1.0, "a fraction of the best hit's score")
                 hits = filter_threshold(await r.text_search(q, top_k), threshold, relative=True)
                 return render.render_hits(hits, heading=f'Text search results for {q!r}:'), hits
 
@@ -508,14 +515,14 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
             return await self._run(ctx, 'zoom_out', {'id': id}, body)
 
-        tools.update(
-            vector_search=vector_search,
-            text_search=text_search,
-            hybrid_search=hybrid_search,
-            regex_search=regex_search,
-            broaden_chunk=broaden_chunk,
-            zoom_out=zoom_out,
-        )
+        tools: dict[ToolName, Callable[..., Any]] = {
+            'vector_search': vector_search,
+            'text_search': text_search,
+            'hybrid_search': hybrid_search,
+            'regex_search': regex_search,
+            'broaden_chunk': broaden_chunk,
+            'zoom_out': zoom_out,
+        }
         return [
             Tool(tools[t], name=f'{cfg.name}_{t}', description=descriptions[t], takes_ctx=True) for t in self._offered()
         ]
@@ -526,4 +533,3 @@ def _not_found(value: str, what: str) -> str:
         f'{value!r} was not found. Pass {what} exactly as it appears in a search result '
         '(for example the id after "chunk" in a result heading), or search again.'
     )
-
