@@ -1,4 +1,4 @@
-"""The reference store passes the conformance kit it defines."""
+"""The reference store passes the conformance kit it defines, in memory and persisted."""
 
 from pathlib import Path
 from typing import Any
@@ -10,3 +10,11 @@ from toolish_rag.testing import StoreConformance
 class TestInMemoryStore(StoreConformance):
     async def make_store(self, path: Path, embedder: Any) -> InMemoryStore:
         return InMemoryStore(embedder)
+
+
+class TestPersistedInMemoryStore(StoreConformance):
+    async def make_store(self, path: Path, embedder: Any) -> InMemoryStore:
+        return InMemoryStore(embedder, path=path)
+
+    async def reopen_store(self, path: Path, embedder: Any) -> InMemoryStore:
+        return InMemoryStore(embedder, path=path)

@@ -15,14 +15,21 @@ readers always see a whole version: the old one or the new one, never half a doc
 from __future__ import annotations
 
 import asyncio
+import dataclasses
+import json
+import os
+import shutil
 import threading
+import time
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from pathlib import Path
+from typing import Annotated, Any
 
 import numpy as np
 import numpy.typing as npt
+from pydantic import Field, TypeAdapter
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from ..content import Chunk, Document, Entity, dedupe_last, split_items
@@ -116,12 +123,71 @@ def _top(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
     return finite[order]
 
 
+_FORMAT = 1
+_RECORD_ADAPTER: TypeAdapter[Chunk | Entity] = TypeAdapter(Annotated[Chunk | Entity, Field(discriminator='kind')])
+
+
+def _model_id(model: Any) -> str:
+    return f'{getattr(model, "system", "?")}:{getattr(model, "model_name", "?")}'
+
+
+def _save(path: Path, snap: _Snapshot, model: Any) -> None:
+    """Write a new version directory, then switch the CURRENT pointer with one atomic rename.
+
+    A crash at any point leaves the previous version in place and readable.
+    """
+    path.mkdir(parents=True, exist_ok=True)
+    version = f'v{time.time_ns()}'
+    target = path / version
+    target.mkdir()
+    with open(target / 'records.jsonl', 'wb') as f:
+        for r in snap.records:
+            f.write(_RECORD_ADAPTER.dump_json(r))
+            f.write(b'\n')
+    np.save(target / 'vectors.npy', snap.vectors)
+    documents = [dataclasses.asdict(d) for d in snap.documents.values()]
+    manifest = {'format': _FORMAT, 'embedder': _model_id(model), 'records': len(snap.records)}
+    (target / 'documents.json').write_text(json.dumps(documents), encoding='utf-8')
+    (target / 'manifest.json').write_text(json.dumps(manifest), encoding='utf-8')
+    for name in ('records.jsonl', 'vectors.npy', 'documents.json', 'manifest.json'):
+        with open(target / name, 'rb') as fh:
+            os.fsync(fh.fileno())
+    pointer = path / 'CURRENT.tmp'
+    pointer.write_text(version, encoding='utf-8')
+    os.replace(pointer, path / 'CURRENT')
+    for old in path.iterdir():
+        if old.is_dir() and old.name.startswith('v') and old.name != version:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _load(path: Path) -> _Snapshot:
+    current = path / 'CURRENT'
+    if not current.exists():
+        return _Snapshot()
+    source = path / current.read_text(encoding='utf-8').strip()
+    manifest = json.loads((source / 'manifest.json').read_text(encoding='utf-8'))
+    if manifest.get('format') != _FORMAT:
+        raise ValueError(f'{path} was written by an incompatible toolish-rag (format {manifest.get("format")})')
+    with open(source / 'records.jsonl', 'rb') as f:
+        records = [_RECORD_ADAPTER.validate_json(line) for line in f if line.strip()]
+    vectors = np.load(source / 'vectors.npy')
+    documents = {
+        d['id']: DocumentInfo(**d) for d in json.loads((source / 'documents.json').read_text(encoding='utf-8'))
+    }
+    return _Snapshot.build(records, vectors, documents)
+
+
 class InMemoryStore:
     """All four capabilities in process memory; the reference every other store matches.
 
     Args:
         embedder: an embedding model string, ``EmbeddingModel`` or ``Embedder``; ``None``
             is the offline default (all-MiniLM-L6-v2).
+        path: optional directory to persist to. Every write saves a new version and
+            switches to it atomically, so a crash leaves the last complete version; a new
+            process opening the same path sees the same records, vectors and metadata
+            types. Saving rewrites the whole store, which suits collections up to some
+            tens of thousands of chunks; use the LanceDB store beyond that.
     """
 
     text_query_syntax = (
@@ -130,12 +196,26 @@ class InMemoryStore:
         'operators and field names have no special meaning: they are read as plain words.'
     )
 
-    def __init__(self, embedder: Embedder | EmbeddingModel | str | None = None) -> None:
+    def __init__(
+        self, embedder: Embedder | EmbeddingModel | str | None = None, *, path: str | os.PathLike[str] | None = None
+    ) -> None:
         self._embedder_spec = embedder
         self._embedder: Embedder | None = None
-        self._snapshot = _Snapshot()
         self._write_lock = asyncio.Lock()
         self._stemmer = _tokenizer()
+        self._path = Path(path) if path is not None else None
+        self._snapshot = _load(self._path) if self._path is not None else _Snapshot()
+
+    @property
+    def path(self) -> Path | None:
+        """Where the store persists itself (``None``: memory only)."""
+        return self._path
+
+    async def _commit(self, snapshot: _Snapshot) -> None:
+        """Persist (when a path is set), then publish ``snapshot`` to readers."""
+        if self._path is not None:
+            await asyncio.to_thread(_save, self._path, snapshot, self.embedder.model)
+        self._snapshot = snapshot
 
     @property
     def embedder(self) -> Embedder:
@@ -211,7 +291,7 @@ class InMemoryStore:
                     chunk_count=len(d.chunks),
                     metadata=dict(d.metadata),
                 )
-            self._snapshot = _Snapshot.build([old.records[i] for i in keep] + new_records, vectors, docs)
+            await self._commit(_Snapshot.build([old.records[i] for i in keep] + new_records, vectors, docs))
 
     async def _delete(self, doc_ids: set[str], entity_ids: set[str]) -> tuple[int, int]:
         async with self._write_lock:
@@ -226,7 +306,7 @@ class InMemoryStore:
             removed_docs = sum(1 for d in doc_ids if d in old.documents)
             docs = {k: v for k, v in old.documents.items() if k not in doc_ids}
             vectors = old.vectors[keep] if old.vectors.shape[0] else old.vectors
-            self._snapshot = _Snapshot.build([old.records[i] for i in keep], vectors, docs)
+            await self._commit(_Snapshot.build([old.records[i] for i in keep], vectors, docs))
             return removed_docs, removed_entities
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
@@ -249,6 +329,11 @@ class InMemoryStore:
             return []
         result = await self.embedder.embed_query(request.query)
         q = np.asarray(result.embeddings[0], dtype=np.float32)
+        if snap.vectors.shape[1] != q.shape[0]:
+            raise ValueError(
+                f'the store holds {snap.vectors.shape[1]}-dimensional vectors but the embedder makes '
+                f'{q.shape[0]}-dimensional ones: open it with the embedder it was built with'
+            )
         norm = float(np.linalg.norm(q))
         if norm:
             q = q / norm

@@ -32,7 +32,7 @@ import pytest
 from ..content import Chunk, Document, Entity
 from ..embedding import HashingEmbeddingModel
 from ..errors import QuerySyntaxError
-from ..filters import Filter, PropertyFilter as F, matches
+from ..filters import EntityFilter, Filter, PropertyFilter as F, matches
 from ..protocols import DocumentStore, FilterPushdown, RegexSearch, ResultExpander, TextSearch, VectorSearch
 from ..retriever import Capabilities, Retriever
 from ..search import ExpansionRequest, RegexRequest, SearchRequest
@@ -337,9 +337,7 @@ class StoreConformance:
 
     async def test_entities_are_searchable_and_labelled(self, loaded: Any) -> None:
         caps = Capabilities.of(loaded)
-        people = Retriever(loaded, F.eq('tenant', 'acme')).with_filter(
-            __import__('toolish_rag').EntityFilter.has_any_label('Person')
-        )
+        people = Retriever(loaded, F.eq('tenant', 'acme')).with_filter(EntityFilter.has_any_label('Person'))
         for ids in (await self._everything(people, caps, 50)).values():
             assert ids == {'ent-alice'}
 
