@@ -1,4 +1,4 @@
-"""Open a store from a short spec such as ``"memory"``, ``"lancedb:./kb"`` or ``"tantivy:./index"``.
+"""Open a store from a short spec such as ``"memory"``, ``"memory:./kb"``, ``"lancedb:./kb"`` or ``"tantivy:./index"``.
 
 Store distributions register themselves under the entry-point group ``toolish_rag.stores``
 (name -> ``open_store(location: str, *, embedder=None)``), so the CLI, the evaluation
@@ -27,9 +27,7 @@ def open_store(spec: str, *, embedder: Any = None) -> Any:
     if name == 'memory':
         from .memory import InMemoryStore
 
-        if location:
-            raise ValueError('the memory store keeps nothing on disk: use "memory" with no location')
-        return InMemoryStore(embedder=embedder)
+        return InMemoryStore(embedder=embedder, path=location or None)
     for ep in entry_points(group=ENTRY_POINT_GROUP):
         if ep.name == name:
             factory = ep.load()

@@ -1,0 +1,55 @@
+"""The ``toolish-rag`` command: inspect and use a store the way an agent would.
+
+Every subcommand opens a store from a spec (``--store``, default ``$TOOLISH_RAG_STORE`` or a
+store under ``.toolish-rag/``) and goes through the same `ToolishRag` code path an agent
+uses, so what it prints is what a model sees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+from collections.abc import Sequence
+
+from . import ingest_cmd, search_cmd, tools_cmd
+from .common import add_store_arguments
+
+__all__ = ['main']
+
+_COMMANDS = (ingest_cmd, search_cmd, tools_cmd)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog='toolish-rag', description='Retrieval as tools for pydantic-ai agents.')
+    sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
+    for module in _COMMANDS:
+        command = module.register(sub)
+        add_store_arguments(command)
+    return parser
+
+
+def _quiet_model_loading() -> None:
+    """Keep model-loading progress bars out of what the commands print."""
+    os.environ.setdefault('TRANSFORMERS_VERBOSITY', 'error')
+    os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
+    os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    _quiet_model_loading()
+    try:
+        return int(asyncio.run(args.run(args)))
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:  # e.g. `toolish-rag tools | head`
+        return 0
+    except (ValueError, FileNotFoundError) as e:
+        print(f'toolish-rag: {e}', file=sys.stderr)
+        return 2
+
+
+if __name__ == '__main__':  # pragma: no cover
+    sys.exit(main())

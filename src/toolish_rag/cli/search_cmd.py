@@ -1,0 +1,64 @@
+"""``toolish-rag search``: run one tool call and print what the model would read."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from typing import Any
+
+from pydantic_ai import ModelRetry
+
+from ..content import Chunk
+from ..filters import parse_filter
+from ..search import SearchHit
+from .common import open_rag
+
+
+def register(sub: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser('search', help='search the store through an agent tool')
+    parser.add_argument('query', help='the query (for --tool regex: the pattern)')
+    parser.add_argument('--tool', choices=['hybrid', 'vector', 'text', 'regex'], default=None,
+                        help='which search tool (default: hybrid when available, else the first search the store has)')
+    parser.add_argument('--top-k', type=int, default=5)
+    parser.add_argument('--filter', default=None, help='a scope filter as JSON, e.g. \'{"op":"eq","key":"tenant","value":"acme"}\'')
+    parser.add_argument('--json', action='store_true', help='print structured hits as JSON instead of the model text')
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _hit_json(hit: SearchHit) -> dict[str, Any]:
+    record = hit.record
+    out: dict[str, Any] = {'id': record.id, 'score': hit.score, 'kind': record.kind, 'metadata': record.metadata}
+    if isinstance(record, Chunk):
+        out.update(document_uri=record.document_uri, document_title=record.document_title,
+                   section_path=list(record.section_path), text=record.urtext)
+    else:
+        out.update(name=record.name, labels=sorted(record.labels), text=record.text)
+    return out
+
+
+async def run(args: argparse.Namespace) -> int:
+    _, rag = open_rag(args)
+    if args.filter:
+        rag = rag.with_metadata_filter(parse_filter(args.filter))
+    offered = [name.removeprefix(f'{rag.name}_') for name in rag.tool_names]
+    searches = [t for t in offered if t.endswith('_search')]
+    if not searches:
+        print('this store offers no search tool')
+        return 2
+    tool = f'{args.tool}_search' if args.tool else ('hybrid_search' if 'hybrid_search' in searches else searches[0])
+    if tool not in searches:
+        print(f'{tool} is not available for this store; it offers: {", ".join(searches)}')
+        return 2
+    arguments: dict[str, Any] = {'top_k': args.top_k}
+    arguments['pattern' if tool == 'regex_search' else 'query'] = args.query
+    try:
+        result = await rag.run_tool(tool, arguments)
+    except ModelRetry as retry:
+        print(f'rejected: {retry}')
+        return 2
+    if args.json:
+        print(json.dumps([_hit_json(h) for h in result.metadata['hits']], indent=2))
+    else:
+        print(result.return_value)
+    return 0
