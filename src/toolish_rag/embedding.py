@@ -66,13 +66,18 @@ def _hub_cached(repo_id: str) -> bool:
 def resolve_embedder(model: Embedder | EmbeddingModel | str | None = None) -> Embedder:
     """Turn a model string, an ``EmbeddingModel`` or an ``Embedder`` into an ``Embedder``.
 
-    ``None`` means the offline default (`DEFAULT_EMBEDDING_MODEL`).
+    ``None`` means the offline default (`DEFAULT_EMBEDDING_MODEL`); ``"hashing"`` or
+    ``"hashing:DIMENSIONS"`` the weight-free `HashingEmbeddingModel`.
     """
     if isinstance(model, Embedder):
         return model
     if isinstance(model, EmbeddingModel):
         return Embedder(model)
     name = model or DEFAULT_EMBEDDING_MODEL
+    if name == 'hashing' or name.startswith('hashing:'):
+        # 'hashing' or 'hashing:DIMENSIONS': the weight-free lexical embedder (tests, demos).
+        _, _, dims = name.partition(':')
+        return Embedder(HashingEmbeddingModel(int(dims) if dims else 256))
     if name in _MINILM_NAMES and not _hub_cached('sentence-transformers/all-MiniLM-L6-v2'):
         path = bundled_minilm_path()
         if path is None:

@@ -16,6 +16,7 @@ measure. It is where scope is enforced:
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
@@ -149,8 +150,8 @@ class Retriever:
         if not (isinstance(self.store, VectorSearch) and isinstance(self.store, TextSearch)):
             raise InvalidRequestError('hybrid search needs a store with both vector and text search')
         n = max(top_k, self.fusion.candidates)
-        vector_hits = await self.vector_search(query, n)
-        text_hits = await self.text_search(query, n)
+        # The legs are independent: run them concurrently (the embedder and BM25 both release the GIL).
+        vector_hits, text_hits = await asyncio.gather(self.vector_search(query, n), self.text_search(query, n))
         return fuse(vector_hits, text_hits, top_k, self.fusion)
 
     async def regex_search(self, pattern: str, top_k: int, *, case_sensitive: bool = True) -> list[SearchHit]:
