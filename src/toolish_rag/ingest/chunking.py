@@ -92,7 +92,9 @@ def token_counter(name: str) -> Callable[[str], int]:
 
 
 _SENTENCE_END = re.compile(r'[.!?\u3002\uff01\uff1f]+["\'\u201d\u2019)\]]*(\s+)')
-_ABBREV = frozenset({'e.g', 'i.e', 'etc', 'vs', 'mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'no', 'fig', 'cf', 'approx', 'inc'})
+_ABBREV = frozenset(
+    {'e.g', 'i.e', 'etc', 'vs', 'mr', 'mrs', 'ms', 'dr', 'prof', 'st', 'no', 'fig', 'cf', 'approx', 'inc'}
+)
 _WORD = re.compile(r'\S+')
 
 
@@ -273,10 +275,10 @@ class Chunker:
             if s >= lo and s < start and not source[s].isspace():
                 return s
         if lo > 0 and not source[lo - 1].isspace():
-            m = _WORD.search(source, lo, start)
-            lo = m.end() if m is not None else start  # ``lo`` is inside a word: skip past it
-        m = _WORD.search(source, lo, start)
-        return m.start() if m is not None else start
+            inside = _WORD.search(source, lo, start)
+            lo = inside.end() if inside is not None else start  # ``lo`` is inside a word: skip past it
+        word = _WORD.search(source, lo, start)
+        return word.start() if word is not None else start
 
     def _body(self, source: str, section: ParsedSection | None, blocks: list[Block]) -> list[Piece]:
         atoms: list[tuple[int, int, str | None]] = []

@@ -12,8 +12,8 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from bs4 import BeautifulSoup, NavigableString, Tag
-from bs4.element import Comment, Declaration, Doctype, ProcessingInstruction
+from bs4 import BeautifulSoup
+from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
 from ..model import OutlineBuilder, ParsedDocument, ReadError
 from .text import decode_text, title_from_path
@@ -59,9 +59,7 @@ def _clean(root: Tag) -> None:
     for tag in root.find_all(['header', 'footer']):
         if tag.decomposed:
             continue
-        if tag.find_parent(['article', 'main']) is None and tag.find(list(_HEADINGS)) is None:
-            tag.decompose()
-        elif tag.name == 'footer':
+        if (tag.find_parent(['article', 'main']) is None and tag.find(list(_HEADINGS)) is None) or tag.name == 'footer':
             tag.decompose()
     for tag in root.find_all(True):
         if not tag.decomposed and _is_boilerplate(tag):
@@ -75,14 +73,15 @@ def _clean(root: Tag) -> None:
 
 
 def _content_root(soup: BeautifulSoup) -> Tag:
-    for finder in (
-        lambda: soup.find('main'),
-        lambda: soup.find(attrs={'role': 'main'}),
-        lambda: (lambda arts: arts[0] if len(arts) == 1 else None)(soup.find_all('article')),
-        lambda: soup.find(id='content'),
-        lambda: soup.find('body'),
-    ):
-        found = finder()
+    articles = soup.find_all('article')
+    candidates = (
+        soup.find('main'),
+        soup.find(True, attrs={'role': 'main'}),
+        articles[0] if len(articles) == 1 else None,
+        soup.find(id='content'),
+        soup.find('body'),
+    )
+    for found in candidates:
         if isinstance(found, Tag) and found.get_text(strip=True):
             return found
     return soup
@@ -131,9 +130,7 @@ def _table(table: Tag) -> tuple[str, str | None]:
 def _list(lst: Tag, depth: int = 0) -> list[str]:
     lines: list[str] = []
     ordered = lst.name == 'ol'
-    n = 0
-    for li in lst.find_all('li', recursive=False):
-        n += 1
+    for n, li in enumerate(lst.find_all('li', recursive=False), start=1):
         own: list[str] = []
         nested: list[str] = []
         for child in li.children:
@@ -198,7 +195,9 @@ class _Walker:
                 self.buffer.append(_raw_text(child) if name != 'img' else str(child.get('alt') or ''))
 
 
-def html_into_outline(markup: str | bytes, outline: OutlineBuilder, *, level_offset: int = 0) -> tuple[str | None, str | None]:
+def html_into_outline(
+    markup: str | bytes, outline: OutlineBuilder, *, level_offset: int = 0
+) -> tuple[str | None, str | None]:
     """Append an HTML page's content to ``outline``; returns ``(<title>, first heading)``."""
     with warnings.catch_warnings():
         warnings.simplefilter('ignore')

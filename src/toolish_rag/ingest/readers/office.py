@@ -103,7 +103,7 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
         text = _clean(item.text)
         style = item.style.name if item.style is not None else ''
         ppr = item._p.pPr
-        num = ppr.numPr if ppr is not None else None
+        num: Any = ppr.numPr if ppr is not None else None
         match = _HEADING_STYLE.match(style or '')
         if text and match:
             flush_list()
@@ -166,7 +166,9 @@ def read_pptx(data: bytes, path: Path) -> ParsedDocument:
     for number, slide in enumerate(presentation.slides, start=1):
         outline.start_page()
         title_shape = slide.shapes.title
-        slide_title = _clean(title_shape.text_frame.text) if title_shape is not None and title_shape.has_text_frame else ''
+        slide_title = (
+            _clean(title_shape.text_frame.text) if title_shape is not None and title_shape.has_text_frame else ''
+        )
         first_title = first_title or slide_title
         outline.heading(slide_title or f'Slide {number}', 1)
         for shape in slide.shapes:
@@ -191,7 +193,7 @@ def read_pptx(data: bytes, path: Path) -> ParsedDocument:
 
 
 def read_xlsx(data: bytes, path: Path) -> ParsedDocument:
-    import openpyxl
+    import openpyxl  # type: ignore[import-untyped]
 
     _open_zip(data, 'XLSX')
     try:

@@ -11,6 +11,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 import logging
 import re
 from collections import Counter
@@ -209,13 +210,17 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
                 raise ReadError(f'encrypted PDF that cannot be opened: {exc}') from None
             if not opened:
                 raise ReadError('encrypted PDF: a password is required to open it')
+        entries = _outline_entries(reader)
         pages_raw: list[str] = []
         page_lines: list[list[_Line]] = []
         for page in reader.pages:
-            text, lines = _page_lines(page)
+            lines: list[_Line]
+            if entries:  # the outline gives the sections: no need for font analysis
+                text, lines = page.extract_text() or '', []
+            else:
+                text, lines = _page_lines(page)
             pages_raw.append(_clean_page(text))
             page_lines.append(lines)
-        entries = _outline_entries(reader)
         doc_title = _document_title(reader)
     except ReadError:
         raise
@@ -259,7 +264,7 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
     boundaries = sorted({*page_starts, len(source)})
 
     def add_body(start: int, end: int) -> None:
-        for b_lo, b_hi in zip(boundaries, boundaries[1:], strict=False):
+        for b_lo, b_hi in itertools.pairwise(boundaries):
             lo, hi = max(start, b_lo), min(end, b_hi)
             if hi > lo:
                 for s, e in paragraph_spans(source, lo, hi):

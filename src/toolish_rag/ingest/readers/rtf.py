@@ -16,7 +16,7 @@ def read_rtf(data: bytes, path: Path) -> ParsedDocument:
     if not data.lstrip().startswith(b'{\\rtf'):
         raise ReadError('not an RTF file (no {\\rtf header)')
     try:
-        text = rtf_to_text(data.decode('cp1252', errors='replace'), errors='replace')
+        text = rtf_to_text(data.decode('cp1252', errors='replace'), errors='replace')  # type: ignore[no-untyped-call]
     except Exception as exc:
         raise ReadError(f'malformed RTF: {exc}') from None
     text = text.replace('\r\n', '\n').replace('\r', '\n')

@@ -41,8 +41,15 @@ def decode_text(data: bytes) -> str:
         except UnicodeDecodeError:
             from charset_normalizer import from_bytes
 
-            best = from_bytes(data).best()
-            text = str(best) if best is not None else data.decode('cp1252', errors='replace')
+            matches = list(from_bytes(data))
+            if matches:
+                # among equally plausible guesses prefer Windows-1252/Latin-1, by far the most common legacy text
+                least = min(m.chaos for m in matches)
+                tied = [m for m in matches if m.chaos == least]
+                western = next((m for m in tied if m.encoding in ('cp1252', 'latin_1', 'iso8859_15')), None)
+                text = str(western or tied[0])
+            else:
+                text = data.decode('cp1252', errors='replace')
             if text.count('\ufffd') > max(8, len(text) // 100):
                 raise ReadError('binary file: no text encoding fits') from None
     return text.replace('\r\n', '\n').replace('\r', '\n')

@@ -1,0 +1,68 @@
+"""Ingest throughput on SciFact beside the raw embedder, measured in the same run.
+
+1. writes each SciFact corpus record as a Markdown file (``# title`` + abstract) in a temp dir;
+2. raw: ``resolve_embedder(None).embed_documents`` over the same texts, in batches of 256;
+3. ingest: `toolish_rag.ingest.ingest` of the folder into `InMemoryStore` (same embedder);
+4. re-ingest of the unchanged folder (hash only: no parse, no embedding).
+
+Prints docs/s for each and the ratios. Nothing is hard-coded.
+
+    python benchmarks/ingest_bench.py [--data ../shared/data/scifact] [--limit N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import tempfile
+import time
+from pathlib import Path
+
+from toolish_rag.embedding import resolve_embedder
+from toolish_rag.ingest import ingest
+from toolish_rag.stores import InMemoryStore
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument('--data', type=Path, default=Path(__file__).resolve().parents[2] / 'shared/data/scifact')
+    parser.add_argument('--limit', type=int, default=0, help='documents to use (0: all)')
+    args = parser.parse_args()
+    rows = [json.loads(line) for line in (args.data / 'corpus.jsonl').open()]
+    if args.limit:
+        rows = rows[: args.limit]
+    texts = [f'{r.get("title", "")}\n\n{r["text"]}'.strip() for r in rows]
+    embedder = resolve_embedder(None)
+    await embedder.embed_documents(['warm up'])
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        for r in rows:
+            (folder / f'{r["_id"]}.md').write_text(f'# {r.get("title") or r["_id"]}\n\n{r["text"]}\n', encoding='utf-8')
+
+        t = time.perf_counter()
+        for start in range(0, len(texts), 256):
+            await embedder.embed_documents(texts[start : start + 256])
+        raw_s = time.perf_counter() - t
+
+        store = InMemoryStore(embedder)
+        t = time.perf_counter()
+        first = await ingest(store, folder, progress=False)
+        ingest_s = time.perf_counter() - t
+
+        t = time.perf_counter()
+        second = await ingest(store, folder, progress=False)
+        again_s = time.perf_counter() - t
+
+    n = len(rows)
+    print(f'documents: {n}  chunks: {first.chunks}  failed: {len(first.failed)}')
+    print(f'raw embedder (embed_documents):  {n / raw_s:8.1f} docs/s  ({raw_s:.1f} s)')
+    print(f'ingest (walk+hash+parse+chunk+embed+store): {n / ingest_s:8.1f} docs/s  ({ingest_s:.1f} s)')
+    print(f'ingest / raw embedder throughput: {raw_s / ingest_s:.2f}')
+    print(f're-ingest unchanged: {again_s:.2f} s = {again_s / ingest_s:.3%} of the first run '
+          f'({len(second.unchanged)} unchanged, {len(second.added) + len(second.updated)} re-embedded)')  # fmt: skip
+
+
+if __name__ == '__main__':
+    asyncio.run(main())

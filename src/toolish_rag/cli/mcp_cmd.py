@@ -1,0 +1,85 @@
+"""``toolish-rag mcp``: serve the store's tools to any MCP client (stdio, or streamable HTTP)."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import sys
+from typing import Any
+
+from ..filters import parse_filter
+from .common import open_rag
+
+
+def register(sub: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        'mcp',
+        help='serve the tools over MCP (stdio, or streamable HTTP with --http)',
+        description='Serve the store\'s retrieval tools to MCP clients: the same tools, schemas and results an '
+        'in-process agent gets. Stdio by default (for Claude Desktop and other clients that launch servers); '
+        'with --http, streamable HTTP where each bearer token (--tokens) is scoped to a filter.',
+    )
+    parser.add_argument(
+        '--http', metavar='HOST:PORT', default=None, help='serve streamable HTTP on HOST:PORT (e.g. 127.0.0.1:8765)'
+    )
+    parser.add_argument(
+        '--tokens', metavar='FILE', default=None, help='token file (TOML or JSON) mapping bearer tokens to scopes'
+    )
+    parser.add_argument(
+        '--no-auth', action='store_true', help='serve HTTP without tokens (only allowed on a loopback address)'
+    )
+    parser.add_argument('--path', default='/mcp', help='HTTP path of the MCP endpoint (default: /mcp)')
+    parser.add_argument(
+        '--filter', default=None, help='scope filter JSON applied to every call, for every client (and token)'
+    )
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _host_port(value: str) -> tuple[str, int]:
+    host, sep, port = value.rpartition(':')
+    if not sep or not port.isdigit():
+        raise ValueError(f'--http takes HOST:PORT (e.g. 127.0.0.1:8765), got {value!r}')
+    host = host.strip('[]') or '127.0.0.1'
+    return host, int(port)
+
+
+def _is_loopback(host: str) -> bool:
+    if host == 'localhost':
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+async def run(args: argparse.Namespace) -> int:
+    try:
+        from ..mcp import load_token_table, serve_http, serve_stdio
+    except ImportError as e:  # pragma: no cover - depends on the installed extras
+        print(f'toolish-rag mcp needs the mcp extra: pip install "toolish-rag[mcp]" ({e})', file=sys.stderr)
+        return 2
+    tokens = None
+    if args.http is None:
+        if args.tokens or args.no_auth:
+            raise ValueError('--tokens and --no-auth only apply with --http (stdio has no tokens)')
+    else:
+        host, port = _host_port(args.http)
+        if args.tokens and args.no_auth:
+            raise ValueError('give either --tokens or --no-auth, not both')
+        if args.tokens:
+            tokens = load_token_table(args.tokens)
+        elif not args.no_auth:
+            raise ValueError('--http needs --tokens FILE (see docs/mcp.md), or --no-auth on a loopback address')
+        elif not _is_loopback(host):
+            raise ValueError(f'--no-auth is only allowed on a loopback address, not {host!r}')
+    _, rag = open_rag(args)
+    if args.filter:
+        rag = rag.with_metadata_filter(parse_filter(args.filter))
+    if args.http is None:
+        await serve_stdio(rag)
+        return 0
+    scoped = f'{len(tokens.labels)} tokens' if tokens else 'no authentication'
+    print(f'toolish-rag: MCP on http://{args.http}{args.path} ({scoped}); Ctrl-C stops', file=sys.stderr)
+    await serve_http(rag, tokens, host=host, port=port, path=args.path)
+    return 0

@@ -1,0 +1,48 @@
+"""Ingestion: real documents into any `DocumentStore`, section-aware and idempotent.
+
+>>> from toolish_rag.ingest import Chunker, ingest, parse_path   # doctest: +SKIP
+>>> report = await ingest(store, ['docs/'], chunker=Chunker(chunk_size=1000))  # doctest: +SKIP
+
+* `readers` — one per format (Markdown, text, HTML, PDF, DOCX, PPTX, XLSX, EPUB, RTF) producing
+  the extracted text and its real section outline;
+* `Chunker` — section-aware chunking with character or token sizes and overlap;
+* `ingest` — walk, hash, skip unchanged, parse in parallel, upsert in batches, sync removals;
+* `IngestReport` / `render_report` / `format_report` — what happened, for humans and CLIs.
+"""
+
+from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunker, Piece, token_counter
+from .fingerprint import fingerprint
+from .model import Block, OutlineBuilder, ParsedDocument, ParsedSection, ReadError, normalise_metadata
+from .pipeline import file_uri, ingest, parse_path
+from .readers import READERS, UNSUPPORTED, read_bytes, read_file
+from .report import IngestIssue, IngestReport, format_report, render_report
+from .walk import DEFAULT_MAX_FILE_BYTES, SKIPPED_DIRS, walk_paths
+
+__all__ = [
+    'DEFAULT_CHUNK_OVERLAP',
+    'DEFAULT_CHUNK_SIZE',
+    'DEFAULT_MAX_FILE_BYTES',
+    'READERS',
+    'SKIPPED_DIRS',
+    'UNSUPPORTED',
+    'Block',
+    'Chunker',
+    'IngestIssue',
+    'IngestReport',
+    'OutlineBuilder',
+    'ParsedDocument',
+    'ParsedSection',
+    'Piece',
+    'ReadError',
+    'file_uri',
+    'fingerprint',
+    'format_report',
+    'ingest',
+    'normalise_metadata',
+    'parse_path',
+    'read_bytes',
+    'read_file',
+    'render_report',
+    'token_counter',
+    'walk_paths',
+]

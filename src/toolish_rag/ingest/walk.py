@@ -1,0 +1,107 @@
+"""Finding the files to ingest: folder walks that skip what is not content and never loop."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ['DEFAULT_MAX_FILE_BYTES', 'SKIPPED_DIRS', 'Found', 'walk_paths']
+
+DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
+
+SKIPPED_DIRS = frozenset(
+    {
+        'node_modules', '__pycache__', 'site-packages', 'venv', 'bower_components', 'vendor',
+        '__MACOSX', 'dist-packages',
+    }
+)  # fmt: skip
+"""Directory names never descended into (besides hidden ones such as ``.git`` or ``.venv``)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Found:
+    """A file found by the walk, or a path skipped with a reason (``reason`` set)."""
+
+    path: Path
+    root: Path
+    """The directory (or file) given by the caller that led here: `ingest`'s ``sync`` scope."""
+    size: int = 0
+    reason: str | None = None
+
+
+def walk_paths(
+    paths: Iterable[str | os.PathLike[str]],
+    *,
+    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
+    include_hidden: bool = False,
+    suffixes: frozenset[str] | None = None,
+) -> Iterator[Found]:
+    """Yield every file under ``paths`` in a stable (sorted) order.
+
+    Hidden files and directories and `SKIPPED_DIRS` are skipped unless named directly;
+    symlinks are followed, but each real directory and file is visited once, so a link
+    loop ends. Files larger than ``max_file_bytes``, broken links and (in folders) files
+    whose suffix is not in ``suffixes`` come back with a ``reason``.
+    """
+    seen_dirs: set[tuple[int, int]] = set()
+    seen_files: set[str] = set()
+    for given in paths:
+        root = Path(given).expanduser().absolute()
+        if not root.exists():
+            yield Found(root, root, reason='no such file or directory' if not root.is_symlink() else 'broken symlink')
+            continue
+        if root.is_file():
+            yield from _file(root, root, max_file_bytes, seen_files, None)
+            continue
+        stack = [root]
+        while stack:
+            folder = stack.pop()
+            try:
+                st = folder.stat()
+            except OSError as exc:
+                yield Found(folder, root, reason=f'unreadable directory: {exc.strerror}')
+                continue
+            if (st.st_dev, st.st_ino) in seen_dirs:
+                continue
+            seen_dirs.add((st.st_dev, st.st_ino))
+            try:
+                entries = sorted(os.scandir(folder), key=lambda e: e.name)
+            except OSError as exc:
+                yield Found(folder, root, reason=f'unreadable directory: {exc.strerror}')
+                continue
+            subdirs: list[Path] = []
+            for entry in entries:
+                hidden = entry.name.startswith('.')
+                if hidden and not include_hidden:
+                    continue
+                path = Path(entry.path)
+                try:
+                    is_dir = entry.is_dir(follow_symlinks=True)
+                except OSError:
+                    is_dir = False
+                if is_dir:
+                    if entry.name not in SKIPPED_DIRS:
+                        subdirs.append(path)
+                    continue
+                yield from _file(path, root, max_file_bytes, seen_files, suffixes)
+            stack.extend(reversed(subdirs))
+
+
+def _file(path: Path, root: Path, max_bytes: int, seen: set[str], suffixes: frozenset[str] | None) -> Iterator[Found]:
+    try:
+        real = os.path.realpath(path)
+        size = os.stat(path).st_size
+    except OSError:
+        yield Found(path, root, reason='broken symlink' if path.is_symlink() else 'unreadable file')
+        return
+    if real in seen:
+        return
+    seen.add(real)
+    if suffixes is not None and path.suffix.lower() not in suffixes:
+        yield Found(path, root, size, reason=f'unsupported file type {path.suffix or "(no extension)"!r}')
+    elif size > max_bytes:
+        yield Found(path, root, size, reason=f'larger than the {max_bytes:,}-byte limit ({size:,} bytes)')
+    else:
+        yield Found(path, root, size)

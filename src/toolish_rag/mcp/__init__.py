@@ -1,0 +1,21 @@
+"""Serve a store's retrieval tools to any MCP client (``toolish-rag mcp``).
+
+Needs the ``mcp`` extra: ``pip install "toolish-rag[mcp]"``. See ``docs/mcp.md``.
+"""
+
+from .server import HITS_META_KEY, SCOPE_KEY, BearerScopeMiddleware, build_server, http_app, serve_http, serve_stdio
+from .tokens import TokenScope, TokenTable, load_token_table, scope_from_shorthand
+
+__all__ = [
+    'HITS_META_KEY',
+    'SCOPE_KEY',
+    'BearerScopeMiddleware',
+    'TokenScope',
+    'TokenTable',
+    'build_server',
+    'http_app',
+    'load_token_table',
+    'scope_from_shorthand',
+    'serve_http',
+    'serve_stdio',
+]

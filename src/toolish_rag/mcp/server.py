@@ -1,0 +1,263 @@
+"""Serve a `ToolishRag` toolset over MCP (stdio or streamable HTTP).
+
+Built on the official ``mcp`` SDK's low-level ``Server``, which takes tool declarations as
+plain JSON schemas: ``tools/list`` returns ``rag.tool_definitions()`` verbatim and
+``tools/call`` goes through ``rag.run_tool``. There is one definition of the tools (the
+toolset); MCP is a second way of serving them, with the same names, descriptions,
+argument schemas, validation messages and result text an in-process agent gets. (A
+decorator-based server such as FastMCP derives schemas from Python signatures, which
+would mean declaring every tool a second time.)
+
+Scope: the server's own toolset may already be narrowed (``rag.with_metadata_filter``).
+Over HTTP, `BearerScopeMiddleware` authenticates each request and puts the token's
+filter in the ASGI scope; ``tools/call`` ANDs it in with ``with_metadata_filter``, so a
+client can narrow its results (by its queries) but never widen them. The scope is read
+per HTTP request, not per MCP session, so a session id replayed with another token gets
+that token's scope.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, MutableMapping
+from typing import Any
+
+import mcp_types as types
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
+from pydantic_ai import ModelRetry
+
+from ..content import Chunk
+from ..filters import Filter
+from ..search import SearchHit
+from ..toolset import ToolishRag
+from .tokens import TokenTable
+
+__all__ = ['HITS_META_KEY', 'SCOPE_KEY', 'BearerScopeMiddleware', 'build_server', 'http_app', 'serve_http', 'serve_stdio']
+
+logger = logging.getLogger('toolish_rag.mcp')
+
+SCOPE_KEY = 'toolish_rag.scope'
+"""ASGI scope key holding the authenticated request's scope: ``(label, filter or None)``."""
+
+HITS_META_KEY = 'toolish_rag/hits'
+"""``_meta`` key of a tool result: the hits' ids, kinds, scores, document URIs and section paths."""
+
+_ANNOTATIONS = types.ToolAnnotations(
+    read_only_hint=True, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+
+ASGIApp = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[MutableMapping[str, Any]], Awaitable[None]]],
+    Awaitable[None],
+]
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version('toolish-rag')
+    except PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return '0'
+
+
+def _hit_meta(hit: SearchHit) -> dict[str, Any]:
+    record = hit.record
+    out: dict[str, Any] = {'id': record.id, 'kind': record.kind, 'score': hit.score}
+    if isinstance(record, Chunk):
+        out['document_uri'] = record.document_uri
+        out['section_path'] = list(record.section_path)
+    return out
+
+
+def _error(message: str) -> types.CallToolResult:
+    return types.CallToolResult(content=[types.TextContent(text=message)], is_error=True)
+
+
+def _request_scope(ctx: ServerRequestContext[Any, Any]) -> tuple[bool, Filter | None]:
+    """``(allowed, filter)`` for this request.
+
+    No HTTP request (stdio, in-process): allowed, no extra filter. An HTTP request must
+    have passed `BearerScopeMiddleware` (or the explicit anonymous one): an app mounted
+    without it fails closed.
+    """
+    request = ctx.request
+    if request is None:
+        return True, None
+    scope = getattr(request, 'scope', None)
+    if not isinstance(scope, MutableMapping) or SCOPE_KEY not in scope:
+        return False, None
+    _, scope_filter = scope[SCOPE_KEY]
+    return True, scope_filter
+
+
+async def build_server(
+    rag: ToolishRag[Any], *, name: str = 'toolish-rag', instructions: str | None = None
+) -> Server[Any]:
+    """An MCP ``Server`` offering ``rag``'s tools.
+
+    ``instructions`` default to the toolset's own (what the collection holds and how to
+    search it). The toolset's filters (e.g. ``rag.with_metadata_filter(...)``) apply to
+    every call; over HTTP each request's token scope is ANDed in on top.
+    """
+
+    async def list_tools(
+        ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+    ) -> types.ListToolsResult:
+        definitions = await rag.tool_definitions()
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=d.name,
+                    description=d.description,
+                    input_schema=d.parameters_json_schema,
+                    annotations=_ANNOTATIONS,
+                )
+                for d in definitions
+            ]
+        )
+
+    async def call_tool(
+        ctx: ServerRequestContext[Any, Any], params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
+        allowed, scope_filter = _request_scope(ctx)
+        if not allowed:
+            return _error('this request is not authenticated')
+        scoped = rag if scope_filter is None else rag.with_metadata_filter(scope_filter)
+        if params.name not in scoped.tool_names:
+            return _error(f'unknown tool {params.name!r}; this server offers {", ".join(scoped.tool_names)}')
+        try:
+            result = await scoped.run_tool(params.name, params.arguments or {})
+        except ModelRetry as retry:
+            return _error(retry.message)
+        except Exception:
+            logger.exception('tool %s failed', params.name)
+            return _error(f'{params.name} failed with an internal error; try again or use another tool')
+        hits = result.metadata.get('hits', []) if isinstance(result.metadata, dict) else []
+        return types.CallToolResult(
+            content=[types.TextContent(text=str(result.return_value))],
+            meta={HITS_META_KEY: [_hit_meta(h) for h in hits]},
+        )
+
+    return Server(
+        name,
+        version=_version(),
+        title=f'{rag.name} collection (toolish-rag)',
+        instructions=instructions if instructions is not None else await rag.instructions(),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+# -- stdio -----------------------------------------------------------------------------------------
+
+
+async def serve_stdio(rag: ToolishRag[Any], *, name: str = 'toolish-rag') -> None:
+    """Serve ``rag`` over stdin/stdout until the client closes the connection."""
+    from mcp.server.stdio import stdio_server
+
+    server = await build_server(rag, name=name)
+    async with stdio_server() as (read_stream, write_stream):
+        await server.run(read_stream, write_stream, server.create_initialization_options())
+
+
+# -- HTTP ------------------------------------------------------------------------------------------
+
+
+class BearerScopeMiddleware:
+    """ASGI middleware: a valid ``Authorization: Bearer TOKEN`` or a 401.
+
+    With ``tokens=None`` every request is let through unscoped (``--no-auth``, for a
+    server on a trusted loopback only). The token itself is never logged.
+    """
+
+    def __init__(self, app: ASGIApp, tokens: TokenTable | None) -> None:
+        self.app = app
+        self.tokens = tokens
+
+    async def __call__(
+        self,
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Any]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        if scope['type'] != 'http':
+            await self.app(scope, receive, send)
+            return
+        if self.tokens is None:
+            scope[SCOPE_KEY] = ('anonymous', None)
+            await self.app(scope, receive, send)
+            return
+        presented = _bearer(scope)
+        found = self.tokens.authenticate(presented)
+        if found is None:
+            logger.info('refused %s %s: %s', scope.get('method'), scope.get('path'),
+                        'no bearer token' if presented is None else 'unknown bearer token')
+            await _unauthorized(send, 'missing bearer token' if presented is None else 'invalid bearer token')
+            return
+        logger.debug('request authenticated as %s', found.label)
+        scope[SCOPE_KEY] = (found.label, found.filter)
+        await self.app(scope, receive, send)
+
+
+def _bearer(scope: MutableMapping[str, Any]) -> str | None:
+    for key, value in scope.get('headers', ()):
+        if key.lower() == b'authorization':
+            kind, _, token = value.decode('latin-1').strip().partition(' ')
+            if kind.lower() == 'bearer' and token.strip():
+                return token.strip()
+            return None
+    return None
+
+
+async def _unauthorized(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], reason: str) -> None:
+    body = ('{"error": "unauthorized", "error_description": "%s"}' % reason).encode()
+    await send(
+        {
+            'type': 'http.response.start',
+            'status': 401,
+            'headers': [
+                (b'content-type', b'application/json'),
+                (b'content-length', str(len(body)).encode()),
+                (b'www-authenticate', f'Bearer error="invalid_token", error_description="{reason}"'.encode()),
+            ],
+        }
+    )
+    await send({'type': 'http.response.body', 'body': body})
+
+
+def http_app(
+    server: Server[Any],
+    tokens: TokenTable | None,
+    *,
+    host: str = '127.0.0.1',
+    path: str = '/mcp',
+    stateless: bool = False,
+) -> Any:
+    """The ASGI (Starlette) app serving ``server`` at ``path``, behind bearer-token scoping.
+
+    ``tokens=None`` serves without authentication (only for a trusted loopback). ``host``
+    is where the server listens: on loopback the SDK's DNS-rebinding protection is on.
+    """
+    app = server.streamable_http_app(streamable_http_path=path, host=host, stateless_http=stateless)
+    app.add_middleware(BearerScopeMiddleware, tokens=tokens)  # outermost: nothing runs before it
+    return app
+
+
+async def serve_http(
+    rag: ToolishRag[Any],
+    tokens: TokenTable | None,
+    *,
+    host: str = '127.0.0.1',
+    port: int = 8000,
+    path: str = '/mcp',
+    name: str = 'toolish-rag',
+) -> None:
+    """Serve ``rag`` over streamable HTTP at ``http://HOST:PORT/PATH`` until interrupted."""
+    import uvicorn
+
+    server = await build_server(rag, name=name)
+    app = http_app(server, tokens, host=host, path=path)
+    config = uvicorn.Config(app, host=host, port=port, log_level='warning', lifespan='on')
+    await uvicorn.Server(config).serve()

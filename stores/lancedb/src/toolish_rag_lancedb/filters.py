@@ -1,0 +1,313 @@
+"""Metadata columns and the translation of toolish-rag filters into LanceDB ``where`` clauses.
+
+How metadata is stored
+======================
+
+Metadata values are typed (``str``, ``bool``, ``int``/``float``, or a list of those) and
+filters must not coerce across types, so each *(key, type)* pair gets its own typed,
+nullable column, added with schema evolution the first time a value of that type shows up:
+
+==================  ==========================  =========================================
+column              arrow type                  holds
+==================  ==========================  =========================================
+``md__K__num``      ``float64``                 a scalar ``int`` or ``float``
+``md__K__str``      ``string``                  a scalar ``str``
+``md__K__bool``     ``bool``                    a scalar ``bool``
+``md__K__lnum``     ``list<float64>``           the numeric elements of a list value
+``md__K__lstr``     ``list<string>``            the string elements of a list value
+``md__K__lbool``    ``list<bool>``              the boolean elements of a list value
+``md__K__lsx``      ``string``                  string elements joined, for ``starts_with``
+``md__K__lsr``      ``string``                  reversed string elements, for ``ends_with``
+==================  ==========================  =========================================
+
+A record without the key (or with ``None``, or an empty list) has ``NULL`` in all of them.
+The exact value, with ``int`` and ``float`` told apart, is kept in the ``metadata_json``
+column and is what a reloaded record carries; the typed columns only serve filtering.
+Numbers are compared as ``float64``, so integers beyond 2**53 compare with float precision.
+
+How filters translate
+=====================
+
+Every positive predicate becomes a clause that is never SQL ``NULL`` (``col IS NOT NULL
+AND ...``): SQL's three-valued logic would otherwise make ``NOT`` drop rows without the
+key, while the reference semantics say negations are exact complements. A predicate on a
+*(key, type)* column that does not exist yet is simply ``FALSE``. Values are rendered as SQL
+literals (strings with ``'`` doubled; LanceDB treats backslashes literally), so a value is
+always data, never syntax; keys are re-validated and quoted with backticks.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Collection, Iterable, Mapping
+from typing import Any, Literal
+
+import pyarrow as pa
+
+from toolish_rag.content import MetadataValue, Scalar, validate_metadata_key
+from toolish_rag.filters import (
+    And,
+    Contains,
+    EndsWith,
+    Eq,
+    Exists,
+    Filter,
+    Gt,
+    Gte,
+    HasAnyLabel,
+    In,
+    Lt,
+    Lte,
+    Ne,
+    Nin,
+    Not,
+    Or,
+    StartsWith,
+)
+
+__all__ = [
+    'METADATA_PREFIX',
+    'LIST_SEPARATOR',
+    'ColumnKind',
+    'column_name',
+    'column_type',
+    'filter_to_where',
+    'metadata_columns',
+    'sql_literal',
+    'sql_string',
+]
+
+METADATA_PREFIX = 'md__'
+LIST_SEPARATOR = '\x1f'
+"""Separates string elements in the ``lsx``/``lsr`` helper columns (escaped inside elements)."""
+
+ColumnKind = Literal['num', 'str', 'bool', 'lnum', 'lstr', 'lbool', 'lsx', 'lsr']
+
+_ARROW_TYPES: dict[str, pa.DataType] = {
+    'num': pa.float64(),
+    'str': pa.string(),
+    'bool': pa.bool_(),
+    'lnum': pa.list_(pa.float64()),
+    'lstr': pa.list_(pa.string()),
+    'lbool': pa.list_(pa.bool_()),
+    'lsx': pa.string(),
+    'lsr': pa.string(),
+}
+
+_Kind = Literal['num', 'str', 'bool']
+
+
+def column_name(key: str, kind: ColumnKind) -> str:
+    """The column holding ``key``'s values of one kind (``key`` is re-validated)."""
+    return f'{METADATA_PREFIX}{validate_metadata_key(key)}__{kind}'
+
+
+def column_type(kind: str) -> pa.DataType:
+    return _ARROW_TYPES[kind]
+
+
+def _kind(value: Scalar) -> _Kind:
+    if isinstance(value, bool):
+        return 'bool'
+    if isinstance(value, (int, float)):
+        return 'num'
+    if isinstance(value, str):
+        return 'str'
+    raise TypeError(f'unsupported metadata value {value!r}')
+
+
+def _escape_element(text: str) -> str:
+    # A prefix code: no escaped element contains the separator, and one escaped string is a
+    # prefix of another exactly when the originals are, which makes starts_with exact.
+    return text.replace('\\', '\\\\').replace(LIST_SEPARATOR, '\\u')
+
+
+def _joined(elements: Iterable[str], *, reverse: bool) -> str:
+    parts = [_escape_element(e[::-1] if reverse else e) for e in elements]
+    return LIST_SEPARATOR + LIST_SEPARATOR.join(parts) + LIST_SEPARATOR
+
+
+def metadata_columns(metadata: Mapping[str, MetadataValue]) -> dict[str, Any]:
+    """The typed column values for one record's metadata (absent keys are simply missing)."""
+    out: dict[str, Any] = {}
+    for key, value in metadata.items():
+        if value is None:
+            continue
+        if isinstance(value, list):
+            nums = [float(v) for v in value if _kind(v) == 'num']
+            strs = [v for v in value if isinstance(v, str)]
+            bools = [v for v in value if isinstance(v, bool)]
+            if nums:
+                out[column_name(key, 'lnum')] = nums
+            if strs:
+                out[column_name(key, 'lstr')] = strs
+                out[column_name(key, 'lsx')] = _joined(strs, reverse=False)
+                out[column_name(key, 'lsr')] = _joined(strs, reverse=True)
+            if bools:
+                out[column_name(key, 'lbool')] = bools
+        else:
+            kind = _kind(value)
+            out[column_name(key, kind)] = float(value) if kind == 'num' else value
+    return out
+
+
+def sql_string(text: str) -> str:
+    """A SQL string literal: single quotes doubled (LanceDB takes backslashes literally)."""
+    if '\x00' in text:
+        raise ValueError('NUL characters cannot appear in a filter value')
+    return "'" + text.replace("'", "''") + "'"
+
+
+def sql_literal(value: Scalar) -> str:
+    if isinstance(value, bool):
+        return 'TRUE' if value else 'FALSE'
+    if isinstance(value, (int, float)):
+        number = float(value)
+        if not math.isfinite(number):
+            raise ValueError(f'filter numbers must be finite, got {value!r}')
+        return repr(number)
+    return sql_string(value)
+
+
+class _Translator:
+    def __init__(self, columns: Collection[str]) -> None:
+        self.columns = columns
+
+    def col(self, key: str, kind: ColumnKind) -> str | None:
+        name = column_name(key, kind)
+        return f'`{name}`' if name in self.columns else None
+
+    @staticmethod
+    def any_of(parts: list[str]) -> str:
+        if not parts:
+            return 'FALSE'
+        return parts[0] if len(parts) == 1 else '(' + ' OR '.join(parts) + ')'
+
+    def equals_any(self, key: str, values: Iterable[Scalar]) -> str:
+        by_kind: dict[_Kind, list[str]] = {}
+        for value in values:
+            lit = sql_literal(value)
+            bucket = by_kind.setdefault(_kind(value), [])
+            if lit not in bucket:
+                bucket.append(lit)
+        parts: list[str] = []
+        for kind, lits in by_kind.items():
+            scalar = self.col(key, kind)
+            listed = self.col(key, f'l{kind}')  # type: ignore[arg-type]
+            if scalar is not None:
+                test = f'{scalar} = {lits[0]}' if len(lits) == 1 else f'{scalar} IN ({", ".join(lits)})'
+                parts.append(f'({scalar} IS NOT NULL AND {test})')
+            if listed is not None:
+                if len(lits) == 1:
+                    test = f'array_has({listed}, {lits[0]})'
+                else:
+                    test = f'array_has_any({listed}, make_array({", ".join(lits)}))'
+                parts.append(f'({listed} IS NOT NULL AND {test})')
+        return self.any_of(parts)
+
+    def ordered(self, key: str, op: str, value: Scalar) -> str:
+        kind = _kind(value)
+        if kind == 'bool':
+            return 'FALSE'
+        sym = {'gt': '>', 'gte': '>=', 'lt': '<', 'lte': '<='}[op]
+        agg = 'array_max' if op in ('gt', 'gte') else 'array_min'
+        lit = sql_literal(value)
+        parts: list[str] = []
+        scalar = self.col(key, kind)
+        listed = self.col(key, f'l{kind}')  # type: ignore[arg-type]
+        if scalar is not None:
+            parts.append(f'({scalar} IS NOT NULL AND {scalar} {sym} {lit})')
+        if listed is not None:
+            parts.append(f'({listed} IS NOT NULL AND {agg}({listed}) {sym} {lit})')
+        return self.any_of(parts)
+
+    def affix(self, key: str, value: str, *, suffix: bool) -> str:
+        parts: list[str] = []
+        scalar = self.col(key, 'str')
+        helper = self.col(key, 'lsr' if suffix else 'lsx')
+        if scalar is not None:
+            fn = 'ends_with' if suffix else 'starts_with'
+            parts.append(f'({scalar} IS NOT NULL AND {fn}({scalar}, {sql_string(value)}))')
+        if helper is not None:
+            needle = LIST_SEPARATOR + _escape_element(value[::-1] if suffix else value)
+            parts.append(f'({helper} IS NOT NULL AND strpos({helper}, {sql_string(needle)}) > 0)')
+        return self.any_of(parts)
+
+    def contains(self, key: str, value: Scalar) -> str:
+        parts: list[str] = []
+        kind = _kind(value)
+        listed = self.col(key, f'l{kind}')  # type: ignore[arg-type]
+        if listed is not None:
+            parts.append(f'({listed} IS NOT NULL AND array_has({listed}, {sql_literal(value)}))')
+        scalar = self.col(key, 'str')
+        if isinstance(value, str) and scalar is not None:
+            parts.append(f'({scalar} IS NOT NULL AND strpos({scalar}, {sql_string(value)}) > 0)')
+        return self.any_of(parts)
+
+    def exists(self, key: str) -> str:
+        kinds: tuple[ColumnKind, ...] = ('num', 'str', 'bool', 'lnum', 'lstr', 'lbool')
+        parts = [f'{c} IS NOT NULL' for c in (self.col(key, k) for k in kinds) if c is not None]
+        return self.any_of(parts)
+
+    def tr(self, f: Filter) -> str:
+        if isinstance(f, And):
+            if not f.filters:
+                return 'TRUE'
+            return '(' + ' AND '.join(self.tr(x) for x in f.filters) + ')'
+        if isinstance(f, Or):
+            return self.any_of([self.tr(x) for x in f.filters])
+        if isinstance(f, Not):
+            return f'(NOT {self.tr(f.filter)})'
+        if isinstance(f, HasAnyLabel):
+            labels = ', '.join(sql_string(label) for label in sorted(f.labels))
+            return f'(labels IS NOT NULL AND array_has_any(labels, make_array({labels})))'
+        if isinstance(f, Exists):
+            return self.exists(f.key)
+        if isinstance(f, Eq):
+            return self.equals_any(f.key, [f.value])
+        if isinstance(f, Ne):
+            return f'(NOT {self.equals_any(f.key, [f.value])})'
+        if isinstance(f, In):
+            return self.equals_any(f.key, f.values)
+        if isinstance(f, Nin):
+            return f'(NOT {self.equals_any(f.key, f.values)})'
+        if isinstance(f, (Gt, Gte, Lt, Lte)):
+            return self.ordered(f.key, f.op, f.value)
+        if isinstance(f, Contains):
+            return self.contains(f.key, f.value)
+        if isinstance(f, StartsWith):
+            return self.affix(f.key, f.value, suffix=False)
+        if isinstance(f, EndsWith):
+            return self.affix(f.key, f.value, suffix=True)
+        raise TypeError(f'unsupported filter node {type(f).__name__}')
+
+
+def filter_to_where(f: Filter, columns: Collection[str]) -> str:
+    """Translate ``f`` into a LanceDB ``where`` clause over a table with these ``columns``.
+
+    The clause is true exactly for the rows `toolish_rag.filters.matches` accepts. Raises
+    ``ValueError`` for an invalid key and ``TypeError`` for an unknown node.
+    """
+    _check_values(f)
+    return _Translator(columns).tr(f)
+
+
+def _check_values(f: Filter) -> None:
+    """Render every value once, so an unrepresentable one fails whatever columns exist."""
+    if isinstance(f, (And, Or)):
+        for x in f.filters:
+            _check_values(x)
+    elif isinstance(f, Not):
+        _check_values(f.filter)
+    elif isinstance(f, HasAnyLabel):
+        for label in f.labels:
+            sql_string(label)
+    elif isinstance(f, (In, Nin)):
+        validate_metadata_key(f.key)
+        for v in f.values:
+            sql_literal(v)
+    elif isinstance(f, Exists):
+        validate_metadata_key(f.key)
+    elif isinstance(f, (Eq, Ne, Gt, Gte, Lt, Lte, Contains, StartsWith, EndsWith)):
+        validate_metadata_key(f.key)
+        sql_literal(f.value)

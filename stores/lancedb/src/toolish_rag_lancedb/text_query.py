@@ -1,0 +1,98 @@
+"""Turning model-written text into LanceDB full-text queries that cannot fail.
+
+Models write queries like ``foo.bar() raised ERR-1234``, ``"exact phrase" AND (x OR y)``
+or ``title: refunds``. LanceDB's own string parsing is lenient today but unspecified, so
+the store never hands it raw text: `parse_text_query` keeps ``"quoted phrases"`` and
+turns everything else into one OR-of-terms match (the index tokenizer splits punctuation
+the same way it did at indexing time, so ``foo.bar()`` looks for ``foo`` and ``bar``).
+Queries that the index cannot answer (only punctuation, only stop words, tokens longer
+than the index keeps...) fall back to a case-insensitive substring scan; see
+`TEXT_QUERY_SYNTAX`.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from lancedb.query import BooleanQuery, FullTextOperator, FullTextQuery, MatchQuery, Occur, PhraseQuery
+
+__all__ = ['TEXT_QUERY_SYNTAX', 'ParsedTextQuery', 'parse_text_query']
+
+TEXT_QUERY_SYNTAX = (
+    'Plain words, ranked by BM25: a record matches if it contains any of the words (after lower-casing and '
+    'English stemming, so "refunds" finds "refund"); records with more and rarer words rank first. '
+    'Put an exact phrase in "double quotes" to rank records containing it higher. '
+    'Punctuation, brackets and operators such as AND/OR/NOT or field:value are not special: they are split '
+    'into words like the indexed text is (so foo.bar() and ERR-1234 work as written). '
+    'Symbols with no letters or digits (emoji, arrows) and words longer than 40 characters cannot be indexed: '
+    'such a query is matched as a case-insensitive substring instead. For partial words or exact '
+    'character patterns use regex search.'
+)
+
+MAX_TOKEN_LENGTH = 40
+"""Tokens longer than this are not indexed (LanceDB's default ``max_token_length``)."""
+
+_PHRASE = re.compile(r'"([^"]*)"')
+_WORD = re.compile(r'\w', re.UNICODE)
+_TOKENS = re.compile(r'\w+', re.UNICODE)
+_PUNCTUATION = frozenset('!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~')
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedTextQuery:
+    """A model's query, split into what the FTS index gets and what the fallback scans for."""
+
+    fts: FullTextQuery | None
+    """``None`` when no part of the query has a word character."""
+    substrings: tuple[str, ...]
+    """Case-insensitive substrings for the fallback scan, most specific first; empty when
+    every part of the query is something the index holds (then no hit means no match)."""
+
+
+def parse_text_query(query: str, column: str = 'text') -> ParsedTextQuery:
+    text = query.replace('\x00', ' ').strip()
+    phrases = [p.strip() for p in _PHRASE.findall(text) if _WORD.search(p)]
+    rest = _PHRASE.sub(' ', text).replace('"', ' ')
+    words = ' '.join(rest.split())
+    clauses: list[FullTextQuery] = []
+    if _WORD.search(words) or phrases:
+        # Every phrase's words also join the OR-match, so a phrase only re-ranks.
+        terms = ' '.join([words, *phrases]).strip()
+        if _WORD.search(terms):
+            clauses.append(
+                MatchQuery(
+                    terms,
+                    column,
+                    boost=1.0,
+                    fuzziness=0,
+                    max_expansions=50,
+                    operator=FullTextOperator.OR,
+                    prefix_length=0,
+                    document_granularity=None,
+                )
+            )
+        clauses.extend(PhraseQuery(' '.join(p.split()), column, slop=0, document_granularity=None) for p in phrases)
+    fts: FullTextQuery | None
+    if not clauses:
+        fts = None
+    elif len(clauses) == 1:
+        fts = clauses[0]
+    else:
+        fts = BooleanQuery([(Occur.SHOULD, c) for c in clauses])
+    whole = ' '.join(text.replace('"', ' ').split())
+    pieces = [p for p in whole.split() if _unindexable(p)]
+    if not pieces:
+        return ParsedTextQuery(fts=fts, substrings=())
+    parts = [whole]
+    for piece in pieces:
+        if piece not in parts:
+            parts.append(piece)
+    return ParsedTextQuery(fts=fts, substrings=tuple(parts))
+
+
+def _unindexable(piece: str) -> bool:
+    """A piece the FTS index cannot hold: no word characters, or a token it drops as too long."""
+    if not _WORD.search(piece):
+        return len(piece) > 0 and not all(ch in _PUNCTUATION for ch in piece)
+    return any(len(token) > MAX_TOKEN_LENGTH for token in _TOKENS.findall(piece))

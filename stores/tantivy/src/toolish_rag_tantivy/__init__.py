@@ -1,0 +1,11 @@
+"""toolish-rag-tantivy: a tantivy store for toolish-rag (BM25, RE2 regex, native filters; no embeddings).
+
+>>> from toolish_rag_tantivy import TantivyStore
+>>> store = TantivyStore()            # in RAM; TantivyStore('./index') on disk
+"""
+
+from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName
+from .query import TEXT_QUERY_SYNTAX
+from .store import TantivyStore, open_store
+
+__all__ = ['ANALYZERS', 'DEFAULT_ANALYZER', 'TEXT_QUERY_SYNTAX', 'AnalyzerName', 'TantivyStore', 'open_store']

@@ -1,0 +1,228 @@
+"""The index schema and how records map to tantivy documents and back.
+
+One tantivy document per chunk and per entity (``kind`` tells them apart), plus a
+placeholder (``kind="document"``) for a document that has no chunks. The first record of
+a document carries the document's own facts (``doc_head``/``doc_info``), so replacing a
+document is one ``delete_term(document_id)`` plus adds in one commit: atomic, and no
+BM25 statistics are skewed by extra per-document records.
+
+Metadata is indexed in untokenised fields, one term per (key, element), so that every
+filter node has an exact native translation (see `toolish_rag_tantivy.filters`):
+
+===========  ================================================================
+``m_str``    ``key\\0value`` for every string element
+``m_num``    ``key\\0<exact canonical number>`` (``1`` and ``1.0`` share a term)
+``m_bool``   ``key\\0t`` / ``key\\0f``
+``m_keys``   ``key`` for every key with at least one non-``None`` element
+``m_list``   ``key`` for every key whose value is a list
+``m_ord``    JSON ``{key: [numbers]}`` (fast field) for numeric range filters
+===========  ================================================================
+
+The exact metadata (types included) lives in the stored ``rec`` JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from decimal import Decimal
+from typing import Any
+
+import tantivy
+from pydantic import TypeAdapter
+
+from toolish_rag.content import Chunk, Document, Entity, Metadata, Scalar
+
+__all__ = ['FIELDS', 'FORMAT_VERSION', 'RECORD_ADAPTER', 'build_schema', 'canonical_number', 'to_tantivy']
+
+FORMAT_VERSION = 1
+KIND_CHUNK, KIND_ENTITY, KIND_DOCUMENT = 'chunk', 'entity', 'document'
+SEP = '\x00'
+MAX_TERM_BYTES = 32_000
+"""Longest metadata string (in UTF-8 bytes, with its key) that can be indexed as one term."""
+
+FIELDS = (
+    'id',
+    'eid',
+    'kind',
+    'document_id',
+    'section_ids',
+    'seq',
+    'text',
+    'urtext',
+    'rec',
+    'labels',
+    'm_str',
+    'm_num',
+    'm_bool',
+    'm_keys',
+    'm_list',
+    'm_ord',
+    'doc_head',
+    'doc_info',
+)
+
+RECORD_ADAPTER: TypeAdapter[Chunk | Entity] = TypeAdapter(Chunk | Entity)
+
+
+def build_schema(text_tokenizer: str) -> tantivy.Schema:
+    b = tantivy.SchemaBuilder()
+    for name in ('id', 'eid', 'kind', 'document_id', 'section_ids', 'labels', 'doc_head'):
+        b.add_text_field(name, stored=False, tokenizer_name='raw', index_option='basic')
+    for name in ('m_str', 'm_num', 'm_bool', 'm_keys', 'm_list'):
+        b.add_text_field(name, stored=False, tokenizer_name='raw', index_option='basic')
+    b.add_integer_field('seq', stored=True, indexed=True, fast=True)
+    b.add_text_field('text', stored=True, tokenizer_name=text_tokenizer, index_option='position')
+    b.add_bytes_field('urtext', stored=True, indexed=False)
+    b.add_bytes_field('rec', stored=True, indexed=False)
+    b.add_bytes_field('doc_info', stored=True, indexed=False)
+    b.add_json_field('m_ord', stored=False, fast=True, tokenizer_name='raw', index_option='basic')
+    return b.build()
+
+
+def canonical_number(value: int | float) -> str:
+    """One exact spelling per numeric value: ``1``, ``1.0`` and ``True``-free.
+
+    Uses the exact decimal value of a float, so equal numbers (and only those) share a term
+    however they were typed (Python compares ``int`` and ``float`` exactly too).
+    """
+    d = Decimal(value)
+    if d == d.to_integral_value():
+        return str(int(d))
+    return format(d.normalize(), 'f')
+
+
+def _kind(value: Any) -> str:
+    if isinstance(value, bool):
+        return 'bool'
+    if isinstance(value, (int, float)):
+        return 'number'
+    return 'str'
+
+
+def scalar_terms(key: str, value: Scalar) -> tuple[str, str]:
+    """The (field, term) that indexes ``value`` under ``key``."""
+    kind = _kind(value)
+    if kind == 'bool':
+        return 'm_bool', f'{key}{SEP}{"t" if value else "f"}'
+    if kind == 'number':
+        return 'm_num', f'{key}{SEP}{canonical_number(value)}'  # type: ignore[arg-type]
+    return 'm_str', f'{key}{SEP}{value}'
+
+
+def _ord_number(value: int | float) -> int | float:
+    # The fast field holds i64/f64: integers beyond i64 go in as floats.
+    if isinstance(value, int) and not -(2**63) <= value < 2**63:
+        return float(value)
+    if isinstance(value, float):
+        return value + 0.0  # -0.0 -> 0.0: the fast field orders -0.0 below 0.0, Python does not
+    return value
+
+
+def _add_metadata(doc: tantivy.Document, metadata: Metadata, labels: frozenset[str]) -> None:
+    ordered: dict[str, list[int | float]] = {}
+    for key, value in metadata.items():
+        if value is None:
+            continue
+        if isinstance(value, list):
+            doc.add_text('m_list', key)
+            elements: list[Scalar] = list(value)
+        else:
+            elements = [value]
+        if elements:
+            doc.add_text('m_keys', key)
+        for element in elements:
+            field, term = scalar_terms(key, element)
+            if len(term.encode('utf-8')) > MAX_TERM_BYTES:
+                raise ValueError(
+                    f'metadata value of {key!r} is too long to index ({len(term.encode("utf-8"))} bytes; '
+                    f'at most {MAX_TERM_BYTES}): keep long text in the chunk, not in metadata'
+                )
+            doc.add_text(field, term)
+            if field == 'm_num':
+                ordered.setdefault(key, []).append(_ord_number(element))  # type: ignore[arg-type]
+    if ordered:
+        doc.add_json('m_ord', ordered)
+    for label in labels:
+        doc.add_text('labels', label)
+
+
+def _doc_info(document: Document) -> bytes:
+    return json.dumps(
+        {
+            'id': document.id,
+            'uri': document.uri,
+            'title': document.title,
+            'fingerprint': document.fingerprint,
+            'chunk_count': len(document.chunks),
+            'metadata': document.metadata,
+        },
+        ensure_ascii=False,
+    ).encode('utf-8')
+
+
+def chunk_to_tantivy(chunk: Chunk, head_info: bytes | None) -> tantivy.Document:
+    doc = tantivy.Document()
+    doc.add_text('id', chunk.id)
+    doc.add_text('kind', KIND_CHUNK)
+    doc.add_text('document_id', chunk.document_id)
+    for sid in chunk.section_ids:
+        doc.add_text('section_ids', sid)
+    doc.add_integer('seq', chunk.sequence_number)
+    doc.add_text('text', chunk.text)
+    doc.add_bytes('urtext', chunk.urtext.encode('utf-8'))
+    rec = chunk.model_dump(mode='json', exclude={'text', 'urtext'})
+    doc.add_bytes('rec', json.dumps(rec, ensure_ascii=False).encode('utf-8'))
+    _add_metadata(doc, chunk.metadata, chunk.labels)
+    if head_info is not None:
+        doc.add_text('doc_head', '1')
+        doc.add_bytes('doc_info', head_info)
+    return doc
+
+
+def document_to_tantivy(document: Document) -> list[tantivy.Document]:
+    """The tantivy documents for ``document``: its chunks, or a placeholder if it has none."""
+    info = _doc_info(document)
+    if not document.chunks:
+        doc = tantivy.Document()
+        doc.add_text('kind', KIND_DOCUMENT)
+        doc.add_text('document_id', document.id)
+        doc.add_text('doc_head', '1')
+        doc.add_bytes('doc_info', info)
+        return [doc]
+    return [chunk_to_tantivy(c, info if i == 0 else None) for i, c in enumerate(document.chunks)]
+
+
+def entity_to_tantivy(entity: Entity) -> tantivy.Document:
+    doc = tantivy.Document()
+    doc.add_text('id', entity.id)
+    doc.add_text('eid', entity.id)
+    doc.add_text('kind', KIND_ENTITY)
+    doc.add_text('text', entity.text)
+    rec = entity.model_dump(mode='json')
+    doc.add_bytes('rec', json.dumps(rec, ensure_ascii=False).encode('utf-8'))
+    _add_metadata(doc, entity.metadata, entity.labels)
+    return doc
+
+
+def to_tantivy(item: Document | Entity) -> list[tantivy.Document]:
+    if isinstance(item, Document):
+        return document_to_tantivy(item)
+    return [entity_to_tantivy(item)]
+
+
+def from_stored(stored: dict[str, list[Any]]) -> Chunk | Entity:
+    """Rebuild the record from a stored tantivy document (``Document.to_dict()``)."""
+    data: dict[str, Any] = json.loads(bytes(stored['rec'][0]))
+    if data.get('kind') == KIND_CHUNK:
+        data['text'] = stored['text'][0]
+        data['urtext'] = bytes(stored['urtext'][0]).decode('utf-8')
+    return RECORD_ADAPTER.validate_python(data)
+
+
+def scan_text(stored: dict[str, list[Any]]) -> str:
+    """The text a regex is matched against: a chunk's ``urtext``, an entity's ``text``."""
+    urtext = stored.get('urtext')
+    if urtext:
+        return bytes(urtext[0]).decode('utf-8')
+    text: str = stored['text'][0]
+    return text

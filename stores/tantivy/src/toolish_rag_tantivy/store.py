@@ -1,0 +1,533 @@
+"""`TantivyStore`: lexical retrieval on tantivy, with no embedding model.
+
+Capabilities: `TextSearch` (BM25, tantivy's query language), `RegexSearch` (RE2 over the
+stored source text of the filtered candidates), `ResultExpander`, `FilterPushdown` (every
+filter node, natively) and `DocumentStore`. It deliberately does not implement
+`VectorSearch`: a `ToolishRag` over it offers ``text_search``, ``regex_search``,
+``broaden_chunk`` and ``zoom_out``, and never loads an embedder.
+
+Concurrency and durability:
+
+* every tantivy call runs in a worker thread (``asyncio.to_thread``);
+* one `tantivy.IndexWriter`, used under a lock; concurrent ``upsert``/``delete`` calls are
+  grouped into one commit (group commit), each call returning once its commit is durable;
+* a replaced document is deleted by its id term and re-added in the same commit, so a
+  reader (each search takes one searcher snapshot) sees the old version or the new one;
+* the reader is reloaded after every commit: a search issued after ``upsert`` returns sees it;
+* a tantivy commit is atomic on disk, so a process killed mid-write leaves the previous
+  commit intact; re-running the same upsert is idempotent.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import tantivy
+from tantivy import Occur, Query
+
+from toolish_rag.content import Chunk, Document, Entity, dedupe_last, split_items
+from toolish_rag.errors import InvalidRequestError, QuerySyntaxError
+from toolish_rag.filters import Filter
+from toolish_rag.protocols import DocumentInfo
+from toolish_rag.regex import compile_pattern, count_matches
+from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+
+from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
+from .filters import FilterCompiler
+from .query import TEXT_QUERY_SYNTAX, TextQueryBuilder
+from .schema import (
+    FORMAT_VERSION,
+    KIND_CHUNK,
+    KIND_DOCUMENT,
+    KIND_ENTITY,
+    build_schema,
+    from_stored,
+    scan_text,
+    to_tantivy,
+)
+
+__all__ = ['TantivyStore', 'open_store']
+
+CONFIG_FILE = 'toolish_rag_tantivy.json'
+Record = Chunk | Entity
+
+
+@dataclass
+class _Write:
+    """One caller's write, applied within a group commit."""
+
+    documents: list[Document] = field(default_factory=list)
+    entities: list[Entity] = field(default_factory=list)
+    delete_documents: set[str] = field(default_factory=set)
+    delete_entities: set[str] = field(default_factory=set)
+    future: Future[tuple[int, int]] = field(default_factory=Future)
+
+
+class TantivyStore:
+    """A tantivy index as a toolish-rag store.
+
+    Args:
+        path: directory of the index (created if missing); ``None`` keeps it in RAM.
+        analyzer: how text is tokenised (see `toolish_rag_tantivy.analyzers`); fixed when the
+            index is created and read back on reopen. ``None``: the saved one, or ``subword_stem``.
+        writer_heap_bytes: tantivy's indexing memory budget (split across writer threads).
+        writer_threads: indexing threads (``0``: one per core).
+        regex_scan_limit: most records a regex search scans; above it the search asks for a
+            narrower filter instead of scanning (``None``: no limit).
+    """
+
+    text_query_syntax: str = TEXT_QUERY_SYNTAX
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        analyzer: AnalyzerName | None = None,
+        writer_heap_bytes: int = 128_000_000,
+        writer_threads: int = 1,
+        regex_scan_limit: int | None = 250_000,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self.analyzer_name = self._resolve_analyzer(analyzer)
+        self._analyzer = build_analyzer(self.analyzer_name)
+        self._tokenizer = tokenizer_name(self.analyzer_name)
+        self._schema = build_schema(self._tokenizer)
+        self._index = self._open_index()
+        self._index.register_tokenizer(self._tokenizer, build_analyzer(self.analyzer_name))
+        self._index.config_reader('manual')
+        self._index.reload()
+        self._writer_heap = writer_heap_bytes
+        self._writer_threads = writer_threads
+        self.regex_scan_limit = regex_scan_limit
+        self._writer: tantivy.IndexWriter | None = None
+        self._commit_lock = threading.Lock()
+        self._pending_lock = threading.Lock()
+        self._pending: list[_Write] = []
+        self._not_placeholder = Query.term_query(self._schema, 'kind', KIND_DOCUMENT)
+
+    # -- opening ------------------------------------------------------------------------
+
+    def _resolve_analyzer(self, requested: AnalyzerName | None) -> AnalyzerName:
+        if requested is not None and requested not in ANALYZERS:
+            raise ValueError(f'unknown analyzer {requested!r}: choose one of {", ".join(ANALYZERS)}')
+        if self.path is None:
+            return requested or DEFAULT_ANALYZER
+        config_path = self.path / CONFIG_FILE
+        if config_path.exists():
+            config = json.loads(config_path.read_text('utf-8'))
+            saved: AnalyzerName = config['analyzer']
+            if config.get('format') != FORMAT_VERSION:
+                raise ValueError(f'{self.path} holds a toolish-rag-tantivy index of format {config.get("format")}')
+            if requested is not None and requested != saved:
+                raise ValueError(
+                    f'{self.path} was indexed with analyzer {saved!r}; reopen it with that analyzer '
+                    f'(or None), or build a new index for {requested!r}'
+                )
+            return saved
+        if self.path.exists() and any(p.name != CONFIG_FILE for p in self.path.iterdir()):
+            raise ValueError(f'{self.path} is not empty and holds no toolish-rag-tantivy index')
+        self.path.mkdir(parents=True, exist_ok=True)
+        chosen = requested or DEFAULT_ANALYZER
+        tmp = config_path.with_suffix('.tmp')
+        tmp.write_text(json.dumps({'format': FORMAT_VERSION, 'analyzer': chosen}), 'utf-8')
+        os.replace(tmp, config_path)
+        return chosen
+
+    def _open_index(self) -> tantivy.Index:
+        if self.path is None:
+            return tantivy.Index(self._schema)
+        if tantivy.Index.exists(str(self.path)):
+            index = tantivy.Index.open(str(self.path))
+            self._schema = index.schema
+            return index
+        return tantivy.Index(self._schema, path=str(self.path), reuse=True)
+
+    @property
+    def index(self) -> tantivy.Index:
+        """The underlying `tantivy.Index` (for benchmarks and inspection; write through the store)."""
+        return self._index
+
+    def close(self) -> None:
+        """Release the index writer (and its lock on the directory). Searches keep working."""
+        with self._commit_lock:
+            writer, self._writer = self._writer, None
+            if writer is not None:
+                writer.wait_merging_threads()
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> TantivyStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        where = str(self.path) if self.path is not None else 'RAM'
+        return f'TantivyStore({where!r}, analyzer={self.analyzer_name!r}, records={self._index.searcher().num_docs})'
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def _get_writer(self) -> tantivy.IndexWriter:
+        if self._writer is None:
+            try:
+                self._writer = self._index.writer(self._writer_heap, self._writer_threads)
+            except ValueError as e:
+                raise RuntimeError(
+                    f'cannot write to the tantivy index at {self.path}: another writer (in this or '
+                    f'another process) holds it ({e})'
+                ) from e
+        return self._writer
+
+    def _submit(self, write: _Write) -> tuple[int, int]:
+        """Queue ``write`` and make sure it is committed (by this thread or a concurrent one)."""
+        with self._pending_lock:
+            self._pending.append(write)
+        with self._commit_lock:
+            with self._pending_lock:
+                batch, self._pending = self._pending, []
+            if batch:
+                self._commit(batch)
+        return write.future.result()
+
+    def _commit(self, batch: list[_Write]) -> None:
+        writer = self._get_writer()
+        searcher = self._index.searcher()
+        applied: list[tuple[_Write, tuple[int, int]]] = []
+        overlay = _BatchOverlay()
+        for write in batch:
+            try:
+                counts = self._apply(writer, searcher, write, overlay)
+            except Exception as e:  # this write is rejected; the rest of the batch goes on
+                write.future.set_exception(e)
+                continue
+            applied.append((write, counts))
+        if not applied:
+            return
+        try:
+            writer.commit()
+        except BaseException as e:
+            writer.rollback()
+            for write, _ in applied:
+                write.future.set_exception(e)
+            raise
+        self._index.reload()
+        for write, counts in applied:
+            write.future.set_result(counts)
+
+    def _apply(
+        self, writer: tantivy.IndexWriter, searcher: tantivy.Searcher, write: _Write, overlay: _BatchOverlay
+    ) -> tuple[int, int]:
+        docs_gone = write.delete_documents | {d.id for d in write.documents}
+        ents_gone = write.delete_entities | {e.id for e in write.entities}
+        # Existing counts, for delete_* return values (as of the last commit plus this batch).
+        existing_docs = self._count_existing(searcher, 'doc_head', 'document_id', write.delete_documents, overlay.docs)
+        existing_ents = self._count_existing(searcher, 'kind', 'eid', write.delete_entities, overlay.ents)
+        self._check_clashes(searcher, write, docs_gone, ents_gone, overlay)
+        new_docs = [d for item in write.documents for d in to_tantivy(item)]
+        new_docs += [d for item in write.entities for d in to_tantivy(item)]
+        for doc_id in sorted(docs_gone):
+            writer.delete_documents_by_term('document_id', doc_id)
+        for entity_id in sorted(ents_gone):
+            writer.delete_documents_by_term('eid', entity_id)
+        for doc in new_docs:
+            writer.add_document(doc)
+        overlay.record(write)
+        return existing_docs, existing_ents
+
+    def _count_existing(
+        self, searcher: tantivy.Searcher, marker: str, id_field: str, ids: set[str], overlay: dict[str, bool]
+    ) -> int:
+        if not ids:
+            return 0
+        known = {i for i in ids if i in overlay}
+        count = sum(1 for i in known if overlay[i])
+        rest = sorted(ids - known)
+        if rest:
+            marker_q = (
+                Query.term_query(self._schema, 'doc_head', '1')
+                if marker == 'doc_head'
+                else Query.term_query(self._schema, 'kind', KIND_ENTITY)
+            )
+            q = Query.boolean_query(
+                [(Occur.Must, marker_q), (Occur.Must, Query.term_set_query(self._schema, id_field, rest))]
+            )
+            count += _count(searcher, q)
+        return count
+
+    def _check_clashes(
+        self,
+        searcher: tantivy.Searcher,
+        write: _Write,
+        docs_gone: set[str],
+        ents_gone: set[str],
+        overlay: _BatchOverlay,
+    ) -> None:
+        owners: dict[str, str] = {}
+        for d in write.documents:
+            for c in d.chunks:
+                owners.setdefault(c.id, f'document {d.id!r}')
+                if owners[c.id] != f'document {d.id!r}':
+                    raise ValueError(f'record id {c.id!r} is used by two items of one upsert')
+        for e in write.entities:
+            if e.id in owners:
+                raise ValueError(f'record id {e.id!r} is used by two items of one upsert')
+            owners[e.id] = f'entity {e.id!r}'
+        if not owners:
+            return
+        for record_id, owner in owners.items():
+            other = overlay.owner_of(record_id)
+            if other is not None and other != owner and not _replaced(other, docs_gone, ents_gone):
+                raise ValueError(f'record id {record_id!r} already belongs to another document or entity')
+        parts: list[tuple[Occur, Query]] = [
+            (Occur.Must, Query.term_set_query(self._schema, 'id', sorted(owners))),
+        ]
+        gone_docs = sorted(docs_gone | overlay.replaced_docs)
+        gone_ents = sorted(ents_gone | overlay.replaced_ents)
+        if gone_docs:
+            parts.append((Occur.MustNot, Query.term_set_query(self._schema, 'document_id', gone_docs)))
+        if gone_ents:
+            parts.append((Occur.MustNot, Query.term_set_query(self._schema, 'eid', gone_ents)))
+        hits = searcher.search(Query.boolean_query(parts), 1).hits
+        if hits:
+            clash = from_stored(searcher.doc(hits[0][1]).to_dict())
+            raise ValueError(f'record id {clash.id!r} already belongs to another document or entity')
+
+    async def upsert(self, items: Iterable[Document | Entity]) -> None:
+        """Insert or replace documents (whole: no stale chunk survives) and entities."""
+        documents, entities = split_items(dedupe_last(list(items)))
+        if not documents and not entities:
+            return
+        await asyncio.to_thread(self._submit, _Write(documents=documents, entities=entities))
+
+    async def delete_documents(self, document_ids: Iterable[str]) -> int:
+        ids = set(document_ids)
+        if not ids:
+            return 0
+        return (await asyncio.to_thread(self._submit, _Write(delete_documents=ids)))[0]
+
+    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
+        ids = set(entity_ids)
+        if not ids:
+            return 0
+        return (await asyncio.to_thread(self._submit, _Write(delete_entities=ids)))[1]
+
+    async def list_documents(self) -> Sequence[DocumentInfo]:
+        return await asyncio.to_thread(self._list_documents)
+
+    def _list_documents(self) -> list[DocumentInfo]:
+        searcher = self._index.searcher()
+        q = Query.term_query(self._schema, 'doc_head', '1')
+        out: list[DocumentInfo] = []
+        for _, address in _all_hits(searcher, q):
+            info = json.loads(bytes(searcher.doc(address)['doc_info'][0]))
+            out.append(DocumentInfo(**info))
+        out.sort(key=lambda d: d.id)
+        return out
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def supports_filter(self, filter: Filter) -> bool:
+        """Every filter node has an exact native translation (see `toolish_rag_tantivy.filters`)."""
+        return True
+
+    def _scoped(self, searcher: tantivy.Searcher, query: Query, f: Filter | None, *, kinds: str | None = None) -> Query:
+        """``query`` restricted to searchable records (and ``kinds``) satisfying ``f``; ``f`` adds no score."""
+        parts: list[tuple[Occur, Query]] = [(Occur.Must, query)]
+        if kinds is not None:
+            parts.append((Occur.Must, Query.const_score_query(Query.term_query(self._schema, 'kind', kinds), 0.0)))
+        else:
+            parts.append((Occur.MustNot, self._not_placeholder))
+        if f is not None:
+            parts.append((Occur.Must, Query.const_score_query(FilterCompiler(self._index, searcher).compile(f), 0.0)))
+        return Query.boolean_query(parts)
+
+    def _record(self, searcher: tantivy.Searcher, address: tantivy.DocAddress) -> Record:
+        return from_stored(searcher.doc(address).to_dict())
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        if request.top_k <= 0:
+            return []
+        query = TextQueryBuilder(self._schema, 'text', self._analyzer).build(request.query)
+        return await asyncio.to_thread(self._text_search, query, request)
+
+    def _text_search(self, query: Query, request: SearchRequest) -> list[SearchHit]:
+        searcher = self._index.searcher()
+        if searcher.num_docs == 0:
+            return []
+        hits = searcher.search(self._scoped(searcher, query, request.filter), request.top_k, count=False).hits
+        return [SearchHit(self._record(searcher, address), float(score)) for score, address in hits]
+
+    def raw_query(self, text: str) -> Query:
+        """The tantivy `Query` that ``text_search`` runs for ``text`` (before scoping)."""
+        return TextQueryBuilder(self._schema, 'text', self._analyzer).build(text)
+
+    async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
+        try:
+            pattern = compile_pattern(request.pattern, case_sensitive=request.case_sensitive)
+        except ValueError as e:
+            raise QuerySyntaxError(str(e)) from e
+        if request.top_k <= 0:
+            return []
+        return await asyncio.to_thread(self._regex_search, pattern, request)
+
+    def _regex_search(self, pattern: Any, request: RegexRequest) -> list[SearchHit]:
+        searcher = self._index.searcher()
+        if searcher.num_docs == 0:
+            return []
+        candidates = self._scoped(searcher, Query.all_query(), request.filter)
+        total = _count(searcher, candidates)
+        if self.regex_scan_limit is not None and total > self.regex_scan_limit:
+            raise InvalidRequestError(
+                f'a regex search here would scan {total} records (limit {self.regex_scan_limit}): '
+                'narrow it with a filter, or find candidates with text_search first'
+            )
+        found: list[tuple[tuple[int, str, int], float, Any, tuple[str, ...]]] = []
+        for _, address in _all_hits(searcher, candidates, total):
+            stored = searcher.doc(address).to_dict()
+            count, samples = count_matches(pattern, scan_text(stored))
+            if not count:
+                continue
+            kind_key = (
+                (-count, json.loads(bytes(stored['rec'][0]))['document_id'], int(stored['seq'][0]))
+                if 'seq' in stored
+                else (-count, json.loads(bytes(stored['rec'][0]))['id'], 0)
+            )
+            found.append((kind_key, float(count), stored, samples))
+        found.sort(key=lambda item: item[0])
+        return [
+            SearchHit(from_stored(stored), score, matches=samples)
+            for _, score, stored, samples in found[: request.top_k]
+        ]
+
+    async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Record]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return []
+        return await asyncio.to_thread(self._get_records, wanted, filter)
+
+    def _get_records(self, ids: list[str], f: Filter | None) -> list[Record]:
+        searcher = self._index.searcher()
+        q = self._scoped(searcher, Query.term_set_query(self._schema, 'id', ids), f)
+        return [self._record(searcher, address) for _, address in _all_hits(searcher, q)]
+
+    async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        if request.limit <= 0:
+            return []
+        return await asyncio.to_thread(self._expand, request)
+
+    def _expand(self, request: ExpansionRequest) -> list[Chunk]:
+        searcher = self._index.searcher()
+        if searcher.num_docs == 0:
+            return []
+        parts: list[Query] = []
+        if request.document_id is not None:
+            parts.append(Query.term_query(self._schema, 'document_id', request.document_id))
+        if request.section_id is not None:
+            parts.append(Query.term_query(self._schema, 'section_ids', request.section_id))
+        if request.first is not None or request.last is not None:
+            parts.append(Query.range_query(self._schema, 'seq', tantivy.FieldType.Integer, request.first, request.last))
+        base = Query.boolean_query([(Occur.Must, p) for p in parts]) if parts else Query.all_query()
+        q = self._scoped(searcher, base, request.filter, kinds=KIND_CHUNK)
+        hits = searcher.search(q, request.limit, order_by_field='seq', order=tantivy.Order.Asc).hits
+        out: list[Chunk] = []
+        for _, address in hits:
+            record = self._record(searcher, address)
+            assert isinstance(record, Chunk)
+            out.append(record)
+        out.sort(key=lambda c: c.sequence_number)
+        return out
+
+    async def count(self) -> int:
+        """How many records (chunks and entities) the index holds."""
+
+        def run() -> int:
+            searcher = self._index.searcher()
+            q = Query.boolean_query([(Occur.Must, Query.all_query()), (Occur.MustNot, self._not_placeholder)])
+            return _count(searcher, q)
+
+        return await asyncio.to_thread(run)
+
+
+def _replaced(owner: str, docs_gone: set[str], ents_gone: set[str]) -> bool:
+    kind, _, quoted = owner.partition(' ')
+    ident = quoted[1:-1]
+    return ident in (docs_gone if kind == 'document' else ents_gone)
+
+
+class _BatchOverlay:
+    """What earlier writes of the same group commit did (the searcher cannot see them yet)."""
+
+    def __init__(self) -> None:
+        self.docs: dict[str, bool] = {}
+        self.ents: dict[str, bool] = {}
+        self.replaced_docs: set[str] = set()
+        self.replaced_ents: set[str] = set()
+        self._owners: dict[str, str] = {}
+        self._owned: dict[str, list[str]] = {}
+
+    def owner_of(self, record_id: str) -> str | None:
+        return self._owners.get(record_id)
+
+    def _drop(self, owner: str) -> None:
+        for record_id in self._owned.pop(owner, []):
+            if self._owners.get(record_id) == owner:
+                del self._owners[record_id]
+
+    def _own(self, owner: str, ids: list[str]) -> None:
+        self._drop(owner)
+        self._owned[owner] = ids
+        for record_id in ids:
+            self._owners[record_id] = owner
+
+    def record(self, write: _Write) -> None:
+        for doc_id in write.delete_documents:
+            self.docs[doc_id] = False
+            self.replaced_docs.add(doc_id)
+            self._drop(f'document {doc_id!r}')
+        for entity_id in write.delete_entities:
+            self.ents[entity_id] = False
+            self.replaced_ents.add(entity_id)
+            self._drop(f'entity {entity_id!r}')
+        for d in write.documents:
+            self.docs[d.id] = True
+            self.replaced_docs.add(d.id)
+            self._own(f'document {d.id!r}', [c.id for c in d.chunks])
+        for e in write.entities:
+            self.ents[e.id] = True
+            self.replaced_ents.add(e.id)
+            self._own(f'entity {e.id!r}', [e.id])
+
+
+def _count(searcher: tantivy.Searcher, query: Query) -> int:
+    """How many documents match ``query`` (the type stubs omit ``SearchResult.count``)."""
+    result = searcher.search(query, 1, count=True)
+    return int(getattr(result, 'count', 0) or 0)
+
+
+def _all_hits(
+    searcher: tantivy.Searcher, query: Query, total: int | None = None
+) -> list[tuple[Any, tantivy.DocAddress]]:
+    """Every hit of ``query`` (no ranking needed), in index order."""
+    limit = total if total is not None else (_count(searcher, query))
+    if limit <= 0:
+        return []
+    hits = searcher.search(query, limit, count=False).hits
+    return sorted(hits, key=lambda h: (h[1].segment_ord, h[1].doc))
+
+
+def open_store(location: str, *, embedder: Any = None) -> TantivyStore:
+    """Entry point for ``toolish_rag.stores``: ``"tantivy:./index"`` (or ``"tantivy"`` for RAM).
+
+    ``embedder`` is accepted for the common signature and ignored: this store never embeds.
+    """
+    return TantivyStore(location or None)

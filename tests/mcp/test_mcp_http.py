@@ -1,0 +1,271 @@
+"""The streamable-HTTP MCP server: bearer tokens, per-token scope, same tools and text as the toolset."""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import httpx2
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from pydantic_ai import Agent, ModelRetry
+from pydantic_ai.mcp import MCPToolset
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+
+from mcp_harness import TOKENS, LiveServer
+from toolish_rag import ToolishRag
+from toolish_rag.mcp import HITS_META_KEY, build_server
+from toolish_rag.stores import available_stores, open_store
+
+ACCEPT = 'application/json, text/event-stream'
+
+
+def result_text(result: Any) -> str:
+    assert len(result.content) == 1
+    return str(result.content[0].text)
+
+
+# -- authentication ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    'authorization',
+    [None, 'Bearer', 'Bearer wrong-token-0123456789', f'Basic {TOKENS["acme"]}', f'Bearer {TOKENS["acme"]}x'],
+)
+async def test_requests_without_a_valid_token_are_refused(live_server: LiveServer, authorization: str | None) -> None:
+    headers = {'Accept': ACCEPT, 'Content-Type': 'application/json'}
+    if authorization is not None:
+        headers['Authorization'] = authorization
+    body = {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/list', 'params': {}}
+    async with httpx2.AsyncClient() as http:
+        for method in ('POST', 'GET', 'DELETE'):
+            response = await http.request(method, live_server.url, headers=headers, json=body if method == 'POST' else None)
+            assert response.status_code == 401, (method, response.text)
+            assert response.headers['www-authenticate'].startswith('Bearer ')
+            assert TOKENS['acme'] not in response.text
+
+
+async def test_an_sdk_client_without_a_token_cannot_connect(live_server: LiveServer) -> None:
+    with pytest.raises((MCPError, ExceptionGroup)):
+        async with live_server.client(None) as client:
+            await client.list_tools()
+
+
+# -- the same tools as the toolset -----------------------------------------------------------------
+
+
+@pytest.mark.parametrize('mode', ['auto', 'legacy'])
+async def test_tools_list_is_the_toolsets_definitions_for_every_token(live_server: LiveServer, mode: str) -> None:
+    expected = [
+        (d.name, d.description, d.parameters_json_schema) for d in await live_server.rag.tool_definitions()
+    ]
+    assert len(expected) == 6
+    for label in TOKENS:
+        async with live_server.client(label, mode=mode) as client:
+            tools = (await client.list_tools()).tools
+            assert [(t.name, t.description, t.input_schema) for t in tools] == expected
+            assert all(t.annotations and t.annotations.read_only_hint for t in tools)
+            assert client.instructions == await live_server.rag.instructions()
+            assert 'Tenant handbooks' in (client.instructions or '')
+
+
+@pytest.mark.parametrize(
+    ('tool', 'arguments'),
+    [
+        ('docs_text_search', {'query': 'refund receipt'}),
+        ('docs_vector_search', {'query': 'how long do refunds take', 'top_k': 3}),
+        ('docs_hybrid_search', {'query': 'shipping parcels', 'top_k': 4, 'threshold': 0.1}),
+        ('docs_regex_search', {'pattern': 'ERR-40[0-9]{2}', 'top_k': 10}),
+    ],
+)
+async def test_results_are_the_scoped_toolsets_text(live_server: LiveServer, tool: str, arguments: dict[str, Any]) -> None:
+    for label in TOKENS:
+        expected = await live_server.scoped_rag(label).run_tool(tool, arguments)
+        async with live_server.client(label) as client:
+            result = await client.call_tool(tool, arguments)
+        assert not result.is_error
+        assert result_text(result) == expected.return_value
+        hits = result.meta[HITS_META_KEY] if result.meta else []
+        assert [h['id'] for h in hits] == [h.record.id for h in expected.metadata['hits']]
+
+
+async def test_expansion_tools_match_the_toolset(live_server: LiveServer) -> None:
+    acme = next(c for c in live_server.chunks.values() if c.metadata['tenant'] == 'acme' and c.section_path[-1:] == ('Eligibility',))
+    async with live_server.client('acme') as client:
+        for tool, args in [
+            ('docs_broaden_chunk', {'chunk_id': acme.id, 'chunks_to_add': 1}),
+            ('docs_zoom_out', {'id': acme.id}),
+            ('docs_zoom_out', {'id': acme.section_ids[0]}),
+        ]:
+            expected = await live_server.scoped_rag('acme').run_tool(tool, args)
+            result = await client.call_tool(tool, args)
+            assert not result.is_error
+            assert result_text(result) == expected.return_value
+
+
+@pytest.mark.parametrize(
+    ('tool', 'arguments'),
+    [
+        ('docs_text_search', {'query': 'refund', 'top_k': 999}),
+        ('docs_text_search', {'query': '   '}),
+        ('docs_text_search', {'top_k': 'three'}),
+        ('docs_regex_search', {'pattern': '(unclosed'}),
+        ('docs_vector_search', {'query': 'refund', 'threshold': 7}),
+        ('docs_broaden_chunk', {'chunk_id': 'no-such-chunk'}),
+        ('docs_hybrid_search', {'query': 'refund', 'filter': {'op': 'eq', 'key': 'tenant', 'value': 'globex'}}),
+    ],
+)
+async def test_bad_arguments_give_an_error_result_with_the_retry_message(
+    live_server: LiveServer, tool: str, arguments: dict[str, Any]
+) -> None:
+    with pytest.raises(ModelRetry) as retry:
+        await live_server.scoped_rag('acme').run_tool(tool, arguments)
+    async with live_server.client('acme') as client:
+        result = await client.call_tool(tool, arguments)
+    assert result.is_error
+    assert result_text(result) == retry.value.message
+
+
+async def test_an_unknown_tool_is_an_error_result(live_server: LiveServer) -> None:
+    async with live_server.client('acme') as client:
+        result = await client.call_tool('docs_delete_everything', {})
+    assert result.is_error
+    assert 'unknown tool' in result_text(result) and 'docs_text_search' in result_text(result)
+
+
+# -- scope -------------------------------------------------------------------------------------------
+
+
+async def test_another_tenants_chunk_is_not_found_by_id(live_server: LiveServer) -> None:
+    globex = [c for c in live_server.chunks.values() if c.metadata['tenant'] == 'globex']
+    async with live_server.client('acme') as client:
+        for chunk in globex[:4]:
+            for tool, args in [('docs_broaden_chunk', {'chunk_id': chunk.id}), ('docs_zoom_out', {'id': chunk.id})]:
+                result = await client.call_tool(tool, args)
+                assert result.is_error, result_text(result)
+                assert 'was not found' in result_text(result)
+                assert 'globex' not in result_text(result)
+        for section in {c.section_ids[-1] for c in globex}:
+            result = await client.call_tool('docs_zoom_out', {'id': section})
+            assert result.is_error and 'globex' not in result_text(result)
+        result = await client.call_tool('docs_regex_search', {'pattern': 'globex', 'top_k': 50})
+        assert not result.is_error and not result.meta[HITS_META_KEY]  # type: ignore[index]
+
+
+async def test_an_unscoped_token_sees_every_tenant(live_server: LiveServer) -> None:
+    async with live_server.client('admin') as client:
+        result = await client.call_tool('docs_regex_search', {'pattern': 'ships parcels', 'top_k': 50})
+    tenants = {live_server.chunks[h['id']].metadata['tenant'] for h in result.meta[HITS_META_KEY]}  # type: ignore[index]
+    assert tenants == {'acme', 'globex', 'initech'}
+
+
+def _sse_json(response: httpx2.Response) -> dict[str, Any]:
+    if response.headers.get('content-type', '').startswith('application/json'):
+        return dict(response.json())
+    data = [line[5:].strip() for line in response.text.splitlines() if line.startswith('data:')]
+    return dict(json.loads(data[-1]))
+
+
+async def test_a_session_replayed_with_another_token_gets_that_tokens_scope(live_server: LiveServer) -> None:
+    """Scope is read per HTTP request: a session id opened by acme, used with globex's token, is globex."""
+    base = {'Accept': ACCEPT, 'Content-Type': 'application/json'}
+    init = {
+        'jsonrpc': '2.0',
+        'id': 1,
+        'method': 'initialize',
+        'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'replay', 'version': '1'}},
+    }
+    call = {
+        'jsonrpc': '2.0',
+        'id': 2,
+        'method': 'tools/call',
+        'params': {'name': 'docs_regex_search', 'arguments': {'pattern': 'ships parcels', 'top_k': 50}},
+    }
+    async with httpx2.AsyncClient(timeout=30) as http:
+        acme = {**base, 'Authorization': f'Bearer {TOKENS["acme"]}'}
+        opened = await http.post(live_server.url, headers=acme, json=init)
+        assert opened.status_code == 200, opened.text
+        session = opened.headers['mcp-session-id']
+        version = _sse_json(opened)['result']['protocolVersion']
+        acme |= {'mcp-session-id': session, 'mcp-protocol-version': version}
+        await http.post(live_server.url, headers=acme, json={'jsonrpc': '2.0', 'method': 'notifications/initialized'})
+        as_globex = {**acme, 'Authorization': f'Bearer {TOKENS["globex"]}'}
+        text = _sse_json(await http.post(live_server.url, headers=as_globex, json=call))['result']['content'][0]['text']
+        assert 'globex ships' in text and 'acme' not in text
+        text = _sse_json(await http.post(live_server.url, headers=acme, json=call))['result']['content'][0]['text']
+        assert 'acme ships' in text and 'globex' not in text
+        no_token = {k: v for k, v in acme.items() if k != 'Authorization'}
+        assert (await http.post(live_server.url, headers=no_token, json=call)).status_code == 401
+
+
+# -- pydantic-ai as the MCP client ---------------------------------------------------------------------
+
+
+def _script(calls: list[tuple[str, dict[str, Any]]]) -> FunctionModel:
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        step = sum(1 for m in messages if isinstance(m, ModelResponse))
+        if step < len(calls):
+            return ModelResponse(parts=[ToolCallPart(*calls[step])])
+        return ModelResponse(parts=[TextPart('done')])
+
+    return FunctionModel(respond)
+
+
+def _tool_texts(messages: list[ModelMessage]) -> list[tuple[str, str]]:
+    out = []
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart):
+                out.append((part.tool_name, part.model_response_str(wrap_if_error=False)))
+            elif part.part_kind == 'retry-prompt':
+                out.append((part.tool_name or '', str(part.content)))
+    return out
+
+
+async def test_a_pydantic_ai_agent_over_mcp_sees_what_an_in_process_agent_sees(live_server: LiveServer) -> None:
+    globex_chunk = next(c.id for c in live_server.chunks.values() if c.metadata['tenant'] == 'globex')
+    calls = [
+        ('docs_hybrid_search', {'query': 'refund window', 'top_k': 3}),
+        ('docs_text_search', {'query': 'refund', 'top_k': 500}),
+        ('docs_broaden_chunk', {'chunk_id': globex_chunk}),
+        ('docs_regex_search', {'pattern': 'ERR-40[0-9]+'}),
+    ]
+    in_process = await Agent(_script(calls), toolsets=[live_server.scoped_rag('acme')]).run('q')
+    toolset = MCPToolset(live_server.url, headers={'Authorization': f'Bearer {TOKENS["acme"]}'}, include_instructions=True)
+    infos: list[AgentInfo] = []
+    scripted = _script(calls)
+
+    def recording(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        infos.append(info)
+        assert scripted.function is not None
+        return scripted.function(messages, info)  # type: ignore[return-value]
+
+    over_mcp = await Agent(FunctionModel(recording), toolsets=[toolset]).run('q')
+    expected = _tool_texts(in_process.all_messages())
+    got = _tool_texts(over_mcp.all_messages())
+    assert [name for name, _ in got] == [name for name, _ in calls]
+    assert [text for _, text in got] == [text for _, text in expected]
+    assert 'top_k must be between 1 and 50' in got[1][1] and 'was not found' in got[2][1]
+    assert not any('globex' in text for _, text in got)
+    assert [t.name for t in infos[0].function_tools] == live_server.rag.tool_names
+    assert infos[0].instructions and 'Tenant handbooks' in infos[0].instructions
+
+
+# -- tool list per store capability ----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize('store_name', [s for s in ('memory', 'tantivy') if s in available_stores()])
+async def test_tools_list_follows_the_store_capabilities(store_name: str, tmp_path: Any) -> None:
+    store = open_store(f'{store_name}:{tmp_path / store_name}', embedder='hashing')
+    rag: ToolishRag[Any] = ToolishRag(store, name='kb')
+    async with Client(await build_server(rag)) as client:
+        names = [t.name for t in (await client.list_tools()).tools]
+    assert names == rag.tool_names
+    if store_name == 'memory':
+        assert len(names) == 6
+    if store_name == 'tantivy':
+        assert 'kb_vector_search' not in names and 'kb_text_search' in names
+    assert all(re.fullmatch(r'kb_[a-z_]+', n) for n in names)

@@ -1,0 +1,97 @@
+"""``toolish-rag mcp`` over stdio, spawned as a subprocess and driven by the MCP SDK's client."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+from pydantic_ai import ModelRetry
+
+from mcp_harness import build_store, chunk_index, corpus
+from toolish_rag import PropertyFilter as F, ToolishRag
+from toolish_rag.cli import main
+from toolish_rag.mcp import HITS_META_KEY
+
+SCOPE = F.in_('tenant', ['acme', 'initech'])
+CHUNKS = chunk_index(corpus())
+
+
+async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -> None:
+    store = await build_store(tmp_path / 'store')  # persisted; the subprocess reopens it
+    rag: ToolishRag[Any] = ToolishRag(store, name='kb').with_metadata_filter(SCOPE)
+    params = StdioServerParameters(
+        command=sys.executable,
+        args=['-m', 'toolish_rag.cli', 'mcp', '--store', f'memory:{tmp_path / "store"}', '--embedder', 'hashing',
+              '--name', 'kb', '--filter', SCOPE.to_json()],
+        env={**os.environ, 'TOOLISH_RAG_STORE': ''},
+        cwd=str(tmp_path),
+    )
+    async with Client(params) as client:
+        tools = (await client.list_tools()).tools
+        expected = await rag.tool_definitions()
+        assert [(t.name, t.description, t.input_schema) for t in tools] == [
+            (d.name, d.description, d.parameters_json_schema) for d in expected
+        ]
+        assert len(tools) == 6
+        assert client.instructions == await rag.instructions()
+
+        calls: list[tuple[str, dict[str, Any]]] = [
+            ('kb_text_search', {'query': 'refund receipt', 'top_k': 10}),
+            ('kb_hybrid_search', {'query': 'how fast do parcels ship'}),
+            ('kb_vector_search', {'query': 'refund window expired', 'top_k': 3}),
+            ('kb_regex_search', {'pattern': '(?i)ships parcels', 'top_k': 20}),
+        ]
+        for tool, args in calls:
+            want = await rag.run_tool(tool, args)
+            got = await client.call_tool(tool, args)
+            assert not got.is_error
+            assert got.content[0].text == want.return_value  # type: ignore[union-attr]
+            ids = [h['id'] for h in (got.meta or {})[HITS_META_KEY]]
+            assert ids == [h.record.id for h in want.metadata['hits']]
+            assert all(CHUNKS[i].metadata['tenant'] in {'acme', 'initech'} for i in ids)
+            assert 'globex' not in got.content[0].text  # type: ignore[union-attr]
+
+        hit = (await rag.run_tool('kb_text_search', {'query': 'refund'})).metadata['hits'][0].record
+        for tool, args in [('kb_broaden_chunk', {'chunk_id': hit.id}), ('kb_zoom_out', {'id': hit.id})]:
+            got = await client.call_tool(tool, args)
+            assert got.content[0].text == (await rag.run_tool(tool, args)).return_value  # type: ignore[union-attr]
+
+        for tool, args in [('kb_text_search', {'query': 'x', 'top_k': 0}), ('kb_regex_search', {'pattern': '(a'}),
+                           ('kb_zoom_out', {})]:
+            with pytest.raises(ModelRetry) as retry:
+                await rag.run_tool(tool, args)
+            got = await client.call_tool(tool, args)
+            assert got.is_error and got.content[0].text == retry.value.message  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize(
+    ('argv', 'message'),
+    [
+        (['--http', '127.0.0.1:0'], '--http needs --tokens'),
+        (['--http', '0.0.0.0:8765', '--no-auth'], 'only allowed on a loopback'),
+        (['--http', 'nonsense'], 'HOST:PORT'),
+        (['--tokens', 'x.toml'], 'only apply with --http'),
+    ],
+)
+def test_the_command_refuses_unsafe_or_wrong_options(
+    argv: list[str], message: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(['mcp', '--store', f'memory:{tmp_path}', '--embedder', 'hashing', *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_the_command_rejects_a_bad_token_file_without_echoing_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secret = 'super-secret-token-value-123'
+    tokens = tmp_path / 'tokens.json'
+    tokens.write_text(json.dumps({'tokens': {'a': {'token': secret}}}))
+    assert main(['mcp', '--http', '127.0.0.1:0', '--tokens', str(tokens), '--store', 'memory']) == 2
+    err = capsys.readouterr().err
+    assert 'exactly one of "scope"' in err and secret not in err

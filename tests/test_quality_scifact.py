@@ -1,0 +1,125 @@
+"""Retrieval quality on BEIR SciFact (train split, 5,183 abstracts, 809 judged queries).
+
+The queries go through the tools an agent calls (`ToolishRag.run_tool`, which validates the
+arguments, runs the tool function over the `Retriever` and renders the result) and the
+ranking is read from the hits the tool returned. Each abstract is one chunk whose text is
+``title + "\\n\\n" + text`` (see benchmarks/common.py). Checks:
+
+* text search (BM25) is within 0.005 nDCG@10 of raw ``bm25s`` with the same tokenisation
+  (English stop words, Snowball stemmer), computed here on the same corpus;
+* vector search with the default model (all-MiniLM-L6-v2) reaches 0.655;
+* hybrid search beats both.
+
+Embedding the corpus is most of the run time (see docs/benchmarks-core.md).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from benchmarks.common import (  # noqa: E402
+    BeirDataset,
+    build_documents,
+    chunk_text,
+    data_dir,
+    hit_doc_ids,
+    load_beir,
+    ndcg_at_10,
+    reference_ndcg,
+)
+
+pytestmark = [pytest.mark.model, pytest.mark.shared_data]
+
+SCIFACT = data_dir() / 'scifact'
+BM25_TOLERANCE = 0.005
+VECTOR_FLOOR = 0.655
+EMBED_BATCH_SIZE = 16
+"""sentence-transformers batch size for indexing: the fastest measured on 2 cores (see docs/benchmarks-core.md)."""
+
+
+def _require_data() -> None:
+    if not (SCIFACT / 'corpus.jsonl').is_file():
+        pytest.skip(f'SciFact is not at {SCIFACT} (../shared/data next to the repository)')
+
+
+def raw_bm25s(dataset: BeirDataset) -> dict[str, list[str]]:
+    """The ranking plain bm25s gives, tokenised as bm25s's README does with our settings."""
+    import bm25s
+    import Stemmer
+
+    stemmer = Stemmer.Stemmer('english')
+    ids = list(dataset.corpus)
+    texts = [chunk_text(*dataset.corpus[i]) for i in ids]
+    retriever = bm25s.BM25()
+    retriever.index(bm25s.tokenize(texts, stopwords='en', stemmer=stemmer, show_progress=False), show_progress=False)
+    qids = list(dataset.queries)
+    tokens = bm25s.tokenize([dataset.queries[q] for q in qids], stopwords='en', stemmer=stemmer, show_progress=False)
+    results, _ = retriever.retrieve(tokens, k=10, show_progress=False, n_threads=1)
+    return {q: [ids[j] for j in row] for q, row in zip(qids, results.tolist(), strict=True)}
+
+
+async def _tool_rankings(dataset: BeirDataset) -> dict[str, dict[str, list[str]]]:
+    from pydantic_ai.embeddings import Embedder
+
+    from toolish_rag.embedding import resolve_embedder
+    from toolish_rag.stores import InMemoryStore
+    from toolish_rag.toolset import ToolishRag
+
+    default = resolve_embedder(None)
+    settings: Any = {'sentence_transformers_normalize_embeddings': True, 'sentence_transformers_batch_size': EMBED_BATCH_SIZE}
+    store = InMemoryStore(Embedder(default.model, settings=settings))
+    await store.upsert(build_documents(dataset))
+    rag: ToolishRag[None] = ToolishRag(store, name='scifact')
+    out: dict[str, dict[str, list[str]]] = {}
+    for tool in ('text_search', 'vector_search', 'hybrid_search'):
+        rankings: dict[str, list[str]] = {}
+        for qid, query in dataset.queries.items():
+            result = await rag.run_tool(tool, {'query': query, 'top_k': 10})
+            assert result.metadata is not None
+            rankings[qid] = hit_doc_ids(result.metadata['hits'])
+        out[tool] = rankings
+    return out
+
+
+@pytest.fixture(scope='module')
+def scores() -> dict[str, float]:
+    _require_data()
+    dataset = load_beir('scifact', 'train')
+    assert len(dataset.corpus) == 5183 and len(dataset.queries) == 809
+    rankings = asyncio.run(_tool_rankings(dataset))
+    rankings['raw_bm25s'] = raw_bm25s(dataset)
+    result = {name: ndcg_at_10(dataset.qrels, r) for name, r in rankings.items()}
+    # Cross-check trec_eval's nDCG with the textbook formula on the real runs.
+    for name, r in rankings.items():
+        assert reference_ndcg(dataset.qrels, r) == pytest.approx(result[name], abs=1e-9), name
+    print('\nSciFact train nDCG@10: ' + ', '.join(f'{k}={v:.4f}' for k, v in result.items()))
+    return result
+
+
+def test_ndcg_helper_on_a_toy_example() -> None:
+    qrels = {'q1': {'a': 2, 'b': 1}, 'q2': {'c': 1}}
+    rankings = {'q1': ['b', 'x', 'a'], 'q2': []}
+    # q1: DCG = 1/log2(2) + 2/log2(4) = 2; IDCG = 2 + 1/log2(3); q2 has no hits: 0.
+    expected = (2 / (2 + 1 / 1.584962500721156)) / 2
+    assert reference_ndcg(qrels, rankings) == pytest.approx(expected)
+    assert ndcg_at_10(qrels, rankings) == pytest.approx(expected)
+
+
+def test_text_search_matches_raw_bm25s(scores: dict[str, float]) -> None:
+    assert abs(scores['text_search'] - scores['raw_bm25s']) <= BM25_TOLERANCE, scores
+
+
+def test_vector_search_quality(scores: dict[str, float]) -> None:
+    assert scores['vector_search'] >= VECTOR_FLOOR, scores
+
+
+def test_hybrid_beats_both(scores: dict[str, float]) -> None:
+    assert scores['hybrid_search'] > max(scores['text_search'], scores['vector_search']), scores
