@@ -57,22 +57,23 @@ Run = dict[str, dict[str, float]]
 Mode = Literal['vector', 'text', 'hybrid']
 
 
-def set_thread_counts(n: int) -> str:
-    """Pin BLAS/OpenMP/torch thread pools to ``n`` threads; returns a line saying so.
+def set_thread_counts(n: int, *, torch: bool = True) -> str:
+    """Pin BLAS/OpenMP (and, with ``torch``, PyTorch) thread pools to ``n``; returns a line saying so.
 
     The environment variables only take effect if set before numpy/torch load their
-    libraries, so call this first thing in a script (torch's count is also set directly).
+    libraries, so call this first thing in a script. ``torch=False`` leaves torch unimported
+    (for runs that use no neural model).
     """
     for var in ('OMP_NUM_THREADS', 'OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'NUMEXPR_NUM_THREADS'):
         os.environ[var] = str(n)
     os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
-    import torch
+    note = f'threads: OMP/OPENBLAS/MKL/NUMEXPR_NUM_THREADS={n}, TOKENIZERS_PARALLELISM={os.environ["TOKENIZERS_PARALLELISM"]}'
+    if torch:
+        import torch as _torch
 
-    torch.set_num_threads(n)
-    return (
-        f'threads: OMP/OPENBLAS/MKL/NUMEXPR_NUM_THREADS={n}, torch.set_num_threads({n}) '
-        f'(torch reports {torch.get_num_threads()}), TOKENIZERS_PARALLELISM={os.environ["TOKENIZERS_PARALLELISM"]}'
-    )
+        _torch.set_num_threads(n)
+        note += f', torch.set_num_threads({n}) (torch reports {_torch.get_num_threads()})'
+    return note
 
 
 def data_dir() -> Path:

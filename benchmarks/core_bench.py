@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import set_thread_counts  # noqa: E402
 
 THREADS = 2
-THREAD_NOTE = set_thread_counts(THREADS)
+THREAD_NOTE = set_thread_counts(THREADS, torch=False)
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
@@ -324,11 +324,12 @@ def machine() -> list[str]:
     except (OSError, ValueError, IndexError):
         pass
     import bm25s
-    import torch
 
+    torch = sys.modules.get('torch')
+    versions = f'numpy {np.__version__}, bm25s {bm25s.__version__}' + (f', torch {torch.__version__}' if torch else '')
     return [
         f'- machine: {cpu}, {os.cpu_count()} logical CPUs{mem}; {platform.system()} {platform.release()}',
-        f'- Python {platform.python_version()}, numpy {np.__version__}, torch {torch.__version__}, bm25s {bm25s.__version__}',
+        f'- Python {platform.python_version()}, {versions}',
         f'- {THREAD_NOTE}',
     ]
 
@@ -352,6 +353,7 @@ def import_time(runs: int) -> tuple[float, bool]:
 
 
 async def run(quick: bool, n_queries: int, rounds: int) -> str:
+    global THREAD_NOTE
     load_start = os.getloadavg()
     lines: list[str] = []
     imp_s, imp_torch = import_time(1 if quick else 5)
@@ -366,6 +368,7 @@ async def run(quick: bool, n_queries: int, rounds: int) -> str:
         if not (root / 'scifact' / 'corpus.jsonl').is_file():
             sys.exit(f'SciFact not found under {root}: the full benchmark needs ../shared/data (use --quick without it)')
         corpus = scifact_corpus(load_beir('scifact', 'train'), n_queries)
+        THREAD_NOTE = set_thread_counts(THREADS, torch=True)
         base = resolve_embedder(None).model  # type: ignore[assignment]
         sample = sorted(corpus.texts, key=len)[:: max(1, len(corpus.texts) // 256)][:256]
         sweep = await batch_size_sweep(base, sample, (8, 16, 32, 64))

@@ -18,7 +18,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
 
 __all__ = [
     'METADATA_KEY_PATTERN',
@@ -81,6 +81,11 @@ def _validate_metadata(metadata: Mapping[str, Any]) -> Metadata:
     return dict(metadata)
 
 
+def _sorted(labels: frozenset[str]) -> list[str]:
+    """Sets iterate in a per-process order; sorted labels make equal records serialise equally."""
+    return sorted(labels)
+
+
 def document_id_for(uri: str) -> str:
     """The default document id: a short, stable digest of the uri.
 
@@ -114,6 +119,10 @@ class Retrievable(_Model):
     metadata: _MetadataField
     labels: frozenset[str] = frozenset()
     """Labels for `EntityFilter`: a chunk carries its document's labels, an entity its own."""
+
+    @field_serializer('labels')
+    def _sorted_labels(self, labels: frozenset[str]) -> list[str]:
+        return _sorted(labels)
 
     @field_validator('metadata')
     @classmethod
@@ -197,6 +206,10 @@ class Document(_Model):
     chunks: tuple[Chunk, ...] = ()
     fingerprint: str | None = None
     """Content digest used by ingestion to skip unchanged documents."""
+
+    @field_serializer('labels')
+    def _sorted_labels(self, labels: frozenset[str]) -> list[str]:
+        return _sorted(labels)
 
     @field_validator('metadata')
     @classmethod

@@ -9,7 +9,7 @@ import pytest
 pytest.importorskip('mcp', reason='needs the mcp extra: pip install "toolish-rag[mcp]"')
 pytest.importorskip('uvicorn', reason='needs the mcp extra: pip install "toolish-rag[mcp]"')
 
-from mcp_harness import LiveServer, start_live_server  # noqa: E402
+from mcp_harness import LiveServer, start_live_server
 
 
 @pytest.fixture(scope='session')

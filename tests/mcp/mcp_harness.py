@@ -67,7 +67,9 @@ def corpus() -> list[Document]:
             b.add_chunk(refunds, f'{tenant} refunds are paid within {10 * (i + 1) + year % 10} days of the return.')
             b.add_chunk(refunds, f'Keep the receipt for every refund claim at {tenant}.')
             eligibility = b.section('Eligibility', parent=refunds)
-            b.add_chunk(eligibility, f'Items must be unused. ERR-40{i}{year % 10} means the {tenant} refund window expired.')
+            b.add_chunk(
+                eligibility, f'Items must be unused. ERR-40{i}{year % 10} means the {tenant} refund window expired.'
+            )
             shipping = b.section('Shipping')
             b.add_chunk(shipping, f'{tenant} ships parcels within {i + 2} working days; refund shipping is free.')
             docs.append(b.build())
@@ -96,6 +98,13 @@ class Loop:
         return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
 
     def close(self) -> None:
+        async def cancel_the_rest() -> None:
+            rest = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+            for task in rest:
+                task.cancel()
+            await asyncio.gather(*rest, return_exceptions=True)
+
+        self.run(cancel_the_rest())
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(10)
         self.loop.close()
@@ -128,9 +137,11 @@ class LiveServer:
     async def client(self, label: str | None, **kwargs: Any) -> AsyncIterator[Client]:
         """An MCP SDK client authenticated with ``label``'s token (``None``: no token)."""
         headers = {'Authorization': f'Bearer {TOKENS[label]}'} if label else {}
-        async with httpx2.AsyncClient(headers=headers, timeout=30) as http:
-            async with Client(streamable_http_client(self.url, http_client=http), **kwargs) as client:
-                yield client
+        async with (
+            httpx2.AsyncClient(headers=headers, timeout=30) as http,
+            Client(streamable_http_client(self.url, http_client=http), **kwargs) as client,
+        ):
+            yield client
 
 
 async def _start(app: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:

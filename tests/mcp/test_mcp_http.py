@@ -10,12 +10,12 @@ import httpx2
 import pytest
 from mcp import Client
 from mcp.shared.exceptions import MCPError
+from mcp_harness import TOKENS, LiveServer
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from mcp_harness import TOKENS, LiveServer
 from toolish_rag import ToolishRag
 from toolish_rag.mcp import HITS_META_KEY, build_server
 from toolish_rag.stores import available_stores, open_store
@@ -42,7 +42,9 @@ async def test_requests_without_a_valid_token_are_refused(live_server: LiveServe
     body = {'jsonrpc': '2.0', 'id': 1, 'method': 'tools/list', 'params': {}}
     async with httpx2.AsyncClient() as http:
         for method in ('POST', 'GET', 'DELETE'):
-            response = await http.request(method, live_server.url, headers=headers, json=body if method == 'POST' else None)
+            response = await http.request(
+                method, live_server.url, headers=headers, json=body if method == 'POST' else None
+            )
             assert response.status_code == 401, (method, response.text)
             assert response.headers['www-authenticate'].startswith('Bearer ')
             assert TOKENS['acme'] not in response.text
@@ -59,9 +61,7 @@ async def test_an_sdk_client_without_a_token_cannot_connect(live_server: LiveSer
 
 @pytest.mark.parametrize('mode', ['auto', 'legacy'])
 async def test_tools_list_is_the_toolsets_definitions_for_every_token(live_server: LiveServer, mode: str) -> None:
-    expected = [
-        (d.name, d.description, d.parameters_json_schema) for d in await live_server.rag.tool_definitions()
-    ]
+    expected = [(d.name, d.description, d.parameters_json_schema) for d in await live_server.rag.tool_definitions()]
     assert len(expected) == 6
     for label in TOKENS:
         async with live_server.client(label, mode=mode) as client:
@@ -81,7 +81,9 @@ async def test_tools_list_is_the_toolsets_definitions_for_every_token(live_serve
         ('docs_regex_search', {'pattern': 'ERR-40[0-9]{2}', 'top_k': 10}),
     ],
 )
-async def test_results_are_the_scoped_toolsets_text(live_server: LiveServer, tool: str, arguments: dict[str, Any]) -> None:
+async def test_results_are_the_scoped_toolsets_text(
+    live_server: LiveServer, tool: str, arguments: dict[str, Any]
+) -> None:
     for label in TOKENS:
         expected = await live_server.scoped_rag(label).run_tool(tool, arguments)
         async with live_server.client(label) as client:
@@ -93,7 +95,11 @@ async def test_results_are_the_scoped_toolsets_text(live_server: LiveServer, too
 
 
 async def test_expansion_tools_match_the_toolset(live_server: LiveServer) -> None:
-    acme = next(c for c in live_server.chunks.values() if c.metadata['tenant'] == 'acme' and c.section_path[-1:] == ('Eligibility',))
+    acme = next(
+        c
+        for c in live_server.chunks.values()
+        if c.metadata['tenant'] == 'acme' and c.section_path[-1:] == ('Eligibility',)
+    )
     async with live_server.client('acme') as client:
         for tool, args in [
             ('docs_broaden_chunk', {'chunk_id': acme.id, 'chunks_to_add': 1}),
@@ -176,7 +182,11 @@ async def test_a_session_replayed_with_another_token_gets_that_tokens_scope(live
         'jsonrpc': '2.0',
         'id': 1,
         'method': 'initialize',
-        'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'replay', 'version': '1'}},
+        'params': {
+            'protocolVersion': '2025-06-18',
+            'capabilities': {},
+            'clientInfo': {'name': 'replay', 'version': '1'},
+        },
     }
     call = {
         'jsonrpc': '2.0',
@@ -234,7 +244,9 @@ async def test_a_pydantic_ai_agent_over_mcp_sees_what_an_in_process_agent_sees(l
         ('docs_regex_search', {'pattern': 'ERR-40[0-9]+'}),
     ]
     in_process = await Agent(_script(calls), toolsets=[live_server.scoped_rag('acme')]).run('q')
-    toolset = MCPToolset(live_server.url, headers={'Authorization': f'Bearer {TOKENS["acme"]}'}, include_instructions=True)
+    toolset = MCPToolset(
+        live_server.url, headers={'Authorization': f'Bearer {TOKENS["acme"]}'}, include_instructions=True
+    )
     infos: list[AgentInfo] = []
     scripted = _script(calls)
 

@@ -22,9 +22,9 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 from mcp import Client
+from mcp_harness import TOKENS, LiveServer
 from pydantic_ai import ModelRetry
 
-from mcp_harness import TOKENS, LiveServer
 from toolish_rag import matches
 from toolish_rag.mcp import HITS_META_KEY
 
@@ -60,7 +60,7 @@ def sessions(live_server: LiveServer) -> Iterator[dict[str, Client]]:
 
 def _ids(live_server: LiveServer) -> list[str]:
     chunks = list(live_server.chunks.values())
-    return sorted({c.id for c in chunks} | {s for c in chunks for s in c.section_ids}) + ['nope', 'acme-s0', '']
+    return [*sorted({c.id for c in chunks} | {s for c in chunks for s in c.section_ids}), 'nope', 'acme-s0', '']
 
 
 @st.composite
@@ -74,7 +74,11 @@ def calls(draw: st.DrawFn, ids: list[str]) -> tuple[str, str, dict[str, Any]]:
     if tool == 'regex':
         return label, 'docs_regex_search', {'pattern': draw(st.sampled_from(PATTERNS)), 'top_k': top_k}
     if tool == 'broaden':
-        return label, 'docs_broaden_chunk', {'chunk_id': draw(st.sampled_from(ids)), 'chunks_to_add': draw(st.integers(0, 3))}
+        return (
+            label,
+            'docs_broaden_chunk',
+            {'chunk_id': draw(st.sampled_from(ids)), 'chunks_to_add': draw(st.integers(0, 3))},
+        )
     return label, 'docs_zoom_out', {'id': draw(st.sampled_from(ids))}
 
 
@@ -86,7 +90,11 @@ def test_no_token_ever_sees_outside_its_scope(live_server: LiveServer, sessions:
         scope = live_server.scope_of(label)
         try:
             want = await live_server.scoped_rag(label).run_tool(tool, arguments)
-            want_text, want_error, want_ids = str(want.return_value), False, [h.record.id for h in want.metadata['hits']]
+            want_text, want_error, want_ids = (
+                str(want.return_value),
+                False,
+                [h.record.id for h in want.metadata['hits']],
+            )
         except ModelRetry as retry:
             want_text, want_error, want_ids = retry.message, True, []
         got = await sessions[label].call_tool(tool, arguments)

@@ -11,9 +11,9 @@ from typing import Any
 import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp_harness import build_store, chunk_index, corpus
 from pydantic_ai import ModelRetry
 
-from mcp_harness import build_store, chunk_index, corpus
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.cli import main
 from toolish_rag.mcp import HITS_META_KEY
@@ -27,8 +27,19 @@ async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -
     rag: ToolishRag[Any] = ToolishRag(store, name='kb').with_metadata_filter(SCOPE)
     params = StdioServerParameters(
         command=sys.executable,
-        args=['-m', 'toolish_rag.cli', 'mcp', '--store', f'memory:{tmp_path / "store"}', '--embedder', 'hashing',
-              '--name', 'kb', '--filter', SCOPE.to_json()],
+        args=[
+            '-m',
+            'toolish_rag.cli',
+            'mcp',
+            '--store',
+            f'memory:{tmp_path / "store"}',
+            '--embedder',
+            'hashing',
+            '--name',
+            'kb',
+            '--filter',
+            SCOPE.to_json(),
+        ],
         env={**os.environ, 'TOOLISH_RAG_STORE': ''},
         cwd=str(tmp_path),
     )
@@ -62,8 +73,11 @@ async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -
             got = await client.call_tool(tool, args)
             assert got.content[0].text == (await rag.run_tool(tool, args)).return_value  # type: ignore[union-attr]
 
-        for tool, args in [('kb_text_search', {'query': 'x', 'top_k': 0}), ('kb_regex_search', {'pattern': '(a'}),
-                           ('kb_zoom_out', {})]:
+        for tool, args in [
+            ('kb_text_search', {'query': 'x', 'top_k': 0}),
+            ('kb_regex_search', {'pattern': '(a'}),
+            ('kb_zoom_out', {}),
+        ]:
             with pytest.raises(ModelRetry) as retry:
                 await rag.run_tool(tool, args)
             got = await client.call_tool(tool, args)

@@ -15,7 +15,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
         'mcp',
         help='serve the tools over MCP (stdio, or streamable HTTP with --http)',
-        description='Serve the store\'s retrieval tools to MCP clients: the same tools, schemas and results an '
+        description="Serve the store's retrieval tools to MCP clients: the same tools, schemas and results an "
         'in-process agent gets. Stdio by default (for Claude Desktop and other clients that launch servers); '
         'with --http, streamable HTTP where each bearer token (--tokens) is scoped to a filter.',
     )
@@ -79,7 +79,8 @@ async def run(args: argparse.Namespace) -> int:
     if args.http is None:
         await serve_stdio(rag)
         return 0
-    scoped = f'{len(tokens.labels)} tokens' if tokens else 'no authentication'
+    count = len(tokens.labels) if tokens else 0
+    scoped = f'{count} token{"" if count == 1 else "s"}' if tokens else 'no authentication'
     print(f'toolish-rag: MCP on http://{args.http}{args.path} ({scoped}); Ctrl-C stops', file=sys.stderr)
     await serve_http(rag, tokens, host=host, port=port, path=args.path)
     return 0

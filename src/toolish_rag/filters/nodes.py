@@ -10,10 +10,11 @@ translation must agree with it (the conformance kit checks).
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_validator, model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer, field_validator, model_validator
 
 from ..content import Scalar, validate_metadata_key
 
@@ -72,8 +73,19 @@ class _KeyNode(FilterNode):
         return validate_metadata_key(key)
 
 
+def _finite(value: Any) -> Any:
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ValueError(f'filter values must be finite numbers, got {value!r}')
+    return value
+
+
 class _ScalarNode(_KeyNode):
     value: Scalar
+
+    @field_validator('value')
+    @classmethod
+    def _finite_value(cls, value: Scalar) -> Scalar:
+        return _finite(value)
 
 
 class Eq(_ScalarNode):
@@ -110,6 +122,11 @@ class In(_KeyNode):
     op: Literal['in'] = 'in'
     values: tuple[Scalar, ...]
 
+    @field_validator('values')
+    @classmethod
+    def _finite_values(cls, values: tuple[Scalar, ...]) -> tuple[Scalar, ...]:
+        return tuple(_finite(v) for v in values)
+
 
 class Nin(_KeyNode):
     """Exactly ``not in``: also true when the key is absent."""
@@ -117,12 +134,22 @@ class Nin(_KeyNode):
     op: Literal['nin'] = 'nin'
     values: tuple[Scalar, ...]
 
+    @field_validator('values')
+    @classmethod
+    def _finite_values(cls, values: tuple[Scalar, ...]) -> tuple[Scalar, ...]:
+        return tuple(_finite(v) for v in values)
+
 
 class Contains(_KeyNode):
     """A string value contains ``value`` as a substring; a list value has ``value`` as an element."""
 
     op: Literal['contains'] = 'contains'
     value: Scalar
+
+    @field_validator('value')
+    @classmethod
+    def _finite_value(cls, value: Scalar) -> Scalar:
+        return _finite(value)
 
 
 class StartsWith(_KeyNode):
@@ -146,6 +173,11 @@ class HasAnyLabel(FilterNode):
 
     op: Literal['has_any_label'] = 'has_any_label'
     labels: frozenset[str]
+
+    @field_serializer('labels')
+    def _sorted_labels(self, labels: frozenset[str]) -> list[str]:
+        # Sets iterate in a per-process order: sort so equal filters give equal JSON.
+        return sorted(labels)
 
     @model_validator(mode='after')
     def _non_empty(self) -> HasAnyLabel:

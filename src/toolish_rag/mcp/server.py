@@ -18,6 +18,7 @@ that token's scope.
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -33,7 +34,15 @@ from ..search import SearchHit
 from ..toolset import ToolishRag
 from .tokens import TokenTable
 
-__all__ = ['HITS_META_KEY', 'SCOPE_KEY', 'BearerScopeMiddleware', 'build_server', 'http_app', 'serve_http', 'serve_stdio']
+__all__ = [
+    'HITS_META_KEY',
+    'SCOPE_KEY',
+    'BearerScopeMiddleware',
+    'build_server',
+    'http_app',
+    'serve_http',
+    'serve_stdio',
+]
 
 logger = logging.getLogger('toolish_rag.mcp')
 
@@ -192,8 +201,12 @@ class BearerScopeMiddleware:
         presented = _bearer(scope)
         found = self.tokens.authenticate(presented)
         if found is None:
-            logger.info('refused %s %s: %s', scope.get('method'), scope.get('path'),
-                        'no bearer token' if presented is None else 'unknown bearer token')
+            logger.info(
+                'refused %s %s: %s',
+                scope.get('method'),
+                scope.get('path'),
+                'no bearer token' if presented is None else 'unknown bearer token',
+            )
             await _unauthorized(send, 'missing bearer token' if presented is None else 'invalid bearer token')
             return
         logger.debug('request authenticated as %s', found.label)
@@ -202,7 +215,8 @@ class BearerScopeMiddleware:
 
 
 def _bearer(scope: MutableMapping[str, Any]) -> str | None:
-    for key, value in scope.get('headers', ()):
+    headers: list[tuple[bytes, bytes]] = scope.get('headers', [])
+    for key, value in headers:
         if key.lower() == b'authorization':
             kind, _, token = value.decode('latin-1').strip().partition(' ')
             if kind.lower() == 'bearer' and token.strip():
@@ -212,7 +226,7 @@ def _bearer(scope: MutableMapping[str, Any]) -> str | None:
 
 
 async def _unauthorized(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], reason: str) -> None:
-    body = ('{"error": "unauthorized", "error_description": "%s"}' % reason).encode()
+    body = json.dumps({'error': 'unauthorized', 'error_description': reason}).encode()
     await send(
         {
             'type': 'http.response.start',

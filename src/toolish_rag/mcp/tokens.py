@@ -144,7 +144,9 @@ def _entry(label: str, entry: Any, env: Mapping[str, str]) -> TokenScope:
     if not isinstance(token, str) or len(token) < _MIN_TOKEN_LENGTH:
         raise ValueError(f'{where}: the token must be a string of at least {_MIN_TOKEN_LENGTH} characters')
     if ('scope' in entry) == ('filter' in entry):
-        raise ValueError(f'{where}: give exactly one of "scope" (shorthand) or "filter" (use scope = {{}} for no scope)')
+        raise ValueError(
+            f'{where}: give exactly one of "scope" (shorthand) or "filter" (use scope = {{}} for no scope)'
+        )
     try:
         if 'scope' in entry:
             if not isinstance(entry['scope'], Mapping):
@@ -166,7 +168,9 @@ def load_token_table(path: str | Path, *, environ: Mapping[str, str] | None = No
     except (tomllib.TOMLDecodeError, json.JSONDecodeError, UnicodeDecodeError) as e:
         # The decoders quote the offending text, which may be a token: report the position only.
         position = f' (line {e.lineno})' if isinstance(e, json.JSONDecodeError) else ''
-        raise ValueError(f'{path}: not valid {"TOML" if path.suffix.lower() == ".toml" else "JSON"}{position}') from None
+        raise ValueError(
+            f'{path}: not valid {"TOML" if path.suffix.lower() == ".toml" else "JSON"}{position}'
+        ) from None
     if not isinstance(data, Mapping):
         raise ValueError(f'{path}: expected an object with a "tokens" table')
     try:

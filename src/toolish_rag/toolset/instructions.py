@@ -44,7 +44,8 @@ def tool_descriptions(store: Any, config: Any) -> dict[str, str]:
             'Regular-expression search over the exact source text: finds every passage containing a '
             'pattern such as an error code (ERR-[0-9]{4}), a version (v[0-9]+\\.[0-9]+) or an identifier. '
             'RE2 syntax (like Python re without backreferences or lookaround); (?i) makes it case-insensitive. '
-            'Passages with more matches rank first; score = number of matches.'
+            f'Returns up to top_k (default {k}, at most {m}) passages; passages with more matches rank first '
+            '(score = number of matches).'
         ),
         'broaden_chunk': (
             'Read the text around a search result: returns the chunk with chunks_to_add chunks before '
@@ -55,6 +56,13 @@ def tool_descriptions(store: Any, config: Any) -> dict[str, str]:
             '(pass a section id from an earlier zoom_out). Use it to see a topic in full.'
         ),
     }
+
+
+def _reading_sentence(name: str, tools: Sequence[str]) -> str:
+    readers = [f'{name}_{t}' for t in ('broaden_chunk', 'zoom_out') if t in tools]
+    if not readers:
+        return ''
+    return f'Use {" and ".join(readers)} to read around a result before relying on a fragment.'
 
 
 def build_instructions(name: str, description: str | None, tools: Sequence[str], preloaded: str | None) -> str | None:
@@ -71,11 +79,7 @@ def build_instructions(name: str, description: str | None, tools: Sequence[str],
             if searchers
             else ''
         ),
-        (
-            f'Use {name}_broaden_chunk and {name}_zoom_out to read around a result before relying on a fragment.'
-            if 'broaden_chunk' in tools
-            else ''
-        ),
+        _reading_sentence(name, tools),
         'Base your answer on what the results say and cite the chunk ids you used, like [chunk <id>]. '
         'If the documents do not cover the question, say so plainly instead of guessing.',
     ]

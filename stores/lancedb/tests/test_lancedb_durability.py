@@ -13,6 +13,7 @@ import time
 from datetime import timedelta
 from typing import Any
 
+import lancedb
 from lancedb_worker import DOCS, _plain, dump, open_store, versioned_docs
 
 from toolish_rag.embedding import HashingEmbeddingModel
@@ -131,3 +132,19 @@ async def test_concurrent_writers_are_serialised(tmp_path: pathlib.Path) -> None
     await asyncio.gather(*(store.upsert([d]) for d in docs))
     assert {i.id for i in await store.list_documents()} == {d.id for d in docs}
     assert await store.count() == sum(len(d.chunks) for d in docs) + len(conformance_entities())
+
+
+async def test_a_table_left_without_its_indexes_is_repaired(tmp_path: pathlib.Path) -> None:
+    # As if a writer died between creating the table and creating its indexes.
+    path = tmp_path / 'kb'
+    store = open_store(str(path))
+    await store.upsert(versioned_docs(1))
+    table = await (await lancedb.connect_async(str(path))).open_table('records')
+    for name in ('text_idx', 'labels_idx'):
+        await table.drop_index(name)
+    reader = open_store(str(path))
+    hits = await reader.text_search(SearchRequest('version', 3))
+    assert len(hits) == 3  # answered by a scan while the index is missing
+    await reader.upsert(versioned_docs(2))
+    assert {'text_idx', 'labels_idx'} <= set(await reader.index_stats())
+    assert await _assert_consistent(reader) == 2

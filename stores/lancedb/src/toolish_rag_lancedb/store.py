@@ -180,6 +180,7 @@ class LanceDBStore:
         self._dims: int | None = None
         self._has_ann = False
         self._writes_since_optimize = 0
+        self._indexes_checked = False
         self._locks: dict[int, tuple[asyncio.Lock, asyncio.Lock]] = {}
 
     def __repr__(self) -> str:
@@ -244,12 +245,15 @@ class LanceDBStore:
         await self._connect()
         if self._documents is None:
             self._documents = await self._db.create_table(DOCUMENTS_TABLE, schema=_DOCUMENTS_SCHEMA, exist_ok=True)
-            await self._documents.create_index('id', config=BTree(), replace=True)
         if self._records is None and dims is not None:
             model = self.embedder.model
             name = model if isinstance(model, str) else model.model_name
             table = await self._db.create_table(RECORDS_TABLE, schema=_records_schema(dims, name), exist_ok=True)
-            existing = {ix.name for ix in await table.list_indices()}
+            self._records = table
+            await self._refresh_schema()
+        if self._records is not None and not self._indexes_checked:
+            # Also repairs a table whose creation was interrupted before its indexes existed.
+            existing = {ix.name for ix in await self._records.list_indices()}
             for column, config in (
                 ('id', BTree()),
                 ('document_id', BTree()),
@@ -257,9 +261,8 @@ class LanceDBStore:
                 ('text', FTS(with_position=True, remove_stop_words=False)),
             ):
                 if f'{column}_idx' not in existing:
-                    await table.create_index(column, config=config, replace=True)
-            self._records = table
-            await self._refresh_schema()
+                    await self._records.create_index(column, config=config, replace=True)
+            self._indexes_checked = True
         if dims is not None and self._dims is not None and dims != self._dims:
             raise ValueError(
                 f'this store holds {self._dims}-dimensional embeddings but the embedder returns {dims}: '
@@ -339,7 +342,15 @@ class LanceDBStore:
             q = table.query().nearest_to_text(parsed.fts).select(_RESULT_COLUMNS).limit(request.top_k)
             if where is not None:
                 q = q.where(where)
-            result = await q.to_arrow()
+            try:
+                result = await q.to_arrow()
+            except ValueError as exc:
+                if 'INVERTED index' not in str(exc):
+                    raise
+                # A writer died between creating the table and its text index (the next write
+                # adds it): scan for the words instead.
+                words = tuple(w for w in request.query.split() if w)
+                return await self._substring_search(table, (request.query, *words), request.top_k, where)
             if result.num_rows:
                 return self._hits(result, '_score')
         return await self._substring_search(table, parsed.substrings, request.top_k, where)
