@@ -196,8 +196,9 @@ class CachedEmbeddingModel(EmbeddingModel):
     tests, never pointed inside the repository.
     """
 
-    def __init__(self, inner: EmbeddingModel, cache_dir: Path) -> None:
+    def __init__(self, inner: EmbeddingModel, cache_dir: Path, *, cache_queries: bool = True) -> None:
         self._inner = inner
+        self._cache_queries = cache_queries
         self._dir = cache_dir / inner.model_name.replace('/', '_')
         self._dir.mkdir(parents=True, exist_ok=True)
         super().__init__(settings=inner.settings)
@@ -218,6 +219,8 @@ class CachedEmbeddingModel(EmbeddingModel):
         self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
     ) -> EmbeddingResult:
         texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        if input_type == 'query' and not self._cache_queries:
+            return await self._inner.embed(texts, input_type=input_type, settings=settings)
         found: dict[int, Any] = {}
         missing: list[int] = []
         for i, t in enumerate(texts):

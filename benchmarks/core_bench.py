@@ -40,14 +40,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import set_thread_counts  # noqa: E402
+from common import set_thread_counts
 
 THREADS = 2
 THREAD_NOTE = set_thread_counts(THREADS, torch=False)
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
-from common import BeirDataset, chunk_text, data_dir, load_beir  # noqa: E402
+from common import BeirDataset, CachedEmbeddingModel, chunk_text, data_dir, load_beir  # noqa: E402
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings  # noqa: E402
 from pydantic_ai.embeddings.result import EmbedInputType  # noqa: E402
 
@@ -109,18 +109,23 @@ def _bucket(key: str) -> int:
 def scifact_corpus(dataset: BeirDataset, n_queries: int) -> Corpus:
     documents = []
     for doc_id, (title, text) in dataset.corpus.items():
-        b = DocumentBuilder(f'beir://scifact/{doc_id}', title, id=doc_id, indexed_text=None, metadata={'bucket': _bucket(doc_id)})
+        b = DocumentBuilder(
+            f'beir://scifact/{doc_id}', title, id=doc_id, indexed_text=None, metadata={'bucket': _bucket(doc_id)}
+        )
         full = chunk_text(title, text)
         b.add_chunk(None, full, text=full)
         documents.append(b.build())
     return Corpus('SciFact', documents, list(dataset.queries.values())[:n_queries], SCIFACT_PATTERNS)
 
 
+# fmt: off
 WORDS = (
-    'refund invoice shipping delay warranty battery screen account password login error timeout '
-    'network router firmware update backup restore license billing subscription cancel upgrade '
-    'printer driver install cable adapter charger keyboard mouse monitor display audio speaker'
-).split()
+    'refund', 'invoice', 'shipping', 'delay', 'warranty', 'battery', 'screen', 'account', 'password', 'login',
+    'error', 'timeout', 'network', 'router', 'firmware', 'update', 'backup', 'restore', 'license', 'billing',
+    'subscription', 'cancel', 'upgrade', 'printer', 'driver', 'install', 'cable', 'adapter', 'charger',
+    'keyboard', 'mouse', 'monitor', 'display', 'audio', 'speaker',
+)
+# fmt: on
 
 
 def synthetic_corpus(n_docs: int = 40, chunks_per_section: int = 3) -> Corpus:
@@ -217,7 +222,9 @@ class Raw:
         self.matrix = matrix
         self.stemmer = Stemmer.Stemmer('english')
         self.bm25 = bm25s.BM25()
-        self.bm25.index(bm25s.tokenize(corpus.texts, stopwords='en', stemmer=self.stemmer, show_progress=False), show_progress=False)
+        self.bm25.index(
+            bm25s.tokenize(corpus.texts, stopwords='en', stemmer=self.stemmer, show_progress=False), show_progress=False
+        )
         self.urtexts = corpus.urtexts
 
     async def vector(self, query: str, k: int = TOP_K) -> npt.NDArray[np.intp]:
@@ -352,8 +359,11 @@ def import_time(runs: int) -> tuple[float, bool]:
 # -- main --------------------------------------------------------------------------------------
 
 
-async def run(quick: bool, n_queries: int, rounds: int) -> str:
+async def run(
+    quick: bool, n_queries: int, rounds: int, batch: int, sweep_sizes: Sequence[int], cache_dir: Path | None
+) -> str:
     global THREAD_NOTE
+    sweep: dict[int, float] = {}
     load_start = os.getloadavg()
     lines: list[str] = []
     imp_s, imp_torch = import_time(1 if quick else 5)
@@ -362,18 +372,25 @@ async def run(quick: bool, n_queries: int, rounds: int) -> str:
         corpus = synthetic_corpus()
         base: EmbeddingModel = HashingEmbeddingModel(256)
         embed_note = 'HashingEmbeddingModel(256)'
-        sweep: dict[int, float] = {}
     else:
         root = data_dir()
         if not (root / 'scifact' / 'corpus.jsonl').is_file():
-            sys.exit(f'SciFact not found under {root}: the full benchmark needs ../shared/data (use --quick without it)')
+            sys.exit(
+                f'SciFact not found under {root}: the full benchmark needs ../shared/data (use --quick without it)'
+            )
         corpus = scifact_corpus(load_beir('scifact', 'train'), n_queries)
         THREAD_NOTE = set_thread_counts(THREADS, torch=True)
         base = resolve_embedder(None).model  # type: ignore[assignment]
-        sample = sorted(corpus.texts, key=len)[:: max(1, len(corpus.texts) // 256)][:256]
-        sweep = await batch_size_sweep(base, sample, (8, 16, 32, 64))
         embed_note = 'all-MiniLM-L6-v2 (offline copy)'
-    batch = max(sweep, key=lambda s: sweep[s]) if sweep else 32
+        if sweep_sizes:
+            sample = sorted(corpus.texts, key=len)[:: max(1, len(corpus.texts) // 256)][:256]
+            sweep = await batch_size_sweep(base, sample, sweep_sizes)
+            batch = max(sweep, key=lambda s: sweep[s])
+        if cache_dir is not None:
+            base = CachedEmbeddingModel(base, cache_dir, cache_queries=False)
+            embed_note += (
+                f' (document vectors read from the {cache_dir} cache: the index time is not an embedding time)'
+            )
     memo = DocumentMemo(base)
     settings: Any = {'sentence_transformers_normalize_embeddings': True, 'sentence_transformers_batch_size': batch}
     embedder = Embedder(memo, settings=settings)
@@ -409,8 +426,20 @@ async def run(quick: bool, n_queries: int, rounds: int) -> str:
         note = 'raw = both raw legs at depth 100' if tool == 'hybrid_search' else ''
         rows.append(Row(tool, len(t_ms), pct(t_ms, 50), pct(t_ms, 99), pct(r_ms, 50), pct(r_ms, 99), note))
     regex_args = [{'pattern': p, 'top_k': TOP_K} for p in corpus.patterns]
-    t_ms, r_ms, _ = await tool_latency(rag, 'regex_search', regex_args, lambda a: raw.regex(a['pattern']), max(rounds, 3))
-    rows.append(Row('regex_search', len(t_ms), pct(t_ms, 50), pct(t_ms, 99), pct(r_ms, 50), pct(r_ms, 99), 'full scan of every chunk'))
+    t_ms, r_ms, _ = await tool_latency(
+        rag, 'regex_search', regex_args, lambda a: raw.regex(a['pattern']), max(rounds, 3)
+    )
+    rows.append(
+        Row(
+            'regex_search',
+            len(t_ms),
+            pct(t_ms, 50),
+            pct(t_ms, 99),
+            pct(r_ms, 50),
+            pct(r_ms, 99),
+            'full scan of every chunk',
+        )
+    )
     broaden_args = [{'chunk_id': c, 'chunks_to_add': 2} for c in chunk_ids[: len(corpus.queries)]]
     t_ms, _, _ = await tool_latency(rag, 'broaden_chunk', broaden_args, None, rounds)
     rows.append(Row('broaden_chunk', len(t_ms), pct(t_ms, 50), pct(t_ms, 99), note='no raw counterpart'))
@@ -433,7 +462,9 @@ async def run(quick: bool, n_queries: int, rounds: int) -> str:
                     available = int(np.count_nonzero((raw.text_scores(q) > 0) & in_scope))
                 else:
                     available = int(np.count_nonzero(in_scope))
-                exact += len(hs) == min(TOP_K, available) and all(buckets[corpus_index(corpus, h)] < percent for h in hs)
+                exact += len(hs) == min(TOP_K, available) and all(
+                    buckets[corpus_index(corpus, h)] < percent for h in hs
+                )
             filtered.append(
                 f'| {percent}% ({int(in_scope.sum())} chunks) | {tool} | {len(t_ms)} | {pct(t_ms, 50):.2f} / {pct(t_ms, 99):.2f} '
                 f'| {exact}/{len(hits)} |'
@@ -501,9 +532,13 @@ def main() -> None:
     parser.add_argument('--quick', action='store_true', help='tiny synthetic corpus and hashing embedder (seconds)')
     parser.add_argument('--queries', type=int, default=200, help='queries per search tool (full run)')
     parser.add_argument('--rounds', type=int, default=1, help='times each query is repeated')
+    parser.add_argument('--batch-size', type=int, default=16, help='sentence-transformers batch size for indexing')
+    parser.add_argument('--sweep', default='', help='comma-separated batch sizes to compare first (e.g. 8,16,32,64)')
+    parser.add_argument('--cache-dir', type=Path, default=None, help='reuse document vectors (outside the repo)')
     parser.add_argument('--no-write', action='store_true', help=f'do not update {DOC_PAGE.relative_to(ROOT)}')
     args = parser.parse_args()
-    report = asyncio.run(run(args.quick, args.queries, args.rounds))
+    sweep = [int(x) for x in args.sweep.split(',') if x]
+    report = asyncio.run(run(args.quick, args.queries, args.rounds, args.batch_size, sweep, args.cache_dir))
     print(report)
     if not args.quick and not args.no_write:
         write_page(report)

@@ -109,9 +109,10 @@ async def test_chat_streams_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     rag = await make_rag()
     script = Scripted()
     out, buffer = console()
-    code = await chat(rag, script.model, console=out, input=io.StringIO('Which error codes exist?\n'))
+    code = await chat(rag, script.model, console=out, input=io.StringIO('Which [error] codes exist?\n'))
     text = buffer.getvalue()
     assert code == 0
+    assert 'Which [error] codes exist?' in text
     assert "↳ docs_regex_search(pattern='ERR-[0-9]{4}', top_k=2) → 2 hits" in text
     assert "Streamed answer: Regex matches for 'ERR-[0-9]{4}':" in text
     assert 'Called tool docs_regex_search.' in text  # pydantic-ai's own tool-call display
@@ -180,4 +181,4 @@ def test_the_model_can_come_from_the_environment(
     monkeypatch.setenv('TOOLISH_RAG_MODEL', 'no-such-provider:from-env')
     monkeypatch.setattr(sys, 'stdin', io.StringIO('hi\n'))
     assert main(['chat', '--store', f'memory:{tmp_path}', '--embedder', 'hashing']) == 2
-    assert "cannot use model 'no-such-provider:from-env'" in capsys.readouterr().out
+    assert "cannot use model 'no-such-provider:from-env'" in capsys.readouterr().err

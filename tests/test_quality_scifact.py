@@ -74,7 +74,10 @@ async def _tool_rankings(dataset: BeirDataset) -> dict[str, dict[str, list[str]]
     from toolish_rag.toolset import ToolishRag
 
     default = resolve_embedder(None)
-    settings: Any = {'sentence_transformers_normalize_embeddings': True, 'sentence_transformers_batch_size': EMBED_BATCH_SIZE}
+    settings: Any = {
+        'sentence_transformers_normalize_embeddings': True,
+        'sentence_transformers_batch_size': EMBED_BATCH_SIZE,
+    }
     store = InMemoryStore(Embedder(default.model, settings=settings))
     await store.upsert(build_documents(dataset))
     rag: ToolishRag[None] = ToolishRag(store, name='scifact')

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 from typing import Any
 
 import httpx2
 import pytest
+import uvicorn
 from mcp import Client
 from mcp.shared.exceptions import MCPError
-from mcp_harness import TOKENS, LiveServer
+from mcp_harness import TOKENS, LiveServer, free_port
 from pydantic_ai import Agent, ModelRetry
 from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
@@ -281,3 +283,20 @@ async def test_tools_list_follows_the_store_capabilities(store_name: str, tmp_pa
     if store_name == 'tantivy':
         assert 'kb_vector_search' not in names and 'kb_text_search' in names
     assert all(re.fullmatch(r'kb_[a-z_]+', n) for n in names)
+
+
+async def test_an_app_mounted_without_the_token_middleware_fails_closed(live_server: LiveServer) -> None:
+    """The tool handler refuses HTTP requests that did not pass `BearerScopeMiddleware`."""
+    bare = (await build_server(live_server.rag)).streamable_http_app()  # the SDK app alone: no scope
+    port = free_port()
+    web = uvicorn.Server(uvicorn.Config(bare, host='127.0.0.1', port=port, log_level='warning'))
+    serving = asyncio.ensure_future(web.serve())
+    try:
+        while not web.started:
+            await asyncio.sleep(0.02)
+        async with Client(f'http://127.0.0.1:{port}/mcp') as client:
+            result = await client.call_tool('docs_regex_search', {'pattern': 'refund'})
+        assert result.is_error and result_text(result) == 'this request is not authenticated'
+    finally:
+        web.should_exit = True
+        await serving

@@ -118,6 +118,7 @@ async def chat(
     try:
         from pydantic_ai._cli import ask_agent, handle_slash_command, run_chat
         from rich.console import Console
+        from rich.markup import escape
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         print(f'toolish-rag chat needs pydantic-ai\'s CLI extra: pip install "toolish-rag[mcp]" ({e})', file=sys.stderr)
         return 2
@@ -125,7 +126,7 @@ async def chat(
     out = console if console is not None else Console()
     resolved = _resolve_model(model)
     if isinstance(resolved, str):
-        out.print(resolved, markup=False, highlight=False)
+        (console if console is not None else Console(stderr=True)).print(resolved, markup=False, highlight=False)
         return 2
 
     def show_call(event: RagEvent) -> None:
@@ -158,10 +159,10 @@ async def chat(
             if exit_code is not None:
                 return exit_code
             continue
-        out.print(f'[bold]{prog_name} ➤[/bold] {text}', highlight=False)
+        out.print(f'[bold]{prog_name} ➤[/bold] {escape(text)}', highlight=False)
         try:
             messages = await ask_agent(agent, text, stream, out, 'monokai', messages=messages)
         except Exception as e:
-            out.print(f'[red]{type(e).__name__}:[/red] {e}', highlight=False)
+            out.print(f'[red]{type(e).__name__}:[/red] {escape(str(e))}', highlight=False)
             return 1
     return 0

@@ -191,8 +191,11 @@ class BearerScopeMiddleware:
         receive: Callable[[], Awaitable[Any]],
         send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
     ) -> None:
-        if scope['type'] != 'http':
+        if scope['type'] == 'lifespan':
             await self.app(scope, receive, send)
+            return
+        if scope['type'] != 'http':  # no websockets here: refuse rather than pass through unauthenticated
+            await send({'type': 'websocket.close', 'code': 1008})
             return
         if self.tokens is None:
             scope[SCOPE_KEY] = ('anonymous', None)

@@ -158,7 +158,7 @@ class LanceDBStore:
         optimize_every: int = 20,
         max_unindexed_rows: int = 2_000,
         cleanup_older_than: timedelta | None = None,
-        regex_scan_limit: int = 10_000,
+        regex_scan_limit: int = 1_000,
         nprobes: int = 20,
         refine_factor: int = 5,
     ) -> None:
@@ -532,18 +532,23 @@ class LanceDBStore:
                 await self._check_clashes(records, documents)
                 schema = await self._records.schema()
                 data = self._rows(records, vectors if vectors is not None else np.zeros((0, 1)), schema)
-                merge = self._records.merge_insert('id').when_matched_update_all().when_not_matched_insert_all()
-                replacing = bool(documents) and await self._holds_any(documents)
-                if replacing:
-                    # Stale chunks of these documents go in the same commit as the new ones.
-                    scope = f"kind = 'chunk' AND document_id IN {_in_list(d.id for d in documents)}"
-                    merge = merge.when_not_matched_by_source_delete(scope)
-                if not replacing and not entities:
-                    # Only new documents, and no id clashes (checked above): a plain append.
+                stored = await self._stored_chunk_ids(documents) if documents else set()
+                stale = stored - {r.id for r in records}
+                if not stored and not entities:
+                    # Only new documents and no id clashes (checked above): a plain append.
                     if data.num_rows:
                         await self._records.add(data)
-                elif data.num_rows or replacing:
-                    await merge.execute(data)
+                else:
+                    merge = self._records.merge_insert('id').when_matched_update_all().when_not_matched_insert_all()
+                    if stale:
+                        # The stale chunks go in the same commit as the new ones: a reader sees
+                        # the old version or the new one, never a mix.
+                        scope = ' OR '.join(
+                            f'id IN {_in_list(sorted(stale)[i : i + 1000])}' for i in range(0, len(stale), 1000)
+                        )
+                        merge = merge.when_not_matched_by_source_delete(f"kind = 'chunk' AND ({scope})")
+                    if data.num_rows or stale:
+                        await merge.execute(data)
             if documents:
                 await (
                     self._documents.merge_insert('id')
@@ -553,14 +558,15 @@ class LanceDBStore:
                 )
             await self._maintain()
 
-    async def _holds_any(self, documents: Sequence[Document]) -> bool:
-        """Whether any chunk of these documents is stored (a new document needs no delete pass)."""
+    async def _stored_chunk_ids(self, documents: Sequence[Document]) -> set[str]:
+        """Ids of the chunks now stored for these documents (an indexed lookup)."""
         ids = [d.id for d in documents]
+        found: set[str] = set()
         for start in range(0, len(ids), 1000):
-            where = f'document_id IN {_in_list(ids[start : start + 1000])}'
-            if (await self._records.query().where(where).select(['id']).limit(1).to_arrow()).num_rows:
-                return True
-        return False
+            where = f"kind = 'chunk' AND document_id IN {_in_list(ids[start : start + 1000])}"
+            rows = await self._records.query().where(where).select(['id']).to_arrow()
+            found.update(rows.column('id').to_pylist())
+        return found
 
     async def _check_clashes(self, records: Sequence[Chunk | Entity], documents: Sequence[Document]) -> None:
         """Refuse a record id that already belongs to another document (or kind of record)."""
