@@ -14,6 +14,9 @@ import os
 import sys
 from pathlib import Path
 
+os.environ.setdefault('TRANSFORMERS_VERBOSITY', 'error')  # no model-loading progress bars in the demo
+os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
+
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.ingest import ingest
 from toolish_rag.stores import InMemoryStore
@@ -45,9 +48,9 @@ async def main() -> int:
     result = await rag.run_tool('regex_search', {'pattern': 'ERR-4[0-9]{3}', 'top_k': 2})
     print(result.return_value)
 
-    rule('5. scoped to one document type, invisibly to the model')
-    scoped = rag.with_metadata_filter(F.eq('category', 'api'))
-    result = await scoped.run_tool('text_search', {'query': 'error', 'top_k': 2})
+    rule('5. scoped to one product (front matter metadata), invisibly to the model')
+    scoped = rag.with_metadata_filter(F.eq('product', 'Acme Notebook Pen'))
+    result = await scoped.run_tool('text_search', {'query': 'how many days', 'top_k': 2})
     print(result.return_value)
 
     rule('6. an agent answers')

@@ -23,7 +23,10 @@ NO_RESULTS = (
 
 
 def _where(chunk: Chunk) -> str:
-    path = ' > '.join(chunk.section_path)
+    sections = chunk.section_path
+    if sections and sections[0] == chunk.document_title:
+        sections = sections[1:]  # a document whose first heading is its title: say it once
+    path = ' > '.join(sections)
     place = f'{chunk.document_title} > {path}' if path else chunk.document_title
     return f'{place} ({chunk.document_uri})'
 
