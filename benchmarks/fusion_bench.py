@@ -117,12 +117,12 @@ def configurations() -> list[tuple[str, Callable[[list[SearchHit], list[SearchHi
     for k in (60, 20, 10):
         for c in (50, 100, 200):
             out.append((f'rrf k={k} c={c}', with_config(FusionConfig(method='rrf', rrf_k=k, candidates=c))))
-    for c in (50, 100, 200):
-        for w in (0.3, 0.4, 0.5, 0.6, 0.7):
+    for c in (20, 30, 50, 100, 200):
+        for w in (0.3, 0.4, 0.5, 0.6, 0.7) if c in (50, 100, 200) else (0.5,):
             cfg = FusionConfig(method='dbsf', vector_weight=w, text_weight=1 - w, candidates=c)
             out.append((f'dbsf v={w} c={c}', with_config(cfg)))
     for c in (50, 100, 200):
-        for w in (0.3, 0.5, 0.7):
+        for w in (0.3, 0.4, 0.5, 0.6, 0.7) if c == 100 else (0.5,):
             out.append((f'minmax v={w} c={c}', scaled_sum(_minmax, _minmax, w, c)))
     for w in (0.5, 0.7, 0.9):
         # Raw cosine plus BM25 divided by the top BM25 score of the query (a query-length-free scale).

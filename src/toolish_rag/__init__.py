@@ -2,7 +2,7 @@
 
 The public API is what this module exports plus the public (non-underscore) modules
 ``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.errors``,
-``.embedding``, ``.fusion``, ``.builder``, ``.stores`` and ``.testing``. Store adapters
+``.embedding``, ``.fusion``, ``.regex``, ``.builder``, ``.retriever``, ``.stores`` and ``.testing``. Store adapters
 (``toolish-rag-lancedb``, ``toolish-rag-tantivy``) are built on these alone.
 """
 

@@ -161,7 +161,7 @@ class LanceDBStore:
         read_consistency_interval: timedelta | None = None,
         ann_threshold: int | None = 50_000,
         optimize_every: int = 20,
-        max_unindexed_rows: int = 2_000,
+        max_unindexed_rows: int = 1_000,
         cleanup_older_than: timedelta | None = None,
         regex_scan_limit: int = 1_000,
         vector_index: Any = None,
