@@ -17,10 +17,16 @@ from .common import open_rag
 def register(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser('search', help='search the store through an agent tool')
     parser.add_argument('query', help='the query (for --tool regex: the pattern)')
-    parser.add_argument('--tool', choices=['hybrid', 'vector', 'text', 'regex'], default=None,
-                        help='which search tool (default: hybrid when available, else the first search the store has)')
+    parser.add_argument(
+        '--tool',
+        choices=['hybrid', 'vector', 'text', 'regex'],
+        default=None,
+        help='which search tool (default: hybrid when available, else the first search the store has)',
+    )
     parser.add_argument('--top-k', type=int, default=5)
-    parser.add_argument('--filter', default=None, help='a scope filter as JSON, e.g. \'{"op":"eq","key":"tenant","value":"acme"}\'')
+    parser.add_argument(
+        '--filter', default=None, help='a scope filter as JSON, e.g. \'{"op":"eq","key":"tenant","value":"acme"}\''
+    )
     parser.add_argument('--json', action='store_true', help='print structured hits as JSON instead of the model text')
     parser.set_defaults(run=run)
     return parser
@@ -30,8 +36,12 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
     record = hit.record
     out: dict[str, Any] = {'id': record.id, 'score': hit.score, 'kind': record.kind, 'metadata': record.metadata}
     if isinstance(record, Chunk):
-        out.update(document_uri=record.document_uri, document_title=record.document_title,
-                   section_path=list(record.section_path), text=record.urtext)
+        out.update(
+            document_uri=record.document_uri,
+            document_title=record.document_title,
+            section_path=list(record.section_path),
+            text=record.urtext,
+        )
     else:
         out.update(name=record.name, labels=sorted(record.labels), text=record.text)
     return out

@@ -1,0 +1,80 @@
+"""``toolish-rag eval``: retrieval quality of each search tool on a BEIR-layout folder."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+
+from .common import STORE_DIR
+
+
+def register(sub: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        'eval', help='nDCG@10, recall@100 and MRR@10 of each search tool on a BEIR-layout folder'
+    )
+    parser.add_argument('dataset', help='folder with corpus.jsonl, queries.jsonl and qrels/<split>.tsv')
+    parser.add_argument('--tool', choices=['text', 'vector', 'hybrid', 'all'], default='all')
+    parser.add_argument('--split', default='test', help='qrels split (default: test)')
+    parser.add_argument('--top-k', type=int, default=100, help='results per query (default: 100)')
+    parser.add_argument('--json', action='store_true', help='print one JSON object with the figures, nothing else')
+    parser.set_defaults(run=run)
+    return parser
+
+
+def _store_spec(args: argparse.Namespace, dataset_name: str) -> str:
+    spec: str = args.store or 'memory'
+    name, _, location = spec.partition(':')
+    if location:
+        return spec
+    # A bare store name: keep the index next to the other stores, one per dataset and store.
+    return f'{name}:{STORE_DIR}/eval/{dataset_name}-{name}'
+
+
+async def run(args: argparse.Namespace) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    from rich.table import Table
+
+    from ..evaluation import beir_documents, evaluate_dataset, load_beir
+    from ..ingest import ingest
+    from ..stores import open_store
+    from ..toolset import ToolishRag
+
+    console = Console(stderr=True)
+    dataset = load_beir(args.dataset, args.split)
+    store = open_store(_store_spec(args, dataset.name), embedder=args.embedder)
+    rag: ToolishRag[Any] = ToolishRag(store, name=args.name, max_top_k=max(args.top_k, 50))
+    offered = [t.removesuffix('_search') for t in (n.removeprefix(f'{args.name}_') for n in rag.tool_names)]
+    wanted = [t for t in ('text', 'vector', 'hybrid') if t in offered] if args.tool == 'all' else [args.tool]
+    unavailable = [t for t in wanted if t not in offered]
+    if unavailable or not wanted:
+        print(f'{type(store).__name__} has no {", ".join(unavailable) or "search"} tool', file=sys.stderr)
+        return 2
+    report = await ingest(store, beir_documents(dataset), progress=console)
+    if report.failed:
+        print(f'{len(report.failed)} corpus entries failed to index', file=sys.stderr)
+        return 1
+    queries = len(dataset.judged_queries)
+    with Progress(
+        TextColumn('[bold]eval {task.description}'),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeRemainingColumn(),
+        console=console,
+    ) as progress:
+        task = progress.add_task(', '.join(wanted), total=queries * len(wanted))
+        results = await evaluate_dataset(
+            rag, dataset, wanted, top_k=args.top_k, on_query=lambda: progress.advance(task)
+        )
+    if args.json:
+        print(json.dumps({tool: {k: round(v, 4) for k, v in m.items()} for tool, m in results.items()}))
+        return 0
+    table = Table(title=f'{dataset.name} ({args.split}, {queries} judged queries) via {type(store).__name__}')
+    for column in ('tool', 'nDCG@10', 'recall@100', 'MRR@10'):
+        table.add_column(column, justify='right' if column != 'tool' else 'left')
+    for tool, m in results.items():
+        table.add_row(tool, f'{m["ndcg@10"]:.4f}', f'{m["recall@100"]:.4f}', f'{m["mrr@10"]:.4f}')
+    Console().print(table)
+    return 0
