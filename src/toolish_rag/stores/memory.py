@@ -44,6 +44,7 @@ __all__ = ['InMemoryStore']
 
 Record = Chunk | Entity
 _EMBED_BATCH = 256
+_QUERY_CACHE_SIZE = 256
 
 
 def _tokenizer() -> Any:
@@ -204,6 +205,7 @@ class InMemoryStore:
         self._write_lock = asyncio.Lock()
         self._stemmer = _tokenizer()
         self._path = Path(path) if path is not None else None
+        self._query_cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._snapshot = _load(self._path) if self._path is not None else _Snapshot()
 
     @property
@@ -323,20 +325,33 @@ class InMemoryStore:
     def supports_filter(self, filter: Filter) -> bool:
         return True
 
+    async def _embed_query(self, query: str) -> npt.NDArray[np.float32]:
+        """The unit query vector, from a small cache: agents repeat queries (and hybrid search
+        runs the vector leg of a query its vector search just ran)."""
+        cached = self._query_cache.get(query)
+        if cached is not None:
+            self._query_cache.move_to_end(query)
+            return cached
+        result = await self.embedder.embed_query(query)
+        q = np.asarray(result.embeddings[0], dtype=np.float32)
+        norm = float(np.linalg.norm(q))
+        if norm:
+            q = q / norm
+        self._query_cache[query] = q
+        if len(self._query_cache) > _QUERY_CACHE_SIZE:
+            self._query_cache.popitem(last=False)
+        return q
+
     async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         snap = self._snapshot
         if not snap.records:
             return []
-        result = await self.embedder.embed_query(request.query)
-        q = np.asarray(result.embeddings[0], dtype=np.float32)
+        q = await self._embed_query(request.query)
         if snap.vectors.shape[1] != q.shape[0]:
             raise ValueError(
                 f'the store holds {snap.vectors.shape[1]}-dimensional vectors but the embedder makes '
                 f'{q.shape[0]}-dimensional ones: open it with the embedder it was built with'
             )
-        norm = float(np.linalg.norm(q))
-        if norm:
-            q = q / norm
         scores = await asyncio.to_thread(self._vector_scores, snap, q, request.filter)
         return [SearchHit(snap.records[i], float(scores[i])) for i in _top(scores, request.top_k)]
 
