@@ -35,7 +35,9 @@ async def main() -> int:
     report = await ingest(store, [HERE / 'docs'], progress=False)
     print(report.summary() if hasattr(report, 'summary') else report)
 
-    rag = ToolishRag(store, name='handbook', description='The Acme customer handbook: orders, refunds, shipping, API errors')
+    rag = ToolishRag(
+        store, name='handbook', description='The Acme customer handbook: orders, refunds, shipping, API errors'
+    )
     rule('2. the tools an agent gets')
     for definition in await rag.tool_definitions():
         print(f'- {definition.name}: {definition.description.split(". ")[0]}.')

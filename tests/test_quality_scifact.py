@@ -98,7 +98,12 @@ def scores() -> dict[str, float]:
     _require_data()
     dataset = load_beir('scifact', 'train')
     assert len(dataset.corpus) == 5183 and len(dataset.queries) == 809
-    rankings = asyncio.run(_tool_rankings(dataset))
+    # One BLAS thread: an OpenBLAS pool spinning next to torch's on 2 cores slows every query
+    # embedding about 7x (docs/benchmarks-core.md). threadpoolctl comes with sentence-transformers.
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    with threadpool_limits(limits=1, user_api='blas'):
+        rankings = asyncio.run(_tool_rankings(dataset))
     rankings['raw_bm25s'] = raw_bm25s(dataset)
     result = {name: ndcg_at_10(dataset.qrels, r) for name, r in rankings.items()}
     # Cross-check trec_eval's nDCG with the textbook formula on the real runs.

@@ -85,7 +85,8 @@ class _ScalarNode(_KeyNode):
     @field_validator('value')
     @classmethod
     def _finite_value(cls, value: Scalar) -> Scalar:
-        return _finite(value)
+        checked: Scalar = _finite(value)
+        return checked
 
 
 class Eq(_ScalarNode):
@@ -149,7 +150,8 @@ class Contains(_KeyNode):
     @field_validator('value')
     @classmethod
     def _finite_value(cls, value: Scalar) -> Scalar:
-        return _finite(value)
+        checked: Scalar = _finite(value)
+        return checked
 
 
 class StartsWith(_KeyNode):
