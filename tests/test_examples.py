@@ -12,10 +12,10 @@ import pytest
 EXAMPLES = Path(__file__).resolve().parents[1] / 'examples'
 
 
-def run_example(name: str) -> str:
+def run_example(name: str, *args: str) -> str:
     env = {**os.environ, 'TOOLISH_RAG_MODEL': '', 'HF_HUB_OFFLINE': '1'}
     done = subprocess.run(
-        [sys.executable, str(EXAMPLES / name)], capture_output=True, text=True, env=env, timeout=300, check=False
+        [sys.executable, str(EXAMPLES / name), *args], capture_output=True, text=True, env=env, timeout=300, check=False
     )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout
@@ -35,9 +35,12 @@ def test_per_request_scoping_never_leaks() -> None:
 
 
 @pytest.mark.model
-def test_quickstart_ingests_and_searches_with_the_real_model() -> None:
-    out = run_example('quickstart.py')
+def test_quickstart_ingests_and_searches_with_the_real_model(tmp_path: Path) -> None:
+    out = run_example('quickstart.py', str(tmp_path / 'kb'))
     assert '- handbook_hybrid_search:' in out and '- handbook_zoom_out:' in out
     assert 'Hybrid search results for' in out
     assert 'ERR-4012' in out
     assert 'No model configured' in out
+    assert 'added 5' in out
+    again = run_example('quickstart.py', str(tmp_path / 'kb'))
+    assert 'unchanged 5' in again and 'added 0' in again
