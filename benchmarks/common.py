@@ -60,9 +60,9 @@ Mode = Literal['vector', 'text', 'hybrid']
 def set_thread_counts(n: int, *, blas: int = 1, torch: bool = True) -> str:
     """Pin thread pools: torch/OpenMP to ``n``, numpy's BLAS to ``blas``; returns a line saying so.
 
-    BLAS gets one thread by default: numpy's matrix-vector products here are small, and an
-    OpenBLAS pool spinning next to torch's OpenMP pool on two cores made every query
-    embedding about 7x slower (107 ms instead of 15 ms per MiniLM query, measured).
+    BLAS gets one thread by default: numpy's matrix-vector products here are small, and in a
+    standalone check an OpenBLAS pool at 2 threads next to torch's OpenMP pool on two cores
+    made each MiniLM query embedding about 7x slower (107 ms instead of 15 ms).
     The environment variables only take effect if set before numpy/torch load their
     libraries, so call this first thing in a script. ``torch=False`` leaves torch unimported
     (for runs that use no neural model).

@@ -553,7 +553,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--quick', action='store_true', help='tiny synthetic corpus and hashing embedder (seconds)')
     parser.add_argument('--queries', type=int, default=200, help='queries per query set (full run; two sets)')
-    parser.add_argument('--batch-size', type=int, default=8, help='sentence-transformers batch size for indexing')
+    parser.add_argument('--batch-size', type=int, default=16, help='sentence-transformers batch size for indexing')
     parser.add_argument('--sweep', default='', help='comma-separated batch sizes to compare first (e.g. 8,16,32,64)')
     parser.add_argument('--cache-dir', type=Path, default=None, help='reuse document vectors (outside the repo)')
     parser.add_argument('--no-write', action='store_true', help=f'do not update {DOC_PAGE.relative_to(ROOT)}')

@@ -23,7 +23,9 @@ def test_core_bench_quick_runs() -> None:
     assert done.returncode == 0, done.stderr[-3000:]
     out = done.stdout
     for tool in ('vector_search', 'text_search', 'hybrid_search', 'regex_search', 'broaden_chunk', 'zoom_out'):
-        assert re.search(rf'^\| {tool} \| \d+ \| [0-9.]+ / [0-9.]+ \|', out, re.MULTILINE), f'no row for {tool}:\n{out}'
+        assert re.search(rf'^\| {tool}( \([a-z ]+\))? \| \d+ \| [0-9.]+ / [0-9.]+ \|', out, re.MULTILINE), (
+            f'no row for {tool}:\n{out}'
+        )
     # Filtered searches return exactly min(top_k, in-scope matches) hits, all in scope.
     exact = re.findall(r'^\| \d+% \(\d+ chunks\) \| \w+ \| (\d+) \| [^|]+ \| (\d+)/(\d+) \|$', out, re.MULTILINE)
     assert len(exact) == 9, out

@@ -42,8 +42,9 @@ from benchmarks.common import (  # noqa: E402
 SCIFACT = data_dir() / 'scifact'
 BM25_TOLERANCE = 0.005
 VECTOR_FLOOR = 0.655
-EMBED_BATCH_SIZE = 8
-"""sentence-transformers batch size for indexing: the fastest of 8/16/32/64 in `core_bench.py --sweep 8,16,32,64`."""
+EMBED_BATCH_SIZE = 16
+"""sentence-transformers batch size for indexing: 8 and 16 tie (about 33 abstracts/s on 2 cores), 32 and 64 are
+about 10% slower (`core_bench.py --sweep 8,16,32,64`)."""
 
 
 def _require_data() -> None:
@@ -99,7 +100,7 @@ def scores() -> dict[str, float]:
     dataset = load_beir('scifact', 'train')
     assert len(dataset.corpus) == 5183 and len(dataset.queries) == 809
     # One BLAS thread: an OpenBLAS pool spinning next to torch's on 2 cores slows every query
-    # embedding about 7x (docs/benchmarks-core.md). threadpoolctl comes with sentence-transformers.
+    # embedding (docs/benchmarks-core.md). threadpoolctl comes with sentence-transformers.
     from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
 
     with threadpool_limits(limits=1, user_api='blas'):
