@@ -10,7 +10,7 @@ ranking is read from the hits the tool returned. Each abstract is one chunk whos
 * vector search with the default model (all-MiniLM-L6-v2) reaches 0.655;
 * hybrid search beats both.
 
-Embedding the corpus is most of the run time (see docs/benchmarks-core.md): run with ``-m slow``.
+Embedding the corpus is most of the run time (about 3 minutes on 2 cores; docs/benchmarks-core.md).
 """
 
 from __future__ import annotations
@@ -36,8 +36,8 @@ from benchmarks.common import (  # noqa: E402
     reference_ndcg,
 )
 
-# Embedding 5,183 abstracts (256 tokens each) with MiniLM costs several CPU-minutes on 2
-# cores, over the default run's budget: the SciFact checks are marked slow (`-m slow` runs them).
+# Embedding 5,183 abstracts (256 tokens each) with MiniLM costs about 3 minutes on 2 cores: the
+# largest part of the default run, kept because it is the real model on real data.
 
 SCIFACT = data_dir() / 'scifact'
 BM25_TOLERANCE = 0.005
@@ -125,20 +125,17 @@ def test_ndcg_helper_on_a_toy_example() -> None:
 
 @pytest.mark.model
 @pytest.mark.shared_data
-@pytest.mark.slow
 def test_text_search_matches_raw_bm25s(scores: dict[str, float]) -> None:
     assert abs(scores['text_search'] - scores['raw_bm25s']) <= BM25_TOLERANCE, scores
 
 
 @pytest.mark.model
 @pytest.mark.shared_data
-@pytest.mark.slow
 def test_vector_search_quality(scores: dict[str, float]) -> None:
     assert scores['vector_search'] >= VECTOR_FLOOR, scores
 
 
 @pytest.mark.model
 @pytest.mark.shared_data
-@pytest.mark.slow
 def test_hybrid_beats_both(scores: dict[str, float]) -> None:
     assert scores['hybrid_search'] > max(scores['text_search'], scores['vector_search']), scores
