@@ -117,41 +117,31 @@ class Lte(_ScalarNode):
     op: Literal['lte'] = 'lte'
 
 
-class In(_KeyNode):
+class _ValuesNode(_KeyNode):
+    values: tuple[Scalar, ...]
+
+    @field_validator('values')
+    @classmethod
+    def _finite_values(cls, values: tuple[Scalar, ...]) -> tuple[Scalar, ...]:
+        return tuple(_finite(v) for v in values)
+
+
+class In(_ValuesNode):
     """``key`` equals one of ``values``."""
 
     op: Literal['in'] = 'in'
-    values: tuple[Scalar, ...]
-
-    @field_validator('values')
-    @classmethod
-    def _finite_values(cls, values: tuple[Scalar, ...]) -> tuple[Scalar, ...]:
-        return tuple(_finite(v) for v in values)
 
 
-class Nin(_KeyNode):
+class Nin(_ValuesNode):
     """Exactly ``not in``: also true when the key is absent."""
 
     op: Literal['nin'] = 'nin'
-    values: tuple[Scalar, ...]
-
-    @field_validator('values')
-    @classmethod
-    def _finite_values(cls, values: tuple[Scalar, ...]) -> tuple[Scalar, ...]:
-        return tuple(_finite(v) for v in values)
 
 
-class Contains(_KeyNode):
+class Contains(_ScalarNode):
     """A string value contains ``value`` as a substring; a list value has ``value`` as an element."""
 
     op: Literal['contains'] = 'contains'
-    value: Scalar
-
-    @field_validator('value')
-    @classmethod
-    def _finite_value(cls, value: Scalar) -> Scalar:
-        checked: Scalar = _finite(value)
-        return checked
 
 
 class StartsWith(_KeyNode):
