@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import inspect
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Annotated, Any, Generic, Literal, TypeAlias
 
@@ -419,54 +419,34 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         )
         return ToolReturn(return_value=text, metadata={'hits': list(hits), 'rag': self._config.name, 'tool': tool})
 
+    async def _ranked_search(
+        self, ctx: RunContext[Any], spec: _RankedTool, query: str, top_k: int, threshold: float | None
+    ) -> ToolReturn:
+        """One vector, text or hybrid search tool call (they differ only in `_RankedTool`)."""
+
+        async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+            q = self._check_query(query)
+            self._check_top_k(top_k)
+            self._check_threshold(threshold, spec.low, 1.0, spec.meaning)
+            hits = _apply_threshold(await spec.search(r)(q, top_k), threshold, relative=spec.relative)
+            return render.render_hits(hits, heading=f'{spec.label} search results for {q!r}:'), hits
+
+        return await self._run(ctx, spec.name, {'query': query, 'top_k': top_k, 'threshold': threshold}, body)
+
     def _build_tools(self) -> list[Tool[AgentDepsT]]:
         cfg = self._config
         descriptions = tool_descriptions(cfg.store, cfg)
         default_k = cfg.default_top_k
 
-        def filter_threshold(hits: list[SearchHit], threshold: float | None, relative: bool) -> list[SearchHit]:
-            if threshold is None or not hits:
-                return hits
-            if relative:
-                best = hits[0].score
-                return [h for h in hits if best > 0 and h.score / best >= threshold]
-            return [h for h in hits if h.score >= threshold]
+        def ranked(spec: _RankedTool) -> Callable[..., Any]:
+            async def search(
+                ctx: RunContext[Any], query: _Query, top_k: _TopK = default_k, threshold: _Threshold = None
+            ) -> ToolReturn:
+                return await self._ranked_search(ctx, spec, query, top_k, threshold)
 
-        async def vector_search(
-            ctx: RunContext[Any], query: _Query, top_k: _TopK = default_k, threshold: _Threshold = None
-        ) -> ToolReturn:
-            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
-                q = self._check_query(query)
-                self._check_top_k(top_k)
-                self._check_threshold(threshold, -1.0, 1.0, 'a cosine similarity')
-                hits = filter_threshold(await r.vector_search(q, top_k), threshold, relative=False)
-                return render.render_hits(hits, heading=f'Vector search results for {q!r}:'), hits
+            return search
 
-            return await self._run(ctx, 'vector_search', {'query': query, 'top_k': top_k, 'threshold': threshold}, body)
-
-        async def text_search(
-            ctx: RunContext[Any], query: _Query, top_k: _TopK = default_k, threshold: _Threshold = None
-        ) -> ToolReturn:
-            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
-                q = self._check_query(query)
-                self._check_top_k(top_k)
-                self._check_threshold(threshold, 0.0, 1.0, "a fraction of the best hit's score")
-                hits = filter_threshold(await r.text_search(q, top_k), threshold, relative=True)
-                return render.render_hits(hits, heading=f'Text search results for {q!r}:'), hits
-
-            return await self._run(ctx, 'text_search', {'query': query, 'top_k': top_k, 'threshold': threshold}, body)
-
-        async def hybrid_search(
-            ctx: RunContext[Any], query: _Query, top_k: _TopK = default_k, threshold: _Threshold = None
-        ) -> ToolReturn:
-            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
-                q = self._check_query(query)
-                self._check_top_k(top_k)
-                self._check_threshold(threshold, 0.0, 1.0, 'a fused relevance score')
-                hits = filter_threshold(await r.hybrid_search(q, top_k), threshold, relative=False)
-                return render.render_hits(hits, heading=f'Hybrid search results for {q!r}:'), hits
-
-            return await self._run(ctx, 'hybrid_search', {'query': query, 'top_k': top_k, 'threshold': threshold}, body)
+        vector_search, text_search, hybrid_search = (ranked(spec) for spec in _RANKED_TOOLS)
 
         async def regex_search(
             ctx: RunContext[Any],
@@ -526,6 +506,38 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return [
             Tool(tools[t], name=f'{cfg.name}_{t}', description=descriptions[t], takes_ctx=True) for t in self._offered()
         ]
+
+
+def _apply_threshold(hits: list[SearchHit], threshold: float | None, *, relative: bool) -> list[SearchHit]:
+    if threshold is None or not hits:
+        return hits
+    if relative:
+        best = hits[0].score
+        return [h for h in hits if best > 0 and h.score / best >= threshold]
+    return [h for h in hits if h.score >= threshold]
+
+
+@dataclass(frozen=True, slots=True)
+class _RankedTool:
+    """What distinguishes the vector, text and hybrid tools: their search and their score's meaning."""
+
+    name: ToolName
+    label: str
+    search: Callable[[Retriever], Callable[[str, int], Awaitable[list[SearchHit]]]]
+    low: float
+    """The lowest meaningful threshold (the highest is 1)."""
+    meaning: str
+    relative: bool
+    """Whether the threshold is a fraction of the best hit's score rather than an absolute score."""
+
+
+_RANKED_TOOLS = (
+    _RankedTool('vector_search', 'Vector', lambda r: r.vector_search, -1.0, 'a cosine similarity', relative=False),
+    _RankedTool(
+        'text_search', 'Text', lambda r: r.text_search, 0.0, "a fraction of the best hit's score", relative=True
+    ),
+    _RankedTool('hybrid_search', 'Hybrid', lambda r: r.hybrid_search, 0.0, 'a fused relevance score', relative=False),
+)
 
 
 def _not_found(value: str, what: str) -> str:
