@@ -238,15 +238,6 @@ class Document(_Model):
         return next((s for s in self.sections if s.id == section_id), None)
 
 
-def iter_records(items: Iterable[Document | Entity]) -> Iterable[Chunk | Entity]:
-    """Flatten documents into their chunks, passing entities through."""
-    for item in items:
-        if isinstance(item, Document):
-            yield from item.chunks
-        else:
-            yield item
-
-
 def split_items(items: Iterable[Document | Entity]) -> tuple[list[Document], list[Entity]]:
     """Separate an upsert batch into documents and entities, rejecting anything else."""
     documents: list[Document] = []

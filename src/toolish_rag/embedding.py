@@ -18,7 +18,7 @@ import math
 import re
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import cast
 
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings
 from pydantic_ai.embeddings.result import EmbedInputType
@@ -155,9 +155,3 @@ class HashingEmbeddingModel(EmbeddingModel):
 
     async def count_tokens(self, text: str) -> int:
         return len(_TOKEN.findall(text))
-
-
-def embedding_dimensions(result: EmbeddingResult) -> int:
-    """Width of the vectors in ``result`` (0 when it is empty)."""
-    embeddings: Any = result.embeddings
-    return len(embeddings[0]) if len(embeddings) else 0

@@ -25,14 +25,14 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import Field, TypeAdapter
+from pydantic import TypeAdapter
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-from ..content import Chunk, Document, Entity, dedupe_last, split_items
+from ..content import Chunk, Document, Entity, Record as StoredRecord, dedupe_last, split_items
 from ..embedding import resolve_embedder
 from ..errors import QuerySyntaxError
 from ..filters import Filter, matches
@@ -125,7 +125,7 @@ def _top(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
 
 
 _FORMAT = 1
-_RECORD_ADAPTER: TypeAdapter[Chunk | Entity] = TypeAdapter(Annotated[Chunk | Entity, Field(discriminator='kind')])
+_RECORD_ADAPTER: TypeAdapter[Chunk | Entity] = TypeAdapter(StoredRecord)
 
 
 def _model_id(model: Any) -> str:
