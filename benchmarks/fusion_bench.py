@@ -44,7 +44,7 @@ from toolish_rag.retriever import Retriever  # noqa: E402
 from toolish_rag.search import SearchHit  # noqa: E402
 from toolish_rag.stores.memory import InMemoryStore  # noqa: E402
 
-SPLITS = {'scifact': 'train', 'cranfield': 'test', 'cisi': 'test'}
+SPLITS = {'scifact': 'train', 'cranfield': 'test', 'cisi': 'test', 'anthropic-codebase-rag': 'test'}
 DEPTH = 200
 Legs = dict[str, tuple[list[SearchHit], list[SearchHit]]]
 
@@ -77,13 +77,6 @@ def fused_rankings(
 def with_config(config: FusionConfig) -> Callable[[list[SearchHit], list[SearchHit]], list[SearchHit]]:
     n = max(10, config.candidates)
     return lambda v, t: fuse(v[:n], t[:n], 10, config)
-
-
-def _minmax(hits: Sequence[SearchHit]) -> dict[str, float]:
-    if not hits:
-        return {}
-    lo, hi = min(h.score for h in hits), max(h.score for h in hits)
-    return {h.id: (h.score - lo) / (hi - lo) if hi > lo else 1.0 for h in hits}
 
 
 def _max_norm(hits: Sequence[SearchHit]) -> dict[str, float]:
@@ -123,7 +116,12 @@ def configurations() -> list[tuple[str, Callable[[list[SearchHit], list[SearchHi
             out.append((f'dbsf v={w} c={c}', with_config(cfg)))
     for c in (50, 100, 200):
         for w in (0.3, 0.4, 0.5, 0.6, 0.7) if c == 100 else (0.5,):
-            out.append((f'minmax v={w} c={c}', scaled_sum(_minmax, _minmax, w, c)))
+            cfg = FusionConfig(method='minmax', vector_weight=w, text_weight=1 - w, candidates=c)
+            out.append((f'minmax v={w} c={c}', with_config(cfg)))
+    for c in (50, 100, 200):
+        for w in (0.4, 0.45, 0.5, 0.55, 0.6) if c == 100 else (0.45, 0.5):
+            cfg = FusionConfig(method='zscore', vector_weight=w, text_weight=1 - w, candidates=c)
+            out.append((f'zscore v={w} c={c}', with_config(cfg)))
     for w in (0.5, 0.7, 0.9):
         # Raw cosine plus BM25 divided by the top BM25 score of the query (a query-length-free scale).
         out.append((f'cos+bm25/max v={w} c=100', scaled_sum(_raw, _max_norm, w, 100)))
@@ -132,7 +130,7 @@ def configurations() -> list[tuple[str, Callable[[list[SearchHit], list[SearchHi
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument('--datasets', default='scifact,cranfield,cisi')
+    parser.add_argument('--datasets', default=','.join(SPLITS))
     parser.add_argument('--cache-dir', type=Path, default=None, help='keep document vectors here (outside the repo)')
     parser.add_argument('--batch-size', type=int, default=16)
     parser.add_argument('--out', type=Path, default=None, help='also write the markdown table here')
@@ -159,7 +157,7 @@ async def main() -> None:
         }
         # The offline fusion is what Retriever.hybrid_search computes; they can differ only
         # where a leg's cut-off falls among tied scores (the store may keep either tied hit).
-        for cfg in (FusionConfig(method='rrf'), FusionConfig(method='dbsf', candidates=50)):
+        for cfg in (FusionConfig(), FusionConfig(method='rrf'), FusionConfig(method='dbsf', candidates=50)):
             fused = with_config(cfg)
             sample = list(dataset.queries)[:20]
             same = 0

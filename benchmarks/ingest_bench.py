@@ -17,26 +17,36 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import resource
+import sys
 import tempfile
 import time
 from pathlib import Path
 
-from toolish_rag import ExpansionRequest
-from toolish_rag.embedding import resolve_embedder
-from toolish_rag.ingest import ingest
-from toolish_rag.stores import InMemoryStore
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import set_thread_counts
+
+THREADS = set_thread_counts(2)
+
+from toolish_rag import ExpansionRequest  # noqa: E402
+from toolish_rag.embedding import resolve_embedder  # noqa: E402
+from toolish_rag.ingest import ingest  # noqa: E402
+from toolish_rag.stores import InMemoryStore  # noqa: E402
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('--data', type=Path, default=Path(__file__).resolve().parents[2] / 'shared/data/scifact')
     parser.add_argument('--limit', type=int, default=0, help='documents to use (0: all)')
+    parser.add_argument('--embedder', default=None, help="embedder spec (default MiniLM; 'hashing' for smoke runs)")
+    parser.add_argument('--json-out', type=Path, default=None, help='also write the figures as JSON here')
     args = parser.parse_args()
     rows = [json.loads(line) for line in (args.data / 'corpus.jsonl').open()]
     if args.limit:
         rows = rows[: args.limit]
     texts = [f'{r.get("title", "")}\n\n{r["text"]}'.strip() for r in rows]
-    embedder = resolve_embedder(None)
+    embedder = resolve_embedder(args.embedder)
     await embedder.embed_documents(['warm up'])
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -70,6 +80,7 @@ async def main() -> None:
         raw_chunks_s = time.perf_counter() - t
 
     n = len(rows)
+    print(THREADS)
     print(f'documents: {n}  chunks: {first.chunks}  failed: {len(first.failed)}')
     print(f'raw embedder (embed_documents):  {n / raw_s:8.1f} docs/s  ({raw_s:.1f} s)')
     print(f'ingest (walk+hash+parse+chunk+embed+store): {n / ingest_s:8.1f} docs/s  ({ingest_s:.1f} s)')
@@ -80,6 +91,20 @@ async def main() -> None:
     print(f'ingest / raw embedder on the same chunks: {raw_chunks_s / ingest_s:.2f}')
     print(f're-ingest unchanged: {again_s:.2f} s = {again_s / ingest_s:.3%} of the first run '
           f'({len(second.unchanged)} unchanged, {len(second.added) + len(second.updated)} re-embedded)')  # fmt: skip
+    if args.json_out:
+        figures = {
+            'documents': n,
+            'chunks': first.chunks,
+            'embedder': embedder.model.model_name,
+            'raw_docs_per_s': n / raw_chunks_s,
+            'raw_seconds': raw_chunks_s,
+            'raw_one_text_per_doc_docs_per_s': n / raw_s,
+            'ingest_docs_per_s': n / ingest_s,
+            'ingest_seconds': ingest_s,
+            'reingest_seconds': again_s,
+            'peak_rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        }
+        args.json_out.write_text(json.dumps(figures, indent=1), encoding='utf-8')
 
 
 if __name__ == '__main__':
