@@ -71,9 +71,12 @@ def set_thread_counts(n: int, *, blas: int = 1, torch: bool = True) -> str:
     for var in ('OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'NUMEXPR_NUM_THREADS'):
         os.environ[var] = str(blas)
     os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
+    # What toolish_rag.embedding.prefer_passive_openmp does for users; set here because torch
+    # is imported below, before any embedder is resolved.
+    os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
     note = (
-        f'threads: OMP_NUM_THREADS={n}, OPENBLAS/MKL/NUMEXPR_NUM_THREADS={blas}, '
-        f'TOKENIZERS_PARALLELISM={os.environ["TOKENIZERS_PARALLELISM"]}'
+        f'threads: OMP_NUM_THREADS={n}, OMP_WAIT_POLICY={os.environ["OMP_WAIT_POLICY"]}, '
+        f'OPENBLAS/MKL/NUMEXPR_NUM_THREADS={blas}, TOKENIZERS_PARALLELISM={os.environ["TOKENIZERS_PARALLELISM"]}'
     )
     if torch:
         import torch as _torch

@@ -15,7 +15,9 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import re
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 from typing import cast
@@ -27,6 +29,7 @@ __all__ = [
     'DEFAULT_EMBEDDING_MODEL',
     'HashingEmbeddingModel',
     'bundled_minilm_path',
+    'prefer_passive_openmp',
     'resolve_embedder',
 ]
 
@@ -63,6 +66,22 @@ def _hub_cached(repo_id: str) -> bool:
     return isinstance(found, str)
 
 
+def prefer_passive_openmp() -> bool:
+    """Ask OpenMP threads to sleep, not spin, between operations, if torch is not loaded yet.
+
+    torch's OpenMP pool busy-waits after every operation by default. In an agent process the
+    event loop, the worker threads searching the store and numpy's BLAS run beside it, and
+    on a small machine the spinning threads take their cores: a MiniLM query embedding took
+    6-10x longer (about 300 ms instead of 30-50 ms on 2 cores under load, benchmarks/suite.py).
+    ``OMP_WAIT_POLICY`` is read once, when the OpenMP runtime starts, so this only acts
+    before torch is imported, and never overrides a value the user set. Returns whether the
+    policy is now passive.
+    """
+    if 'OMP_WAIT_POLICY' not in os.environ and 'torch' not in sys.modules:
+        os.environ['OMP_WAIT_POLICY'] = 'PASSIVE'
+    return os.environ.get('OMP_WAIT_POLICY', '').upper() == 'PASSIVE'
+
+
 def resolve_embedder(model: Embedder | EmbeddingModel | str | None = None) -> Embedder:
     """Turn a model string, an ``EmbeddingModel`` or an ``Embedder`` into an ``Embedder``.
 
@@ -78,6 +97,8 @@ def resolve_embedder(model: Embedder | EmbeddingModel | str | None = None) -> Em
         # 'hashing' or 'hashing:DIMENSIONS': the weight-free lexical embedder (tests, demos).
         _, _, dims = name.partition(':')
         return Embedder(HashingEmbeddingModel(int(dims) if dims else 256))
+    if name.startswith('sentence-transformers:'):
+        prefer_passive_openmp()
     if name in _MINILM_NAMES and not _hub_cached('sentence-transformers/all-MiniLM-L6-v2'):
         path = bundled_minilm_path()
         if path is None:
