@@ -1,18 +1,36 @@
-"""Benchmark of the LanceDB store against raw LanceDB queries, measured in the same run.
+"""Benchmark of the LanceDB store through the agent's tools, against raw LanceDB in the same run.
 
-    .venv/bin/python benchmarks/lancedb_bench.py            # 5k SciFact + 100k synthetic
-    .venv/bin/python benchmarks/lancedb_bench.py --quick    # smaller synthetic scale
-    .venv/bin/python benchmarks/lancedb_bench.py --quality  # + SciFact train nDCG@10 (text search)
+    .venv/bin/python benchmarks/lancedb_bench.py                         # 5k SciFact + 100k synthetic
+    .venv/bin/python benchmarks/lancedb_bench.py --sizes 100000 1000000  # + 1M synthetic
+    .venv/bin/python benchmarks/lancedb_bench.py --quick                 # 20k synthetic, no SciFact
+    .venv/bin/python benchmarks/lancedb_bench.py --quality               # + SciFact train nDCG@10, tool vs raw
+    .venv/bin/python benchmarks/lancedb_bench.py --json-out /tmp/lance.json
 
-Embeddings: SciFact uses toolish-rag's ``HashingEmbeddingModel(384)``; the synthetic scale
-uses ``BagOfRandomVectors`` below (each word a fixed random 384-d vector, a text the
-normalised sum), fast enough that embedding cost does not dominate, and with the
-cluster structure real embeddings have (pure random vectors are a worst case for ANN).
+Every tool is called with `ToolishRag.run_tool` (validation, scope, the store call and the
+rendering an agent's call goes through) and timed end to end; the raw LanceDB query it wraps
+runs on the very same table, alternating with it call by call:
 
-Every store call is paired with the raw LanceDB query it wraps (same table, same limit,
-same ``where``, query vector precomputed) so the ratio column is the adapter's overhead:
-query parsing, filter translation, record validation and, for vector search, embedding the
-query with the (cheap) benchmark embedder.
+* vector: the same embedder's ``embed_query``, then ``nearest_to(vec)`` with cosine distance
+  and the store's ``nprobes``/``refine_factor`` once an ANN index exists;
+* text: ``nearest_to_text(query)`` (LanceDB's own string query);
+* hybrid: the raw vector and raw text queries at the fusion depth (100 each), no fusion;
+* regex: the ``regexp_like(urtext, ...)`` scan the store runs (up to ``regex_scan_limit`` rows);
+* broaden_chunk / zoom_out are lookups with no raw counterpart.
+
+Corpora: SciFact (5,183 abstracts, all-MiniLM-L6-v2 through benchmarks/common.py's
+`CachedEmbeddingModel`, cache in ``--cache-dir``: vectors of documents *and* queries come from
+the cache after the first run, so latencies exclude the model) and synthetic corpora of
+``--sizes`` chunks embedded with `BagOfRandomVectors` (each word a fixed random 384-d vector,
+a text the normalised sum: cheap, and clustered like real embeddings). Document vectors are
+computed before the clock starts; ingest time is ``store.upsert`` in 20 batches plus one
+``optimize()``. Raw ingest (corpora up to 200k chunks) adds the same Arrow rows to a fresh
+table and builds the same indexes.
+
+``--quality`` runs every judged SciFact train query through the text, vector and hybrid
+tools (`toolish_rag.evaluation.evaluate_dataset`, top 100) and through the raw LanceDB
+queries computing the same thing on the same table (hybrid: the core's fusion of the raw
+legs, since the store leaves fusion to the core; LanceDB's native RRF hybrid query is
+printed for reference), scored by the same `score_run`.
 """
 
 from __future__ import annotations
@@ -21,41 +39,67 @@ import argparse
 import asyncio
 import hashlib
 import json
-import math
+import os
 import pathlib
+import platform
 import random
 import re
+import resource
 import shutil
-import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSettings
-from pydantic_ai.embeddings.result import EmbedInputType
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from toolish_rag.builder import DocumentBuilder
-from toolish_rag.content import Document
-from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.filters import Filter, PropertyFilter as F
-from toolish_rag.search import ExpansionRequest, RegexRequest, SearchRequest
-from toolish_rag_lancedb import LanceDBStore, filter_to_where
+from common import CachedEmbeddingModel, set_thread_counts
+
+THREADS = 2
+THREAD_NOTE = set_thread_counts(THREADS, torch=False)
+
+import lancedb  # noqa: E402
+import numpy as np  # noqa: E402
+import pyarrow as pa  # noqa: E402
+from lancedb.index import FTS, BTree, LabelList  # noqa: E402
+from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings  # noqa: E402
+from pydantic_ai.embeddings.result import EmbedInputType  # noqa: E402
+
+from toolish_rag.builder import DocumentBuilder  # noqa: E402
+from toolish_rag.content import Chunk, Document  # noqa: E402
+from toolish_rag.embedding import resolve_embedder  # noqa: E402
+from toolish_rag.evaluation import beir_documents, evaluate_dataset, load_beir, score_run  # noqa: E402
+from toolish_rag.filters import PropertyFilter as F  # noqa: E402
+from toolish_rag.fusion import FusionConfig, fuse  # noqa: E402
+from toolish_rag.search import SearchHit  # noqa: E402
+from toolish_rag.toolset import ToolishRag  # noqa: E402
+from toolish_rag_lancedb import LanceDBStore, filter_to_where  # noqa: E402
 
 SCIFACT = pathlib.Path('/work/shared/data/scifact')
 DIMS = 384
 TOP_K = 10
+DEPTH = FusionConfig().candidates
+RAW_INGEST_MAX = 200_000
+SELECT = ['id', 'kind', 'text', 'urtext', 'payload', 'metadata_json', 'labels']
 _WORD = re.compile(r'\w+')
+
+SCIFACT_PATTERNS = [r'\bp53\b', r'(?i)insulin', r'[0-9]+(\.[0-9]+)? ?mg', r'IL-[0-9]+', r'CD[0-9]+\+']
+SYNTHETIC_PATTERNS = [r'ERR-[0-9]{4}', r'ERR-99[0-9]{2}', r'\bw4999\b']
+
+
+# -- embedders -----------------------------------------------------------------------------
 
 
 class BagOfRandomVectors(EmbeddingModel):
-    """Each word a fixed pseudo-random unit vector; a text the normalised sum of its words."""
+    """Each word a fixed pseudo-random vector; a text the normalised sum of its words."""
 
     def __init__(self, dimensions: int = DIMS) -> None:
         self._dims = dimensions
-        self._cache: dict[str, np.ndarray[Any, Any]] = {}
+        self._index: dict[str, int] = {}
+        self._rows: list[np.ndarray[Any, Any]] = []
+        self._matrix: np.ndarray[Any, Any] | None = None
         super().__init__()
 
     @property
@@ -66,19 +110,30 @@ class BagOfRandomVectors(EmbeddingModel):
     def system(self) -> str:
         return 'benchmark'
 
-    def _word(self, word: str) -> np.ndarray[Any, Any]:
-        vec = self._cache.get(word)
-        if vec is None:
+    def _id(self, word: str) -> int:
+        i = self._index.get(word)
+        if i is None:
             seed = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), 'little')
-            vec = np.random.default_rng(seed).standard_normal(self._dims).astype(np.float32)
-            self._cache[word] = vec
-        return vec
+            self._rows.append(np.random.default_rng(seed).standard_normal(self._dims).astype(np.float32))
+            i = self._index[word] = len(self._rows) - 1
+        return i
 
     def vectors(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
-        out = np.zeros((len(texts), self._dims), dtype=np.float32)
-        for i, text in enumerate(texts):
+        from scipy.sparse import csr_matrix
+
+        ids: list[int] = []
+        owner: list[int] = []
+        for t, text in enumerate(texts):
             for w in _WORD.findall(text.lower()):
-                out[i] += self._word(w)
+                ids.append(self._id(w))
+                owner.append(t)
+        if self._matrix is None or self._matrix.shape[0] != len(self._rows):
+            self._matrix = np.stack(self._rows) if self._rows else np.zeros((0, self._dims), np.float32)
+        counts = csr_matrix(
+            (np.ones(len(ids), np.float32), (np.asarray(owner, np.int64), np.asarray(ids, np.int64))),
+            shape=(len(texts), len(self._rows)),
+        )
+        out = np.asarray(counts @ self._matrix, dtype=np.float32)
         norms = np.linalg.norm(out, axis=1, keepdims=True)
         norms[norms == 0] = 1
         return out / norms
@@ -88,7 +143,7 @@ class BagOfRandomVectors(EmbeddingModel):
     ) -> EmbeddingResult:
         inputs, settings = self.prepare_embed(inputs, settings)
         return EmbeddingResult(
-            embeddings=self.vectors(inputs).tolist(),
+            embeddings=self.vectors(inputs),  # type: ignore[arg-type]
             inputs=inputs,
             input_type=input_type,
             model_name=self.model_name,
@@ -102,45 +157,46 @@ class BagOfRandomVectors(EmbeddingModel):
         return len(_WORD.findall(text))
 
 
-class Precomputed(EmbeddingModel):
-    """Serves embeddings computed before the clock starts, so load timings measure the store."""
+class Prepared(EmbeddingModel):
+    """Serves document vectors computed before the clock starts; queries go to the inner model."""
 
-    def __init__(self, inner: EmbeddingModel) -> None:
+    def __init__(self, inner: Embedder) -> None:
         self.inner = inner
-        self.cache: dict[str, list[float]] = {}
+        self.ready: dict[str, np.ndarray[Any, Any]] = {}
         super().__init__()
 
     @property
     def model_name(self) -> str:
-        return self.inner.model_name
+        m = self.inner.model
+        return m if isinstance(m, str) else m.model_name
 
     @property
     def system(self) -> str:
-        return self.inner.system
+        m = self.inner.model
+        return 'unknown' if isinstance(m, str) else m.system
 
-    async def warm(self, texts: Sequence[str]) -> float:
+    async def prepare(self, texts: Sequence[str]) -> float:
+        """Embed these documents now (replacing the previous batch); returns the seconds taken."""
         t0 = time.perf_counter()
-        todo = [t for t in dict.fromkeys(texts) if t not in self.cache]
-        for start in range(0, len(todo), 1000):
-            batch = todo[start : start + 1000]
-            result = await self.inner.embed(batch, input_type='document')
-            self.cache.update(zip(batch, (list(map(float, v)) for v in result.embeddings), strict=True))
+        self.ready = {}
+        todo = list(dict.fromkeys(texts))
+        for start in range(0, len(todo), 5000):
+            batch = todo[start : start + 5000]
+            result = await self.inner.embed_documents(batch)
+            self.ready.update(zip(batch, np.asarray(result.embeddings, dtype=np.float32), strict=True))
         return time.perf_counter() - t0
 
     async def embed(
         self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
     ) -> EmbeddingResult:
         inputs, settings = self.prepare_embed(inputs, settings)
-        missing = [t for t in inputs if t not in self.cache]
-        if missing:
-            result = await self.inner.embed(missing, input_type=input_type)
-            self.cache.update(zip(missing, (list(map(float, v)) for v in result.embeddings), strict=True))
+        if input_type == 'document' and all(t in self.ready for t in inputs):
+            emb: Any = np.stack([self.ready[t] for t in inputs]) if inputs else np.zeros((0, DIMS), np.float32)
+        else:
+            call = self.inner.embed_query if input_type == 'query' else self.inner.embed_documents
+            emb = (await call(list(inputs))).embeddings
         return EmbeddingResult(
-            embeddings=[self.cache[t] for t in inputs],
-            inputs=inputs,
-            input_type=input_type,
-            model_name=self.model_name,
-            provider_name=self.system,
+            embeddings=emb, inputs=inputs, input_type=input_type, model_name=self.model_name, provider_name=self.system
         )
 
     async def max_input_tokens(self) -> int | None:
@@ -150,327 +206,549 @@ class Precomputed(EmbeddingModel):
         return len(_WORD.findall(text))
 
 
-# -- timing helpers ------------------------------------------------------------------------
-
-
-async def timed(fn: Callable[[int], Awaitable[Any]], n: int) -> tuple[list[float], list[Any]]:
-    await fn(0)  # warm-up
-    times: list[float] = []
-    results: list[Any] = []
-    for i in range(n):
-        t0 = time.perf_counter()
-        results.append(await fn(i))
-        times.append((time.perf_counter() - t0) * 1000)
-    return times, results
-
-
-def pct(times: Sequence[float], q: float) -> float:
-    ordered = sorted(times)
-    return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
-
-
-class Table:
-    def __init__(self, title: str) -> None:
-        self.title = title
-        self.rows: list[list[str]] = []
-
-    def add(self, op: str, store: Sequence[float], raw: Sequence[float] | None, note: str = '') -> None:
-        ratio = f'{statistics.median(store) / statistics.median(raw):.2f}x' if raw else '-'
-        raw_p50 = f'{pct(raw, 0.5):.2f}' if raw else '-'
-        self.rows.append([op, f'{pct(store, 0.5):.2f}', f'{pct(store, 0.99):.2f}', raw_p50, ratio, note])
-
-    def render(self) -> str:
-        head = ['operation', 'store p50 ms', 'store p99 ms', 'raw p50 ms', 'store/raw', 'notes']
-        lines = [f'### {self.title}', '', '| ' + ' | '.join(head) + ' |', '|' + '---|' * len(head)]
-        lines += ['| ' + ' | '.join(r) + ' |' for r in self.rows]
-        return '\n'.join(lines)
+def minilm(cache_dir: pathlib.Path) -> Embedder:
+    """all-MiniLM-L6-v2 (offline copy), vectors cached under ``cache_dir`` (outside the repo)."""
+    global THREAD_NOTE
+    THREAD_NOTE = set_thread_counts(THREADS, torch=True)
+    base = resolve_embedder(None)
+    assert isinstance(base.model, EmbeddingModel)
+    return Embedder(CachedEmbeddingModel(base.model, cache_dir), settings=base._settings)  # type: ignore[attr-defined]
 
 
 # -- corpora -------------------------------------------------------------------------------
 
 
-def scifact_documents() -> list[Document]:
-    docs = []
-    with (SCIFACT / 'corpus.jsonl').open() as fh:
-        for i, line in enumerate(fh):
-            row = json.loads(line)
-            b = DocumentBuilder(f'scifact:{row["_id"]}', row['title'], id=row['_id'], metadata={'bucket': i % 100})
-            b.add_chunk(None, row['text'])
-            docs.append(b.build())
-    return docs
+@dataclass
+class Corpus:
+    name: str
+    chunks: int
+    batches: Callable[[], Iterator[list[Document]]]
+    queries: list[str]
+    patterns: list[str]
+    embedder: Embedder
+    embedder_note: str
+    sample_chunk_ids: list[str] = field(default_factory=list)
 
 
-def synthetic_documents(n_chunks: int, chunks_per_doc: int = 10, seed: int = 7) -> list[Document]:
-    rng = random.Random(seed)
-    vocab = [f'w{i}' for i in range(5000)]
-    weights = [1 / (i + 1) ** 1.1 for i in range(len(vocab))]
+def _bucket(key: str) -> int:
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), 'little') % 100
+
+
+def scifact_corpus(embedder: Embedder, n: int) -> Corpus:
+    dataset = load_beir(SCIFACT, 'train')
     docs = []
-    for d in range(n_chunks // chunks_per_doc):
-        topic = rng.sample(vocab[200:], 8)  # each document leans on its own topic words
-        b = DocumentBuilder(f'synthetic:{d}', f'Synthetic {d}', metadata={'bucket': d % 100, 'group': f'g{d % 7}'})
-        section = b.section('Body')
-        for c in range(chunks_per_doc):
-            words = rng.choices(vocab, weights, k=18) + rng.choices(topic, k=10)
-            code = f'ERR-{rng.randrange(10000):04d}' if rng.random() < 0.05 else ''
-            b.add_chunk(section, ' '.join(words) + f' part {c} {code}')
+    for entry in dataset.corpus:
+        corpus_id = str(entry['_id'])
+        title, body = str(entry.get('title') or ''), str(entry.get('text') or '')
+        b = DocumentBuilder(
+            f'beir://scifact/{corpus_id}',
+            title or corpus_id,
+            metadata={'corpus_id': corpus_id, 'bucket': _bucket(corpus_id)},
+            indexed_text=None,
+        )
+        b.add_chunk(None, f'{title}\n\n{body}' if title else body)
         docs.append(b.build())
-    return docs
+    step = -(-len(docs) // 20)
+    queries = [q for _, q in dataset.judged_queries][:n]
+    return Corpus(
+        'scifact',
+        len(docs),
+        lambda: (docs[i : i + step] for i in range(0, len(docs), step)),
+        queries,
+        SCIFACT_PATTERNS,
+        embedder,
+        'all-MiniLM-L6-v2 (offline copy; document and query vectors from the CachedEmbeddingModel cache)',
+    )
 
 
-def synthetic_queries(docs: list[Document], n: int, seed: int = 11) -> list[str]:
-    """Six words drawn from a random chunk: queries that resemble the corpus, as real ones do."""
-    rng = random.Random(seed)
-    out = []
-    for _ in range(n):
-        chunk = rng.choice(rng.choice(docs).chunks)
-        out.append(' '.join(rng.sample(chunk.urtext.split(), 6)))
-    return out
+VOCAB = [f'w{i}' for i in range(5000)]
+WEIGHTS = [1 / (i + 1) ** 1.1 for i in range(len(VOCAB))]
+CHUNKS_PER_DOC = 10
 
 
-# -- the benchmark proper -------------------------------------------------------------------
+def synthetic_document(d: int, seed: int = 7) -> Document:
+    """Document ``d`` of the synthetic corpus: ten chunks leaning on its own eight topic words."""
+    rng = random.Random(seed * 1_000_003 + d)
+    topic = rng.sample(VOCAB[200:], 8)
+    b = DocumentBuilder(f'synthetic:{d}', f'Synthetic {d}', metadata={'bucket': d % 100, 'group': f'g{d % 7}'})
+    section = b.section('Body')
+    for c in range(CHUNKS_PER_DOC):
+        words = rng.choices(VOCAB, WEIGHTS, k=18) + rng.choices(topic, k=10)
+        code = f'ERR-{rng.randrange(10000):04d}' if rng.random() < 0.05 else ''
+        b.add_chunk(section, ' '.join(words) + f' part {c} {code}')
+    return b.build()
 
 
-async def load(store: LanceDBStore, docs: list[Document], batch: int) -> tuple[float, int]:
-    chunks = sum(len(d.chunks) for d in docs)
-    t0 = time.perf_counter()
-    for start in range(0, len(docs), batch):
-        await store.upsert(docs[start : start + batch])
-    return time.perf_counter() - t0, chunks
+def synthetic_corpus(size: int, n: int) -> Corpus:
+    n_docs = size // CHUNKS_PER_DOC
+    step = max(1, -(-n_docs // 20))
+    rng = random.Random(11)
+    queries = []
+    for _ in range(n):  # six words of a random chunk: queries that resemble the corpus, as real ones do
+        chunk = rng.choice(synthetic_document(rng.randrange(n_docs)).chunks)
+        queries.append(' '.join(rng.sample(chunk.urtext.split(), 6)))
+
+    def batches() -> Iterator[list[Document]]:
+        for first in range(0, n_docs, step):
+            yield [synthetic_document(d) for d in range(first, min(n_docs, first + step))]
+
+    name = 'synthetic-1m' if size == 1_000_000 else f'synthetic-{size // 1000}k'
+    return Corpus(
+        name,
+        n_docs * CHUNKS_PER_DOC,
+        batches,
+        queries,
+        SYNTHETIC_PATTERNS,
+        Embedder(BagOfRandomVectors()),
+        'bag-of-random-vectors 384-d',
+    )
 
 
-async def bench_scale(
-    title: str, path: pathlib.Path, docs: list[Document], queries: list[str], embedder: Any, *, n: int, batch: int
-) -> tuple[str, dict[str, Any]]:
-    table = Table(title)
-    cached = Precomputed(embedder)
-    embed_s = await cached.warm([c.text for d in docs for c in d.chunks])
-    store = LanceDBStore(path, embedder=cached)
-    seconds, chunks = await load(store, docs, batch)
-    extra: dict[str, Any] = {'chunks': chunks, 'load_s': round(seconds, 2), 'embedding_s (excluded)': round(embed_s, 2)}
-    stats = await store.index_stats()
-    extra['indexes'] = {k: (v['indexed_rows'], v['unindexed_rows']) for k, v in stats.items()}
-    raw = store._records  # the very LanceDB table the store uses
-    select = ['id', 'kind', 'text', 'urtext', 'payload', 'metadata_json', 'labels']
-    qvecs = (await store._embed(queries, query=True)).astype(np.float32)
-    has_ann = 'vector_idx' in stats
+# -- timing --------------------------------------------------------------------------------
 
-    def raw_vector(i: int, where: str | None = None, exact: bool = False) -> Any:
-        q = raw.query().nearest_to(qvecs[i % len(qvecs)]).column('vector').distance_type('cosine').limit(TOP_K)
-        q = q.select(select)
+
+def pct(values: Sequence[float], q: float) -> float:
+    return float(np.percentile(np.asarray(values), q))
+
+
+async def timed(call: Awaitable[Any]) -> tuple[float, Any]:
+    start = time.perf_counter()
+    result = await call
+    return (time.perf_counter() - start) * 1000, result
+
+
+async def tool_latency(
+    rag: ToolishRag[None],
+    tool: str,
+    args: Sequence[dict[str, Any]],
+    raw: Callable[[dict[str, Any]], Awaitable[Any]] | None,
+) -> tuple[list[float], list[float], list[list[SearchHit]], list[Any]]:
+    await rag.run_tool(tool, args[0])  # warm-up
+    if raw is not None:
+        await raw(args[0])
+    tool_ms: list[float] = []
+    raw_ms: list[float] = []
+    hits: list[list[SearchHit]] = []
+    raw_results: list[Any] = []
+    for i, a in enumerate(args):
+        if raw is not None and i % 2 == 0:  # alternate which runs first
+            ms, out = await timed(raw(a))
+            raw_ms.append(ms)
+            raw_results.append(out)
+        ms, result = await timed(rag.run_tool(tool, a))
+        tool_ms.append(ms)
+        hits.append(list(result.metadata['hits']))
+        if raw is not None and i % 2 == 1:
+            ms, out = await timed(raw(a))
+            raw_ms.append(ms)
+            raw_results.append(out)
+    return tool_ms, raw_ms, hits, raw_results
+
+
+def tool_row(tool: str, t: list[float], r: list[float], raw_note: str | None) -> dict[str, Any]:
+    return {
+        'tool': tool,
+        'n': len(t),
+        'p50_ms': round(pct(t, 50), 3),
+        'p99_ms': round(pct(t, 99), 3),
+        'raw_p50_ms': round(pct(r, 50), 3) if r else None,
+        'raw_p99_ms': round(pct(r, 99), 3) if r else None,
+        'raw': raw_note or 'no raw counterpart (a lookup)',
+    }
+
+
+# -- one corpus ----------------------------------------------------------------------------
+
+
+class RawQueries:
+    """The LanceDB queries the store's tools wrap, on the store's own table."""
+
+    def __init__(self, store: LanceDBStore, embedder: Embedder, has_ann: bool) -> None:
+        self.table = store._records
+        self.store = store
+        self.embedder = embedder
+        self.has_ann = has_ann
+
+    async def qvec(self, query: str) -> np.ndarray[Any, Any]:
+        return np.asarray((await self.embedder.embed_query(query)).embeddings[0], dtype=np.float32)
+
+    async def vector(self, query: str, k: int = TOP_K, where: str | None = None, exact: bool = False) -> Any:
+        q = self.table.query().nearest_to(await self.qvec(query)).column('vector').distance_type('cosine').limit(k)
+        q = q.select(SELECT)
         if where:
             q = q.where(where)
         if exact:
             q = q.bypass_vector_index()
-        elif has_ann:
-            q = q.nprobes(store.nprobes).refine_factor(store.refine_factor)
-        return q.to_arrow()
-
-    async def store_vector(i: int, f: Filter | None = None) -> Any:
-        return await store.vector_search(SearchRequest(queries[i % len(queries)], TOP_K, f))
-
-    s, _ = await timed(store_vector, n)
-    r, _ = await timed(raw_vector, n)
-    table.add(
-        'vector_search',
-        s,
-        r,
-        f'ANN (IVF-SQ, nprobes {store.nprobes}, refine x{store.refine_factor})'
-        if has_ann
-        else 'exact (no ANN index below threshold)',
-    )
-
-    if has_ann:
-        e, _ = await timed(lambda i: raw_vector(i, exact=True), max(5, n // 5))
-        table.add('(raw exact vector search, for scale)', e, None, 'bypass_vector_index: what ANN saves')
-
-    async def store_text(i: int, f: Filter | None = None) -> Any:
-        return await store.text_search(SearchRequest(queries[i % len(queries)], TOP_K, f))
-
-    async def raw_text(i: int, where: str | None = None) -> Any:
-        q = raw.query().nearest_to_text(queries[i % len(queries)]).select(select).limit(TOP_K)
-        if where:
-            q = q.where(where)
+        elif self.has_ann:
+            q = q.nprobes(self.store.nprobes).refine_factor(self.store.refine_factor)
         return await q.to_arrow()
 
-    s, _ = await timed(store_text, n)
-    r, _ = await timed(raw_text, n)
-    table.add('text_search', s, r, 'BM25, native FTS index')
-
-    for label, fraction in (('1%', 1), ('10%', 10), ('50%', 50)):
-        f = F.lt('bucket', fraction)
-        where = filter_to_where(f, store._columns)
-        sv, vres = await timed(lambda i, f=f: store_vector(i, f), n)
-        rv, _ = await timed(lambda i, w=where: raw_vector(i, w), n)
-        exact = all(len(h) == TOP_K and all(x.record.metadata['bucket'] < fraction for x in h) for h in vres)
-        table.add(f'vector_search, {label} filter', sv, rv, f'exactly top_k every time: {exact}')
-        st, tres = await timed(lambda i, f=f: store_text(i, f), n)
-        rt, rres = await timed(lambda i, w=where: raw_text(i, w), n)
-        ok = all(all(x.record.metadata['bucket'] < fraction for x in h) for h in tres)
-        same = sum(len(h) == r.num_rows for h, r in zip(tres, rres, strict=True))
-        full = sum(len(h) == TOP_K for h in tres)
-        table.add(
-            f'text_search, {label} filter',
-            st,
-            rt,
-            f'all hits in scope: {ok}; full top_k {full}/{n} (fewer = fewer matching records); '
-            f'as many hits as raw {same}/{n}',
-        )
-
-    pattern = 'ERR-[0-9]{4}'
-
-    async def store_regex(i: int) -> Any:
-        return await store.regex_search(RegexRequest(pattern, TOP_K))
-
-    async def raw_regex(i: int) -> Any:
-        return await raw.query().where(f"regexp_like(urtext, '{pattern}')").select(select).limit(TOP_K).to_arrow()
-
-    s, _ = await timed(store_regex, max(5, n // 5))
-    r, _ = await timed(raw_regex, max(5, n // 5))
-    table.add('regex_search', s, r, f'store ranks up to {store.regex_scan_limit} matches by count; raw stops at top_k')
-
-    rng = random.Random(3)
-    ids = [c.id for d in docs for c in d.chunks]
-
-    async def store_get(i: int) -> Any:
-        return await store.get_records(rng.sample(ids, 10))
-
-    async def raw_get(i: int) -> Any:
-        chosen = ', '.join(f"'{x}'" for x in rng.sample(ids, 10))
-        return await raw.query().where(f'id IN ({chosen})').select(select).to_arrow()
-
-    s, _ = await timed(store_get, n)
-    r, _ = await timed(raw_get, n)
-    table.add('get_records (10 ids)', s, r, '')
-
-    async def store_expand(i: int) -> Any:
-        d = docs[rng.randrange(len(docs))]
-        return await store.expand(ExpansionRequest(document_id=d.id, first=2, last=6))
-
-    async def raw_expand(i: int) -> Any:
-        d = docs[rng.randrange(len(docs))]
-        where = f"kind = 'chunk' AND document_id = '{d.id}' AND sequence_number >= 2 AND sequence_number <= 6"
-        return await raw.query().where(where).select(select).limit(200).to_arrow()
-
-    s, _ = await timed(store_expand, n)
-    r, _ = await timed(raw_expand, n)
-    table.add('expand (sequence range)', s, r, '')
-
-    # Replacing one document at this scale (merge_insert with the scoped delete).
-    async def store_replace(i: int) -> Any:
-        return await store.upsert([docs[rng.randrange(len(docs))]])
-
-    s, _ = await timed(store_replace, max(5, n // 5))
-    table.add('upsert: replace 1 document', s, None, 'merge_insert + scoped delete, one commit')
-    table.rows.append(
-        [
-            'bulk load',
-            '-',
-            '-',
-            '-',
-            '-',
-            f'{chunks} chunks in {seconds:.1f}s = {chunks / seconds:,.0f} chunks/s (batches of {batch} docs; '
-            f'embeddings precomputed in {embed_s:.1f}s, excluded)',
-        ]
-    )
-
-    if has_ann:
-        recalls = []
-        for i in range(min(n, 100)):
-            ann = {r['id'] for r in (await raw_vector(i)).to_pylist()}
-            exact_ids = {r['id'] for r in (await raw_vector(i, exact=True)).to_pylist()}
-            recalls.append(len(ann & exact_ids) / TOP_K)
-        extra['ann_recall_at_10'] = statistics.mean(recalls)
-    return table.render(), extra
-
-
-async def quality(path: pathlib.Path) -> str:
-    docs = scifact_documents()
-    queries = {}
-    with (SCIFACT / 'queries.jsonl').open() as fh:
-        for line in fh:
-            row = json.loads(line)
-            queries[row['_id']] = row['text']
-    qrels: dict[str, dict[str, int]] = {}
-    with (SCIFACT / 'qrels' / 'train.tsv').open() as fh:
-        next(fh)
-        for line in fh:
-            qid, did, score = line.split()
-            qrels.setdefault(qid, {})[did] = int(score)
-    store = LanceDBStore(path, embedder=BagOfRandomVectors())  # text search only: any embedder will do
-    for start in range(0, len(docs), 1000):
-        await store.upsert(docs[start : start + 1000])
-    raw = store._records
-
-    def ndcg(ranked: list[str], rel: dict[str, int]) -> float:
-        dcg = sum(rel.get(d, 0) / math.log2(i + 2) for i, d in enumerate(ranked[:10]))
-        ideal = sum(g / math.log2(i + 2) for i, g in enumerate(sorted(rel.values(), reverse=True)[:10]))
-        return dcg / ideal if ideal else 0.0
-
-    ours, theirs = [], []
-    for qid, rel in qrels.items():
-        q = queries[qid]
-        hits = await store.text_search(SearchRequest(q, 10))
-        ours.append(ndcg([h.record.document_id for h in hits], rel))  # type: ignore[union-attr]
+    async def text(self, query: str, k: int = TOP_K, where: str | None = None) -> Any:
+        q = self.table.query().nearest_to_text(query).select(SELECT).limit(k)
+        if where:
+            q = q.where(where)
         try:
-            rows = (await raw.query().nearest_to_text(q).select(['document_id']).limit(10).to_arrow()).to_pylist()
-        except Exception:
-            rows = []
-        theirs.append(ndcg([r['document_id'] for r in rows], rel))
-    return (
-        f'SciFact train ({len(qrels)} queries, {len(docs)} abstracts), text search nDCG@10: '
-        f'store {statistics.mean(ours):.4f} vs raw LanceDB FTS string query {statistics.mean(theirs):.4f}'
+            return await q.to_arrow()
+        except Exception:  # LanceDB's string parser rejects some model-written text
+            return None
+
+    async def hybrid(self, query: str, where: str | None = None) -> Any:
+        return await asyncio.gather(self.vector(query, DEPTH, where), self.text(query, DEPTH, where))
+
+    async def regex(self, pattern: str) -> Any:
+        where = f"regexp_like(urtext, '{pattern}')"
+        cols = ['id', 'kind', 'urtext', 'document_id', 'sequence_number']
+        return await self.table.query().where(where).select(cols).limit(self.store.regex_scan_limit).to_arrow()
+
+
+async def raw_ingest(path: pathlib.Path, batches: list[pa.Table], vector_index: Any) -> float:
+    """Seconds for plain LanceDB to hold the same rows with the same indexes."""
+    t0 = time.perf_counter()
+    db = await lancedb.connect_async(str(path))
+    table = await db.create_table('records', data=batches[0])
+    for batch in batches[1:]:
+        await table.add(batch)
+    for column, config in (('id', BTree()), ('document_id', BTree()), ('labels', LabelList())):
+        await table.create_index(column, config=config)
+    await table.create_index('text', config=FTS(with_position=True, remove_stop_words=False))
+    if vector_index is not None:
+        await table.create_index('vector', config=vector_index)
+    await table.optimize()
+    return time.perf_counter() - t0
+
+
+async def bench_corpus(corpus: Corpus, path: pathlib.Path, n: int) -> tuple[dict[str, Any], list[str]]:
+    prepared = Prepared(corpus.embedder)
+    store = LanceDBStore(path / 'store', embedder=prepared)
+    embed_s = ingest_s = 0.0
+    upserts = 0
+    arrow: list[pa.Table] = []
+    ids: list[str] = []
+    for docs in corpus.batches():
+        texts = [c.text for d in docs for c in d.chunks]
+        embed_s += await prepared.prepare(texts)
+        t0 = time.perf_counter()
+        await store.upsert(docs)
+        ingest_s += time.perf_counter() - t0
+        upserts += 1
+        ids.extend(d.chunks[0].id for d in docs[:: max(1, len(docs) // 50)])
+        if corpus.chunks <= RAW_INGEST_MAX:
+            records = [c for d in docs for c in d.chunks]
+            vectors = np.stack([prepared.ready[c.text] for c in records])
+            arrow.append(store._rows(records, vectors, await store._records.schema()))
+    t0 = time.perf_counter()
+    await store.optimize()
+    optimize_s = time.perf_counter() - t0
+    ingest_s += optimize_s
+    stats = await store.index_stats()
+    has_ann = 'vector_idx' in stats
+    raw_s = None
+    if arrow:
+        vector_index = None
+        if has_ann:
+            from lancedb.index import IvfSq
+
+            vector_index = IvfSq(distance_type='cosine', num_partitions=max(1, round(corpus.chunks**0.5)))
+        raw_s = await raw_ingest(path / 'raw', arrow, vector_index)
+        shutil.rmtree(path / 'raw', ignore_errors=True)
+    del arrow
+
+    raw = RawQueries(store, prepared.inner, has_ann)
+    for q in corpus.queries:  # fill the embedding cache first: no row pays for the model alone
+        await prepared.inner.embed_query(q)
+    rag: ToolishRag[None] = ToolishRag(store, name='bench', max_top_k=100)
+    args = [{'query': q, 'top_k': TOP_K} for q in corpus.queries]
+    rows: list[dict[str, Any]] = []
+    first_hits: list[str] = []
+    vector_note = (
+        f'embed_query + nearest_to(cosine) ANN IVF-SQ nprobes {store.nprobes} refine x{store.refine_factor}'
+        if has_ann
+        else 'embed_query + nearest_to(cosine), exact (below ann_threshold)'
     )
+    plan: list[tuple[str, Callable[[dict[str, Any]], Awaitable[Any]] | None, str]] = [
+        ('vector_search', lambda a: raw.vector(a['query']), vector_note),
+        ('text_search', lambda a: raw.text(a['query']), 'nearest_to_text(query string) BM25'),
+        ('hybrid_search', lambda a: raw.hybrid(a['query']), f'raw vector + raw text at depth {DEPTH}, no fusion'),
+    ]
+    unfiltered: dict[str, float] = {}
+    for tool, call, note in plan:
+        t, r, hits, _ = await tool_latency(rag, tool, args, call)
+        rows.append(tool_row(tool, t, r, note))
+        unfiltered[tool] = rows[-1]['p50_ms']
+        first_hits.extend(h[0].id for h in hits if h)
+    regex_args = [{'pattern': p, 'top_k': TOP_K} for p in corpus.patterns] * 4
+    t, r, _, _ = await tool_latency(rag, 'regex_search', regex_args, lambda a: raw.regex(a['pattern']))
+    rows.append(tool_row('regex_search', t, r, f'where regexp_like(urtext) limit {store.regex_scan_limit}'))
+    targets = list(dict.fromkeys(first_hits))[:n]
+    t, _, _, _ = await tool_latency(rag, 'broaden_chunk', [{'chunk_id': c, 'chunks_to_add': 2} for c in targets], None)
+    rows.append(tool_row('broaden_chunk', t, [], None))
+    t, _, _, _ = await tool_latency(rag, 'zoom_out', [{'id': c} for c in targets], None)
+    rows.append(tool_row('zoom_out', t, [], None))
+
+    filtered: list[dict[str, Any]] = []
+    short_notes: list[str] = []
+    for selectivity in (0.01, 0.1, 0.5):
+        scope = F.lt('bucket', round(selectivity * 100))
+        where = filter_to_where(scope, store._columns)
+        scoped = rag.with_metadata_filter(scope)
+        raws: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
+            'vector_search': lambda a, w=where: raw.vector(a['query'], where=w),
+            'text_search': lambda a, w=where: raw.text(a['query'], where=w),
+            'hybrid_search': lambda a, w=where: raw.hybrid(a['query'], where=w),
+        }
+        for tool in ('vector_search', 'text_search', 'hybrid_search'):
+            t, r, hits, raw_out = await tool_latency(scoped, tool, args, raws[tool])
+            limit = round(selectivity * 100)
+            # Exactly top_k, or every in-scope match when fewer match the words (raw LanceDB's count).
+            expected = [min(TOP_K, o.num_rows) if tool == 'text_search' and o is not None else TOP_K for o in raw_out]
+            exact = sum(
+                len(h) == want and all(x.record.metadata['bucket'] < limit for x in h)  # type: ignore[operator]
+                for h, want in zip(hits, expected, strict=True)
+            )
+            if tool == 'text_search' and any(len(h) < TOP_K for h in hits):
+                # Fewer than top_k can only be right when fewer in-scope records match the words.
+                short = [(len(h), 0 if o is None else o.num_rows) for h, o in zip(hits, raw_out, strict=True)]
+                matched = sum(n == min(TOP_K, m) for n, m in short if n < TOP_K)
+                short_notes.append(
+                    f'text_search at {selectivity:.0%}: {len(hits) - exact} calls returned fewer than top_k; '
+                    f'{matched} of them returned every in-scope match raw LanceDB found'
+                )
+            filtered.append(
+                {
+                    'tool': tool,
+                    'selectivity': selectivity,
+                    'n': len(t),
+                    'p50_ms': round(pct(t, 50), 3),
+                    'p99_ms': round(pct(t, 99), 3),
+                    'unfiltered_p50_ms': unfiltered[tool],
+                    'raw_p50_ms': round(pct(r, 50), 3),
+                    'exact_top_k': exact,
+                    'top_k': TOP_K,
+                }
+            )
+
+    recall = None
+    if has_ann:
+        found = []
+        for q in corpus.queries[:100]:
+            ann = {x['id'] for x in (await raw.vector(q)).to_pylist()}
+            exact_ids = {x['id'] for x in (await raw.vector(q, exact=True)).to_pylist()}
+            found.append(len(ann & exact_ids) / max(1, len(exact_ids)))
+        recall = sum(found) / len(found)
+    await store.aclose()
+    result = {
+        'name': corpus.name,
+        'chunks': corpus.chunks,
+        'embedder': corpus.embedder_note,
+        'ingest': {
+            'seconds': round(ingest_s, 2),
+            'chunks_per_s': round(corpus.chunks / ingest_s, 1),
+            'raw_chunks_per_s': round(corpus.chunks / raw_s, 1) if raw_s else None,
+            'raw': (
+                'create_table + add of the same Arrow rows, then the same BTree/LabelList/FTS'
+                + ('/IVF-SQ' if has_ann else '')
+                + ' indexes and optimize()'
+                if raw_s
+                else f'not run above {RAW_INGEST_MAX:,} chunks'
+            ),
+        },
+        'tools': rows,
+        'filtered': filtered,
+    }
+    notes = [
+        f'{corpus.name}: {corpus.chunks:,} chunks; {upserts} upserts + optimize() = {ingest_s:.1f} s '
+        f'({corpus.chunks / ingest_s:,.0f} chunks/s; final optimize {optimize_s:.1f} s; document vectors computed '
+        f'beforehand in {embed_s:.1f} s, excluded)'
+        + (f'; raw LanceDB {raw_s:.1f} s ({corpus.chunks / raw_s:,.0f} chunks/s)' if raw_s else ''),
+        f'indexes: { {k: (v["indexed_rows"], v["unindexed_rows"]) for k, v in stats.items()} }',
+    ]
+    notes += short_notes
+    if recall is not None:
+        notes.append(f'ANN recall@10 against exact search ({min(100, len(corpus.queries))} queries): {recall:.3f}')
+    return result, notes
+
+
+def render(corpus: dict[str, Any], notes: list[str]) -> str:
+    lines = [f'### {corpus["name"]} ({corpus["chunks"]:,} chunks, {corpus["embedder"]})', '']
+    lines += [
+        f'| tool (top_k={TOP_K}) | calls | tool p50 / p99 ms | raw p50 / p99 ms | p50 ratio | raw call |',
+        '|---|---:|---:|---:|---:|---|',
+    ]
+    for r in corpus['tools']:
+        raw = f'{r["raw_p50_ms"]:.2f} / {r["raw_p99_ms"]:.2f}' if r['raw_p50_ms'] is not None else '—'
+        ratio = f'{r["p50_ms"] / r["raw_p50_ms"]:.2f}x' if r['raw_p50_ms'] else '—'
+        lines.append(
+            f'| {r["tool"]} | {r["n"]} | {r["p50_ms"]:.2f} / {r["p99_ms"]:.2f} | {raw} | {ratio} | {r["raw"]} |'
+        )
+    lines += [
+        '',
+        '| filter | tool | tool p50 / p99 ms | unfiltered p50 | raw p50 | exactly top_k |',
+        '|---|---|---:|---:|---:|---:|',
+    ]
+    for f in corpus['filtered']:
+        lines.append(
+            f'| {f["selectivity"]:.0%} | {f["tool"]} | {f["p50_ms"]:.2f} / {f["p99_ms"]:.2f} | '
+            f'{f["unfiltered_p50_ms"]:.2f} | {f["raw_p50_ms"]:.2f} | {f["exact_top_k"]}/{f["n"]} |'
+        )
+    lines += ['', *(f'- {n}' for n in notes)]
+    return '\n'.join(lines)
+
+
+# -- quality -------------------------------------------------------------------------------
+
+
+def raw_fuse(vector: list[tuple[str, float]], text: list[tuple[str, float]], chunks: dict[str, Chunk]) -> list[str]:
+    """The core's fusion (default `FusionConfig`, as the toolset uses) of the raw legs' (id, score) lists."""
+    legs = [[SearchHit(chunks[i], s) for i, s in leg] for leg in (vector, text)]
+    return [h.id for h in fuse(legs[0], legs[1], DEPTH, FusionConfig())]
+
+
+def _ranking(ids: Sequence[str], corpus_of: dict[str, str], k: int) -> dict[str, float]:
+    out: dict[str, float] = {}
+    for rank, rid in enumerate(ids):
+        out.setdefault(corpus_of[rid], float(k - rank))
+    return out
+
+
+async def quality(path: pathlib.Path, embedder: Embedder) -> tuple[dict[str, Any], list[str]]:
+    dataset = load_beir(SCIFACT, 'train')
+    docs = beir_documents(dataset)
+    store = LanceDBStore(path, embedder=embedder)
+    for start in range(0, len(docs), 500):
+        await store.upsert(docs[start : start + 500])
+    await store.optimize()
+    rag: ToolishRag[None] = ToolishRag(store, name='q', max_top_k=DEPTH)
+    tool_scores = await evaluate_dataset(rag, dataset, ['text', 'vector', 'hybrid'], top_k=DEPTH)
+    table = store._records
+    chunks = {c.id: c for d in docs for c in d.chunks}
+    corpus_of = {i: str(c.metadata['corpus_id']) for i, c in chunks.items()}
+    runs: dict[str, dict[str, dict[str, float]]] = {'text': {}, 'vector': {}, 'hybrid': {}, 'lancedb-rrf': {}}
+    from lancedb.rerankers import RRFReranker
+
+    for qid, query in dataset.judged_queries:
+        vec = np.asarray((await embedder.embed_query(query)).embeddings[0], dtype=np.float32)
+        vrows = (
+            await table.query()
+            .nearest_to(vec)
+            .column('vector')
+            .distance_type('cosine')
+            .select(['id'])
+            .limit(DEPTH)
+            .to_arrow()
+        ).to_pylist()
+        trows = (await table.query().nearest_to_text(query).select(['id']).limit(DEPTH).to_arrow()).to_pylist()
+        vector = [(r['id'], 1.0 - r['_distance']) for r in vrows]
+        text = [(r['id'], r['_score']) for r in trows]
+        runs['vector'][qid] = _ranking([i for i, _ in vector], corpus_of, DEPTH)
+        runs['text'][qid] = _ranking([i for i, _ in text], corpus_of, DEPTH)
+        runs['hybrid'][qid] = _ranking(raw_fuse(vector, text, chunks), corpus_of, DEPTH)
+        native = await (
+            table.query()
+            .nearest_to(vec)
+            .distance_type('cosine')
+            .nearest_to_text(query)
+            .rerank(RRFReranker())
+            .select(['id'])
+            .limit(DEPTH)
+            .to_arrow()
+        )
+        runs['lancedb-rrf'][qid] = _ranking(native.column('id').to_pylist(), corpus_of, DEPTH)
+    raw_scores = {name: score_run(run, dataset.qrels) for name, run in runs.items()}
+    await store.aclose()
+    result = {
+        'queries': len(dataset.judged_queries),
+        'tool': {k: round(v['ndcg@10'], 4) for k, v in tool_scores.items()},
+        'raw': {k: round(v['ndcg@10'], 4) for k, v in raw_scores.items()},
+    }
+    lines = [
+        f'### SciFact train quality ({len(dataset.judged_queries)} queries, {len(docs)} abstracts, all-MiniLM-L6-v2)',
+        '',
+        '| nDCG@10 | through the tool | raw LanceDB, same table | raw query |',
+        '|---|---:|---:|---|',
+        f'| text | {tool_scores["text"]["ndcg@10"]:.4f} | {raw_scores["text"]["ndcg@10"]:.4f} | '
+        '`nearest_to_text(query)` |',
+        f'| vector | {tool_scores["vector"]["ndcg@10"]:.4f} | {raw_scores["vector"]["ndcg@10"]:.4f} | '
+        '`nearest_to(embed_query(query)).distance_type("cosine")` |',
+        f'| hybrid | {tool_scores["hybrid"]["ndcg@10"]:.4f} | {raw_scores["hybrid"]["ndcg@10"]:.4f} | '
+        f"the core's fusion ({FusionConfig().method}) of the two raw legs at depth {DEPTH} |",
+        f'| (LanceDB native hybrid, RRF) | — | {raw_scores["lancedb-rrf"]["ndcg@10"]:.4f} | '
+        '`nearest_to(vec).nearest_to_text(query).rerank(RRFReranker())` |',
+    ]
+    return result, lines
+
+
+# -- main ----------------------------------------------------------------------------------
+
+
+def machine() -> str:
+    cpu = platform.processor() or 'unknown CPU'
+    try:
+        for line in pathlib.Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                cpu = line.split(':', 1)[1].strip()
+                break
+    except OSError:
+        pass
+    return f'{cpu}, {os.cpu_count()} logical CPUs; Python {platform.python_version()}, lancedb {lancedb.__version__}'
 
 
 async def main() -> None:
-    parser = argparse.ArgumentParser()
-    parser.add_argument('--quick', action='store_true', help='20k synthetic chunks instead of 100k')
-    parser.add_argument('--quality', action='store_true', help='also SciFact train nDCG@10')
-    parser.add_argument('-n', type=int, default=100, help='queries per operation')
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument(
+        '--sizes', type=int, nargs='*', default=[100_000], help='synthetic corpus sizes (chunks; none: skip)'
+    )
+    parser.add_argument('--quick', action='store_true', help='one 20k synthetic corpus, no SciFact')
+    parser.add_argument('--quality', action='store_true', help='also SciFact train nDCG@10, tool vs raw')
+    parser.add_argument('--no-scifact', action='store_true', help='skip the SciFact latency run')
+    parser.add_argument('-n', type=int, default=100, help='queries per tool')
+    parser.add_argument(
+        '--cache-dir',
+        type=pathlib.Path,
+        default=pathlib.Path.home() / '.cache' / 'toolish-rag' / 'bench' / 'vectors',
+        help='document vectors kept between runs (outside the repository)',
+    )
+    parser.add_argument('--json-out', type=pathlib.Path, default=None, help='write the shared speed-result JSON')
     args = parser.parse_args()
     tmp = pathlib.Path(tempfile.mkdtemp(prefix='lancedb-bench-'))
-    out: list[str] = []
+    have_scifact = (SCIFACT / 'corpus.jsonl').exists()
+    corpora: list[dict[str, Any]] = []
+    out = [f'- machine: {machine()}', f'- {THREAD_NOTE}', '']
+    quality_result = None
     try:
-        if (SCIFACT / 'corpus.jsonl').exists():
-            docs = scifact_documents()
-            qs = []
-            with (SCIFACT / 'queries.jsonl').open() as fh:
-                qs = [json.loads(line)['text'] for line in fh][: args.n]
-            text, extra = await bench_scale(
-                f'SciFact {len(docs):,} chunks (HashingEmbeddingModel 384-d)',
-                tmp / 'scifact',
-                docs,
-                qs,
-                HashingEmbeddingModel(DIMS),
-                n=args.n,
-                batch=500,
-            )
-            out += [text, '', f'load: {extra}', '']
-            print('\n'.join(out[-4:]), flush=True)
-        else:
-            out.append(f'(SciFact not found under {SCIFACT}: skipped the 5k run)')
-        size = 20_000 if args.quick else 100_000
-        docs = synthetic_documents(size)
-        text, extra = await bench_scale(
-            f'Synthetic {size:,} chunks (bag-of-random-vectors 384-d)',
-            tmp / 'synthetic',
-            docs,
-            synthetic_queries(docs, args.n),
-            BagOfRandomVectors(),
-            n=args.n,
-            batch=1000,
-        )
-        out += [text, '', f'load: {extra}', '']
-        print('\n'.join(out[-4:]), flush=True)
-        if 'ann_recall_at_10' in extra:
-            out.append(f'ANN recall@10 vs exact search at {size:,} chunks: {extra["ann_recall_at_10"]:.3f}')
-        if args.quality and (SCIFACT / 'corpus.jsonl').exists():
-            out.append(await quality(tmp / 'quality'))
+        embedder = minilm(args.cache_dir) if have_scifact and not args.quick else None
+        out[1] = f'- {THREAD_NOTE}'
+        plans: list[Callable[[], Corpus]] = []
+        if embedder is not None and not args.no_scifact:
+            plans.append(lambda: scifact_corpus(embedder, args.n))
+        for size in [20_000] if args.quick else args.sizes:
+            plans.append(lambda size=size: synthetic_corpus(size, args.n))
+        for i, plan in enumerate(plans):
+            corpus = plan()
+            result, notes = await bench_corpus(corpus, tmp / f'c{i}', args.n)
+            shutil.rmtree(tmp / f'c{i}', ignore_errors=True)
+            corpora.append(result)
+            out += [render(result, notes), '']
+            print(out[-2], flush=True)
+        if args.quality:
+            if embedder is None:
+                out.append(f'(SciFact not found under {SCIFACT}: no quality run)')
+            else:
+                quality_result, lines = await quality(tmp / 'quality', embedder)
+                out += lines
+                print('\n'.join(lines), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    out.append(f'\n- peak RSS {peak:,.0f} MiB')
     print('\n## Summary\n')
     print('\n'.join(out))
+    if args.json_out is not None:
+        payload: dict[str, Any] = {'store': 'lancedb', 'threads': THREAD_NOTE, 'peak_rss_mib': round(peak, 1)}
+        payload['corpora'] = corpora
+        args.json_out.write_text(json.dumps(payload, indent=2) + '\n')
+        if quality_result is not None:  # not part of the shared speed schema: a file of its own
+            args.json_out.with_suffix('.quality.json').write_text(json.dumps(quality_result, indent=2) + '\n')
 
 
 if __name__ == '__main__':
-    sys.exit(asyncio.run(main()))
+    asyncio.run(main())

@@ -27,7 +27,9 @@ def test_core_bench_quick_runs() -> None:
             f'no row for {tool}:\n{out}'
         )
     # Filtered searches return exactly min(top_k, in-scope matches) hits, all in scope.
-    exact = re.findall(r'^\| \d+% \(\d+ chunks\) \| \w+ \| (\d+) \| [^|]+ \| (\d+)/(\d+) \|$', out, re.MULTILINE)
+    exact = re.findall(
+        r'^\| \d+% \(\d+ chunks\) \| \w+ \| (\d+) \| [^|]+ \| [^|]+ \| [^|]+ \| (\d+)/(\d+) \|$', out, re.MULTILINE
+    )
     assert len(exact) == 9, out
     assert all(calls == good == total for calls, good, total in exact), out
     assert 'import toolish_rag' in out and 'peak RSS' in out

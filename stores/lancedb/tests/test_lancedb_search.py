@@ -170,3 +170,19 @@ def ExpansionRequestFor(document_id: str) -> object:
     from toolish_rag.search import ExpansionRequest
 
     return ExpansionRequest(document_id=document_id)
+
+
+@pytest.mark.parametrize('query', ['', '   ', '!!!'])
+async def test_a_query_without_direction_scores_zero_like_the_reference_store(loaded: LanceDBStore, query: str) -> None:
+    # The toolset refuses empty queries before any store sees them, but a lexical embedder
+    # also maps '!!!' to the zero vector: every record is then equally (un)similar.
+    from toolish_rag.stores import InMemoryStore
+
+    reference = InMemoryStore(embedder=loaded.embedder)
+    await reference.upsert([_doc()])
+    for request in (SearchRequest(query, 3), SearchRequest(query, 20, F.eq('tenant', 'acme'))):
+        ours = await loaded.vector_search(request)
+        theirs = await reference.vector_search(request)
+        assert [(h.id, h.score) for h in ours] == [(h.id, h.score) for h in theirs]
+        assert len(ours) == min(request.top_k, len(TEXTS))
+    assert await loaded.vector_search(SearchRequest(query, 5, F.eq('tenant', 'globex'))) == []

@@ -8,7 +8,8 @@ Two LanceDB tables live under the store's location:
   JSON ``payload`` with the remaining fields, and typed ``md__*`` metadata columns added by
   schema evolution (see `toolish_rag_lancedb.filters`).
 * ``documents`` — one row per document: id, uri, title, fingerprint, metadata, labels,
-  section tree and chunk count (what `list_documents` reads).
+  section tree and chunk count (what `list_documents` reads), plus ``pending_version`` and
+  ``previous_json`` while an upsert is between its documents and records commits.
 
 Everything goes through LanceDB's async API, so no call blocks the event loop.
 """
@@ -78,6 +79,10 @@ def _records_schema(dims: int, model_name: str) -> pa.Schema:
     )
 
 
+_PENDING_FIELDS = ('pending_version', 'previous_json')
+"""A documents row written before its chunks carries the records-table version it was written
+at and the row it replaces (JSON, ``NULL`` for a new document); see `LanceDBStore.upsert`."""
+
 _DOCUMENTS_SCHEMA = pa.schema(
     [
         pa.field('id', pa.string(), nullable=False),
@@ -88,6 +93,8 @@ _DOCUMENTS_SCHEMA = pa.schema(
         pa.field('labels', pa.list_(pa.string())),
         pa.field('sections_json', pa.string()),
         pa.field('chunk_count', pa.int64()),
+        pa.field('pending_version', pa.int64()),
+        pa.field('previous_json', pa.string()),
     ],
     metadata={_META_FORMAT: FORMAT_VERSION.encode()},
 )
@@ -111,6 +118,19 @@ def _record_from_row(row: Mapping[str, Any]) -> Chunk | Entity:
     data['text'] = row['text']
     data['urtext'] = row['urtext']
     return Chunk.model_validate(data)
+
+
+def _settled(row: Mapping[str, Any], records_version: int) -> dict[str, Any] | None:
+    """What a documents row stands for: itself once its chunks were committed (the records
+    table moved past the version it was written at), else the row it replaced (``None``: none)."""
+    pending = row.get('pending_version')
+    if pending is None or records_version > pending:
+        return {**row, 'pending_version': None, 'previous_json': None}
+    previous = row.get('previous_json')
+    if previous is None:
+        return None
+    restored: dict[str, Any] = json.loads(previous)
+    return {**restored, 'pending_version': None, 'previous_json': None}
 
 
 class LanceDBStore:
@@ -150,6 +170,9 @@ class LanceDBStore:
             cosine; see `create_vector_index`).
         nprobes: IVF partitions probed per vector query (more: better recall, slower).
         refine_factor: candidates re-scored exactly per hit wanted.
+        ann_rebuild_growth: re-train the default ANN index once the table has grown this many
+            times over since the index was built (or since this object first saw it), so its
+            partition count keeps up with the data. ``None``: never.
     """
 
     def __init__(
@@ -167,6 +190,7 @@ class LanceDBStore:
         vector_index: Any = None,
         nprobes: int = 40,
         refine_factor: int = 5,
+        ann_rebuild_growth: float | None = 4.0,
     ) -> None:
         self.uri = os.fspath(uri)
         self.embedder = resolve_embedder(embedder)
@@ -180,6 +204,9 @@ class LanceDBStore:
         self.vector_index = vector_index
         self.nprobes = nprobes
         self.refine_factor = refine_factor
+        self.ann_rebuild_growth = ann_rebuild_growth
+        self._ann_rows: int | None = None
+        self._documents_settled = False
         self._db: Any = None
         self._records: Any = None
         self._documents: Any = None
@@ -252,6 +279,7 @@ class LanceDBStore:
         await self._connect()
         if self._documents is None:
             self._documents = await self._db.create_table(DOCUMENTS_TABLE, schema=_DOCUMENTS_SCHEMA, exist_ok=True)
+        await self._settle()
         if self._records is None and dims is not None:
             model = self.embedder.model
             name = model if isinstance(model, str) else model.model_name
@@ -320,6 +348,12 @@ class LanceDBStore:
             return []
         vector = (await self._embed([request.query], query=True))[0]
         where = self._where(request.filter)
+        if not np.any(vector):
+            # No direction to compare with (e.g. a query without words for a lexical embedder):
+            # every record is equally (un)similar, as in the reference store: score 0, table order.
+            q = table.query().select(_RESULT_COLUMNS).limit(request.top_k)
+            rows = await (q if where is None else q.where(where)).to_arrow()
+            return [SearchHit(record=_record_from_row(row), score=0.0) for row in rows.to_pylist()]
 
         def build(exact: bool) -> Any:
             q = table.query().nearest_to(vector).column('vector').distance_type('cosine').limit(request.top_k)
@@ -517,7 +551,10 @@ class LanceDBStore:
 
         A document's new chunks and the deletion of its stale ones are one LanceDB commit
         (``merge_insert`` with ``when_not_matched_by_source_delete`` scoped to the batch's
-        document ids), so readers see the old or the new version, never a mix.
+        document ids), so readers see the old or the new version, never a mix. The documents'
+        rows are written before that commit, marked pending with the records version they
+        precede, and made final after it: a reader (or, after a crash, the next writer) tells by
+        the records version which row stands, so ``list_documents`` always agrees with the records.
         """
         documents, entities = split_items(dedupe_last(list(items)))
         if not documents and not entities:
@@ -534,6 +571,8 @@ class LanceDBStore:
         vectors = await self._embed([_record_text(r) for r in records], query=False) if records else None
         async with self._write_lock:
             await self._ensure_tables(vectors.shape[1] if vectors is not None else None)
+            merge: Any = None
+            data: pa.Table | None = None
             if self._records is not None:
                 await self._evolve(records)
                 await self._check_clashes(records, documents)
@@ -544,8 +583,8 @@ class LanceDBStore:
                 if not stored and not entities:
                     # Only new documents and no id clashes (checked above): a plain append.
                     if data.num_rows:
-                        await self._records.add(data)
-                else:
+                        merge = self._records
+                elif data.num_rows or stale:
                     merge = self._records.merge_insert('id').when_matched_update_all().when_not_matched_insert_all()
                     if stale:
                         # The stale chunks go in the same commit as the new ones: a reader sees
@@ -554,15 +593,22 @@ class LanceDBStore:
                             f'id IN {_in_list(sorted(stale)[i : i + 1000])}' for i in range(0, len(stale), 1000)
                         )
                         merge = merge.when_not_matched_by_source_delete(f"kind = 'chunk' AND ({scope})")
-                    if data.num_rows or stale:
-                        await merge.execute(data)
-            if documents:
-                await (
-                    self._documents.merge_insert('id')
-                    .when_matched_update_all()
-                    .when_not_matched_insert_all()
-                    .execute(self._document_rows(documents))
-                )
+            try:
+                if documents and merge is not None:
+                    # Documents rows first, marked pending with the records version they precede
+                    # and the rows they replace: whatever instant a crash hits, readers (and the
+                    # next writer, which settles them) can tell whether the chunks were committed.
+                    version = int(await self._records.version())
+                    previous = await self._current_document_rows([d.id for d in documents])
+                    await self._merge_documents(self._document_rows(documents, pending=(version, previous)))
+                if merge is not None:
+                    assert data is not None
+                    await (merge.add(data) if merge is self._records else merge.execute(data))
+                if documents:
+                    await self._merge_documents(self._document_rows(documents))
+            except BaseException:
+                self._documents_settled = False  # pending rows may be left: settle before the next write
+                raise
             await self._maintain()
 
     async def _stored_chunk_ids(self, documents: Sequence[Document]) -> set[str]:
@@ -593,9 +639,10 @@ class LanceDBStore:
                 owner = f'document {row["document_id"]!r}' if row['kind'] == 'chunk' else 'an entity'
                 raise ValueError(f'record id {row["id"]!r} already belongs to {owner}')
 
-    @staticmethod
-    def _document_rows(documents: Sequence[Document]) -> pa.Table:
-        rows = [
+    def _document_rows(
+        self, documents: Sequence[Document], *, pending: tuple[int, Mapping[str, str]] | None = None
+    ) -> pa.Table:
+        rows: list[dict[str, Any]] = [
             {
                 'id': d.id,
                 'uri': d.uri,
@@ -608,7 +655,64 @@ class LanceDBStore:
             }
             for d in documents
         ]
+        if pending is not None:
+            version, previous = pending
+            for row in rows:
+                row['pending_version'] = version
+                row['previous_json'] = previous.get(row['id'])
         return pa.Table.from_pylist(rows, schema=_DOCUMENTS_SCHEMA)
+
+    async def _merge_documents(self, rows: pa.Table) -> None:
+        await self._documents.merge_insert('id').when_matched_update_all().when_not_matched_insert_all().execute(rows)
+
+    async def _current_document_rows(self, ids: Sequence[str]) -> dict[str, str]:
+        """The settled rows of these documents now stored, as JSON (what a revert restores)."""
+        out: dict[str, str] = {}
+        records_version = await self._records_version()
+        for start in range(0, len(ids), 1000):
+            where = f'id IN {_in_list(ids[start : start + 1000])}'
+            for row in (await self._documents.query().where(where).to_arrow()).to_pylist():
+                settled = _settled(row, records_version)
+                if settled is not None:
+                    out[settled['id']] = json.dumps(settled, ensure_ascii=False)
+        return out
+
+    async def _settle(self) -> None:
+        """Before this object's first change to either table: resolve a crashed write."""
+        await self._connect()
+        if not self._documents_settled and self._documents is not None:
+            await self._settle_documents()
+
+    async def _records_version(self) -> int:
+        return -1 if self._records is None else int(await self._records.version())
+
+    async def _settle_documents(self) -> None:
+        """Resolve the pending rows a crashed writer left (once per store object, before writing).
+
+        A pending row whose records version has since moved on was followed by its chunk commit:
+        it becomes final. Otherwise the chunks never landed: the previous row comes back (or
+        the row goes, for a document that did not exist before).
+        """
+        names = set((await self._documents.schema()).names)
+        missing = [name for name in _PENDING_FIELDS if name not in names]
+        if missing:  # a store written before the pending columns existed
+            await self._documents.add_columns(pa.schema([_DOCUMENTS_SCHEMA.field(name) for name in missing]))
+        rows = (await self._documents.query().where('pending_version IS NOT NULL').to_arrow()).to_pylist()
+        if rows:
+            records_version = await self._records_version()
+            keep: list[dict[str, Any]] = []
+            drop: list[str] = []
+            for row in rows:
+                settled = _settled(row, records_version)
+                if settled is None:
+                    drop.append(row['id'])
+                else:
+                    keep.append(settled)
+            if keep:
+                await self._merge_documents(pa.Table.from_pylist(keep, schema=_DOCUMENTS_SCHEMA))
+            for start in range(0, len(drop), 1000):
+                await self._documents.delete(f'id IN {_in_list(drop[start : start + 1000])}')
+        self._documents_settled = True
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
         """Delete documents and their chunks; returns how many of them were stored."""
@@ -616,7 +720,7 @@ class LanceDBStore:
         if not ids:
             return 0
         async with self._write_lock:
-            await self._connect()
+            await self._settle()
             if self._documents is None and self._records is None:
                 return 0
             existed = 0
@@ -637,7 +741,7 @@ class LanceDBStore:
         if not ids:
             return 0
         async with self._write_lock:
-            await self._connect()
+            await self._settle()
             if self._records is None:
                 return 0
             existed = 0
@@ -656,11 +760,13 @@ class LanceDBStore:
             if self.read_consistency_interval is None or DOCUMENTS_TABLE not in (await self._db.list_tables()).tables:
                 return []
             self._documents = await self._db.open_table(DOCUMENTS_TABLE)
-        rows = (
-            await self._documents.query()
-            .select(['id', 'uri', 'title', 'fingerprint', 'metadata_json', 'chunk_count'])
-            .to_arrow()
-        )
+        columns = ['id', 'uri', 'title', 'fingerprint', 'metadata_json', 'chunk_count']
+        names = set((await self._documents.schema()).names)
+        columns += [name for name in _PENDING_FIELDS if name in names]
+        table = await self._table()
+        records_version = -1 if table is None else int(await table.version())
+        found = (await self._documents.query().select(columns).to_arrow()).to_pylist()
+        rows = [s for s in (_settled(r, records_version) for r in found) if s is not None]
         infos = [
             DocumentInfo(
                 id=r['id'],
@@ -670,7 +776,7 @@ class LanceDBStore:
                 chunk_count=int(r['chunk_count'] or 0),
                 metadata=json.loads(r['metadata_json'] or '{}'),
             )
-            for r in rows.to_pylist()
+            for r in rows
         ]
         return sorted(infos, key=lambda i: i.id)
 
@@ -679,7 +785,10 @@ class LanceDBStore:
         await self._connect()
         if self._documents is None:
             return None
-        rows = (await self._documents.query().where(f'id = {sql_string(document_id)}').to_arrow()).to_pylist()
+        table = await self._table()
+        records_version = -1 if table is None else int(await table.version())
+        found = (await self._documents.query().where(f'id = {sql_string(document_id)}').to_arrow()).to_pylist()
+        rows = [s for s in (_settled(r, records_version) for r in found) if s is not None]
         if not rows:
             return None
         row = rows[0]
@@ -703,9 +812,17 @@ class LanceDBStore:
         if table is None:
             return
         self._writes_since_optimize += 1
-        if self.ann_threshold is not None and not self._has_ann and await table.count_rows() >= self.ann_threshold:
+        rows = int(await table.count_rows())
+        if self.ann_threshold is not None and not self._has_ann and rows >= self.ann_threshold:
             await self.create_vector_index()
             return
+        if self._has_ann and self.vector_index is None and self.ann_rebuild_growth is not None:
+            # Partitions trained on 50k rows are too coarse for 1M: re-train as the table grows.
+            if self._ann_rows is None:
+                self._ann_rows = rows
+            elif rows >= self.ann_rebuild_growth * self._ann_rows:
+                await self.create_vector_index()
+                return
         unindexed = max((getattr(ix, 'num_unindexed_rows', 0) or 0 for ix in await table.list_indices()), default=0)
         if self._writes_since_optimize >= self.optimize_every or unindexed >= self.max_unindexed_rows:
             await self.optimize()
@@ -719,6 +836,7 @@ class LanceDBStore:
         Queries re-rank ``refine_factor`` times ``top_k`` candidates with exact distances, so
         scores stay exact cosine similarities.
         """
+        await self._settle()
         table = self._records
         if table is None:
             return
@@ -729,10 +847,12 @@ class LanceDBStore:
             config = IvfSq(distance_type='cosine', num_partitions=max(1, min(4096, round(rows**0.5))))
         await table.create_index('vector', config=config, replace=True)
         self._has_ann = True
+        self._ann_rows = int(await table.count_rows())
         await self.optimize()
 
     async def optimize(self) -> None:
         """Compact files, fold new rows into every index and prune old versions."""
+        await self._settle()
         for table in (self._records, self._documents):
             if table is not None:
                 await table.optimize(cleanup_older_than=self.cleanup_older_than)
