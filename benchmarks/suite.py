@@ -388,7 +388,7 @@ async def main() -> None:
     kinds = [k for k in args.stores.split(',') if k]
     results: dict[str, Any] = {'machine': machine(), 'quick': args.quick, 'quality': {}, 'speed': {}}
     log(THREADS)
-    results['import_ms'] = {m: import_time(m, 3 if args.quick else 7) for m in ('toolish_rag', *_store_modules(kinds))}
+    results['import_ms'] = {m: import_time(m, 3 if args.quick else 5) for m in ('toolish_rag', *_store_modules(kinds))}
     fusion = FusionConfig()
     results['fusion'] = repr(fusion)
     tmp = Path(tempfile.mkdtemp(prefix='toolish-bench-'))
@@ -401,7 +401,8 @@ async def main() -> None:
                 raise SystemExit(f'the evaluation collections are not at {data_dir()} (see docs/benchmarks.md)')
             base = resolve_embedder(None)
             cached = CachedEmbeddingModel(base.model, args.cache_dir / 'vectors')  # type: ignore[arg-type]
-            embedder = Embedder(cached, settings=base.settings)  # type: ignore[arg-type]
+            settings = {'sentence_transformers_normalize_embeddings': True}  # what resolve_embedder sets
+            embedder = Embedder(cached, settings=settings)  # type: ignore[arg-type]
             datasets = {n: (data_dir() / n, DATASETS[n]) for n in args.datasets.split(',') if n}
         if not args.no_quality:
             for name, (folder, split) in datasets.items():
