@@ -67,6 +67,10 @@ def render(results: dict[str, Any]) -> str:
             ['memory', m['memory']],
             ['OS / Python', f'{m["os"]} / {m["python"]}'],
             ['threads', m['threads']],
+            [
+                'load average (1/5/15 min) at start / end',
+                f'{m.get("load_average_at_start")} / {m.get("load_average_at_end")}',
+            ],
             ['packages', ', '.join(f'{k} {v}' for k, v in m['packages'].items())],
             ['hybrid fusion', f'`{results["fusion"]}`'],
         ],

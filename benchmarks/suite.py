@@ -119,6 +119,7 @@ def machine() -> dict[str, Any]:
         'os': platform.platform(),
         'python': platform.python_version(),
         'threads': THREADS,
+        'load_average_at_start': ' '.join(f'{x:.2f}' for x in os.getloadavg()),
         'packages': packages,
     }
 
@@ -316,7 +317,10 @@ async def store_quality(
             report = await ingest(store, beir_documents(dataset), progress=False)
             if report.failed:
                 raise SystemExit(f'{kind}: {len(report.failed)} corpus entries failed to index')
-            rag: ToolishRag[Any] = ToolishRag(store, name='kb', max_top_k=TOP_K, fusion=fusion)
+            longest = max(len(q) for _, q in dataset.judged_queries)  # some collections' queries are paragraphs
+            rag: ToolishRag[Any] = ToolishRag(
+                store, name='kb', max_top_k=TOP_K, fusion=fusion, max_query_chars=max(2000, longest)
+            )
             offered = [n.removeprefix('kb_').removesuffix('_search') for n in rag.tool_names]
             tools = [t for t in ('text', 'vector', 'hybrid') if t in offered]
             out[kind] = await evaluate_dataset(rag, dataset, tools, top_k=TOP_K)
@@ -436,6 +440,7 @@ async def main() -> None:
             results['ingest'] = run_speed('ingest_bench.py', ingest_args)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
+    results['machine']['load_average_at_end'] = ' '.join(f'{x:.2f}' for x in os.getloadavg())
     if args.json:
         args.json.write_text(json.dumps(results, indent=1), encoding='utf-8')
     args.out.write_text(render(results), encoding='utf-8')

@@ -135,3 +135,17 @@ def test_eval_on_cranfield_text_matches_raw_bm25s() -> None:
     ours = json.loads(out.stdout)['text']
     for metric in ('ndcg@10', 'recall@100', 'mrr@10'):
         assert ours[metric] == pytest.approx(raw[metric], abs=0.005), metric
+
+
+def test_eval_takes_paragraph_long_queries_that_a_model_would_be_told_to_shorten(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # CISI's longest query is 2,023 characters: over the tools' default cap for a model's query.
+    folder = write_beir(tmp_path / 'mini')
+    long_query = 'how long until refunds are paid ' + 'and what else applies to a returned order ' * 60
+    assert len(long_query) > 2000
+    queries = (folder / 'queries.jsonl').read_text().replace('how long until refunds are paid', long_query.strip())
+    (folder / 'queries.jsonl').write_text(queries)
+    args = ['eval', str(folder), '--store', f'memory:{tmp_path / "index"}', '--embedder', 'hashing', '--json']
+    assert main(args) == 0
+    assert json.loads(capsys.readouterr().out)['text']['mrr@10'] == 1.0

@@ -892,3 +892,11 @@ async def test_every_search_tool_returns_exactly_top_k_under_a_one_percent_filte
         assert len(block_ids(r.text)) == 7, r.text
         assert len(re.findall(r'^\[\d+\] chunk ', r.text, re.MULTILINE)) == 7
         assert all(h.record.metadata['rare'] is True for h in r.metadata['hits'])
+
+
+async def test_max_query_chars_bounds_what_a_model_may_send(store: InMemoryStore) -> None:
+    rag = ToolishRag(store, max_query_chars=40)
+    with pytest.raises(ModelRetry, match='over 40 characters'):
+        await rag.run_tool('text_search', {'query': 'refunds ' * 6})
+    result = await rag.run_tool('text_search', {'query': 'refunds'})
+    assert result.return_value

@@ -45,7 +45,11 @@ async def run(args: argparse.Namespace) -> int:
     console = Console(stderr=True)
     dataset = load_beir(args.dataset, args.split)
     store = open_store(_store_spec(args, dataset.name), embedder=args.embedder)
-    rag: ToolishRag[Any] = ToolishRag(store, name=args.name, max_top_k=max(args.top_k, 50))
+    # Some collections' queries are whole paragraphs (CISI's): let them through.
+    longest = max((len(q) for _, q in dataset.judged_queries), default=0)
+    rag: ToolishRag[Any] = ToolishRag(
+        store, name=args.name, max_top_k=max(args.top_k, 50), max_query_chars=max(2000, longest)
+    )
     offered = [t.removesuffix('_search') for t in (n.removeprefix(f'{args.name}_') for n in rag.tool_names)]
     wanted = [t for t in ('text', 'vector', 'hybrid') if t in offered] if args.tool == 'all' else [args.tool]
     unavailable = [t for t in wanted if t not in offered]

@@ -73,6 +73,7 @@ class _Config:
     default_top_k: int = 5
     max_top_k: int = 50
     max_expansion_chars: int = 6000
+    max_query_chars: int = 2000
     max_chunks_to_add: int = 10
     fusion: FusionConfig = field(default_factory=FusionConfig)
     id: str | None = None
@@ -110,6 +111,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         default_top_k: ``top_k`` when the model gives none.
         max_top_k: the largest ``top_k`` a model may ask for.
         max_expansion_chars: cap on the text ``broaden_chunk`` and ``zoom_out`` return.
+        max_query_chars: longer search queries are sent back to the model as a retry
+            ("send a short search query, not a document"); raise it for evaluation sets
+            whose queries are whole paragraphs (``toolish-rag eval`` does).
         fusion: how the hybrid tool fuses vector and text results (stores without
             native hybrid search).
         listener: called (sync or async) with a `RagEvent` for every tool call.
@@ -128,6 +132,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         default_top_k: int = 5,
         max_top_k: int = 50,
         max_expansion_chars: int = 6000,
+        max_query_chars: int = 2000,
         fusion: FusionConfig | None = None,
         listener: RagListener | None = None,
         id: str | None = None,
@@ -151,6 +156,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             default_top_k=default_top_k,
             max_top_k=max_top_k,
             max_expansion_chars=max_expansion_chars,
+            max_query_chars=max_query_chars,
             fusion=fusion or FusionConfig(),
             id=id,
             max_retries=max_retries,
@@ -364,13 +370,15 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 f'Use {self._config.default_top_k} unless you need more.'
             )
 
-    @staticmethod
-    def _check_query(query: str) -> str:
+    def _check_query(self, query: str) -> str:
         query = query.strip()
         if not query:
             raise InvalidRequestError('the query is empty: send the words or question to search for')
-        if len(query) > 2000:
-            raise InvalidRequestError('the query is over 2000 characters: send a short search query, not a document')
+        limit = self._config.max_query_chars
+        if len(query) > limit:
+            raise InvalidRequestError(
+                f'the query is over {limit} characters: send a short search query, not a document'
+            )
         return query
 
     @staticmethod
