@@ -39,6 +39,7 @@ import gc
 import hashlib
 import json
 import os
+import pathlib
 import platform
 import random
 import re
@@ -454,7 +455,19 @@ def import_time(runs: int) -> tuple[float, bool]:
 
 
 def rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return (
+        float(
+            next(
+                (
+                    ln.split()[1]
+                    for ln in pathlib.Path('/proc/self/status').read_text().splitlines()
+                    if ln.startswith('VmHWM:')
+                ),
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            )
+        )
+        / 1024
+    )
 
 
 # -- one corpus ----------------------------------------------------------------------------------

@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import pathlib
 import resource
 import sys
 import tempfile
@@ -95,14 +96,24 @@ async def main() -> None:
         figures = {
             'documents': n,
             'chunks': first.chunks,
-            'embedder': embedder.model.model_name,
+            'embedder': Path(embedder.model.model_name).name or embedder.model.model_name,
             'raw_docs_per_s': n / raw_chunks_s,
             'raw_seconds': raw_chunks_s,
             'raw_one_text_per_doc_docs_per_s': n / raw_s,
             'ingest_docs_per_s': n / ingest_s,
             'ingest_seconds': ingest_s,
             'reingest_seconds': again_s,
-            'peak_rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            'peak_rss_mib': float(
+                next(
+                    (
+                        ln.split()[1]
+                        for ln in pathlib.Path('/proc/self/status').read_text().splitlines()
+                        if ln.startswith('VmHWM:')
+                    ),
+                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+                )
+            )
+            / 1024,
         }
         args.json_out.write_text(json.dumps(figures, indent=1), encoding='utf-8')
 

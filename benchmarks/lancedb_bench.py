@@ -738,7 +738,19 @@ async def main() -> None:
                 print('\n'.join(lines), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    peak = (
+        float(
+            next(
+                (
+                    ln.split()[1]
+                    for ln in pathlib.Path('/proc/self/status').read_text().splitlines()
+                    if ln.startswith('VmHWM:')
+                ),
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            )
+        )
+        / 1024
+    )
     out.append(f'\n- peak RSS {peak:,.0f} MiB')
     print('\n## Summary\n')
     print('\n'.join(out))

@@ -10,10 +10,10 @@ STORE_TITLES = {'memory': 'InMemoryStore', 'lancedb': 'LanceDBStore', 'tantivy':
 RAW_FOR = {
     ('memory', 'text'): 'bm25s',
     ('memory', 'vector'): 'numpy cosine',
-    ('memory', 'hybrid'): 'min-max (bm25s + cosine)',
+    ('memory', 'hybrid'): 'standard scores (bm25s + cosine)',
     ('lancedb', 'text'): 'LanceDB FTS',
     ('lancedb', 'vector'): 'LanceDB vector (exact)',
-    ('lancedb', 'hybrid'): 'min-max (LanceDB FTS + vector)',
+    ('lancedb', 'hybrid'): 'standard scores (LanceDB FTS + vector)',
     ('tantivy', 'text'): 'tantivy BM25',
 }
 PEER_FOR = {
@@ -94,9 +94,9 @@ def _quality(quality: dict[str, Any]) -> list[str]:
     out = ['## Retrieval quality', '']
     out += [
         'nDCG@10 (pytrec_eval, graded gains) through the tools, beside the raw library computing the same',
-        'thing from the same texts and vectors, and beside LlamaIndex. "raw" for hybrid is our default fusion',
-        '(min-max scaling of each leg, equal weights, 100 candidates per leg) computed by hand from the raw',
-        'legs; plain RRF (k=60) of the same legs is the usual baseline.',
+        'thing from the same texts and vectors, and beside LlamaIndex. "raw" for hybrid is the default fusion',
+        '(standard scores of each leg, vector 0.45 / text 0.55, 100 candidates per leg; docs/fusion.md)',
+        'written out by hand over the raw legs; plain RRF (k=60) of the same legs is the usual baseline.',
         '',
     ]
     names = list(quality)
@@ -217,6 +217,12 @@ def _speed(speed: dict[str, Any]) -> list[str]:
         '(argument validation, scope, store call, rendering); the raw call is the library call it wraps,',
         'timed alternately with it on the same data. Synthetic corpora use a cheap embedder so that',
         'embedding does not hide the layers measured. Ratios are p50 tool / p50 raw.',
+        '',
+    ]
+    corpora = sorted({f'{c["name"]} ({c["chunks"]:,} chunks)' for r in speed.values() for c in r['corpora']})
+    out += [
+        f'Corpora in this run: {", ".join(corpora)}. Larger runs (`--sizes 100000 1000000`) take hours on',
+        "2 cores; the per-store scripts' 100k and 1M figures are in docs/benchmarks-core.md and docs/stores/.",
         '',
     ]
     for kind, result in speed.items():

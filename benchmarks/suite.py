@@ -169,19 +169,21 @@ def rrf(legs: Sequence[list[tuple[str, float]]], k: int = 60, depth: int = TOP_K
     return sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:depth]
 
 
-def minmax(
-    vector: list[tuple[str, float]], text: list[tuple[str, float]], candidates: int, depth: int = TOP_K
+def standard_scores(
+    vector: list[tuple[str, float]], text: list[tuple[str, float]], fusion: FusionConfig, depth: int = TOP_K
 ) -> list[tuple[str, float]]:
-    """Equal-weight sum of per-list min-max scaled scores over ``candidates`` hits per leg."""
+    """The default fusion written out by hand: per-list standard scores, -3 for a missing hit, weighted sum."""
 
-    def scale(leg: list[tuple[str, float]]) -> dict[str, float]:
+    def z(leg: list[tuple[str, float]]) -> dict[str, float]:
         if not leg:
             return {}
-        lo, hi = min(s for _, s in leg), max(s for _, s in leg)
-        return {d: (s - lo) / (hi - lo) if hi > lo else 1.0 for d, s in leg}
+        scores = np.array([s for _, s in leg])
+        mean, std = float(scores.mean()), float(scores.std())
+        return {d: (s - mean) / std if std else 0.0 for d, s in leg}
 
-    v, t = scale(vector[:candidates]), scale(text[:candidates])
-    fused = {d: v.get(d, 0.0) + t.get(d, 0.0) for d in {*v, *t}}
+    v, t = z(vector[: fusion.candidates]), z(text[: fusion.candidates])
+    wv, wt = fusion.vector_weight, fusion.text_weight
+    fused = {d: wv * v.get(d, -3.0) + wt * t.get(d, -3.0) for d in {*v, *t}}
     return sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:depth]
 
 
@@ -215,8 +217,8 @@ async def raw_quality(dataset: BeirDataset, embedder: Embedder, fusion: FusionCo
         'RRF k=60 (bm25s + cosine)': score_run(
             as_run({q: rrf([vector[q][:TOP_K], text[q][:TOP_K]]) for q in text}), dataset.qrels
         ),
-        'min-max (bm25s + cosine)': score_run(
-            as_run({q: minmax(vector[q], text[q], fusion.candidates) for q in text}), dataset.qrels
+        'standard scores (bm25s + cosine)': score_run(
+            as_run({q: standard_scores(vector[q], text[q], fusion) for q in text}), dataset.qrels
         ),
     }
     out['tantivy BM25'] = raw_tantivy(dataset, ids, texts)
@@ -280,8 +282,8 @@ def raw_lancedb(
     return {
         'LanceDB FTS': score_run(as_run({q: r[:TOP_K] for q, r in text.items()}), dataset.qrels),
         'LanceDB vector (exact)': score_run(as_run({q: r[:TOP_K] for q, r in vector.items()}), dataset.qrels),
-        'min-max (LanceDB FTS + vector)': score_run(
-            as_run({q: minmax(vector[q], text[q], fusion.candidates) for q in text}), dataset.qrels
+        'standard scores (LanceDB FTS + vector)': score_run(
+            as_run({q: standard_scores(vector[q], text[q], fusion) for q in text}), dataset.qrels
         ),
     }
 

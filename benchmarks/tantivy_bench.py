@@ -28,6 +28,7 @@ import argparse
 import asyncio
 import gc
 import json
+import pathlib
 import random
 import resource
 import sys
@@ -67,7 +68,19 @@ def percentile(samples: Sequence[float], q: float) -> float:
 
 
 def rss_mib() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    return (
+        float(
+            next(
+                (
+                    ln.split()[1]
+                    for ln in pathlib.Path('/proc/self/status').read_text().splitlines()
+                    if ln.startswith('VmHWM:')
+                ),
+                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
+            )
+        )
+        / 1024
+    )
 
 
 def scifact_docs() -> tuple[list[Document], list[str]]:
