@@ -46,6 +46,7 @@ __all__ = [
     'evaluate',
     'hit_doc_ids',
     'load_beir',
+    'peak_rss_mib',
     'ndcg_at_10',
     'ranking_to_run',
     'reference_ndcg',
@@ -84,6 +85,23 @@ def set_thread_counts(n: int, *, blas: int = 1, torch: bool = True) -> str:
         _torch.set_num_threads(n)
         note += f', torch.set_num_threads({n}) (torch reports {_torch.get_num_threads()})'
     return note
+
+
+def peak_rss_mib() -> float:
+    """This process's peak resident memory in MiB.
+
+    Reads ``VmHWM`` (reset by ``exec``): ``ru_maxrss`` is kept across fork and exec on Linux,
+    so a benchmark started by the suite would report the suite's own peak.
+    """
+    try:
+        for line in Path('/proc/self/status').read_text().splitlines():
+            if line.startswith('VmHWM:'):
+                return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    import resource
+
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def data_dir() -> Path:

@@ -39,11 +39,9 @@ import gc
 import hashlib
 import json
 import os
-import pathlib
 import platform
 import random
 import re
-import resource
 import statistics
 import subprocess
 import sys
@@ -56,7 +54,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import set_thread_counts
+from common import peak_rss_mib, set_thread_counts
 
 THREADS = 2
 THREAD_NOTE = set_thread_counts(THREADS, torch=False)
@@ -454,22 +452,6 @@ def import_time(runs: int) -> tuple[float, bool]:
     return statistics.median(times), torch_loaded
 
 
-def rss_mib() -> float:
-    return (
-        float(
-            next(
-                (
-                    ln.split()[1]
-                    for ln in pathlib.Path('/proc/self/status').read_text().splitlines()
-                    if ln.startswith('VmHWM:')
-                ),
-                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-            )
-        )
-        / 1024
-    )
-
-
 # -- one corpus ----------------------------------------------------------------------------------
 
 
@@ -501,7 +483,7 @@ async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple
     await rag.run_tool('text_search', {'query': 'warm up the index', 'top_k': TOP_K})
     bm25_build_s = time.perf_counter() - start
     ingest_s = upsert_s + bm25_build_s
-    rss_index = rss_mib()
+    rss_index = peak_rss_mib()
     print(f'  upsert {upsert_s:.1f} s + BM25 build {bm25_build_s:.1f} s; peak RSS {rss_index:.0f} MiB', flush=True)
 
     raw_embed_s: float | None = None
@@ -766,7 +748,7 @@ async def run(
         del corpus, setup
         gc.collect()
 
-    peak = rss_mib()
+    peak = peak_rss_mib()
     head = [
         *machine(),
         f'- `import toolish_rag` (fresh interpreter, median of {1 if quick else 5}): {imp_s * 1000:.0f} ms '
@@ -802,7 +784,7 @@ async def run(
 
 def write_json(path: Path | None, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """The speed-result JSON so far (rewritten after every corpus, so a long run leaves partial results)."""
-    result = {'store': 'memory', 'threads': THREAD_NOTE, 'peak_rss_mib': round(rss_mib(), 1), 'corpora': entries}
+    result = {'store': 'memory', 'threads': THREAD_NOTE, 'peak_rss_mib': round(peak_rss_mib(), 1), 'corpora': entries}
     if path is not None:
         path.write_text(json.dumps(result, indent=2) + '\n', encoding='utf-8')
     return result

@@ -17,8 +17,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import pathlib
-import resource
 import sys
 import tempfile
 import time
@@ -26,7 +24,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import set_thread_counts
+from common import peak_rss_mib, set_thread_counts
 
 THREADS = set_thread_counts(2)
 
@@ -103,17 +101,7 @@ async def main() -> None:
             'ingest_docs_per_s': n / ingest_s,
             'ingest_seconds': ingest_s,
             'reingest_seconds': again_s,
-            'peak_rss_mib': float(
-                next(
-                    (
-                        ln.split()[1]
-                        for ln in pathlib.Path('/proc/self/status').read_text().splitlines()
-                        if ln.startswith('VmHWM:')
-                    ),
-                    resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-                )
-            )
-            / 1024,
+            'peak_rss_mib': peak_rss_mib(),
         }
         args.json_out.write_text(json.dumps(figures, indent=1), encoding='utf-8')
 

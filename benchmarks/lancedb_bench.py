@@ -44,7 +44,6 @@ import pathlib
 import platform
 import random
 import re
-import resource
 import shutil
 import sys
 import tempfile
@@ -55,7 +54,7 @@ from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from common import CachedEmbeddingModel, set_thread_counts
+from common import CachedEmbeddingModel, data_dir, peak_rss_mib, set_thread_counts
 
 THREADS = 2
 THREAD_NOTE = set_thread_counts(THREADS, torch=False)
@@ -77,7 +76,7 @@ from toolish_rag.search import SearchHit  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402
 from toolish_rag_lancedb import LanceDBStore, filter_to_where  # noqa: E402
 
-SCIFACT = pathlib.Path('/work/shared/data/scifact')
+SCIFACT = data_dir() / 'scifact'
 DIMS = 384
 TOP_K = 10
 DEPTH = FusionConfig().candidates
@@ -738,19 +737,7 @@ async def main() -> None:
                 print('\n'.join(lines), flush=True)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
-    peak = (
-        float(
-            next(
-                (
-                    ln.split()[1]
-                    for ln in pathlib.Path('/proc/self/status').read_text().splitlines()
-                    if ln.startswith('VmHWM:')
-                ),
-                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-            )
-        )
-        / 1024
-    )
+    peak = peak_rss_mib()
     out.append(f'\n- peak RSS {peak:,.0f} MiB')
     print('\n## Summary\n')
     print('\n'.join(out))

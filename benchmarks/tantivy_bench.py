@@ -28,9 +28,7 @@ import argparse
 import asyncio
 import gc
 import json
-import pathlib
 import random
-import resource
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -40,7 +38,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import set_thread_counts
+from common import peak_rss_mib, set_thread_counts
 
 THREAD_NOTE = set_thread_counts(2, torch=False)
 
@@ -65,22 +63,6 @@ ZOOM_LIMIT = 200
 def percentile(samples: Sequence[float], q: float) -> float:
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
-
-
-def rss_mib() -> float:
-    return (
-        float(
-            next(
-                (
-                    ln.split()[1]
-                    for ln in pathlib.Path('/proc/self/status').read_text().splitlines()
-                    if ln.startswith('VmHWM:')
-                ),
-                resource.getrusage(resource.RUSAGE_SELF).ru_maxrss,
-            )
-        )
-        / 1024
-    )
 
 
 def scifact_docs() -> tuple[list[Document], list[str]]:
@@ -400,7 +382,12 @@ async def bench(key: str, docs: list[Document], queries: list[str], repeats: int
 def write_json(path: Path | None, corpora: list[dict[str, Any]]) -> None:
     """The speed-result JSON so far (rewritten after every corpus, so a long run leaves partial results)."""
     if path is not None:
-        result = {'store': 'tantivy', 'threads': THREAD_NOTE, 'peak_rss_mib': round(rss_mib(), 1), 'corpora': corpora}
+        result = {
+            'store': 'tantivy',
+            'threads': THREAD_NOTE,
+            'peak_rss_mib': round(peak_rss_mib(), 1),
+            'corpora': corpora,
+        }
         path.write_text(json.dumps(result, indent=2) + '\n', encoding='utf-8')
 
 
@@ -441,7 +428,7 @@ async def main() -> None:
         write_json(args.json_out, corpora)
         del docs
         gc.collect()
-    peak = rss_mib()
+    peak = peak_rss_mib()
     print()
     print(f'- {THREAD_NOTE}; TantivyStore(writer_threads=2); peak RSS {peak:.0f} MiB')
     print()

@@ -52,12 +52,16 @@ class FusionConfig:
             raise ValueError('candidates and rrf_k must be positive')
 
 
+def _mean_std(hits: Sequence[SearchHit]) -> tuple[float, float]:
+    scores = [h.score for h in hits]
+    mean = sum(scores) / len(scores)
+    return mean, math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+
+
 def _dbsf_scale(hits: Sequence[SearchHit]) -> dict[str, float]:
     if not hits:
         return {}
-    scores = [h.score for h in hits]
-    mean = sum(scores) / len(scores)
-    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    mean, std = _mean_std(hits)
     if std == 0:
         return {h.id: 1.0 for h in hits}
     low, high = mean - 3 * std, mean + 3 * std
@@ -71,9 +75,7 @@ MISSING_Z = -3.0
 def _zscore_scale(hits: Sequence[SearchHit]) -> dict[str, float]:
     if not hits:
         return {}
-    scores = [h.score for h in hits]
-    mean = sum(scores) / len(scores)
-    std = math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    mean, std = _mean_std(hits)
     if std == 0:
         return {h.id: 0.0 for h in hits}
     return {h.id: (h.score - mean) / std for h in hits}

@@ -20,7 +20,7 @@ from toolish_rag.search import SearchHit
 from toolish_rag.toolset import ToolishRag
 from toolish_rag_lancedb import LanceDBStore
 
-SCIFACT = pathlib.Path('/work/shared/data/scifact')
+SCIFACT = pathlib.Path(__file__).resolve().parents[3].parent / 'shared' / 'data' / 'scifact'
 DEPTH = 100
 FLOORS = {'text': 0.68, 'vector': 0.64, 'hybrid': 0.71}  # measured: 0.6964, 0.6602, 0.7330 (z-score fusion)
 
