@@ -85,6 +85,7 @@ def _calls(chunk_id: str, foreign_id: str) -> list[tuple[str, dict[str, Any]]]:
         ('zoom_out', {'id': foreign_id}),
         ('vector_search', {'query': 42}),
         ('vector_search', {}),
+        ('text_search', {'query': 42}),
     ]
 
 
@@ -131,3 +132,24 @@ async def test_model_visible_behaviour_is_unchanged(store_name: str, tmp_path: P
         expected_path.write_text(text, encoding='utf-8')
     expected = expected_path.read_text(encoding='utf-8')
     assert text == expected, f'what the model sees changed for {store_name}; see the module docstring'
+
+
+def test_tools_command_output_is_unchanged(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """``toolish-rag tools`` (text and ``--json``) on a Tantivy index, which needs no embedder."""
+    pytest.importorskip('toolish_rag_tantivy')
+    import asyncio
+
+    from toolish_rag.cli import main
+    from toolish_rag_tantivy import TantivyStore
+
+    asyncio.run(TantivyStore(tmp_path / 'index').upsert(handbook_corpus()))
+    store = f'tantivy:{tmp_path / "index"}'
+    assert main(['tools', '--store', store, '--name', 'kb']) == 0
+    assert main(['tools', '--json', '--store', store]) == 0
+    text = capsys.readouterr().out
+    expected_path = SNAPSHOTS / 'tools-command.txt'
+    if UPDATE:
+        expected_path.write_text(text, encoding='utf-8')
+    assert text == expected_path.read_text(encoding='utf-8'), (
+        'toolish-rag tools output changed; see the module docstring'
+    )
