@@ -133,15 +133,31 @@ class LiveServer:
         f = self.scope_of(label)
         return self.rag if f is None else self.rag.with_metadata_filter(f)
 
-    @contextlib.asynccontextmanager
-    async def client(self, label: str | None, **kwargs: Any) -> AsyncIterator[Client]:
+    def client(self, label: str | None, **kwargs: Any) -> contextlib.AbstractAsyncContextManager[Client]:
         """An MCP SDK client authenticated with ``label``'s token (``None``: no token)."""
-        headers = {'Authorization': f'Bearer {TOKENS[label]}'} if label else {}
-        async with (
-            httpx2.AsyncClient(headers=headers, timeout=30) as http,
-            Client(streamable_http_client(self.url, http_client=http), **kwargs) as client,
-        ):
-            yield client
+        return connect(self.url, label, **kwargs)
+
+
+@contextlib.asynccontextmanager
+async def connect(url: str, label: str | None, **kwargs: Any) -> AsyncIterator[Client]:
+    """An MCP SDK client of the server at ``url``, authenticated with ``label``'s token (``None``: no token)."""
+    headers = {'Authorization': f'Bearer {TOKENS[label]}'} if label else {}
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=30) as http,
+        Client(streamable_http_client(url, http_client=http), **kwargs) as client,
+    ):
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def serving(app: Any) -> AsyncIterator[str]:
+    """Serve the ASGI ``app`` with uvicorn on a free loopback port (this event loop); yields its MCP URL."""
+    port = free_port()
+    uv, task = await _start(app, port)
+    try:
+        yield f'http://127.0.0.1:{port}/mcp'
+    finally:
+        await _stop(uv, task)
 
 
 async def _start(app: Any, port: int) -> tuple[uvicorn.Server, asyncio.Task[None]]:

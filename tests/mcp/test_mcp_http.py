@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+import uuid
 from typing import Any
 
 import httpx2
@@ -177,40 +178,67 @@ def _sse_json(response: httpx2.Response) -> dict[str, Any]:
     return dict(json.loads(data[-1]))
 
 
-async def test_a_session_replayed_with_another_token_gets_that_tokens_scope(live_server: LiveServer) -> None:
-    """Scope is read per HTTP request: a session id opened by acme, used with globex's token, is globex."""
-    base = {'Accept': ACCEPT, 'Content-Type': 'application/json'}
-    init = {
-        'jsonrpc': '2.0',
-        'id': 1,
-        'method': 'initialize',
-        'params': {
-            'protocolVersion': '2025-06-18',
-            'capabilities': {},
-            'clientInfo': {'name': 'replay', 'version': '1'},
-        },
-    }
-    call = {
-        'jsonrpc': '2.0',
-        'id': 2,
-        'method': 'tools/call',
-        'params': {'name': 'docs_regex_search', 'arguments': {'pattern': 'ships parcels', 'top_k': 50}},
-    }
-    async with httpx2.AsyncClient(timeout=30) as http:
-        acme = {**base, 'Authorization': f'Bearer {TOKENS["acme"]}'}
-        opened = await http.post(live_server.url, headers=acme, json=init)
-        assert opened.status_code == 200, opened.text
-        session = opened.headers['mcp-session-id']
-        version = _sse_json(opened)['result']['protocolVersion']
-        acme |= {'mcp-session-id': session, 'mcp-protocol-version': version}
-        await http.post(live_server.url, headers=acme, json={'jsonrpc': '2.0', 'method': 'notifications/initialized'})
+_INIT = {
+    'jsonrpc': '2.0',
+    'id': 1,
+    'method': 'initialize',
+    'params': {'protocolVersion': '2025-06-18', 'capabilities': {}, 'clientInfo': {'name': 'raw', 'version': '1'}},
+}
+_CALL = {
+    'jsonrpc': '2.0',
+    'id': 2,
+    'method': 'tools/call',
+    'params': {'name': 'docs_regex_search', 'arguments': {'pattern': 'ships parcels', 'top_k': 50}},
+}
+
+
+async def _open_session(http: httpx2.AsyncClient, url: str, label: str) -> dict[str, str]:
+    """Open a streamable-HTTP session with ``label``'s token; returns the headers that use it."""
+    headers = {'Accept': ACCEPT, 'Content-Type': 'application/json', 'Authorization': f'Bearer {TOKENS[label]}'}
+    opened = await http.post(url, headers=headers, json=_INIT)
+    assert opened.status_code == 200, opened.text
+    version = _sse_json(opened)['result']['protocolVersion']
+    headers |= {'mcp-session-id': opened.headers['mcp-session-id'], 'mcp-protocol-version': version}
+    await http.post(url, headers=headers, json={'jsonrpc': '2.0', 'method': 'notifications/initialized'})
+    return headers
+
+
+async def test_a_session_is_bound_to_the_token_that_opened_it(live_server: LiveServer) -> None:
+    """acme's session id with globex's (valid) token is answered like an unknown session id, and left alone.
+
+    Regression: globex could call tools in acme's session, read its stream and DELETE it.
+    """
+    url = live_server.url
+    async with httpx2.AsyncClient(timeout=15) as http:
+        acme = await _open_session(http, url, 'acme')
         as_globex = {**acme, 'Authorization': f'Bearer {TOKENS["globex"]}'}
-        text = _sse_json(await http.post(live_server.url, headers=as_globex, json=call))['result']['content'][0]['text']
-        assert 'globex ships' in text and 'acme' not in text
-        text = _sse_json(await http.post(live_server.url, headers=acme, json=call))['result']['content'][0]['text']
-        assert 'acme ships' in text and 'globex' not in text
+        unknown = {**as_globex, 'mcp-session-id': uuid.uuid4().hex}
+        for method, body in [('POST', _CALL), ('GET', None), ('DELETE', None)]:
+            wrong_token = await http.request(method, url, headers=as_globex, json=body)
+            no_such_session = await http.request(method, url, headers=unknown, json=body)
+            assert no_such_session.status_code == 404, (method, no_such_session.text)
+            assert wrong_token.status_code == 404, (method, wrong_token.status_code)
+            assert wrong_token.json() == no_such_session.json(), method
+            assert 'acme' not in wrong_token.text
+        text = _sse_json(await http.post(url, headers=acme, json=_CALL))['result']['content'][0]['text']
+        assert 'acme ships' in text and 'globex' not in text  # globex's DELETE did not end the session
         no_token = {k: v for k, v in acme.items() if k != 'Authorization'}
-        assert (await http.post(live_server.url, headers=no_token, json=call)).status_code == 401
+        assert (await http.post(url, headers=no_token, json=_CALL)).status_code == 401
+        assert (await http.delete(url, headers=acme)).status_code in (200, 204)  # its own token ends it
+        assert (await http.post(url, headers=acme, json=_CALL)).status_code == 404
+
+
+async def test_each_token_opens_sessions_of_its_own(live_server: LiveServer) -> None:
+    """Sessions of two tokens side by side: each gets its own scope, neither can use the other's."""
+    async with httpx2.AsyncClient(timeout=15) as http:
+        acme = await _open_session(http, live_server.url, 'acme')
+        globex = await _open_session(http, live_server.url, 'globex')
+        assert acme['mcp-session-id'] != globex['mcp-session-id']
+        for own, other, tenant in [(acme, globex, 'acme'), (globex, acme, 'globex')]:
+            text = _sse_json(await http.post(live_server.url, headers=own, json=_CALL))['result']['content'][0]['text']
+            assert f'{tenant} ships' in text and text.count(' ships parcels') == 2  # the tenant's 2023 and 2024
+            swapped = {**own, 'mcp-session-id': other['mcp-session-id']}
+            assert (await http.post(live_server.url, headers=swapped, json=_CALL)).status_code == 404
 
 
 # -- pydantic-ai as the MCP client ---------------------------------------------------------------------

@@ -7,6 +7,7 @@ import os
 from typing import Any
 
 from ..stores import available_stores, open_store
+from ..stores.registry import default_store_name
 from ..toolset import ToolishRag
 
 __all__ = ['add_store_arguments', 'default_store_spec', 'open_rag']
@@ -19,9 +20,8 @@ def default_store_spec() -> str:
     env = os.environ.get('TOOLISH_RAG_STORE')
     if env:
         return env
-    if 'lancedb' in available_stores():
-        return f'lancedb:{STORE_DIR}/lancedb'
-    return f'memory:{STORE_DIR}/memory'
+    name = default_store_name()
+    return f'{name}:{STORE_DIR}/{name}'
 
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
@@ -29,7 +29,8 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     group.add_argument(
         '--store',
         default=None,
-        help=f'NAME[:LOCATION], NAME one of {", ".join(available_stores())} '
+        help=f'NAME[:LOCATION], NAME one of {", ".join(available_stores())}, e.g. {default_store_name()}:./kb; '
+        'a bare path is refused, as a path does not say which kind of store it holds '
         '(default: $TOOLISH_RAG_STORE, else lancedb:.toolish-rag/lancedb when installed)',
     )
     group.add_argument('--embedder', default=None, help='embedding model string (default: all-MiniLM-L6-v2, offline)')

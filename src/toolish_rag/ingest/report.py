@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import json
+from dataclasses import asdict, dataclass, field
+from typing import Any
 
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ['IngestIssue', 'IngestReport', 'format_report', 'render_report']
+__all__ = ['IngestIssue', 'IngestReport', 'format_lines', 'format_report', 'render_report']
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +55,14 @@ class IngestReport:
             f'({self.chunks} chunks) in {self.seconds:.1f} s'
         )
 
+    def to_dict(self) -> dict[str, Any]:
+        """Every field (issues as ``{"path", "reason"}`` objects), plus ``ok``: the JSON report's content."""
+        return {**asdict(self), 'ok': self.ok}
+
+    def to_json(self, *, indent: int | None = 2) -> str:
+        """`to_dict` as JSON (``toolish-rag ingest --json``)."""
+        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
 
 def render_report(report: IngestReport, *, verbose: bool = False) -> RenderableType:
     """A rich renderable: the summary line, then failures (and, if ``verbose``, skips and warnings)."""
@@ -78,3 +88,18 @@ def format_report(report: IngestReport, *, verbose: bool = False, width: int = 1
     with console.capture() as capture:
         console.print(render_report(report, verbose=verbose))
     return capture.get()
+
+
+def format_lines(report: IngestReport, *, verbose: bool = False) -> str:
+    """The summary, then one ``failed: PATH: REASON`` line per failure, never wrapped (for logs and grep).
+
+    With ``verbose``, ``skipped:`` and ``warning:`` lines too. What the CLI prints when its
+    output is not a terminal: the table of `render_report` folds long paths to the width.
+    """
+    lines = [report.summary()]
+    sections: list[tuple[str, list[IngestIssue]]] = [('failed', report.failed)]
+    if verbose:
+        sections += [('skipped', report.skipped), ('warning', report.warnings)]
+    for label, issues in sections:
+        lines += [f'{label}: {issue.path}: {" ".join(issue.reason.split())}' for issue in issues]
+    return '\n'.join(lines) + '\n'

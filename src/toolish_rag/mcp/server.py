@@ -11,9 +11,11 @@ would mean declaring every tool a second time.)
 Scope: the server's own toolset may already be narrowed (``rag.with_metadata_filter``).
 Over HTTP, `BearerScopeMiddleware` authenticates each request and puts the token's
 filter in the ASGI scope; ``tools/call`` ANDs it in with ``with_metadata_filter``, so a
-client can narrow its results (by its queries) but never widen them. The scope is read
-per HTTP request, not per MCP session, so a session id replayed with another token gets
-that token's scope.
+client can narrow its results (by its queries) but never widen them. The instructions
+a client gets when it connects (``initialize`` / ``server/discover``) are computed for
+its token's scope too, because eager searches (``rag.with_eager_search_about``) put
+search results in them. A streamable-HTTP session belongs to the token that opened it:
+its id presented with another token is answered like an unknown session (404).
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
 
 import mcp_types as types
-from mcp.server.context import ServerRequestContext
+from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+from mcp.server.auth.provider import AccessToken
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
 from pydantic_ai import ModelRetry
 
@@ -32,7 +36,7 @@ from ..content import Chunk
 from ..filters import Filter
 from ..search import SearchHit
 from ..toolset import ToolishRag
-from .tokens import TokenTable
+from .tokens import TokenScope, TokenTable
 
 __all__ = [
     'HITS_META_KEY',
@@ -101,14 +105,54 @@ def _request_scope(ctx: ServerRequestContext[Any, Any]) -> tuple[bool, Filter | 
     return True, scope_filter
 
 
+_CONNECT_METHODS = frozenset({'initialize', 'server/discover'})
+"""The requests whose result carries the server's instructions (handshake era / 2026-07-28 era)."""
+
+
+class _ScopedInstructions:
+    """Server middleware: the instructions of an HTTP connection, computed for its token's scope.
+
+    The toolset's instructions are not scope-free: an eager search
+    (``rag.with_eager_search_about``) puts search results (chunk ids and text) in them.
+    The SDK sends one fixed ``instructions`` string to every client, so one computed at
+    start-up would show every token the results of the server's own, widest scope. This
+    middleware replaces ``instructions`` in the ``initialize`` and ``server/discover``
+    results of an HTTP request by ``rag.with_metadata_filter(token scope).instructions()``,
+    computed per connection (like an in-process agent's eager search, which runs per run).
+    Requests without HTTP (stdio, an in-process client) keep the fixed instructions,
+    computed with the toolset's own scope. An HTTP request that did not pass
+    `BearerScopeMiddleware` gets no instructions at all (fail closed, like its tool calls).
+    """
+
+    def __init__(self, rag: ToolishRag[Any]) -> None:
+        self.rag = rag
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        result = await call_next(ctx)
+        if ctx.method not in _CONNECT_METHODS or ctx.request is None or not isinstance(result, dict):
+            return result
+        allowed, scope_filter = _request_scope(ctx)
+        scoped = self.rag if scope_filter is None else self.rag.with_metadata_filter(scope_filter)
+        text = await scoped.instructions() if allowed else None
+        out = {k: v for k, v in result.items() if k != 'instructions'}
+        if text is not None:
+            out['instructions'] = text
+        if ctx.method == 'server/discover':
+            out['cacheScope'] = 'private'  # never shared across authorization contexts by a client cache
+        return out
+
+
 async def build_server(
     rag: ToolishRag[Any], *, name: str = 'toolish-rag', instructions: str | None = None
 ) -> Server[Any]:
     """An MCP ``Server`` offering ``rag``'s tools.
 
     ``instructions`` default to the toolset's own (what the collection holds and how to
-    search it). The toolset's filters (e.g. ``rag.with_metadata_filter(...)``) apply to
-    every call; over HTTP each request's token scope is ANDed in on top.
+    search it, and the results of its eager searches). The toolset's filters (e.g.
+    ``rag.with_metadata_filter(...)``) apply to every call and to those instructions;
+    over HTTP each request's token scope is ANDed in on top, for the tool calls and for
+    the instructions a client gets when it connects. Explicit ``instructions`` are sent
+    as given to every client.
     """
 
     async def list_tools(
@@ -149,7 +193,7 @@ async def build_server(
             meta={HITS_META_KEY: [_hit_meta(h) for h in hits]},
         )
 
-    return Server(
+    server: Server[Any] = Server(
         name,
         version=_version(),
         title=f'{rag.name} collection (toolish-rag)',
@@ -157,6 +201,9 @@ async def build_server(
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )
+    if instructions is None:
+        server.middleware.append(_ScopedInstructions(rag))
+    return server
 
 
 # -- stdio -----------------------------------------------------------------------------------------
@@ -177,8 +224,10 @@ async def serve_stdio(rag: ToolishRag[Any], *, name: str = 'toolish-rag') -> Non
 class BearerScopeMiddleware:
     """ASGI middleware: a valid ``Authorization: Bearer TOKEN`` or a 401.
 
-    With ``tokens=None`` every request is let through unscoped (``--no-auth``, for a
-    server on a trusted loopback only). The token itself is never logged.
+    An authenticated request carries its token's scope (``scope[SCOPE_KEY]``) and its
+    token's label as the SDK's ``scope["user"]`` (which binds sessions to tokens). With
+    ``tokens=None`` every request is let through unscoped (``--no-auth``, for a server on
+    a trusted loopback only). The token itself is never logged.
     """
 
     def __init__(self, app: ASGIApp, tokens: TokenTable | None) -> None:
@@ -214,7 +263,20 @@ class BearerScopeMiddleware:
             return
         logger.debug('request authenticated as %s', found.label)
         scope[SCOPE_KEY] = (found.label, found.filter)
+        scope['user'] = _session_owner(found)
         await self.app(scope, receive, send)
+
+
+def _session_owner(found: TokenScope) -> AuthenticatedUser:
+    """The SDK principal of a token, which binds the streamable-HTTP sessions it opens to it.
+
+    The SDK's session manager records ``scope["user"]`` of the request that opened a
+    session and answers a request with that session id but another principal exactly as
+    it answers an unknown session id (404), without touching the session: another token
+    can neither call tools in it, read its stream, nor DELETE it. Labels are unique per
+    token table, so the label identifies the token. The token itself is not stored.
+    """
+    return AuthenticatedUser(AccessToken(token='', client_id=found.label, subject=found.label, scopes=[]))
 
 
 def _bearer(scope: MutableMapping[str, Any]) -> str | None:

@@ -1,5 +1,7 @@
 """Open a store from a short spec such as ``"memory"``, ``"memory:./kb"``, ``"lancedb:./kb"`` or ``"tantivy:./index"``.
 
+A bare path (``"./kb"``) is not a spec: the error names the spec to use instead.
+
 Store distributions register themselves under the entry-point group ``toolish_rag.stores``
 (name -> ``open_store(location: str, *, embedder=None)``), so the CLI, the evaluation
 command and the MCP server can open a third-party store without knowing its package.
@@ -7,10 +9,12 @@ command and the MCP server can open a third-party store without knowing its pack
 
 from __future__ import annotations
 
+import os
 from importlib.metadata import entry_points
+from pathlib import Path
 from typing import Any
 
-__all__ = ['ENTRY_POINT_GROUP', 'available_stores', 'open_store']
+__all__ = ['ENTRY_POINT_GROUP', 'available_stores', 'default_store_name', 'open_store']
 
 ENTRY_POINT_GROUP = 'toolish_rag.stores'
 
@@ -20,8 +24,19 @@ def available_stores() -> list[str]:
     return sorted({'memory', *(ep.name for ep in entry_points(group=ENTRY_POINT_GROUP))})
 
 
+def default_store_name() -> str:
+    """The store kind a spec-less default uses: ``lancedb`` when installed, else ``memory``."""
+    return 'lancedb' if 'lancedb' in available_stores() else 'memory'
+
+
 def open_store(spec: str, *, embedder: Any = None) -> Any:
-    """Open the store named by ``spec`` (``NAME`` or ``NAME:LOCATION``)."""
+    """Open the store named by ``spec`` (``NAME`` or ``NAME:LOCATION``).
+
+    A bare path (``./kb``, ``/data/kb``, an existing directory) is refused with the spec
+    to write instead (``lancedb:./kb``) rather than opened as the default kind: which
+    kind a directory holds cannot be told from its path, and the default kind depends on
+    what is installed, so the same command could open a different store elsewhere.
+    """
     name, _, location = spec.partition(':')
     name = name.strip().lower()
     if name == 'memory':
@@ -32,4 +47,26 @@ def open_store(spec: str, *, embedder: Any = None) -> Any:
         if ep.name == name:
             factory = ep.load()
             return factory(location, embedder=embedder)
-    raise ValueError(f'unknown store {name!r}; installed stores: {", ".join(available_stores())}')
+    raise ValueError(_unknown_store(spec, name))
+
+
+def _looks_like_path(spec: str) -> bool:
+    """``./kb``, ``~/kb``, ``/data/kb``, ``kb/`` or, without a colon, an existing directory; not ``lancdb:./kb``."""
+    head, colon, _ = spec.partition(':')
+    return bool(head) and (
+        head.startswith(('.', '~')) or '/' in head or os.sep in head or (not colon and Path(head).is_dir())
+    )
+
+
+def _unknown_store(spec: str, name: str) -> str:
+    installed = ', '.join(available_stores())
+    spec = spec.strip()
+    if _looks_like_path(spec):
+        return (
+            f'{spec!r} is a path, not a store spec: write NAME:LOCATION, e.g. {default_store_name()}:{spec} '
+            f'(installed stores: {installed})'
+        )
+    return (
+        f'unknown store {name!r}; installed stores: {installed} '
+        f'(a spec is NAME or NAME:LOCATION, e.g. {default_store_name()}:./kb)'
+    )

@@ -14,6 +14,7 @@ from __future__ import annotations
 import datetime as _dt
 import io
 import re
+import struct
 import zipfile
 from pathlib import Path
 from typing import Any
@@ -53,12 +54,89 @@ def _rows_block(outline: OutlineBuilder, rows: list[list[str]]) -> None:
     outline.block('\n'.join(lines), 'table', header=lines[0])
 
 
+_CFB_MAGIC = bytes.fromhex('D0CF11E0A1B11AE1')
+"""An OLE compound file (CFB): legacy .doc/.xls/.ppt, and encrypted DOCX/XLSX/PPTX."""
+_MAX_REGULAR_SECTOR = 0xFFFFFFFA
+_ENCRYPTION_STREAMS = frozenset({'EncryptionInfo', 'EncryptedPackage'})
+"""Streams of an encrypted OOXML file (MS-OFFCRYPTO): the key data and the encrypted ZIP."""
+
+
+def _cfb_entry_names(data: bytes) -> set[str]:
+    """The names in an OLE compound file's directory (MS-CFB), or an empty set when it is malformed.
+
+    Reads the header, the FAT (through the header's 109 DIFAT slots and any DIFAT
+    sectors) and the directory's sector chain; every loop is bounded by the file's
+    sector count, so a damaged or looping file ends the walk instead of hanging it.
+    Parsing the directory (rather than searching the bytes for a UTF-16 name) keeps a
+    legacy .doc whose text mentions ``EncryptionInfo`` from looking encrypted.
+    """
+    if len(data) < 512 or not data.startswith(_CFB_MAGIC):
+        return set()
+    shift = int.from_bytes(data[0x1E:0x20], 'little')
+    if shift not in (9, 12):
+        return set()
+    size = 1 << shift
+    limit = len(data) // size + 1
+
+    def sector(n: int) -> list[int]:
+        raw = data[(n + 1) * size : (n + 2) * size]
+        return list(struct.unpack(f'<{len(raw) // 4}I', raw[: len(raw) // 4 * 4]))
+
+    def u32(offset: int) -> int:
+        return int.from_bytes(data[offset : offset + 4], 'little')
+
+    fat_sectors = list(struct.unpack('<109I', data[0x4C:0x200]))
+    difat = u32(0x44)
+    for _ in range(limit):
+        if difat > _MAX_REGULAR_SECTOR:
+            break
+        entries = sector(difat)
+        if not entries:
+            break
+        fat_sectors += entries[:-1]
+        difat = entries[-1]
+    fat = [entry for s in fat_sectors if s <= _MAX_REGULAR_SECTOR for entry in sector(s)]
+    names: set[str] = set()
+    current = u32(0x30)
+    for _ in range(limit):
+        if current > _MAX_REGULAR_SECTOR:
+            break
+        raw = data[(current + 1) * size : (current + 2) * size]
+        for at in range(0, len(raw) - 127, 128):
+            entry = raw[at : at + 128]
+            length, kind = int.from_bytes(entry[0x40:0x42], 'little'), entry[0x42]
+            if kind in (1, 2, 5) and 2 <= length <= 64 and length % 2 == 0:
+                names.add(entry[: length - 2].decode('utf-16-le', 'replace'))
+        current = fat[current] if current < len(fat) else _MAX_REGULAR_SECTOR + 1
+    return names
+
+
+def _not_a_zip(data: bytes, kind: str, exc: Exception) -> ReadError:
+    """Why ``data`` is no OOXML ZIP: encrypted, a legacy binary Office file, or damaged.
+
+    Office encrypts a DOCX/XLSX/PPTX by wrapping it in an OLE compound file with an
+    ``EncryptionInfo`` stream; a legacy .doc/.xls/.ppt (renamed, or saved with the wrong
+    extension) is a compound file without one. Both used to read as "corrupt".
+    """
+    if data.startswith(_CFB_MAGIC):
+        names = _cfb_entry_names(data)
+        if names & _ENCRYPTION_STREAMS:
+            return ReadError(
+                f'encrypted {kind}: the file is password-protected; save a copy without a password to ingest it'
+            )
+        return ReadError(
+            f'not {kind} but a legacy binary Office file (an OLE compound file, as .doc/.xls/.ppt are); '
+            f'save it as .{kind.lower()} to ingest it'
+        )
+    return ReadError(f'corrupt {kind} (not a readable ZIP container): {exc}')
+
+
 def _open_zip(data: bytes, kind: str) -> None:
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as zf:
             bad = zf.testzip()
     except zipfile.BadZipFile as exc:
-        raise ReadError(f'corrupt {kind} (not a readable ZIP container): {exc}') from None
+        raise _not_a_zip(data, kind, exc) from None
     if bad is not None:
         raise ReadError(f'corrupt {kind}: damaged member {bad}')
 
