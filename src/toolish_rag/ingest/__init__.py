@@ -6,14 +6,17 @@
 * `readers` — one per format (Markdown, text, HTML, PDF, DOCX, PPTX, XLSX, EPUB, RTF) producing
   the extracted text and its real section outline;
 * `Chunker` — section-aware chunking with character or token sizes and overlap;
-* `ingest` — walk, hash, skip unchanged, parse in parallel, upsert in batches, sync removals;
+* `ingest` — walk, hash, skip unchanged, parse in parallel, upsert in batches, sync removals
+  (`pipeline`; its parts: `parse` one file, `workers` the parse pool, `writer` the batched
+  upserts, `sync` what to delete, `progress` the bar);
 * `IngestReport` / `render_report` / `format_report` — what happened, for humans and CLIs.
 """
 
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunker, Piece, token_counter
 from .fingerprint import fingerprint
 from .model import Block, OutlineBuilder, ParsedDocument, ParsedSection, ReadError, normalise_metadata
-from .pipeline import file_uri, ingest, parse_path
+from .parse import file_uri, parse_path
+from .pipeline import ingest
 from .readers import READERS, UNSUPPORTED, read_bytes, read_file
 from .report import IngestIssue, IngestReport, format_report, render_report
 from .walk import DEFAULT_MAX_FILE_BYTES, SKIPPED_DIRS, walk_paths

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import hashlib
+from pathlib import Path
+from typing import TYPE_CHECKING
 
-__all__ = ['fingerprint']
+if TYPE_CHECKING:
+    from ..content import Document
+
+__all__ = ['document_fingerprint', 'file_fingerprint', 'fingerprint']
 
 _SCHEME = b'toolish-rag-ingest/1\x00'
 
@@ -20,3 +25,13 @@ def fingerprint(data: bytes, config_key: str) -> str:
     h.update(b'\x00')
     h.update(data)
     return 'sha256:' + h.hexdigest()
+
+
+def file_fingerprint(path: Path, config_key: str) -> str:
+    """The fingerprint of a file on disk: what an unchanged file costs on a re-run (raises `OSError`)."""
+    return fingerprint(path.read_bytes(), config_key)
+
+
+def document_fingerprint(document: Document, config_key: str) -> str:
+    """The fingerprint of a ready-made `Document` that came without one: its content, minus that field."""
+    return fingerprint(document.model_dump_json(exclude={'fingerprint'}).encode('utf-8'), config_key)

@@ -8,146 +8,45 @@ whose files under the given folders are gone.
 
 Each upsert commits whole documents with their fingerprints, so a run that dies half way
 loses nothing it committed: the re-run skips those documents and finishes the rest.
+
+The run, phase by phase (each a method of `_Run`): ready-made documents
+(`_Run.take_documents`), the walk's files settled by their hash or picked for parsing
+(`_Run.select_files`), parsing in workers and writing in batches (`_Run.parse_and_write`,
+with `workers` and `writer`), the ``sync`` removals (`_Run.remove_stale`, rule in `sync`)
+and the report (`_Run.finish`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import concurrent.futures
-import multiprocessing
 import os
 import time
-from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from contextlib import aclosing
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal
-from urllib.parse import unquote, urlparse
+from typing import TypeVar
 
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from ..content import Document, MetadataValue, document_id_for
 from ..protocols import DocumentInfo, DocumentStore
 from .chunking import Chunker
-from .fingerprint import fingerprint
-from .model import ReadError
-from .readers import READERS, UNSUPPORTED, read_bytes
-from .report import IngestIssue, IngestReport, render_report
-from .walk import DEFAULT_MAX_FILE_BYTES, walk_paths
+from .fingerprint import document_fingerprint, file_fingerprint
+from .parse import file_uri, parse_path
+from .progress import IngestProgress
+from .readers import READERS, UNSUPPORTED
+from .report import IngestIssue, IngestReport
+from .sync import stale_documents
+from .walk import DEFAULT_MAX_FILE_BYTES, Found, walk_paths
+from .workers import ExecutorKind, parse_files
+from .writer import BatchWriter
 
 __all__ = ['file_uri', 'ingest', 'parse_path']
 
 Source = str | os.PathLike[str] | Document
 
-
-def file_uri(path: str | os.PathLike[str]) -> str:
-    """The uri a file's document gets: ``file://`` + its resolved absolute path."""
-    return Path(path).resolve().as_uri()
-
-
-def _uri_path(uri: str) -> Path | None:
-    parsed = urlparse(uri)
-    return Path(unquote(parsed.path)) if parsed.scheme == 'file' else None
-
-
-@dataclass(frozen=True, slots=True)
-class _Parsed:
-    path: str
-    document: Document | None
-    reason: str | None
-    warnings: tuple[str, ...] = ()
-
-
-def parse_path(
-    path: str | os.PathLike[str],
-    chunker: Chunker | None = None,
-    *,
-    metadata: Mapping[str, MetadataValue] | None = None,
-    labels: Iterable[str] = (),
-) -> Document:
-    """Read, parse and chunk one file into a `Document` (no store involved).
-
-    Raises `ReadError` with the reason when the file cannot be ingested.
-    """
-    result = _parse_job(str(path), chunker or Chunker(), dict(metadata or {}), tuple(labels))
-    if result.document is None:
-        raise ReadError(result.reason or 'unreadable')
-    return result.document
-
-
-def _parse_job(path: str, chunker: Chunker, metadata: dict[str, MetadataValue], labels: tuple[str, ...]) -> _Parsed:
-    p = Path(path)
-    try:
-        data = p.read_bytes()
-        parsed = read_bytes(data, p)
-        extra = {'source_format': parsed.format, 'file_name': p.name, **metadata}
-        document = chunker.build(
-            parsed,
-            file_uri(p),
-            fingerprint=fingerprint(data, chunker.config_key()),
-            metadata=extra,
-            labels=labels,
-        )
-    except ReadError as exc:
-        return _Parsed(path, None, str(exc))
-    except OSError as exc:
-        return _Parsed(path, None, f'cannot read file: {exc.strerror or exc}')
-    except Exception as exc:  # a reader bug on one odd file must not stop the run
-        return _Parsed(path, None, f'reader error: {type(exc).__name__}: {exc}')
-    if not document.chunks:
-        return _Parsed(path, None, 'no extractable text', tuple(parsed.warnings))
-    return _Parsed(path, document, None, tuple(parsed.warnings))
-
-
-def _hash_file(path: Path, key: str) -> str:
-    return fingerprint(path.read_bytes(), key)
-
-
-def _document_fingerprint(document: Document, key: str) -> str:
-    return fingerprint(document.model_dump_json(exclude={'fingerprint'}).encode('utf-8'), key)
-
-
-class _Progress:
-    def __init__(self, enabled: bool | Console, report: IngestReport) -> None:
-        self.report = report
-        self.console = enabled if isinstance(enabled, Console) else Console(stderr=True)
-        self.enabled = enabled is not False
-        self.started = time.perf_counter()
-        self.progress: Progress | None = None
-        self.task: TaskID | None = None
-
-    def start(self, total: int) -> None:
-        if not self.enabled:
-            return
-        self.progress = Progress(
-            SpinnerColumn(),
-            TextColumn('[bold]ingest'),
-            BarColumn(),
-            MofNCompleteColumn(),
-            TextColumn('{task.fields[stats]}'),
-            TimeElapsedColumn(),
-            console=self.console,
-            transient=False,
-        )
-        self.progress.start()
-        self.task = self.progress.add_task('ingest', total=total, stats='')
-
-    def advance(self) -> None:
-        if self.progress is None or self.task is None:
-            return
-        r = self.report
-        elapsed = max(time.perf_counter() - self.started, 1e-6)
-        done = len(r.added) + len(r.updated) + len(r.unchanged) + len(r.failed)
-        stats = (
-            f'[green]+{len(r.added)}[/] [cyan]~{len(r.updated)}[/] ={len(r.unchanged)} '
-            f'[red]!{len(r.failed)}[/]  {done / elapsed:.1f} docs/s  {r.chunks} chunks'
-        )
-        self.progress.update(self.task, advance=1, stats=stats)
-
-    def stop(self) -> None:
-        if self.progress is not None:
-            self.progress.stop()
-            self.console.print(render_report(self.report))
+_T = TypeVar('_T')
 
 
 async def ingest(
@@ -158,7 +57,7 @@ async def ingest(
     sync: bool = False,
     progress: bool | Console = True,
     concurrency: int | None = None,
-    executor: Literal['auto', 'process', 'thread'] = 'auto',
+    executor: ExecutorKind = 'auto',
     batch_chunks: int = 256,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     include_hidden: bool = False,
@@ -183,7 +82,7 @@ async def ingest(
             explicit ``metadata`` overrides what the reader found).
     """
     chunker = chunker or Chunker()
-    key = chunker.config_key()
+    settings = _Settings(chunker, chunker.config_key(), concurrency, executor, dict(metadata or {}), tuple(labels))
     report = IngestReport()
     started = time.perf_counter()
     items: list[Source] = (
@@ -195,126 +94,133 @@ async def ingest(
     found = list(
         walk_paths(paths, max_file_bytes=max_file_bytes, include_hidden=include_hidden, suffixes=frozenset(READERS))
     )
-    ui = _Progress(progress, report)
+    ui = IngestProgress(progress, report)
     ui.start(len(found) + len(documents))
-    extra_meta = dict(metadata or {})
-    label_tuple = tuple(labels)
-    batch: list[tuple[Document, bool]] = []
-    batch_size = 0
-    seen_ids: set[str] = set()
-
-    async def flush() -> None:
-        nonlocal batch, batch_size
-        if not batch:
-            return
-        await store.upsert([d for d, _ in batch])
-        for document, is_update in batch:
-            (report.updated if is_update else report.added).append(document.uri)
-            report.chunks += len(document.chunks)
-            ui.advance()
-        batch, batch_size = [], 0
-
-    async def accept(document: Document) -> None:
-        nonlocal batch_size
-        batch.append((document, document.id in existing))
-        batch_size += len(document.chunks)
-        if batch_size >= batch_chunks:
-            await flush()
-
+    writer = BatchWriter(store, report, existing.keys(), batch_chunks, ui.advance)
+    run = _Run(store, settings, existing, report, ui, writer)
     try:
-        for doc in documents:
-            fp = doc.fingerprint or _document_fingerprint(doc, key)
-            seen_ids.add(doc.id)
-            if doc.id in existing and existing[doc.id].fingerprint == fp:
-                report.unchanged.append(doc.uri)
-                ui.advance()
-                continue
-            await accept(doc if doc.fingerprint else doc.model_copy(update={'fingerprint': fp}))
+        await run.take_documents(documents)
+        await run.parse_and_write(await run.select_files(found))
+        if sync:
+            await run.remove_stale(paths)
+    finally:
+        run.finish(started)
+    return report
 
+
+@dataclass(frozen=True, slots=True)
+class _Settings:
+    """How the caller asked to parse and fingerprint, fixed for the whole run."""
+
+    chunker: Chunker
+    config_key: str
+    """``chunker.config_key()``: part of every fingerprint, computed once."""
+    concurrency: int | None
+    executor: ExecutorKind
+    metadata: dict[str, MetadataValue]
+    labels: tuple[str, ...]
+
+
+@dataclass(slots=True)
+class _Run:
+    """What one run builds up: the store's documents before it, the ids it has seen, its report."""
+
+    store: DocumentStore
+    settings: _Settings
+    existing: dict[str, DocumentInfo]
+    report: IngestReport
+    ui: IngestProgress
+    writer: BatchWriter
+    seen_ids: set[str] = field(default_factory=set)
+    """Ids of every document and file this run met, written or not: ``sync`` keeps them."""
+
+    async def take_documents(self, documents: Sequence[Document]) -> None:
+        """Ready-made documents: unchanged when their fingerprint (given, or of their content) is stored."""
+        for document in documents:
+            fp = document.fingerprint or document_fingerprint(document, self.settings.config_key)
+            self.seen_ids.add(document.id)
+            info = self.existing.get(document.id)
+            if info is not None and info.fingerprint == fp:
+                self._settle(self.report.unchanged, document.uri)
+            else:
+                await self.writer.add(
+                    document if document.fingerprint else document.model_copy(update={'fingerprint': fp})
+                )
+
+    async def select_files(self, found: Sequence[Found]) -> list[Path]:
+        """Settle what the walk found without parsing it where possible; return the files to parse."""
         to_parse: list[Path] = []
         for item in found:
-            if item.reason is not None:
-                reason = item.reason
-                suffix = item.path.suffix.lower()
-                if reason.startswith('unsupported') and suffix in UNSUPPORTED:
-                    reason = UNSUPPORTED[suffix]
-                explicit = item.path == item.root and reason.startswith(('unsupported', 'no such', 'broken'))
-                (report.failed if explicit else report.skipped).append(IngestIssue(str(item.path), reason))
-                seen_ids.add(document_id_for(file_uri(item.path)))
-                ui.advance()
-                continue
             doc_id = document_id_for(file_uri(item.path))
-            seen_ids.add(doc_id)
-            if item.size == 0:
-                report.skipped.append(IngestIssue(str(item.path), 'empty file'))
-                ui.advance()
-                continue
-            info = existing.get(doc_id)
-            if info is not None and info.fingerprint is not None:
-                try:
-                    fp = await asyncio.to_thread(_hash_file, item.path, key)
-                except OSError as exc:
-                    report.failed.append(IngestIssue(str(item.path), f'cannot read file: {exc.strerror or exc}'))
-                    ui.advance()
-                    continue
-                if fp == info.fingerprint:
-                    report.unchanged.append(info.uri)
-                    ui.advance()
-                    continue
-            to_parse.append(item.path)
+            self.seen_ids.add(doc_id)
+            if item.reason is not None:
+                is_failure, issue = _walk_issue(item)
+                self._settle(self.report.failed if is_failure else self.report.skipped, issue)
+            elif item.size == 0:
+                self._settle(self.report.skipped, IngestIssue(str(item.path), 'empty file'))
+            elif not await self._settled_by_hash(item.path, doc_id):
+                to_parse.append(item.path)
+        return to_parse
 
-        workers = max(1, concurrency or os.cpu_count() or 1)
-        use_processes = executor == 'process' or (executor == 'auto' and workers > 1 and len(to_parse) >= 64)
-        pool: concurrent.futures.Executor
-        if use_processes:
-            pool = concurrent.futures.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context('spawn'))
-        else:
-            pool = concurrent.futures.ThreadPoolExecutor(workers, thread_name_prefix='toolish-ingest')
-        loop = asyncio.get_running_loop()
+    async def _settled_by_hash(self, path: Path, doc_id: str) -> bool:
+        """True when hashing settles ``path``: stored with this fingerprint, or unreadable (recorded)."""
+        info = self.existing.get(doc_id)
+        if info is None or info.fingerprint is None:
+            return False
         try:
-            pending: set[asyncio.Future[_Parsed]] = set()
+            fp = await asyncio.to_thread(file_fingerprint, path, self.settings.config_key)
+        except OSError as exc:
+            self._settle(self.report.failed, IngestIssue(str(path), f'cannot read file: {exc.strerror or exc}'))
+            return True
+        if fp != info.fingerprint:
+            return False
+        self._settle(self.report.unchanged, info.uri)
+        return True
 
-            async def drain(wait_all: bool) -> None:
-                nonlocal pending
-                while pending:
-                    done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-                    for fut in done:
-                        result = fut.result()
-                        report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
-                        if result.document is None:
-                            report.failed.append(IngestIssue(result.path, result.reason or 'unreadable'))
-                            ui.advance()
-                        else:
-                            await accept(result.document)
-                    if not wait_all:
-                        return
+    async def parse_and_write(self, files: Sequence[Path]) -> None:
+        """Parse ``files`` in workers and write each document as it comes back, then the last batch."""
+        s = self.settings
+        parsed = parse_files(files, s.chunker, s.metadata, s.labels, concurrency=s.concurrency, executor=s.executor)
+        async with aclosing(parsed) as results:
+            async for result in results:
+                self.report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
+                if result.document is None:
+                    self._settle(self.report.failed, IngestIssue(result.path, result.reason or 'unreadable'))
+                else:
+                    await self.writer.add(result.document)
+        await self.writer.flush()
 
-            for path in to_parse:
-                pending.add(loop.run_in_executor(pool, _parse_job, str(path), chunker, extra_meta, label_tuple))
-                if len(pending) >= workers * 4:
-                    await drain(wait_all=False)
-            await drain(wait_all=True)
-            await flush()
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+    async def remove_stale(self, paths: Sequence[Path]) -> None:
+        """``sync=True``: delete the documents whose files under ``paths`` are gone."""
+        stale = stale_documents(self.existing.values(), self.seen_ids, paths)
+        if stale:
+            await self.store.delete_documents([info.id for info in stale])
+            self.report.removed.extend(info.uri for info in stale)
 
-        if sync:
-            roots = [p.resolve() for p in paths if p.exists() or not p.is_symlink()]
-            stale: list[DocumentInfo] = []
-            for info in existing.values():
-                file_path = _uri_path(info.uri)
-                if file_path is None or info.id in seen_ids or file_path.exists():
-                    continue
-                if any(file_path == r or file_path.is_relative_to(r) for r in roots):
-                    stale.append(info)
-            if stale:
-                await store.delete_documents([i.id for i in stale])
-                report.removed.extend(i.uri for i in stale)
-    finally:
+    def finish(self, started: float) -> None:
+        """Time the run, put the report in a stable order, end the progress bar (also after a crash)."""
+        report = self.report
         report.seconds = time.perf_counter() - started
-        for lst in (report.added, report.updated, report.unchanged, report.removed):
-            lst.sort()
+        for uris in (report.added, report.updated, report.unchanged, report.removed):
+            uris.sort()
         report.failed.sort(key=lambda i: i.path)
         report.skipped.sort(key=lambda i: i.path)
-        ui.stop()
-    return report
+        self.ui.stop()
+
+    def _settle(self, outcome: list[_T], entry: _T) -> None:
+        outcome.append(entry)
+        self.ui.advance()
+
+
+def _walk_issue(item: Found) -> tuple[bool, IngestIssue]:
+    """A path the walk set aside: ``(is_failure, issue)``.
+
+    It is a failure when the caller named it directly and it cannot be ingested (missing,
+    a broken link, an unsupported type); inside a folder it is only skipped.
+    """
+    reason = item.reason or ''
+    suffix = item.path.suffix.lower()
+    if reason.startswith('unsupported') and suffix in UNSUPPORTED:
+        reason = UNSUPPORTED[suffix]
+    explicit = item.path == item.root and reason.startswith(('unsupported', 'no such', 'broken'))
+    return explicit, IngestIssue(str(item.path), reason)

@@ -1,0 +1,135 @@
+"""The parse workers: a process or thread pool that hands back each file's `Parsed` as it is ready.
+
+Processes are spawned, not forked (the parent holds threads, an event loop and native
+libraries' locks). A spawned worker waits for jobs on the pool's task queue, and it holds
+that queue's write end itself, so it never sees end-of-file when its parent is gone: a run
+killed with SIGKILL (no chance to shut the pool down) used to leave its workers blocked
+there for good. They also kept the multiprocessing resource tracker alive, which exits only
+when every holder of its pipe has closed it, and every spawned worker inherits one. So each
+worker first arranges to die with the process that started it (`_die_with_parent`); once
+the workers are gone the tracker follows by itself, unlinking what the killed run leaked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import itertools
+import multiprocessing
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import AsyncGenerator, Sequence
+from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from pathlib import Path
+from typing import Literal
+
+from ..content import MetadataValue
+from .chunking import Chunker
+from .parse import Parsed, parse_file
+
+__all__ = ['ExecutorKind', 'parse_files', 'watch_parent']
+
+ExecutorKind = Literal['auto', 'process', 'thread']
+
+PROCESS_POOL_MIN_FILES = 64
+"""``executor='auto'`` spawns processes from this many files to parse: each one starts a new
+interpreter and imports the readers, which a handful of files does not pay back."""
+
+IN_FLIGHT_PER_WORKER = 4
+"""Jobs queued per worker: enough to keep it busy, few enough that memory stays flat on big trees."""
+
+_PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
+
+
+async def parse_files(
+    paths: Sequence[Path],
+    chunker: Chunker,
+    metadata: dict[str, MetadataValue],
+    labels: tuple[str, ...],
+    *,
+    concurrency: int | None,
+    executor: ExecutorKind,
+) -> AsyncGenerator[Parsed, None]:
+    """Parse ``paths`` in workers, yielding each result as soon as it is ready (in no set order).
+
+    Use it inside ``contextlib.aclosing``: when the caller stops early (a write failed), the
+    pool is shut down and its workers joined right away rather than whenever the generator is
+    collected.
+    """
+    if not paths:
+        return
+    workers = max(1, concurrency or os.cpu_count() or 1)
+    use_processes = executor == 'process' or (
+        executor == 'auto' and workers > 1 and len(paths) >= PROCESS_POOL_MIN_FILES
+    )
+    pool = _start_pool(use_processes, workers)
+    loop = asyncio.get_running_loop()
+    queued = iter(paths)
+    pending: set[asyncio.Future[Parsed]] = set()
+    try:
+        while True:
+            for path in itertools.islice(queued, workers * IN_FLIGHT_PER_WORKER - len(pending)):
+                pending.add(loop.run_in_executor(pool, parse_file, str(path), chunker, metadata, labels))
+            if not pending:
+                return
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for future in done:
+                yield future.result()
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _start_pool(use_processes: bool, workers: int) -> Executor:
+    if use_processes:
+        return ProcessPoolExecutor(
+            workers,
+            mp_context=multiprocessing.get_context('spawn'),
+            initializer=_die_with_parent,
+            initargs=(os.getpid(),),
+        )
+    return ThreadPoolExecutor(workers, thread_name_prefix='toolish-ingest')
+
+
+def _die_with_parent(parent_pid: int) -> None:
+    """Worker initializer: end this worker when ``parent_pid`` ends, however it ends.
+
+    On Linux the kernel does it: ``PR_SET_PDEATHSIG`` sends SIGKILL when the parent goes.
+    Strictly, when the parent *thread* that spawned the worker exits: the pool spawns its
+    workers from ``submit``, that is from the thread running `ingest`'s event loop, which
+    shuts the pool down before it returns. Elsewhere a watchdog thread polls the parent pid.
+    """
+    if not _set_parent_death_signal(signal.SIGKILL):
+        watch_parent(parent_pid)
+    elif os.getppid() != parent_pid:  # the parent died before the signal was armed
+        os._exit(1)
+
+
+def _set_parent_death_signal(sig: int) -> bool:
+    if not sys.platform.startswith('linux'):
+        return False
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        result = libc.prctl(
+            _PR_SET_PDEATHSIG, ctypes.c_ulong(sig), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        )
+    except (OSError, AttributeError):  # no libc symbol table, or no prctl in it
+        return False
+    return int(result) == 0
+
+
+def watch_parent(parent_pid: int, interval: float = 0.5) -> None:
+    """Start a daemon thread that ends this process once ``parent_pid`` is no longer its parent.
+
+    The portable fallback for `_die_with_parent`: an orphan is re-parented (to init or a
+    subreaper), so its parent pid changes.
+    """
+
+    def watch() -> None:
+        while os.getppid() == parent_pid:
+            time.sleep(interval)
+        os._exit(1)
+
+    threading.Thread(target=watch, name='toolish-ingest-watchdog', daemon=True).start()
