@@ -9,7 +9,8 @@
 * `ingest` — walk, hash, skip unchanged, parse in parallel, upsert in batches, sync removals
   (`pipeline`; its parts: `parse` one file, `workers` the parse pool, `writer` the batched
   upserts, `sync` what to delete, `progress` the bar);
-* `IngestReport` / `render_report` / `format_report` — what happened, for humans and CLIs.
+* `IngestReport` / `render_report` / `format_report` / `format_lines` — what happened, for humans,
+  logs and CLIs (``IngestReport.to_json()`` for machines).
 """
 
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunker, Piece, token_counter
@@ -18,7 +19,7 @@ from .model import Block, OutlineBuilder, ParsedDocument, ParsedSection, ReadErr
 from .parse import file_uri, parse_path
 from .pipeline import ingest
 from .readers import READERS, UNSUPPORTED, read_bytes, read_file
-from .report import IngestIssue, IngestReport, format_report, render_report
+from .report import IngestIssue, IngestReport, format_lines, format_report, render_report
 from .walk import DEFAULT_MAX_FILE_BYTES, SKIPPED_DIRS, walk_paths
 
 __all__ = [
@@ -39,6 +40,7 @@ __all__ = [
     'ReadError',
     'file_uri',
     'fingerprint',
+    'format_lines',
     'format_report',
     'ingest',
     'normalise_metadata',
