@@ -1,61 +1,15 @@
-"""Metadata and label filters: the algebra (`nodes`) and its one reference semantics (`reference`)."""
+"""Metadata and label filters: the algebra (`nodes`), its one reference semantics (`reference`)
+and the visitor every evaluator and store translation implements (`visitor`).
 
-from .nodes import (
-    And,
-    Contains,
-    EndsWith,
-    EntityFilter,
-    Eq,
-    Exists,
-    Filter,
-    FilterNode,
-    Gt,
-    Gte,
-    HasAnyLabel,
-    In,
-    Lt,
-    Lte,
-    Ne,
-    Nin,
-    Not,
-    Or,
-    PropertyFilter,
-    StartsWith,
-    and_,
-    combine_all,
-    not_,
-    or_,
-    parse_filter,
-)
-from .reference import FilterTarget, matches, scalar_equals
+Each module lists its public names once, in its ``__all__``; this package re-exports them all.
+"""
 
-__all__ = [
-    'And',
-    'Contains',
-    'EndsWith',
-    'EntityFilter',
-    'Eq',
-    'Exists',
-    'Filter',
-    'FilterNode',
-    'FilterTarget',
-    'Gt',
-    'Gte',
-    'HasAnyLabel',
-    'In',
-    'Lt',
-    'Lte',
-    'Ne',
-    'Nin',
-    'Not',
-    'Or',
-    'PropertyFilter',
-    'StartsWith',
-    'and_',
-    'combine_all',
-    'matches',
-    'not_',
-    'or_',
-    'parse_filter',
-    'scalar_equals',
-]
+from . import nodes, reference, visitor
+from .nodes import *  # noqa: F403
+from .reference import *  # noqa: F403
+from .visitor import *  # noqa: F403
+
+__all__: list[str] = []
+__all__ += nodes.__all__
+__all__ += reference.__all__
+__all__ += visitor.__all__

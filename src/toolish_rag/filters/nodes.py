@@ -12,13 +12,14 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer, field_validator, model_validator
 
 from ..content import Scalar, validate_metadata_key
 
 __all__ = [
+    'FILTER_NODE_TYPES',
     'And',
     'Contains',
     'EndsWith',
@@ -40,6 +41,7 @@ __all__ = [
     'PropertyFilter',
     'StartsWith',
     'and_',
+    'combine_all',
     'not_',
     'or_',
     'parse_filter',
@@ -202,6 +204,9 @@ Filter: TypeAlias = Annotated[
 for _model in (And, Or, Not):
     _model.model_rebuild()
 
+FILTER_NODE_TYPES: tuple[type[FilterNode], ...] = get_args(get_args(Filter)[0])
+"""Every node class, in `Filter`'s order: read from the union itself, so it cannot drift from it."""
+
 _FILTER_ADAPTER: TypeAdapter[Any] = TypeAdapter(Filter)
 
 
@@ -286,6 +291,7 @@ class PropertyFilter:
 
     @staticmethod
     def in_(key: str, values: Iterable[Scalar]) -> In:
+        """``key`` equals one of ``values`` (``in`` is a Python keyword, hence the underscore)."""
         return In(key=key, values=tuple(values))
 
     @staticmethod
@@ -312,11 +318,6 @@ class PropertyFilter:
     or_ = staticmethod(or_)
     not_ = staticmethod(not_)
     parse = staticmethod(parse_filter)
-
-
-# ``in`` is a keyword: expose it as ``PropertyFilter.in_`` and, for symmetry with the
-# issue's spelling, under the name ``in`` via getattr.
-setattr(PropertyFilter, 'in', PropertyFilter.in_)
 
 
 class EntityFilter:

@@ -22,29 +22,14 @@ natively and so that no rule depends on a store's quirks:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import operator
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..content import MetadataValue, Scalar
-from .nodes import (
-    And,
-    Contains,
-    EndsWith,
-    Eq,
-    Exists,
-    Filter,
-    Gt,
-    Gte,
-    HasAnyLabel,
-    In,
-    Lt,
-    Lte,
-    Ne,
-    Nin,
-    Not,
-    Or,
-    StartsWith,
-)
+from . import nodes
+from .nodes import Filter
+from .visitor import FilterVisitor
 
 __all__ = ['FilterTarget', 'matches', 'scalar_equals']
 
@@ -74,19 +59,11 @@ def scalar_equals(stored: Scalar, wanted: Scalar) -> bool:
     return _kind(stored) == _kind(wanted) and stored == wanted
 
 
-def _ordered(stored: Scalar, wanted: Scalar, op: str) -> bool:
+def _ordered(stored: Scalar, wanted: Scalar, compare: Callable[[Any, Any], Any]) -> bool:
     kind = _kind(stored)
     if kind != _kind(wanted) or kind not in ('number', 'str'):
         return False
-    a: Any = stored
-    b: Any = wanted
-    if op == 'gt':
-        return bool(a > b)
-    if op == 'gte':
-        return bool(a >= b)
-    if op == 'lt':
-        return bool(a < b)
-    return bool(a <= b)
+    return bool(compare(stored, wanted))
 
 
 def _elements(value: MetadataValue) -> list[Scalar]:
@@ -101,38 +78,74 @@ def matches(f: Filter | None, target: FilterTarget) -> bool:
     """Whether ``target`` satisfies ``f`` (``None`` matches everything)."""
     if f is None:
         return True
-    return _eval(f, target.metadata, target.labels)
+    return _Evaluator(target.metadata, target.labels).visit(f)
 
 
-def _eval(f: Filter, md: Mapping[str, MetadataValue], labels: frozenset[str]) -> bool:
-    if isinstance(f, And):
-        return all(_eval(x, md, labels) for x in f.filters)
-    if isinstance(f, Or):
-        return any(_eval(x, md, labels) for x in f.filters)
-    if isinstance(f, Not):
-        return not _eval(f.filter, md, labels)
-    if isinstance(f, HasAnyLabel):
-        return not labels.isdisjoint(f.labels)
-    elements = _elements(md.get(f.key))
-    if isinstance(f, Exists):
-        return bool(elements)
-    if isinstance(f, Eq):
-        return any(scalar_equals(e, f.value) for e in elements)
-    if isinstance(f, Ne):
-        return not any(scalar_equals(e, f.value) for e in elements)
-    if isinstance(f, In):
-        return any(scalar_equals(e, v) for e in elements for v in f.values)
-    if isinstance(f, Nin):
-        return not any(scalar_equals(e, v) for e in elements for v in f.values)
-    if isinstance(f, (Gt, Gte, Lt, Lte)):
-        return any(_ordered(e, f.value, f.op) for e in elements)
-    if isinstance(f, Contains):
-        stored = md.get(f.key)
+class _Evaluator(FilterVisitor[bool]):
+    """The rules above, node by node, for one record."""
+
+    __slots__ = ('_labels', '_metadata')
+
+    def __init__(self, metadata: Mapping[str, MetadataValue], labels: frozenset[str]) -> None:
+        self._metadata = metadata
+        self._labels = labels
+
+    def _elements_of(self, key: str) -> list[Scalar]:
+        return _elements(self._metadata.get(key))
+
+    def _equals_any(self, key: str, values: tuple[Scalar, ...]) -> bool:
+        return any(scalar_equals(e, v) for e in self._elements_of(key) for v in values)
+
+    def _ordered(self, key: str, wanted: Scalar, compare: Callable[[Any, Any], Any]) -> bool:
+        return any(_ordered(e, wanted, compare) for e in self._elements_of(key))
+
+    def visit_eq(self, node: nodes.Eq) -> bool:
+        return self._equals_any(node.key, (node.value,))
+
+    def visit_ne(self, node: nodes.Ne) -> bool:
+        return not self._equals_any(node.key, (node.value,))
+
+    def visit_gt(self, node: nodes.Gt) -> bool:
+        return self._ordered(node.key, node.value, operator.gt)
+
+    def visit_gte(self, node: nodes.Gte) -> bool:
+        return self._ordered(node.key, node.value, operator.ge)
+
+    def visit_lt(self, node: nodes.Lt) -> bool:
+        return self._ordered(node.key, node.value, operator.lt)
+
+    def visit_lte(self, node: nodes.Lte) -> bool:
+        return self._ordered(node.key, node.value, operator.le)
+
+    def visit_in(self, node: nodes.In) -> bool:
+        return self._equals_any(node.key, node.values)
+
+    def visit_nin(self, node: nodes.Nin) -> bool:
+        return not self._equals_any(node.key, node.values)
+
+    def visit_contains(self, node: nodes.Contains) -> bool:
+        stored = self._metadata.get(node.key)
         if isinstance(stored, list):
-            return any(scalar_equals(e, f.value) for e in elements)
-        return isinstance(stored, str) and isinstance(f.value, str) and f.value in stored
-    if isinstance(f, StartsWith):
-        return any(isinstance(e, str) and e.startswith(f.value) for e in elements)
-    if isinstance(f, EndsWith):
-        return any(isinstance(e, str) and e.endswith(f.value) for e in elements)
-    raise TypeError(f'unknown filter node {type(f).__name__}')  # pragma: no cover
+            return self._equals_any(node.key, (node.value,))
+        return isinstance(stored, str) and isinstance(node.value, str) and node.value in stored
+
+    def visit_starts_with(self, node: nodes.StartsWith) -> bool:
+        return any(isinstance(e, str) and e.startswith(node.value) for e in self._elements_of(node.key))
+
+    def visit_ends_with(self, node: nodes.EndsWith) -> bool:
+        return any(isinstance(e, str) and e.endswith(node.value) for e in self._elements_of(node.key))
+
+    def visit_exists(self, node: nodes.Exists) -> bool:
+        return bool(self._elements_of(node.key))
+
+    def visit_has_any_label(self, node: nodes.HasAnyLabel) -> bool:
+        return not self._labels.isdisjoint(node.labels)
+
+    def visit_and(self, node: nodes.And) -> bool:
+        return all(self.visit(f) for f in node.filters)
+
+    def visit_or(self, node: nodes.Or) -> bool:
+        return any(self.visit(f) for f in node.filters)
+
+    def visit_not(self, node: nodes.Not) -> bool:
+        return not self.visit(node.filter)

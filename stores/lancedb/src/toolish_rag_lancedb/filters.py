@@ -33,7 +33,9 @@ AND ...``): SQL's three-valued logic would otherwise make ``NOT`` drop rows with
 key, while the reference semantics say negations are exact complements. A predicate on a
 *(key, type)* column that does not exist yet is simply ``FALSE``. Values are rendered as SQL
 literals (strings with ``'`` doubled; LanceDB treats backslashes literally), so a value is
-always data, never syntax; keys are re-validated and quoted with backticks.
+always data, never syntax; keys are re-validated and quoted with backticks. The translation
+is a `toolish_rag.filters.FilterVisitor` (one method per node type), so a node type added to
+the algebra is a type error here until it has a translation.
 """
 
 from __future__ import annotations
@@ -44,26 +46,9 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
+from toolish_rag import filters
 from toolish_rag.content import MetadataValue, Scalar, validate_metadata_key
-from toolish_rag.filters import (
-    And,
-    Contains,
-    EndsWith,
-    Eq,
-    Exists,
-    Filter,
-    Gt,
-    Gte,
-    HasAnyLabel,
-    In,
-    Lt,
-    Lte,
-    Ne,
-    Nin,
-    Not,
-    Or,
-    StartsWith,
-)
+from toolish_rag.filters import Filter, FilterVisitor
 
 __all__ = [
     'METADATA_PREFIX',
@@ -169,7 +154,9 @@ def sql_literal(value: Scalar) -> str:
     return sql_string(value)
 
 
-class _Translator:
+class _Translator(FilterVisitor[str]):
+    """One filter node to one ``where`` clause over the table's existing ``columns``."""
+
     def __init__(self, columns: Collection[str]) -> None:
         self.columns = columns
 
@@ -233,10 +220,36 @@ class _Translator:
             parts.append(f'({helper} IS NOT NULL AND strpos({helper}, {sql_string(needle)}) > 0)')
         return self.any_of(parts)
 
-    def contains(self, key: str, value: Scalar) -> str:
+    # -- one method per node ------------------------------------------------------------
+
+    def visit_eq(self, node: filters.Eq) -> str:
+        return self.equals_any(node.key, [node.value])
+
+    def visit_ne(self, node: filters.Ne) -> str:
+        return f'(NOT {self.equals_any(node.key, [node.value])})'
+
+    def visit_gt(self, node: filters.Gt) -> str:
+        return self.ordered(node.key, node.op, node.value)
+
+    def visit_gte(self, node: filters.Gte) -> str:
+        return self.ordered(node.key, node.op, node.value)
+
+    def visit_lt(self, node: filters.Lt) -> str:
+        return self.ordered(node.key, node.op, node.value)
+
+    def visit_lte(self, node: filters.Lte) -> str:
+        return self.ordered(node.key, node.op, node.value)
+
+    def visit_in(self, node: filters.In) -> str:
+        return self.equals_any(node.key, node.values)
+
+    def visit_nin(self, node: filters.Nin) -> str:
+        return f'(NOT {self.equals_any(node.key, node.values)})'
+
+    def visit_contains(self, node: filters.Contains) -> str:
+        key, value = node.key, node.value
         parts: list[str] = []
-        kind = _kind(value)
-        listed = self.col(key, f'l{kind}')  # type: ignore[arg-type]
+        listed = self.col(key, f'l{_kind(value)}')  # type: ignore[arg-type]
         if listed is not None:
             parts.append(f'({listed} IS NOT NULL AND array_has({listed}, {sql_literal(value)}))')
         scalar = self.col(key, 'str')
@@ -244,42 +257,31 @@ class _Translator:
             parts.append(f'({scalar} IS NOT NULL AND strpos({scalar}, {sql_string(value)}) > 0)')
         return self.any_of(parts)
 
-    def exists(self, key: str) -> str:
+    def visit_starts_with(self, node: filters.StartsWith) -> str:
+        return self.affix(node.key, node.value, suffix=False)
+
+    def visit_ends_with(self, node: filters.EndsWith) -> str:
+        return self.affix(node.key, node.value, suffix=True)
+
+    def visit_exists(self, node: filters.Exists) -> str:
         kinds: tuple[ColumnKind, ...] = ('num', 'str', 'bool', 'lnum', 'lstr', 'lbool')
-        parts = [f'{c} IS NOT NULL' for c in (self.col(key, k) for k in kinds) if c is not None]
+        parts = [f'{c} IS NOT NULL' for c in (self.col(node.key, k) for k in kinds) if c is not None]
         return self.any_of(parts)
 
-    def tr(self, f: Filter) -> str:
-        if isinstance(f, And):
-            if not f.filters:
-                return 'TRUE'
-            return '(' + ' AND '.join(self.tr(x) for x in f.filters) + ')'
-        if isinstance(f, Or):
-            return self.any_of([self.tr(x) for x in f.filters])
-        if isinstance(f, Not):
-            return f'(NOT {self.tr(f.filter)})'
-        if isinstance(f, HasAnyLabel):
-            labels = ', '.join(sql_string(label) for label in sorted(f.labels))
-            return f'(labels IS NOT NULL AND array_has_any(labels, make_array({labels})))'
-        if isinstance(f, Exists):
-            return self.exists(f.key)
-        if isinstance(f, Eq):
-            return self.equals_any(f.key, [f.value])
-        if isinstance(f, Ne):
-            return f'(NOT {self.equals_any(f.key, [f.value])})'
-        if isinstance(f, In):
-            return self.equals_any(f.key, f.values)
-        if isinstance(f, Nin):
-            return f'(NOT {self.equals_any(f.key, f.values)})'
-        if isinstance(f, (Gt, Gte, Lt, Lte)):
-            return self.ordered(f.key, f.op, f.value)
-        if isinstance(f, Contains):
-            return self.contains(f.key, f.value)
-        if isinstance(f, StartsWith):
-            return self.affix(f.key, f.value, suffix=False)
-        if isinstance(f, EndsWith):
-            return self.affix(f.key, f.value, suffix=True)
-        raise TypeError(f'unsupported filter node {type(f).__name__}')
+    def visit_has_any_label(self, node: filters.HasAnyLabel) -> str:
+        labels = ', '.join(sql_string(label) for label in sorted(node.labels))
+        return f'(labels IS NOT NULL AND array_has_any(labels, make_array({labels})))'
+
+    def visit_and(self, node: filters.And) -> str:
+        if not node.filters:
+            return 'TRUE'
+        return '(' + ' AND '.join(self.visit(x) for x in node.filters) + ')'
+
+    def visit_or(self, node: filters.Or) -> str:
+        return self.any_of([self.visit(x) for x in node.filters])
+
+    def visit_not(self, node: filters.Not) -> str:
+        return f'(NOT {self.visit(node.filter)})'
 
 
 def filter_to_where(f: Filter, columns: Collection[str]) -> str:
@@ -288,26 +290,73 @@ def filter_to_where(f: Filter, columns: Collection[str]) -> str:
     The clause is true exactly for the rows `toolish_rag.filters.matches` accepts. Raises
     ``ValueError`` for an invalid key and ``TypeError`` for an unknown node.
     """
-    _check_values(f)
-    return _Translator(columns).tr(f)
+    _ValueCheck().visit(f)
+    return _Translator(columns).visit(f)
 
 
-def _check_values(f: Filter) -> None:
-    """Render every value once, so an unrepresentable one fails whatever columns exist."""
-    if isinstance(f, (And, Or)):
-        for x in f.filters:
-            _check_values(x)
-    elif isinstance(f, Not):
-        _check_values(f.filter)
-    elif isinstance(f, HasAnyLabel):
-        for label in f.labels:
-            sql_string(label)
-    elif isinstance(f, (In, Nin)):
-        validate_metadata_key(f.key)
-        for v in f.values:
+class _ValueCheck(FilterVisitor[None]):
+    """Renders every key and value once, so an unrepresentable one fails whatever columns exist.
+
+    The translator only renders values for columns that exist, so without this a bad value
+    would be accepted or refused depending on what the table happens to hold.
+    """
+
+    @staticmethod
+    def scalar(key: str, value: Scalar) -> None:
+        validate_metadata_key(key)
+        sql_literal(value)
+
+    def visit_eq(self, node: filters.Eq) -> None:
+        self.scalar(node.key, node.value)
+
+    def visit_ne(self, node: filters.Ne) -> None:
+        self.scalar(node.key, node.value)
+
+    def visit_gt(self, node: filters.Gt) -> None:
+        self.scalar(node.key, node.value)
+
+    def visit_gte(self, node: filters.Gte) -> None:
+        self.scalar(node.key, node.value)
+
+    def visit_lt(self, node: filters.Lt) -> None:
+        self.scalar(node.key, node.value)
+
+    def visit_lte(self, node: filters.Lte) -> None:
+        self.scalar(node.key, node.value)
+
+    def visit_in(self, node: filters.In) -> None:
+        validate_metadata_key(node.key)
+        for v in node.values:
             sql_literal(v)
-    elif isinstance(f, Exists):
-        validate_metadata_key(f.key)
-    elif isinstance(f, (Eq, Ne, Gt, Gte, Lt, Lte, Contains, StartsWith, EndsWith)):
-        validate_metadata_key(f.key)
-        sql_literal(f.value)
+
+    def visit_nin(self, node: filters.Nin) -> None:
+        validate_metadata_key(node.key)
+        for v in node.values:
+            sql_literal(v)
+
+    def visit_contains(self, node: filters.Contains) -> None:
+        self.scalar(node.key, node.value)
+
+    def visit_starts_with(self, node: filters.StartsWith) -> None:
+        self.scalar(node.key, node.value)
+
+    def visit_ends_with(self, node: filters.EndsWith) -> None:
+        self.scalar(node.key, node.value)
+
+    def visit_exists(self, node: filters.Exists) -> None:
+        validate_metadata_key(node.key)
+
+    def visit_has_any_label(self, node: filters.HasAnyLabel) -> None:
+        for label in node.labels:
+            sql_string(label)
+
+    def visit_and(self, node: filters.And) -> None:
+        for x in node.filters:
+            self.visit(x)
+
+    def visit_or(self, node: filters.Or) -> None:
+        for x in node.filters:
+            self.visit(x)
+
+    def visit_not(self, node: filters.Not) -> None:
+        self.visit(node.filter)

@@ -1,7 +1,8 @@
 """Filters to tantivy queries, with exactly the reference semantics.
 
 Every node of `toolish_rag.filters` has a native translation over the metadata fields
-described in `toolish_rag_tantivy.schema`:
+described in `toolish_rag_tantivy.schema` (`FilterCompiler` is a `FilterVisitor`, one method
+per node type, so a new node type is a type error here until it has one):
 
 * ``eq``/``in`` are term queries on the field of the value's type (so ``5`` never
   matches ``"5"`` and ``True`` never matches ``1``; ``1`` and ``1.0`` share a term);
@@ -18,33 +19,15 @@ described in `toolish_rag_tantivy.schema`:
 
 from __future__ import annotations
 
-import math
 from collections.abc import Callable
 from decimal import Decimal
 
 import tantivy
 from tantivy import Occur, Query
 
+from toolish_rag import filters
 from toolish_rag.content import Scalar
-from toolish_rag.filters import (
-    And,
-    Contains,
-    EndsWith,
-    Eq,
-    Exists,
-    Filter,
-    Gt,
-    Gte,
-    HasAnyLabel,
-    In,
-    Lt,
-    Lte,
-    Ne,
-    Nin,
-    Not,
-    Or,
-    StartsWith,
-)
+from toolish_rag.filters import Filter, FilterVisitor
 
 from .schema import SEP, scalar_terms
 
@@ -85,7 +68,7 @@ def _or(parts: list[Query]) -> Query:
     return Query.boolean_query([(Occur.Should, p) for p in parts])
 
 
-class FilterCompiler:
+class FilterCompiler(FilterVisitor[Query]):
     """Compiles filters against one index and one searcher (string ranges read its terms)."""
 
     def __init__(self, index: tantivy.Index, searcher: tantivy.Searcher) -> None:
@@ -94,33 +77,60 @@ class FilterCompiler:
         self._searcher = searcher
 
     def compile(self, f: Filter) -> Query:
-        if isinstance(f, And):
-            return _and([self.compile(x) for x in f.filters])
-        if isinstance(f, Or):
-            return _or([self.compile(x) for x in f.filters])
-        if isinstance(f, Not):
-            return _not(self.compile(f.filter))
-        if isinstance(f, HasAnyLabel):
-            return Query.term_set_query(self._schema, 'labels', sorted(f.labels))
-        if isinstance(f, Exists):
-            return self._term('m_keys', f.key)
-        if isinstance(f, Eq):
-            return self._eq(f.key, f.value)
-        if isinstance(f, Ne):
-            return _not(self._eq(f.key, f.value))
-        if isinstance(f, In):
-            return self._in(f.key, f.values)
-        if isinstance(f, Nin):
-            return _not(self._in(f.key, f.values))
-        if isinstance(f, (Gt, Gte, Lt, Lte)):
-            return self._ordered(f.key, f.value, f.op)
-        if isinstance(f, Contains):
-            return self._contains(f.key, f.value)
-        if isinstance(f, StartsWith):
-            return self._string_match(f.key, _regex_escape(f.value) + '.*', lambda s: s.startswith(f.value))
-        if isinstance(f, EndsWith):
-            return self._string_match(f.key, '.*' + _regex_escape(f.value), lambda s: s.endswith(f.value))
-        raise TypeError(f'unknown filter node {type(f).__name__}')  # pragma: no cover
+        """The query matching exactly the records `toolish_rag.filters.matches` accepts."""
+        return self.visit(f)
+
+    # -- one method per node ------------------------------------------------------------
+
+    def visit_eq(self, node: filters.Eq) -> Query:
+        return self._eq(node.key, node.value)
+
+    def visit_ne(self, node: filters.Ne) -> Query:
+        return _not(self._eq(node.key, node.value))
+
+    def visit_gt(self, node: filters.Gt) -> Query:
+        return self._ordered(node.key, node.value, node.op)
+
+    def visit_gte(self, node: filters.Gte) -> Query:
+        return self._ordered(node.key, node.value, node.op)
+
+    def visit_lt(self, node: filters.Lt) -> Query:
+        return self._ordered(node.key, node.value, node.op)
+
+    def visit_lte(self, node: filters.Lte) -> Query:
+        return self._ordered(node.key, node.value, node.op)
+
+    def visit_in(self, node: filters.In) -> Query:
+        return self._in(node.key, node.values)
+
+    def visit_nin(self, node: filters.Nin) -> Query:
+        return _not(self._in(node.key, node.values))
+
+    def visit_contains(self, node: filters.Contains) -> Query:
+        return self._contains(node.key, node.value)
+
+    def visit_starts_with(self, node: filters.StartsWith) -> Query:
+        value = node.value
+        return self._string_match(node.key, _regex_escape(value) + '.*', lambda s: s.startswith(value))
+
+    def visit_ends_with(self, node: filters.EndsWith) -> Query:
+        value = node.value
+        return self._string_match(node.key, '.*' + _regex_escape(value), lambda s: s.endswith(value))
+
+    def visit_exists(self, node: filters.Exists) -> Query:
+        return self._term('m_keys', node.key)
+
+    def visit_has_any_label(self, node: filters.HasAnyLabel) -> Query:
+        return Query.term_set_query(self._schema, 'labels', sorted(node.labels))
+
+    def visit_and(self, node: filters.And) -> Query:
+        return _and([self.visit(x) for x in node.filters])
+
+    def visit_or(self, node: filters.Or) -> Query:
+        return _or([self.visit(x) for x in node.filters])
+
+    def visit_not(self, node: filters.Not) -> Query:
+        return _not(self.visit(node.filter))
 
     # -- leaves -------------------------------------------------------------------------
 
@@ -128,16 +138,12 @@ class FilterCompiler:
         return Query.term_query(self._schema, field, term)
 
     def _eq(self, key: str, value: Scalar) -> Query:
-        if isinstance(value, float) and not math.isfinite(value):
-            return Query.empty_query()  # stored numbers are finite: nothing equals inf or nan
         field, term = scalar_terms(key, value)
         return self._term(field, term)
 
     def _in(self, key: str, values: tuple[Scalar, ...]) -> Query:
         by_field: dict[str, set[str]] = {}
         for value in values:
-            if isinstance(value, float) and not math.isfinite(value):
-                continue
             field, term = scalar_terms(key, value)
             by_field.setdefault(field, set()).add(term)
         return _or([Query.term_set_query(self._schema, field, sorted(terms)) for field, terms in by_field.items()])
@@ -147,12 +153,7 @@ class FilterCompiler:
             return Query.empty_query()  # booleans are not ordered
         if isinstance(value, str):
             return self._string_range(key, value, op)
-        if math.isnan(value):
-            return Query.empty_query()
-        if math.isinf(value):
-            every_number = self._index.parse_query(f'm_ord.{key}:*')
-            below = value > 0
-            return every_number if (op in ('lt', 'lte')) == below else Query.empty_query()
+        # Numbers are finite here: filter nodes refuse inf and nan when they are built.
         symbol = {'gt': '>', 'gte': '>=', 'lt': '<', 'lte': '<='}[op]
         return self._index.parse_query(f'm_ord.{key}:{symbol}{_format_number(value)}')
 

@@ -1,0 +1,137 @@
+"""One place that walks filter trees: `FilterVisitor`, with a method per node type.
+
+The reference evaluator and every store's native translation need to do something for each
+kind of filter node. Written as ``isinstance`` chains, a new node type would slip through
+every chain that forgot it and only fail (or, worse, fall into a catch-all) when such a filter
+reached that store. A visitor makes the node list a contract instead:
+
+* `FilterVisitor` is an abstract base class with one abstract ``visit_<op>`` method per node
+  type. A visitor lacking one is an error twice over: mypy refuses to instantiate it
+  ("Cannot instantiate abstract class"), and so does Python at construction, before any
+  filter is seen. An ABC rather than a `typing.Protocol` for that reason: a structural
+  visitor that never inherits would only fail at runtime when the missing node arrived.
+* `FilterVisitor.visit` is the single dispatch: a ``match`` over the `Filter` union ending in
+  a ``Never``-typed branch, so mypy rejects it the moment the union gains a node that has no
+  case here. It is ``@final``: visitors implement the per-node methods, never the dispatch.
+* Composite nodes (``and``, ``or``, ``not``) receive the node itself, not pre-visited children,
+  so a visitor decides whether and how to recurse (``self.visit(child)``): the evaluator
+  short-circuits, a translator can treat a whole subtree at once.
+
+``visit_<op>`` is named after each node's ``op`` discriminator, so the JSON form, the node
+class and the visitor method are all spelled alike.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Generic, Never, NoReturn, TypeVar, final
+
+from . import nodes
+
+__all__ = ['FilterVisitor']
+
+ResultT = TypeVar('ResultT')
+"""What visiting a filter produces: ``bool`` for the evaluator, a query for a translator."""
+
+
+class FilterVisitor(ABC, Generic[ResultT]):
+    """Turns a filter into a ``ResultT`` with one method per node type; call `visit` to run it.
+
+    Subclass it and implement every ``visit_<op>`` method; recurse into composite nodes with
+    ``self.visit``. See ``docs/custom-store.md`` for an example.
+    """
+
+    __slots__ = ()
+
+    @final
+    def visit(self, node: nodes.Filter) -> ResultT:
+        """Dispatch ``node`` to the method for its type."""
+        match node:
+            case nodes.Eq():
+                return self.visit_eq(node)
+            case nodes.Ne():
+                return self.visit_ne(node)
+            case nodes.Gt():
+                return self.visit_gt(node)
+            case nodes.Gte():
+                return self.visit_gte(node)
+            case nodes.Lt():
+                return self.visit_lt(node)
+            case nodes.Lte():
+                return self.visit_lte(node)
+            case nodes.In():
+                return self.visit_in(node)
+            case nodes.Nin():
+                return self.visit_nin(node)
+            case nodes.Contains():
+                return self.visit_contains(node)
+            case nodes.StartsWith():
+                return self.visit_starts_with(node)
+            case nodes.EndsWith():
+                return self.visit_ends_with(node)
+            case nodes.Exists():
+                return self.visit_exists(node)
+            case nodes.HasAnyLabel():
+                return self.visit_has_any_label(node)
+            case nodes.And():
+                return self.visit_and(node)
+            case nodes.Or():
+                return self.visit_or(node)
+            case nodes.Not():
+                return self.visit_not(node)
+            case _:
+                _unknown_node(node)
+
+    @abstractmethod
+    def visit_eq(self, node: nodes.Eq) -> ResultT: ...
+
+    @abstractmethod
+    def visit_ne(self, node: nodes.Ne) -> ResultT: ...
+
+    @abstractmethod
+    def visit_gt(self, node: nodes.Gt) -> ResultT: ...
+
+    @abstractmethod
+    def visit_gte(self, node: nodes.Gte) -> ResultT: ...
+
+    @abstractmethod
+    def visit_lt(self, node: nodes.Lt) -> ResultT: ...
+
+    @abstractmethod
+    def visit_lte(self, node: nodes.Lte) -> ResultT: ...
+
+    @abstractmethod
+    def visit_in(self, node: nodes.In) -> ResultT: ...
+
+    @abstractmethod
+    def visit_nin(self, node: nodes.Nin) -> ResultT: ...
+
+    @abstractmethod
+    def visit_contains(self, node: nodes.Contains) -> ResultT: ...
+
+    @abstractmethod
+    def visit_starts_with(self, node: nodes.StartsWith) -> ResultT: ...
+
+    @abstractmethod
+    def visit_ends_with(self, node: nodes.EndsWith) -> ResultT: ...
+
+    @abstractmethod
+    def visit_exists(self, node: nodes.Exists) -> ResultT: ...
+
+    @abstractmethod
+    def visit_has_any_label(self, node: nodes.HasAnyLabel) -> ResultT: ...
+
+    @abstractmethod
+    def visit_and(self, node: nodes.And) -> ResultT: ...
+
+    @abstractmethod
+    def visit_or(self, node: nodes.Or) -> ResultT: ...
+
+    @abstractmethod
+    def visit_not(self, node: nodes.Not) -> ResultT: ...
+
+
+def _unknown_node(node: Never) -> NoReturn:
+    # Typed ``Never``: mypy only accepts the call when every member of `Filter` has a case above.
+    # At runtime it catches objects that are not filter nodes at all.
+    raise TypeError(f'unknown filter node {type(node).__name__}')
