@@ -12,10 +12,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-
-pytest.importorskip('prompt_toolkit', reason='needs pydantic-ai-slim[cli] (the mcp extra)')
-
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    TextPart,
+    ToolCallPart,
+    ToolReturnPart,
+    UserPromptPart,
+)
 from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
 from rich.console import Console
 
@@ -115,7 +120,88 @@ async def test_chat_streams_answers(monkeypatch: pytest.MonkeyPatch) -> None:
     assert 'Which [error] codes exist?' in text
     assert "↳ docs_regex_search(pattern='ERR-[0-9]{4}', top_k=2) → 2 hits" in text
     assert "Streamed answer: Regex matches for 'ERR-[0-9]{4}':" in text
-    assert 'Called tool docs_regex_search.' in text  # pydantic-ai's own tool-call display
+    # The tool call is shown as it happens, before the answer it led to, each on its own line.
+    lines = text.splitlines()
+    call = next(i for i, x in enumerate(lines) if x.startswith('↳ docs_regex_search'))
+    answer = next(i for i, x in enumerate(lines) if x.startswith('Streamed answer:'))
+    assert call < answer == len(lines) - 1
+
+
+async def test_a_streamed_preamble_does_not_end_the_turn_before_its_tool_call() -> None:
+    """Models often write "Let me search." before a tool call: the call still runs, then the answer streams."""
+    rag = await make_rag()
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        if _turns(messages) == 0:
+            yield 'Let me search. '
+            args = json.dumps({'query': 'refund days'})
+            yield {0: DeltaToolCall(name='docs_text_search', json_args=args, tool_call_id='call-1')}
+            return
+        yield 'Refunds take 30 days.'
+
+    out, buffer = console()
+    code = await chat(rag, FunctionModel(stream_function=stream), console=out, input=io.StringIO('How long?\n'))
+    lines = buffer.getvalue().splitlines()
+    assert code == 0
+    assert [x.split(' →')[0].strip() for x in lines[2:]] == [
+        'Let me search.',
+        "↳ docs_text_search(query='refund days', top_k=5)",
+        'Refunds take 30 days.',
+    ]
+
+
+def _user_prompts(messages: list[ModelMessage]) -> list[str]:
+    return [
+        str(p.content)
+        for m in messages
+        if isinstance(m, ModelRequest)
+        for p in m.parts
+        if isinstance(p, UserPromptPart)
+    ]
+
+
+async def test_each_prompt_continues_the_conversation() -> None:
+    rag = await make_rag()
+    seen: list[list[str]] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.append(_user_prompts(messages))
+        return ModelResponse(parts=[TextPart(f'answer {len(seen)}')])
+
+    out, buffer = console()
+    code = await chat(rag, FunctionModel(respond), stream=False, console=out, input=io.StringIO('first\nsecond\n'))
+    assert code == 0
+    assert seen == [['first'], ['first', 'second']]  # the second turn sees the first
+    assert 'answer 1' in buffer.getvalue() and 'answer 2' in buffer.getvalue()
+
+
+async def test_slash_commands_never_reach_the_model() -> None:
+    rag = await make_rag()
+    prompts: list[list[str]] = []
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        prompts.append(_user_prompts(messages))
+        return ModelResponse(parts=[TextPart('ok')])
+
+    out, buffer = console()
+    source = io.StringIO('/help\nhello\n/QUIT\nnot reached\n')
+    assert await chat(rag, FunctionModel(respond), stream=False, console=out, input=source) == 0
+    assert prompts == [['hello']]
+    assert 'unknown command /help: /exit ends the session' in buffer.getvalue()
+    assert 'not reached' not in buffer.getvalue()
+
+
+async def test_a_failed_answer_ends_a_piped_session_with_status_1() -> None:
+    rag = await make_rag()
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ConnectionError('provider unreachable')
+
+    out, buffer = console()
+    code = await chat(rag, FunctionModel(respond), stream=False, console=out, input=io.StringIO('a\nb\n'))
+    assert code == 1
+    assert 'ConnectionError: provider unreachable' in buffer.getvalue()
+    assert 'toolish-rag ➤ b' not in buffer.getvalue()
 
 
 async def test_a_rejected_tool_call_is_shown_and_the_model_gets_the_retry(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -134,21 +220,32 @@ async def test_a_rejected_tool_call_is_shown_and_the_model_gets_the_retry(monkey
     assert 'top_k must be between 1 and 50' in replies[0]
 
 
-async def test_the_interactive_session_is_pydantic_ais(tmp_path: Path) -> None:
-    """A terminal session goes through pydantic-ai's prompt-toolkit chat loop (here fed by a pipe)."""
+async def test_the_interactive_session_keeps_history_and_survives_a_failed_answer(tmp_path: Path) -> None:
+    """A terminal session reads prompts with prompt-toolkit (here fed by a pipe) and keeps their history."""
+    pytest.importorskip('prompt_toolkit', reason='needs pydantic-ai-slim[cli] (the mcp extra)')
     from prompt_toolkit.application import create_app_session
     from prompt_toolkit.input import create_pipe_input
     from prompt_toolkit.output import DummyOutput
 
     rag = await make_rag()
     script = Scripted()
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if _user_prompts(messages)[-1] == 'fail':
+            raise ConnectionError('provider unreachable')
+        return script.respond(messages, info)
+
     out, buffer = console()
     with create_pipe_input() as pipe, create_app_session(input=pipe, output=DummyOutput()):
-        pipe.send_text('How long do refunds take?\r/exit\r')
-        code = await chat(rag, script.model, stream=False, console=out, interactive=True, config_dir=tmp_path)
+        pipe.send_text('fail\rHow long do refunds take?\r/exit\rnot reached\r')
+        code = await chat(rag, FunctionModel(respond), stream=False, console=out, interactive=True, config_dir=tmp_path)
     assert code == 0
-    assert 'Answer:' in buffer.getvalue() and '↳ docs_text_search' in buffer.getvalue()
-    assert 'How long do refunds take?' in (tmp_path / 'prompt-history.txt').read_text()
+    text = buffer.getvalue()
+    assert 'ConnectionError: provider unreachable' in text  # shown, and the session went on
+    assert 'refunds are paid within' in text and '↳ docs_text_search' in text
+    assert 'not reached' not in text
+    history = (tmp_path / 'prompt-history.txt').read_text()
+    assert 'How long do refunds take?' in history and 'not reached' not in history
 
 
 async def test_an_unusable_model_string_is_reported_plainly() -> None:

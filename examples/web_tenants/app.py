@@ -28,7 +28,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
 
-from toolish_rag import Chunk, DocumentBuilder, PropertyFilter as F, ToolishRag
+from toolish_rag import Chunk, DocumentBuilder, PropertyFilter as F, StoreLike, ToolishRag
 from toolish_rag.stores import InMemoryStore
 
 
@@ -61,7 +61,7 @@ INSTRUCTIONS = (
 )
 
 
-def build_agent(store: Any, model: Model | str | None = None) -> Agent[TenantDeps, str]:
+def build_agent(store: StoreLike, model: Model | str | None = None) -> Agent[TenantDeps, str]:
     """One agent for all users; its RAG tools are scoped per run by ``ctx.deps.tenant``."""
     rag: ToolishRag[TenantDeps] = ToolishRag(
         store,
@@ -84,7 +84,7 @@ def _sources(messages: list[Any]) -> list[dict[str, str]]:
     return list(seen.values())
 
 
-def create_app(store: Any, model: Model | str | None = None, users: dict[str, User] | None = None) -> Starlette:
+def create_app(store: StoreLike, model: Model | str | None = None, users: dict[str, User] | None = None) -> Starlette:
     """The web app: ``POST /ask`` with ``Authorization: Bearer TOKEN`` and ``{"question": "..."}``."""
     agent = build_agent(store, model)
     known = DEMO_USERS if users is None else users

@@ -17,6 +17,8 @@ from .protocols import (
     HybridSearch,
     RegexSearch,
     ResultExpander,
+    StoreCapabilities,
+    StoreLike,
     TextSearch,
     VectorSearch,
 )
@@ -45,6 +47,8 @@ __all__ = [
     'SearchHit',
     'SearchRequest',
     'Section',
+    'StoreCapabilities',
+    'StoreLike',
     'TextSearch',
     'ToolishRagError',
     'VectorSearch',
@@ -56,11 +60,10 @@ __all__ = [
 ]
 
 from .fusion import FusionConfig
-from .retriever import Capabilities, Retriever, SectionView
+from .retriever import Retriever, SectionView
 from .toolset import EagerSearch, RagEvent, RagListener, ToolishRag
 
 __all__ += [
-    'Capabilities',
     'EagerSearch',
     'FusionConfig',
     'RagEvent',

@@ -14,7 +14,9 @@ protocol           tools
 
 `HybridSearch` lets a store replace the core's rank fusion with its own, and
 `FilterPushdown` says which filters a store evaluates natively. `DocumentStore` is the
-write side that ingestion and ``upsert`` use.
+write side that ingestion and ``upsert`` use. `StoreLike` is the type of "a store": any
+object implementing at least one of the search or expansion protocols, and
+`StoreCapabilities` records which.
 
 Every method is ``async``: a store wrapping a blocking library runs it in a thread
 (``asyncio.to_thread``) so searches never stall the agent's event loop.
@@ -33,7 +35,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Protocol, TypeAlias, runtime_checkable
 
 from .content import Chunk, Document, Entity, Metadata
 from .filters import Filter
@@ -46,6 +48,8 @@ __all__ = [
     'HybridSearch',
     'RegexSearch',
     'ResultExpander',
+    'StoreCapabilities',
+    'StoreLike',
     'TextSearch',
     'VectorSearch',
 ]
@@ -122,6 +126,49 @@ class FilterPushdown(Protocol):
     """
 
     def supports_filter(self, filter: Filter) -> bool: ...
+
+
+StoreLike: TypeAlias = VectorSearch | TextSearch | RegexSearch | ResultExpander | HybridSearch
+"""Any object implementing at least one capability protocol: what `ToolishRag` and `Retriever` take.
+
+A union of protocols, not a base class: a third-party store subclasses nothing from
+toolish-rag, it implements the methods of the protocols it serves and type-checks as a
+`StoreLike` structurally. Which tools it gets is decided at run time (`StoreCapabilities`).
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class StoreCapabilities:
+    """Which capability protocols a store implements, and so which tools it can serve.
+
+    Not to be confused with pydantic-ai's capabilities (agent extensions, see
+    ``ToolishRag.as_capability``): these are what the *store* can do.
+    """
+
+    vector: bool
+    text: bool
+    regex: bool
+    expand: bool
+    native_hybrid: bool
+
+    @classmethod
+    def of(cls, store: object) -> StoreCapabilities:
+        return cls(
+            vector=isinstance(store, VectorSearch),
+            text=isinstance(store, TextSearch),
+            regex=isinstance(store, RegexSearch),
+            expand=isinstance(store, ResultExpander),
+            native_hybrid=isinstance(store, HybridSearch),
+        )
+
+    @property
+    def hybrid(self) -> bool:
+        """Native hybrid search, or both legs for the core to fuse."""
+        return self.native_hybrid or (self.vector and self.text)
+
+    @property
+    def any_search(self) -> bool:
+        return self.vector or self.text or self.hybrid
 
 
 @dataclass(frozen=True, slots=True)

@@ -20,50 +20,21 @@ import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, TypeVar
+from typing import TypeVar
 
 from .content import Chunk, Entity
 from .errors import InvalidRequestError
 from .filters import Filter, and_, matches
 from .fusion import FusionConfig, fuse
-from .protocols import FilterPushdown, HybridSearch, RegexSearch, ResultExpander, TextSearch, VectorSearch
+from .protocols import FilterPushdown, HybridSearch, RegexSearch, ResultExpander, StoreLike, TextSearch, VectorSearch
 from .search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 
-__all__ = ['Capabilities', 'Retriever', 'SectionView']
+__all__ = ['Retriever', 'SectionView']
 
 log = logging.getLogger('toolish_rag')
 
 _R = TypeVar('_R', SearchRequest, RegexRequest)
 _MAX_WINDOW = 1 << 22
-
-
-@dataclass(frozen=True, slots=True)
-class Capabilities:
-    """Which protocols a store implements (and so which tools it can serve)."""
-
-    vector: bool
-    text: bool
-    regex: bool
-    expand: bool
-    native_hybrid: bool
-
-    @classmethod
-    def of(cls, store: object) -> Capabilities:
-        return cls(
-            vector=isinstance(store, VectorSearch),
-            text=isinstance(store, TextSearch),
-            regex=isinstance(store, RegexSearch),
-            expand=isinstance(store, ResultExpander),
-            native_hybrid=isinstance(store, HybridSearch),
-        )
-
-    @property
-    def hybrid(self) -> bool:
-        return self.native_hybrid or (self.vector and self.text)
-
-    @property
-    def any_search(self) -> bool:
-        return self.vector or self.text or self.hybrid
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,13 +57,9 @@ class SectionView:
 class Retriever:
     """Scoped access to a store. Immutable: `with_filter` returns a narrowed copy."""
 
-    store: Any
+    store: StoreLike
     filter: Filter | None = None
     fusion: FusionConfig = field(default_factory=FusionConfig)
-
-    @property
-    def capabilities(self) -> Capabilities:
-        return Capabilities.of(self.store)
 
     def with_filter(self, f: Filter | None) -> Retriever:
         """A copy whose scope is this scope AND ``f`` (never wider)."""

@@ -9,14 +9,11 @@ one that does not receives ``filter=None`` and the facade filters for it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
 
 from .content import Chunk, Entity
 from .filters import Filter
 
-__all__ = ['ExpansionRequest', 'RegexRequest', 'SearchHit', 'SearchRequest', 'SearchMode']
-
-SearchMode: TypeAlias = Literal['vector', 'text', 'hybrid', 'regex']
+__all__ = ['ExpansionRequest', 'RegexRequest', 'SearchHit', 'SearchRequest']
 
 
 @dataclass(frozen=True, slots=True)

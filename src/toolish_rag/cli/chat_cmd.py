@@ -1,9 +1,15 @@
 """``toolish-rag chat``: talk to an agent that searches the store with the toolset's tools.
 
-The chat loop is pydantic-ai's own (``pydantic_ai._cli``: prompt history, ``/exit``,
-``/markdown``, ``/usage``..., streamed Markdown answers and a line per tool call); this
-module adds the store's toolset and one line per tool call with its arguments and how
-many hits it returned. Piped input (not a terminal) is read one prompt per line.
+A small chat loop on pydantic-ai's public API: each prompt is one ``Agent.run`` continuing
+the conversation's message history; the answer is shown as Markdown, streamed (through an
+event stream handler) unless ``--no-stream``; every tool call gets a line with its arguments and
+how many hits it returned as it happens (a `RagListener` on the toolset). In a terminal,
+prompts are read with prompt-toolkit, with history in ``~/.toolish-rag``; piped input is
+read one prompt per line. ``/exit`` or the end of input ends the session.
+
+Not ``Agent.to_cli``: it always streams, prints to its own console and keeps its history
+under ``~/.pydantic-ai``, and reads only from a terminal; the command needs ``--no-stream``,
+piped input, and a console tests can read.
 
 `chat` is what the command calls, with a model string or a `pydantic_ai.models.Model`
 object, so tests drive the very same code with a scripted model.
@@ -14,19 +20,27 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from pydantic_ai import Agent
+from pydantic_ai import Agent, RunContext
+from pydantic_ai.agent import EventStreamHandler
+from pydantic_ai.messages import AgentStreamEvent, ModelMessage, PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
 from pydantic_ai.models import Model
 
 from ..filters import parse_filter
-from ..toolset import RagEvent, ToolishRag
+from ..toolset import RagEvent, ToolishRag, tool_name
 from .common import open_rag
 
-__all__ = ['CHAT_INSTRUCTIONS', 'MODEL_ENV', 'build_agent', 'chat', 'register', 'run', 'tool_line']
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ['CHAT_INSTRUCTIONS', 'HISTORY_FILE', 'MODEL_ENV', 'build_agent', 'chat', 'register', 'run', 'tool_line']
 
 MODEL_ENV = 'TOOLISH_RAG_MODEL'
+HISTORY_FILE = 'prompt-history.txt'
+_EXIT_COMMANDS = frozenset({'/exit', '/quit'})
 
 CHAT_INSTRUCTIONS = (
     'You answer questions from a document collection. Search it with the tools before answering, '
@@ -85,7 +99,7 @@ def build_agent(rag: ToolishRag[Any], model: Model | str) -> Agent[None, str]:
 def tool_line(event: RagEvent) -> str:
     """One line per tool call: ``↳ docs_text_search(query='refunds', top_k=5) → 3 hits``."""
     args = ', '.join(f'{k}={v!r}' for k, v in event.arguments.items() if v is not None)
-    call = f'{event.rag}_{event.tool}({args})'
+    call = f'{tool_name(event.rag, event.tool)}({args})'
     if event.error is not None:
         return f'↳ {call} → rejected: {event.error}'
     n = len(event.hits)
@@ -97,7 +111,7 @@ async def chat(
     model: Model | str,
     *,
     stream: bool = True,
-    console: Any = None,
+    console: Console | None = None,
     input: IO[str] | None = None,
     interactive: bool | None = None,
     config_dir: Path | None = None,
@@ -111,58 +125,126 @@ async def chat(
         stream: stream answers as they are generated.
         console: the ``rich.console.Console`` to write to (default: stdout).
         input: where prompts come from when not interactive (default: stdin).
-        interactive: use pydantic-ai's prompt-toolkit session (history, key bindings);
-            default: when stdin is a terminal.
+        interactive: read prompts with prompt-toolkit (history, line editing); default: when
+            stdin is a terminal. A failed answer ends a piped session (exit code 1) but not an
+            interactive one.
         config_dir: where the prompt history is kept (default: ``~/.toolish-rag``).
     """
-    try:
-        from pydantic_ai._cli import ask_agent, handle_slash_command, run_chat
-        from rich.console import Console
-        from rich.markup import escape
-    except ImportError as e:  # pragma: no cover - depends on the installed extras
-        print(f'toolish-rag chat needs pydantic-ai\'s CLI extra: pip install "toolish-rag[mcp]" ({e})', file=sys.stderr)
-        return 2
+    from rich.console import Console
+    from rich.markup import escape
 
     out = console if console is not None else Console()
     resolved = _resolve_model(model)
     if isinstance(resolved, str):
         (console if console is not None else Console(stderr=True)).print(resolved, markup=False, highlight=False)
         return 2
+    if interactive is None:
+        interactive = input is None and sys.stdin.isatty()
+    if interactive:
+        try:
+            home = config_dir if config_dir is not None else Path.home() / '.toolish-rag'
+            prompts = _terminal_prompts(prog_name, home / HISTORY_FILE)
+        except ImportError as e:  # pragma: no cover - depends on the installed extras
+            out.print(f'toolish-rag chat in a terminal needs prompt-toolkit: pip install "toolish-rag[mcp]" ({e})')
+            return 2
+    else:
+        prompts = _piped_prompts(input if input is not None else sys.stdin)
 
     def show_call(event: RagEvent) -> None:
         out.print(tool_line(event), style='dim', markup=False, highlight=False)
 
     agent = build_agent(rag.with_listener(show_call), resolved)
-    source = input if input is not None else sys.stdin
-    if interactive is None:
-        interactive = input is None and sys.stdin.isatty()
     out.print(
         f'[green]{prog_name} chat[/green] with [magenta]{resolved.model_name}[/magenta] over '
         f'{type(rag.store).__name__} ({len(rag.tool_names)} tools). /exit to quit.',
         highlight=False,
     )
-    if interactive:
-        home = config_dir if config_dir is not None else Path.home() / '.toolish-rag'
-        return await run_chat(stream, agent, out, 'monokai', prog_name, config_dir=home)
-
-    # Piped input: one prompt per line, the same slash commands and the same answer display.
-    messages: list[Any] = []
-    multiline = False
-    for line in source:
-        text = line.strip()
-        if not text:
-            continue
+    messages: list[ModelMessage] = []
+    async for text in prompts:
         if text.startswith('/'):
-            exit_code, multiline = handle_slash_command(
-                text.lower().replace(' ', '-'), messages, multiline, out, 'monokai'
-            )
-            if exit_code is not None:
-                return exit_code
+            if text.lower() in _EXIT_COMMANDS:
+                return 0
+            out.print(f'unknown command {text}: /exit ends the session', markup=False, highlight=False)
             continue
-        out.print(f'[bold]{prog_name} ➤[/bold] {escape(text)}', highlight=False)
+        if not interactive:  # a terminal shows the prompt as typed; show piped ones the same way
+            out.print(f'[bold]{prog_name} ➤[/bold] {escape(text)}', highlight=False)
         try:
-            messages = await ask_agent(agent, text, stream, out, 'monokai', messages=messages)
+            messages = await _answer(agent, text, messages, out, stream=stream)
         except Exception as e:
             out.print(f'[red]{type(e).__name__}:[/red] {escape(str(e))}', highlight=False)
-            return 1
+            if not interactive:
+                return 1
     return 0
+
+
+async def _answer(
+    agent: Agent[None, str], prompt: str, history: list[ModelMessage], out: Console, *, stream: bool
+) -> list[ModelMessage]:
+    """Answer ``prompt`` in the conversation so far, show the answer, and return the conversation with it.
+
+    Always a full ``Agent.run``, streamed through an event handler: ``Agent.run_stream`` would take
+    the first text a model writes ("Let me search...") as the answer and skip the tool calls after it.
+    """
+    from rich.markdown import Markdown
+
+    if not stream:
+        result = await agent.run(prompt, message_history=history)
+        out.print(Markdown(result.output))
+    else:
+        result = await agent.run(prompt, message_history=history, event_stream_handler=_show_text_as_it_comes(out))
+    return result.all_messages()
+
+
+def _show_text_as_it_comes(out: Console) -> EventStreamHandler[None]:
+    """An event handler showing each model response's text live, as Markdown, while it streams."""
+    from rich.live import Live
+    from rich.markdown import Markdown
+
+    async def show(ctx: RunContext[None], events: AsyncIterable[AgentStreamEvent]) -> None:
+        text = ''
+        live: Live | None = None
+        try:
+            async for event in events:
+                if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
+                    text += event.part.content
+                elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):
+                    text += event.delta.content_delta
+                else:
+                    continue
+                if live is None:
+                    live = Live(console=out, vertical_overflow='visible')
+                    live.start()
+                live.update(Markdown(text))
+        finally:
+            if live is not None:
+                live.stop()
+                if not out.is_terminal:
+                    out.line()  # Live ends a terminal's last line itself, but not a file's or a pipe's
+
+    return show
+
+
+async def _piped_prompts(lines: Iterable[str]) -> AsyncIterator[str]:
+    for line in lines:
+        if text := line.strip():
+            yield text
+
+
+def _terminal_prompts(prog_name: str, history: Path) -> AsyncIterator[str]:
+    """Prompts typed in the terminal, with line editing and a persistent history."""
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.history import FileHistory
+
+    history.parent.mkdir(parents=True, exist_ok=True)
+    session: PromptSession[str] = PromptSession(history=FileHistory(str(history)))
+
+    async def prompts() -> AsyncIterator[str]:
+        while True:
+            try:
+                text = await session.prompt_async(f'{prog_name} ➤ ')
+            except (EOFError, KeyboardInterrupt):
+                return
+            if text := text.strip():
+                yield text
+
+    return prompts()

@@ -50,7 +50,7 @@ async def run(args: argparse.Namespace) -> int:
     rag: ToolishRag[Any] = ToolishRag(
         store, name=args.name, max_top_k=max(args.top_k, 50), max_query_chars=max(2000, longest)
     )
-    offered = [t.removesuffix('_search') for t in (n.removeprefix(f'{args.name}_') for n in rag.tool_names)]
+    offered = [t.removesuffix('_search') for t in rag.offered_tools]
     wanted = [t for t in ('text', 'vector', 'hybrid') if t in offered] if args.tool == 'all' else [args.tool]
     unavailable = [t for t in wanted if t not in offered]
     if unavailable or not wanted:

@@ -51,8 +51,7 @@ async def run(args: argparse.Namespace) -> int:
     _, rag = open_rag(args)
     if args.filter:
         rag = rag.with_metadata_filter(parse_filter(args.filter))
-    offered = [name.removeprefix(f'{rag.name}_') for name in rag.tool_names]
-    searches = [t for t in offered if t.endswith('_search')]
+    searches: list[str] = [t for t in rag.offered_tools if t.endswith('_search')]
     if not searches:
         print('this store offers no search tool')
         return 2

@@ -33,8 +33,16 @@ from ..content import Chunk, Document, Entity
 from ..embedding import HashingEmbeddingModel
 from ..errors import QuerySyntaxError
 from ..filters import EntityFilter, Filter, PropertyFilter as F, matches
-from ..protocols import DocumentStore, FilterPushdown, RegexSearch, ResultExpander, TextSearch, VectorSearch
-from ..retriever import Capabilities, Retriever
+from ..protocols import (
+    DocumentStore,
+    FilterPushdown,
+    RegexSearch,
+    ResultExpander,
+    StoreCapabilities,
+    TextSearch,
+    VectorSearch,
+)
+from ..retriever import Retriever
 from ..search import ExpansionRequest, RegexRequest, SearchRequest
 from .corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, selective_corpus
 
@@ -85,7 +93,7 @@ class StoreConformance:
         return {r.id for r in StoreConformance._all_records() if matches(f, r)}
 
     @staticmethod
-    async def _everything(retriever: Retriever, caps: Capabilities, total: int) -> dict[str, set[str]]:
+    async def _everything(retriever: Retriever, caps: StoreCapabilities, total: int) -> dict[str, set[str]]:
         """Every in-scope record, through each search the store offers."""
         found: dict[str, set[str]] = {}
         if caps.vector:
@@ -99,7 +107,7 @@ class StoreConformance:
     # -- capabilities and writes -------------------------------------------------------------
 
     async def test_declares_capabilities(self, loaded: Any) -> None:
-        caps = Capabilities.of(loaded)
+        caps = StoreCapabilities.of(loaded)
         assert caps.any_search or caps.regex, 'a store must implement at least one search protocol'
         assert isinstance(loaded, DocumentStore), 'a store must implement DocumentStore (upsert, delete, list)'
         if isinstance(loaded, TextSearch):
@@ -135,7 +143,7 @@ class StoreConformance:
         assert new.id == old.id
         await loaded.upsert([new])
         retriever = Retriever(loaded, F.eq('tenant', 'acme'))
-        for ids in (await self._everything(retriever, Capabilities.of(loaded), 100)).values():
+        for ids in (await self._everything(retriever, StoreCapabilities.of(loaded), 100)).values():
             assert ids == {new.chunks[0].id, 'ent-alice', 'ent-acme'}
         info = {d.id: d for d in await loaded.list_documents()}[old.id]
         assert (info.title, info.fingerprint, info.chunk_count) == (new.title, 'fp-2', 1)
@@ -149,12 +157,12 @@ class StoreConformance:
         assert await loaded.delete_entities(['ent-alice']) == 1
         assert {d.id for d in await loaded.list_documents()} == {corpus[0].id, corpus[2].id}
         expected = {c.id for d in (corpus[0], corpus[2]) for c in d.chunks} | {'ent-acme'}
-        for ids in (await self._everything(Retriever(loaded), Capabilities.of(loaded), 100)).values():
+        for ids in (await self._everything(Retriever(loaded), StoreCapabilities.of(loaded), 100)).values():
             assert ids == expected
 
     async def test_empty_store_searches_return_nothing(self, store_path: Path, embedder: Any) -> None:
         store = await self.make_store(store_path, embedder)
-        found = await self._everything(Retriever(store), Capabilities.of(store), 10)
+        found = await self._everything(Retriever(store), StoreCapabilities.of(store), 10)
         assert all(ids == set() for ids in found.values())
 
     # -- filters ---------------------------------------------------------------------------
@@ -162,7 +170,7 @@ class StoreConformance:
     async def _assert_scope_matches(self, store: Any, f: Filter | None) -> None:
         expected = self._expected(f)
         total = len(self._all_records())
-        found = await self._everything(Retriever(store, f), Capabilities.of(store), total)
+        found = await self._everything(Retriever(store, f), StoreCapabilities.of(store), total)
         for mode, ids in found.items():
             assert ids == expected, f'{mode} search under {f!r}: extra {ids - expected}, missing {expected - ids}'
         # Straight to the store, bypassing the facade's re-check, when it claims pushdown.
@@ -186,7 +194,7 @@ class StoreConformance:
     async def test_exactly_top_k_under_one_percent_filter(self, store_path: Path, embedder: Any) -> None:
         store = await self.make_store(store_path, embedder)
         await store.upsert(selective_corpus(500, 100))
-        caps = Capabilities.of(store)
+        caps = StoreCapabilities.of(store)
         retriever = Retriever(store, F.eq('rare', True))
         checks = []
         if caps.vector:
@@ -203,7 +211,7 @@ class StoreConformance:
             assert all(h.record.metadata['rare'] is True for h in hits)
 
     async def test_top_k_is_respected_and_ranked(self, loaded: Any) -> None:
-        caps = Capabilities.of(loaded)
+        caps = StoreCapabilities.of(loaded)
         retriever = Retriever(loaded)
         results = []
         if caps.vector:
@@ -336,7 +344,7 @@ class StoreConformance:
     # -- entities -------------------------------------------------------------------------------
 
     async def test_entities_are_searchable_and_labelled(self, loaded: Any) -> None:
-        caps = Capabilities.of(loaded)
+        caps = StoreCapabilities.of(loaded)
         people = Retriever(loaded, F.eq('tenant', 'acme')).with_filter(EntityFilter.has_any_label('Person'))
         for ids in (await self._everything(people, caps, 50)).values():
             assert ids == {'ent-alice'}
@@ -347,7 +355,7 @@ class StoreConformance:
         store = await self.make_store(store_path, embedder)
         corpus: list[Document | Entity] = [*conformance_corpus(), *conformance_entities()]
         await store.upsert(corpus)
-        caps = Capabilities.of(store)
+        caps = StoreCapabilities.of(store)
         before = await self._ranked(store, caps)
         del store
         reopened = await self.reopen_store(store_path, embedder)
@@ -359,7 +367,7 @@ class StoreConformance:
         assert {d.id for d in await reopened.list_documents()} == {d.id for d in conformance_corpus()}
 
     @staticmethod
-    async def _ranked(store: Any, caps: Capabilities) -> dict[str, list[tuple[str, float]]]:
+    async def _ranked(store: Any, caps: StoreCapabilities) -> dict[str, list[tuple[str, float]]]:
         retriever = Retriever(store, F.ne('tenant', 'initech'))
         out: dict[str, list[tuple[str, float]]] = {}
         if caps.vector:

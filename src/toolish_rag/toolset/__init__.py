@@ -1,6 +1,16 @@
 """The pydantic-ai face of toolish-rag: the `ToolishRag` toolset, its events and rendering."""
 
 from .events import RagEvent, RagListener
-from .rag import TOOL_NAMES, EagerSearch, FilterSource, ToolishRag, ToolName
+from .names import TOOL_NAMES, ToolName, tool_name
+from .rag import EagerSearch, FilterSource, ToolishRag
 
-__all__ = ['TOOL_NAMES', 'EagerSearch', 'FilterSource', 'RagEvent', 'RagListener', 'ToolName', 'ToolishRag']
+__all__ = [
+    'TOOL_NAMES',
+    'EagerSearch',
+    'FilterSource',
+    'RagEvent',
+    'RagListener',
+    'ToolName',
+    'ToolishRag',
+    'tool_name',
+]

@@ -9,17 +9,18 @@ search until answered, rephrase, cite chunk ids, say when the documents do not c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ..protocols import TextSearch
+from ..protocols import StoreLike, TextSearch
+from .names import ToolName, tool_name
 
 __all__ = ['build_instructions', 'tool_descriptions']
 
 
-def tool_descriptions(store: Any, config: Any) -> dict[str, str]:
+def tool_descriptions(store: StoreLike, default_top_k: int, max_top_k: int) -> dict[ToolName, str]:
+    """Each tool's description; ``default_top_k`` and ``max_top_k`` are stated so the model can use them."""
     syntax = store.text_query_syntax if isinstance(store, TextSearch) else ''
-    k = config.default_top_k
-    m = config.max_top_k
+    k = default_top_k
+    m = max_top_k
     return {
         'vector_search': (
             'Semantic search: finds passages that mean the same as the query even in other words. '
@@ -58,18 +59,21 @@ def tool_descriptions(store: Any, config: Any) -> dict[str, str]:
     }
 
 
-def _reading_sentence(name: str, tools: Sequence[str]) -> str:
-    readers = [f'{name}_{t}' for t in ('broaden_chunk', 'zoom_out') if t in tools]
+def _reading_sentence(name: str, tools: Sequence[ToolName]) -> str:
+    readers = [tool_name(name, t) for t in ('broaden_chunk', 'zoom_out') if t in tools]
     if not readers:
         return ''
     return f'Use {" and ".join(readers)} to read around a result before relying on a fragment.'
 
 
-def build_instructions(name: str, description: str | None, tools: Sequence[str], preloaded: str | None) -> str | None:
+def build_instructions(
+    name: str, description: str | None, tools: Sequence[ToolName], preloaded: str | None
+) -> str | None:
+    """The instructions for the RAG ``name`` offering ``tools`` (short names); ``None`` if it offers nothing."""
     if not tools and not preloaded:
         return None
     about = f' It holds: {description.strip()}' if description else ''
-    searchers = [f'{name}_{t}' for t in tools if t.endswith('_search')]
+    searchers = [tool_name(name, t) for t in tools if t.endswith('_search')]
     parts = [
         f'You have a reference collection "{name}".{about}',
         (

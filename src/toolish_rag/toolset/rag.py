@@ -2,9 +2,9 @@
 
 ``ToolishRag(store, name="docs")`` inspects which capability protocols the store
 implements and offers exactly the matching tools, named ``<name>_<tool>`` so several
-RAGs can serve one agent. Scope filters (``with_metadata_filter``, ``with_entity_filter``
-or a per-run callable of the ``RunContext``) are ANDed into every tool call and eager
-search; the model never sees them in a schema and cannot widen them.
+RAGs can serve one agent. Scope filters (``with_metadata_filter``, or a per-run callable of
+the ``RunContext``) are ANDed into every tool call and eager search; the model never sees
+them in a schema and cannot widen them.
 
 Everything is immutable: each ``with_*`` returns a new toolset, so one configured
 instance can be shared across requests and narrowed per request or tenant.
@@ -16,7 +16,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Generic, Literal, TypeAlias
+from typing import Annotated, Any, Generic, TypeAlias
 
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_ai import ModelRetry, RunContext, Tool
@@ -29,25 +29,16 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from ..errors import InvalidRequestError
 from ..filters import Filter, combine_all
 from ..fusion import FusionConfig
-from ..retriever import Capabilities, Retriever
+from ..protocols import StoreCapabilities, StoreLike
+from ..retriever import Retriever
 from ..search import SearchHit
 from . import render
+from .direct import direct_context
 from .events import RagEvent, RagListener
 from .instructions import build_instructions, tool_descriptions
+from .names import TOOL_NAMES, ToolName, check_tool_names, tool_name
 
 __all__ = ['TOOL_NAMES', 'EagerSearch', 'FilterSource', 'ToolName', 'ToolishRag']
-
-ToolName: TypeAlias = Literal[
-    'vector_search', 'text_search', 'hybrid_search', 'regex_search', 'broaden_chunk', 'zoom_out'
-]
-TOOL_NAMES: tuple[ToolName, ...] = (
-    'vector_search',
-    'text_search',
-    'hybrid_search',
-    'regex_search',
-    'broaden_chunk',
-    'zoom_out',
-)
 
 FilterSource: TypeAlias = Filter | Callable[[RunContext[Any]], Filter | None]
 """A scope filter, or a function of the run context (e.g. of ``ctx.deps``) returning one."""
@@ -63,7 +54,9 @@ class EagerSearch:
 
 @dataclass(frozen=True)
 class _Config:
-    store: Any
+    """Everything a `ToolishRag` is; each ``with_*`` is a `replace` of it, so it checks itself."""
+
+    store: StoreLike
     name: str
     description: str | None
     filters: tuple[FilterSource, ...] = ()
@@ -78,6 +71,13 @@ class _Config:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     id: str | None = None
     max_retries: int = 3
+
+    def __post_init__(self) -> None:
+        if not self.name.isidentifier():
+            raise ValueError(f'name must be a plain identifier (it prefixes tool names), got {self.name!r}')
+        check_tool_names(self.exclude)
+        if not 1 <= self.default_top_k <= self.max_top_k:
+            raise ValueError('need 1 <= default_top_k <= max_top_k')
 
 
 _Query = Annotated[str, Field(description='What to search for.')]
@@ -99,14 +99,16 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     """Retrieval tools over ``store``, detected from the protocols it implements.
 
     Args:
-        store: any object implementing some of `VectorSearch`, `TextSearch`,
+        store: a `StoreLike`: any object implementing some of `VectorSearch`, `TextSearch`,
             `RegexSearch`, `ResultExpander` (and optionally `HybridSearch`).
         name: prefix of the tool names (``docs`` gives ``docs_vector_search``...); a
             plain identifier, unique among the RAGs of one agent.
         description: what the collection holds, in words for the model.
         metadata_filter: a scope filter, or a function of the `RunContext` returning one
             (e.g. ``lambda ctx: F.eq("tenant", ctx.deps.tenant)``); ANDed into every call.
-        entity_filter: like ``metadata_filter``, typically ``EntityFilter.has_any_label(...)``.
+        entity_filter: another scope filter, ANDed with ``metadata_filter``; the same filter
+            algebra (labels are a field of every record), kept as a separate argument so a
+            label scope such as ``EntityFilter.has_any_label(...)`` reads as one.
         exclude_tools: short tool names to leave out (``{"regex_search"}``).
         default_top_k: ``top_k`` when the model gives none.
         max_top_k: the largest ``top_k`` a model may ask for.
@@ -122,7 +124,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     def __init__(
         self,
-        store: Any,
+        store: StoreLike,
         *,
         name: str = 'docs',
         description: str | None = None,
@@ -138,13 +140,6 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         id: str | None = None,
         max_retries: int = 3,
     ) -> None:
-        if not name.isidentifier():
-            raise ValueError(f'name must be a plain identifier (it prefixes tool names), got {name!r}')
-        unknown = set(exclude_tools) - set(TOOL_NAMES)
-        if unknown:
-            raise ValueError(f'unknown tool names {sorted(unknown)}; tools are {list(TOOL_NAMES)}')
-        if not 1 <= default_top_k <= max_top_k:
-            raise ValueError('need 1 <= default_top_k <= max_top_k')
         filters = tuple(f for f in (metadata_filter, entity_filter) if f is not None)
         config = _Config(
             store=store,
@@ -165,7 +160,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     def _init(self, config: _Config, preloaded: str | None = None) -> None:
         self._config = config
-        self._capabilities = Capabilities.of(config.store)
+        self._store_capabilities = StoreCapabilities.of(config.store)
         self._preloaded = preloaded
         self._functions: FunctionToolset[AgentDepsT] = FunctionToolset(
             self._build_tools(), max_retries=config.max_retries
@@ -183,12 +178,21 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self._from(replace(self._config, **changes))
 
     def with_metadata_filter(self, filter: FilterSource) -> ToolishRag[AgentDepsT]:
-        """A copy narrowed by ``filter`` (ANDed with the filters already set: never wider)."""
+        """A copy narrowed by ``filter`` (ANDed with the filters already set: never wider).
+
+        ``filter`` is any `Filter` (property and label predicates alike) or a function of the
+        `RunContext` returning one.
+        """
         return self._with(filters=(*self._config.filters, filter))
 
     def with_entity_filter(self, filter: FilterSource) -> ToolishRag[AgentDepsT]:
-        """A copy narrowed by an entity (label) filter, ANDed like `with_metadata_filter`."""
-        return self._with(filters=(*self._config.filters, filter))
+        """An alias of `with_metadata_filter`, for label scopes (``EntityFilter.has_any_label(...)``).
+
+        There is one filter algebra: labels are a field of every record (a chunk carries its
+        document's labels), so a label filter is a metadata filter like any other. This name
+        only makes a label scope read as one; it behaves exactly like `with_metadata_filter`.
+        """
+        return self.with_metadata_filter(filter)
 
     def with_eager_search_about(self, query: str, top_k: int = 5) -> ToolishRag[AgentDepsT]:
         """A copy that preloads the results for ``query`` into every run's instructions.
@@ -196,7 +200,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         Uses hybrid search when the store can, else vector, else text; the run's scope
         filters apply and listeners fire. The tools stay available.
         """
-        if not self._capabilities.any_search:
+        if not self._store_capabilities.any_search:
             raise ValueError(f'{type(self._config.store).__name__} has no search capability to preload results with')
         if not query.strip():
             raise ValueError('eager search needs a non-empty query')
@@ -210,9 +214,6 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     def without_tools(self, *names: ToolName) -> ToolishRag[AgentDepsT]:
         """A copy that does not offer these tools (short names, e.g. ``'regex_search'``)."""
-        unknown = set(names) - set(TOOL_NAMES)
-        if unknown:
-            raise ValueError(f'unknown tool names {sorted(unknown)}')
         return self._with(exclude=self._config.exclude | set(names))
 
     def as_capability(self) -> ToolsetCapability[AgentDepsT]:
@@ -226,20 +227,26 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self._config.name
 
     @property
-    def store(self) -> Any:
+    def store(self) -> StoreLike:
         return self._config.store
 
     @property
-    def capabilities(self) -> Capabilities:
-        return self._capabilities
+    def store_capabilities(self) -> StoreCapabilities:
+        """Which capability protocols the store implements (not a pydantic-ai capability: see `as_capability`)."""
+        return self._store_capabilities
 
     @property
     def tool_names(self) -> list[str]:
-        """The full names of the tools this toolset offers."""
-        return [f'{self._config.name}_{t}' for t in self._offered()]
+        """The full names of the tools this toolset offers, as a model calls them (``docs_vector_search``)."""
+        return [tool_name(self._config.name, t) for t in self._offered()]
+
+    @property
+    def offered_tools(self) -> list[ToolName]:
+        """The short names of the tools this toolset offers (``vector_search``), in `tool_names` order."""
+        return self._offered()
 
     def _offered(self) -> list[ToolName]:
-        caps = self._capabilities
+        caps = self._store_capabilities
         available = {
             'vector_search': caps.vector,
             'text_search': caps.text,
@@ -264,20 +271,14 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     # -- direct use, outside an agent run ------------------------------------------------------
 
-    def _direct_context(self, deps: Any) -> RunContext[Any]:
-        from pydantic_ai.models.test import TestModel
-        from pydantic_ai.usage import RunUsage
-
-        return RunContext(deps=deps, model=TestModel(), usage=RunUsage())
-
     async def tool_definitions(self, deps: Any = None) -> list[ToolDefinition]:
         """The tool definitions (names, descriptions, JSON schemas) exactly as a model sees them."""
-        tools = await self.get_tools(self._direct_context(deps))
+        tools = await self.get_tools(direct_context(deps))
         return [t.tool_def for t in tools.values()]
 
     async def instructions(self, deps: Any = None) -> str | None:
         """The instructions this toolset contributes to a run (eager searches included)."""
-        ctx = self._direct_context(deps)
+        ctx = direct_context(deps)
         run = await self.for_run(ctx)
         assert isinstance(run, ToolishRag)
         return await run.get_instructions(ctx)
@@ -288,11 +289,11 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         ``tool`` is the short or full name. Arguments are validated against the tool's schema;
         bad ones raise ``ModelRetry`` with the same message a model would get.
         """
-        ctx = self._direct_context(deps)
-        full = tool if tool.startswith(f'{self._config.name}_') else f'{self._config.name}_{tool}'
+        ctx = direct_context(deps)
         tools = await self.get_tools(ctx)
+        full = tool if tool in tools else tool_name(self._config.name, tool)
         if full not in tools:
-            raise ValueError(f'{full!r} is not offered by this toolset; it offers {sorted(tools)}')
+            raise ValueError(f'{tool!r} is not offered by this toolset; it offers {sorted(tools)}')
         toolset_tool = tools[full]
         try:
             args = toolset_tool.args_validator.validate_python(dict(arguments))
@@ -312,6 +313,10 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     def label(self) -> str:
         return f'ToolishRag {self._config.name!r}'
 
+    @property
+    def tool_name_conflict_hint(self) -> str:
+        return 'Give each ToolishRag on an agent its own `name` (it prefixes the tool names).'
+
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
         if not self._config.eager:
             return self
@@ -323,7 +328,11 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return build_instructions(self._config.name, self._config.description, self._offered(), self._preloaded)
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
-        return await self._functions.get_tools(ctx)
+        # The tools are built by an inner FunctionToolset; stamp them as ours, as pydantic-ai's own
+        # wrappers do, so `tool.toolset` is this toolset: a CombinedToolset then gives each tool
+        # definition our `id` (durable execution names its activities after it) and errors name us.
+        tools = await self._functions.get_tools(ctx)
+        return {name: replace(tool, toolset=self) for name, tool in tools.items()}
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
@@ -340,7 +349,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     async def _eager(self, retriever: Retriever, eager: EagerSearch) -> str:
         start = time.perf_counter()
-        caps = self._capabilities
+        caps = self._store_capabilities
         if caps.hybrid:
             hits = await retriever.hybrid_search(eager.query, eager.top_k)
         elif caps.vector:
@@ -443,7 +452,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     def _build_tools(self) -> list[Tool[AgentDepsT]]:
         cfg = self._config
-        descriptions = tool_descriptions(cfg.store, cfg)
+        descriptions = tool_descriptions(cfg.store, cfg.default_top_k, cfg.max_top_k)
         default_k = cfg.default_top_k
 
         def ranked(spec: _RankedTool) -> Callable[..., Any]:
@@ -512,7 +521,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             'zoom_out': zoom_out,
         }
         return [
-            Tool(tools[t], name=f'{cfg.name}_{t}', description=descriptions[t], takes_ctx=True) for t in self._offered()
+            Tool(tools[t], name=tool_name(cfg.name, t), description=descriptions[t], takes_ctx=True)
+            for t in self._offered()
         ]
 
 
