@@ -194,7 +194,12 @@ def _document_title(reader: Any) -> str | None:
     return title
 
 
-def read_pdf(data: bytes, path: Path) -> ParsedDocument:
+def _extract_pages(data: bytes) -> tuple[list[str], list[list[_Line]], list[tuple[int, int, str]], str | None]:
+    """Open the PDF and take each page's text (and line layout when there is no outline).
+
+    Returns the cleaned page texts, their lines, the outline entries and the document title;
+    every way pypdf fails on a damaged or locked file becomes a `ReadError` with its reason.
+    """
     import pypdf
     from pypdf.errors import PdfReadError
 
@@ -226,22 +231,17 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
         raise
     except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
         raise ReadError(f'malformed PDF: {exc}') from None
-    pages = _strip_running(pages_raw)
-    if not any(p.strip() for p in pages):
-        raise ReadError(
-            f'no extractable text: the PDF has {len(pages)} page(s) but no text layer '
-            '(a scanned or image-only PDF); run OCR on it first (e.g. ocrmypdf)'
-        )
-    if not entries:
-        entries = _font_headings(page_lines)
+    return pages_raw, page_lines, entries, doc_title
 
-    source = '\n\n'.join(pages)
-    page_starts: list[int] = []
-    pos = 0
-    for p in pages:
-        page_starts.append(pos)
-        pos += len(p) + 2
-    # place headings: (offset of heading, offset where its body starts, level, title)
+
+def _place_headings(
+    source: str, pages: list[str], page_starts: list[int], entries: list[tuple[int, int, str]]
+) -> list[tuple[int, int, int, str]]:
+    """Find each heading in the text of its page, in order: (start, body start, level, title).
+
+    A heading the text does not contain (an outline entry with other wording) is placed,
+    empty, where the search stood, so its section still opens on the right page.
+    """
     placed: list[tuple[int, int, int, str]] = []
     cursor = 0
     for page_no, level, title in entries:
@@ -259,6 +259,11 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
             at = max(cursor, page_start)
             placed.append((at, at, level, title))
             cursor = at
+    return placed
+
+
+def _outline(source: str, page_starts: list[int], placed: list[tuple[int, int, int, str]]) -> OutlineBuilder:
+    """Sections from the placed headings; bodies split into paragraphs that never cross a page."""
     outline = OutlineBuilder()
     outline.page_starts = page_starts
     boundaries = sorted({*page_starts, len(source)})
@@ -276,6 +281,28 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
         outline.open_section(title, level, h_start)
         prev_end = h_end
     add_body(prev_end, len(source))
+    return outline
+
+
+def read_pdf(data: bytes, path: Path) -> ParsedDocument:
+    pages_raw, page_lines, entries, doc_title = _extract_pages(data)
+    pages = _strip_running(pages_raw)
+    if not any(p.strip() for p in pages):
+        raise ReadError(
+            f'no extractable text: the PDF has {len(pages)} page(s) but no text layer '
+            '(a scanned or image-only PDF); run OCR on it first (e.g. ocrmypdf)'
+        )
+    if not entries:
+        entries = _font_headings(page_lines)
+
+    source = '\n\n'.join(pages)
+    page_starts: list[int] = []
+    pos = 0
+    for p in pages:
+        page_starts.append(pos)
+        pos += len(p) + 2
+    placed = _place_headings(source, pages, page_starts, entries)
+    outline = _outline(source, page_starts, placed)
     first_heading = placed[0][3] if placed and placed[0][0] < 300 else None
     return ParsedDocument(
         source=source,
