@@ -88,19 +88,28 @@ def test_eval_on_cranfield_text_matches_raw_bm25s() -> None:
         pytest.skip(f'{folder} not found: the shared evaluation data is only on CI and developer machines')
     import bm25s
     import numpy as np
+    import Stemmer
 
     from toolish_rag.evaluation import beir_documents
-    from toolish_rag.stores.memory import _tokenizer, tokenize
+
+    # Raw bm25s as its docs configure it for English (stop words, Snowball stems): the store
+    # must rank exactly like it, so none of the store's own code is used here.
+    stemmer = Stemmer.Stemmer('english')
+
+    def tokenize(texts: list[str]) -> list[list[str]]:
+        tokens: list[list[str]] = bm25s.tokenize(
+            texts, stopwords='en', stemmer=stemmer, return_ids=False, show_progress=False
+        )
+        return tokens
 
     dataset = load_beir(folder)
     docs = beir_documents(dataset)
-    stemmer = _tokenizer()
     retriever = bm25s.BM25()
-    retriever.index(tokenize([d.chunks[0].text for d in docs], stemmer), show_progress=False)
+    retriever.index(tokenize([d.chunks[0].text for d in docs]), show_progress=False)
     ids = [str(d.metadata['corpus_id']) for d in docs]
     run: dict[str, dict[str, float]] = {}
     for qid, query in dataset.judged_queries:
-        tokens = [t for t in tokenize([query], stemmer)[0] if t in retriever.vocab_dict]
+        tokens = [t for t in tokenize([query])[0] if t in retriever.vocab_dict]
         if not tokens:
             run[qid] = {}
             continue

@@ -27,6 +27,7 @@ __all__ = [
     'Entity',
     'Metadata',
     'MetadataValue',
+    'Record',
     'Retrievable',
     'Scalar',
     'Section',
@@ -187,7 +188,12 @@ class Entity(Retrievable):
 
 
 Record: TypeAlias = Annotated[Chunk | Entity, Field(discriminator='kind')]
-"""A stored, searchable record: a chunk or an entity."""
+"""A stored, searchable record: a chunk or an entity.
+
+One name for what every store holds and returns, so adapters need not spell the union out
+(or keep an alias of their own). A type checker reads it as ``Chunk | Entity``; pydantic picks
+the model by ``kind``, so ``TypeAdapter(Record)`` round-trips stored JSON to the right class.
+"""
 
 
 class Document(_Model):

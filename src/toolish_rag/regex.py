@@ -5,6 +5,15 @@ exponential time, and a model will eventually write such a pattern. RE2 (``googl
 matches in time linear in the text and rejects the few constructs that need backtracking
 (backreferences, lookaround) with a clear error, which the regex tool passes back to the
 model as a retry message. Stores that scan text themselves should use these helpers.
+
+A store's ``regex_search`` is, in every adapter, the same four steps, and the helpers here are
+what keep them identical across stores (the conformance kit checks that one pattern finds and
+ranks the same records everywhere):
+
+1. `compile_request`: compile the request's pattern, a bad one raising `QuerySyntaxError`;
+2. `regex_text`: the text each candidate is matched against (a chunk's ``urtext``);
+3. `count_matches`: its score and the sample matches shown to the model;
+4. `regex_rank_key`: sort the matching records by it, then keep ``top_k``.
 """
 
 from __future__ import annotations
@@ -13,7 +22,18 @@ from typing import Any
 
 import re2
 
-__all__ = ['MAX_PATTERN_LENGTH', 'compile_pattern', 'count_matches']
+from .content import Chunk, Record
+from .errors import QuerySyntaxError
+from .search import RegexRequest
+
+__all__ = [
+    'MAX_PATTERN_LENGTH',
+    'compile_pattern',
+    'compile_request',
+    'count_matches',
+    'regex_rank_key',
+    'regex_text',
+]
 
 MAX_PATTERN_LENGTH = 1000
 _MAX_COUNTED = 1000
@@ -58,3 +78,42 @@ def count_matches(compiled: Any, text: str) -> tuple[int, tuple[str, ...]]:
     if count == 0 and empty_match:
         return 1, ('',)
     return count, tuple(samples)
+
+
+def compile_request(request: RegexRequest) -> Any:
+    """`compile_pattern` for a store's ``regex_search``: a pattern RE2 refuses raises `QuerySyntaxError`.
+
+    The toolset turns `QuerySyntaxError`, not a bare ``ValueError``, into a retry message for
+    the model (anything else is treated as a bug and propagates), so every store has to
+    translate the error the same way; this is that translation.
+    """
+    try:
+        return compile_pattern(request.pattern, case_sensitive=request.case_sensitive)
+    except ValueError as e:
+        raise QuerySyntaxError(str(e)) from e
+
+
+def regex_text(record: Record) -> str:
+    """The text a regex search matches: a chunk's ``urtext``, an entity's ``text``.
+
+    Regex search is for exact character patterns (error codes, identifiers, markup), so it
+    reads a chunk's source text as written, not the ``text`` that was cleaned up for the
+    embedder and BM25; an entity has no other text. A store that stores a separate column for
+    regex scans fills it with this.
+    """
+    return record.urtext if isinstance(record, Chunk) else record.text
+
+
+def regex_rank_key(
+    count: int, record_id: str, document_id: str | None = None, sequence_number: int | None = None
+) -> tuple[int, str, int]:
+    """Where a record that matched ``count`` times ranks among regex hits (sort ascending).
+
+    Most matches first; ties in reading order: a chunk (it has a ``document_id``) by its
+    document id, then ``sequence_number``; an entity (``document_id=None``) by its own id.
+    Taking the fields rather than a record lets a store rank the rows of a narrow scan and
+    load whole records only for the ``top_k`` it returns.
+    """
+    if document_id is None:
+        return (-count, record_id, 0)
+    return (-count, document_id, sequence_number or 0)

@@ -32,17 +32,16 @@ import numpy.typing as npt
 from pydantic import TypeAdapter
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-from ..content import Chunk, Document, Entity, Record as StoredRecord, dedupe_last, split_items
+from ..content import Chunk, Document, Entity, Record
 from ..embedding import resolve_embedder
-from ..errors import QuerySyntaxError
 from ..filters import Filter, matches
 from ..protocols import DocumentInfo
-from ..regex import compile_pattern, count_matches
+from ..regex import compile_request, count_matches, regex_rank_key, regex_text
 from ..search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from ..writes import upsert_batch
 
 __all__ = ['InMemoryStore']
 
-Record = Chunk | Entity
 _EMBED_BATCH = 256
 _QUERY_CACHE_SIZE = 256
 
@@ -125,7 +124,7 @@ def _top(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
 
 
 _FORMAT = 1
-_RECORD_ADAPTER: TypeAdapter[Chunk | Entity] = TypeAdapter(StoredRecord)
+_RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
 
 
 def _model_id(model: Any) -> str:
@@ -247,7 +246,7 @@ class InMemoryStore:
 
     async def upsert(self, items: Iterable[Document | Entity]) -> None:
         """Insert or replace documents (whole) and entities; embeds only changed text."""
-        documents, entities = split_items(dedupe_last(list(items)))
+        documents, entities = upsert_batch(items)
         async with self._write_lock:
             old = self._snapshot
             replaced_docs = {d.id for d in documents}
@@ -386,32 +385,25 @@ class InMemoryStore:
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         snap = self._snapshot
-        try:
-            pattern = compile_pattern(request.pattern, case_sensitive=request.case_sensitive)
-        except ValueError as e:
-            raise QuerySyntaxError(str(e)) from e
+        pattern = compile_request(request)
         return await asyncio.to_thread(self._regex, snap, pattern, request)
 
     @staticmethod
     def _regex(snap: _Snapshot, pattern: Any, request: RegexRequest) -> list[SearchHit]:
         mask = snap.mask(request.filter)
-        found: list[tuple[int, int, tuple[str, ...]]] = []
+        found: list[tuple[tuple[int, str, int], int, int, tuple[str, ...]]] = []
         for i, r in enumerate(snap.records):
             if mask is not None and not mask[i]:
                 continue
-            text = r.urtext if isinstance(r, Chunk) else r.text
-            count, samples = count_matches(pattern, text)
+            count, samples = count_matches(pattern, regex_text(r))
             if count:
-                found.append((i, count, samples))
-
-        def order(item: tuple[int, int, tuple[str, ...]]) -> tuple[int, str, int]:
-            r = snap.records[item[0]]
-            if isinstance(r, Chunk):
-                return (-item[1], r.document_id, r.sequence_number)
-            return (-item[1], r.id, 0)
-
-        found.sort(key=order)
-        return [SearchHit(snap.records[i], float(c), matches=s) for i, c, s in found[: request.top_k]]
+                if isinstance(r, Chunk):
+                    key = regex_rank_key(count, r.id, r.document_id, r.sequence_number)
+                else:
+                    key = regex_rank_key(count, r.id)
+                found.append((key, i, count, samples))
+        found.sort(key=lambda item: item[0])
+        return [SearchHit(snap.records[i], float(c), matches=s) for _, i, c, s in found[: request.top_k]]
 
     async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Record]:
         snap = self._snapshot

@@ -14,7 +14,6 @@ from datetime import timedelta
 from typing import Any
 
 import lancedb
-import pyarrow as pa
 import pytest
 from lancedb_worker import DOCS, _plain, dump, open_store, versioned_docs
 
@@ -22,6 +21,7 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.search import ExpansionRequest, SearchRequest
 from toolish_rag.testing import conformance_corpus, conformance_entities
 from toolish_rag_lancedb import LanceDBStore
+from toolish_rag_lancedb.writes import CommitStep
 
 WORKER = str(pathlib.Path(__file__).with_name('lancedb_worker.py'))
 
@@ -78,32 +78,31 @@ async def _assert_listing_agrees(store: LanceDBStore, version: int) -> None:
 
 
 class CrashingStore(LanceDBStore):
-    """Dies (raises) at one point of an upsert, as a kill -9 there would leave the tables."""
+    """Dies (raises) just before one commit of an upsert, as a kill -9 there would leave the tables."""
 
-    crash: str = ''
+    crash: CommitStep | None = None
+    reached: list[CommitStep]
 
-    async def _merge_documents(self, rows: pa.Table) -> None:
-        pending = rows.column('pending_version').null_count < rows.num_rows
-        if self.crash == 'before-documents' and pending:
-            raise KeyboardInterrupt('killed before anything was written')
-        if self.crash == 'before-final' and not pending:
-            raise KeyboardInterrupt('killed between the chunks and the final documents rows')
-        await super()._merge_documents(rows)
-        if self.crash == 'before-chunks' and pending:
-            raise KeyboardInterrupt('killed between the pending documents rows and the chunks')
+    async def before_commit(self, step: CommitStep) -> None:
+        self.reached.append(step)
+        if step == self.crash:
+            raise KeyboardInterrupt(f'killed before the {step} commit')
 
 
-@pytest.mark.parametrize(('crash', 'survives'), [('before-documents', 1), ('before-chunks', 1), ('before-final', 2)])
+@pytest.mark.parametrize(('crash', 'survives'), [('pending-documents', 1), ('records', 1), ('final-documents', 2)])
 async def test_a_crash_at_any_point_of_an_upsert_leaves_listing_and_records_in_step(
-    tmp_path: pathlib.Path, crash: str, survives: int
+    tmp_path: pathlib.Path, crash: CommitStep, survives: int
 ) -> None:
     path = str(tmp_path / 'kb')
     await open_store(path).upsert(versioned_docs(1))
     crashing = CrashingStore(path, embedder=HashingEmbeddingModel(64), ann_threshold=None)
     crashing.crash = crash
+    crashing.reached = []
     new_doc = versioned_docs(2)[0].model_copy(update={'id': 'brand-new'})
     with pytest.raises(KeyboardInterrupt):
         await crashing.upsert([*versioned_docs(2), new_doc])
+    steps: list[CommitStep] = ['pending-documents', 'records', 'final-documents']
+    assert crashing.reached == steps[: steps.index(crash) + 1]
     for reader in (open_store(path), crashing):  # a fresh process, and the crashed object itself
         assert await _assert_consistent(reader) == survives
         listed = {i.id: i.fingerprint for i in await reader.list_documents()}
@@ -112,8 +111,8 @@ async def test_a_crash_at_any_point_of_an_upsert_leaves_listing_and_records_in_s
         assert await reader.get_document('brand-new') is None or survives == 2
     # The next writer settles the pending rows for good, whatever it writes; the crashed
     # object (had the process survived) settles them too before its own next write.
-    writer = open_store(path) if crash != 'before-chunks' else crashing
-    crashing.crash = ''
+    writer = open_store(path) if crash != 'records' else crashing
+    crashing.crash = None
     await writer.delete_entities(['nothing'])
     table = await (await lancedb.connect_async(path)).open_table('documents')
     assert await table.count_rows('pending_version IS NOT NULL') == 0

@@ -114,7 +114,7 @@ async def test_random_filters_match_the_reference(store: LanceDBStore) -> None:
             assert store.supports_filter(f)
             got = {r.id for r in await store.get_records(ids, filter=f)}
             want = {r.id for r in records if matches(f, r)}
-            assert got == want, f'{f!r}\n{filter_to_where(f, store._columns)}\nextra {got - want} missing {want - got}'
+            assert got == want, f'{f!r}\n{store.filter_sql(f)}\nextra {got - want} missing {want - got}'
 
 
 async def test_injection_in_values_is_only_data(store: LanceDBStore) -> None:
@@ -142,6 +142,18 @@ async def test_injection_in_values_is_only_data(store: LanceDBStore) -> None:
     assert [h.id for h in hits] == ['e0']
     hits = await store.text_search(SearchRequest('thing', 50, F.eq('s', "x' OR '1'='1")))
     assert [h.id for h in hits] == ['e0']
+
+
+async def test_filter_sql_is_the_clause_the_store_runs(store: LanceDBStore) -> None:
+    await store.upsert(
+        [Entity(id='p5', name='n', metadata={'Price': 5}), Entity(id='p6', name='n', metadata={'Price': 6})]
+    )
+    f = F.lt('Price', 6)
+    where = store.filter_sql(f)
+    assert '`md__Price__num`' in where
+    table = await store.records_table()
+    raw = await table.query().where(where).select(['id']).to_arrow()
+    assert raw.column('id').to_pylist() == [r.id for r in await store.get_records(['p5', 'p6'], filter=f)] == ['p5']
 
 
 def test_keys_are_revalidated_and_quoted() -> None:

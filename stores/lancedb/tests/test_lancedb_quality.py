@@ -43,7 +43,7 @@ async def test_tools_lose_nothing_against_raw_lancedb(tmp_path: pathlib.Path) ->
     rag: ToolishRag[None] = ToolishRag(store, name='q', max_top_k=DEPTH)
     tool = await evaluate_dataset(rag, dataset, ['text', 'vector', 'hybrid'], top_k=DEPTH)
 
-    table: Any = store._records  # the very table the store queries
+    table: Any = await store.records_table()  # the very table the store queries
     chunks = {c.id: c for d in docs for c in d.chunks}
     corpus_of = {i: str(c.metadata['corpus_id']) for i, c in chunks.items() if isinstance(c, Chunk)}
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import lancedb
 import numpy as np
 import pytest
@@ -186,3 +188,18 @@ async def test_a_query_without_direction_scores_zero_like_the_reference_store(lo
         assert [(h.id, h.score) for h in ours] == [(h.id, h.score) for h in theirs]
         assert len(ours) == min(request.top_k, len(TEXTS))
     assert await loaded.vector_search(SearchRequest(query, 5, F.eq('tenant', 'globex'))) == []
+
+
+async def test_searches_print_no_deprecation_warning(loaded: LanceDBStore, capfd: pytest.CaptureFixture[str]) -> None:
+    # LanceDB logs a deprecation warning (from Rust, straight to stderr) on every search that
+    # selects columns without its score column; a user saw it under every tool call.
+    capfd.readouterr()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter('always')
+        assert await loaded.vector_search(SearchRequest('payment worker', 3))
+        assert await loaded.text_search(SearchRequest('payment worker', 3))
+        assert await loaded.text_search(SearchRequest('🚀', 3))  # the substring fallback
+        assert await loaded.regex_search(RegexRequest('ERR-[0-9]+', 3))
+    assert [str(w.message) for w in caught] == []
+    err = capfd.readouterr().err
+    assert 'deprecat' not in err.lower() and 'WARN' not in err, err

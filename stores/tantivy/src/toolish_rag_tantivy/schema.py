@@ -30,7 +30,7 @@ from typing import Any
 import tantivy
 from pydantic import TypeAdapter
 
-from toolish_rag.content import Chunk, Document, Entity, Metadata, Scalar
+from toolish_rag.content import Chunk, Document, Entity, Metadata, Record, Scalar
 
 __all__ = ['FIELDS', 'FORMAT_VERSION', 'RECORD_ADAPTER', 'build_schema', 'canonical_number', 'to_tantivy']
 
@@ -61,7 +61,7 @@ FIELDS = (
     'doc_info',
 )
 
-RECORD_ADAPTER: TypeAdapter[Chunk | Entity] = TypeAdapter(Chunk | Entity)
+RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Chunk | Entity)
 
 
 def build_schema(text_tokenizer: str) -> tantivy.Schema:
@@ -210,7 +210,7 @@ def to_tantivy(item: Document | Entity) -> list[tantivy.Document]:
     return [entity_to_tantivy(item)]
 
 
-def from_stored(stored: dict[str, list[Any]]) -> Chunk | Entity:
+def from_stored(stored: dict[str, list[Any]]) -> Record:
     """Rebuild the record from a stored tantivy document (``Document.to_dict()``)."""
     data: dict[str, Any] = json.loads(bytes(stored['rec'][0]))
     if data.get('kind') == KIND_CHUNK:

@@ -33,12 +33,13 @@ from typing import Any
 import tantivy
 from tantivy import Occur, Query
 
-from toolish_rag.content import Chunk, Document, Entity, dedupe_last, split_items
-from toolish_rag.errors import InvalidRequestError, QuerySyntaxError
+from toolish_rag.content import Chunk, Document, Entity, Record
+from toolish_rag.errors import InvalidRequestError
 from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentInfo
-from toolish_rag.regex import compile_pattern, count_matches
+from toolish_rag.regex import compile_request, count_matches, regex_rank_key
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from toolish_rag.writes import upsert_batch
 
 from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
 from .filters import FilterCompiler
@@ -57,7 +58,6 @@ from .schema import (
 __all__ = ['TantivyStore', 'open_store']
 
 CONFIG_FILE = 'toolish_rag_tantivy.json'
-Record = Chunk | Entity
 
 
 @dataclass
@@ -304,7 +304,7 @@ class TantivyStore:
 
     async def upsert(self, items: Iterable[Document | Entity]) -> None:
         """Insert or replace documents (whole: no stale chunk survives) and entities."""
-        documents, entities = split_items(dedupe_last(list(items)))
+        documents, entities = upsert_batch(items)
         if not documents and not entities:
             return
         await asyncio.to_thread(self._submit, _Write(documents=documents, entities=entities))
@@ -367,15 +367,8 @@ class TantivyStore:
         hits = searcher.search(self._scoped(searcher, query, request.filter), request.top_k, count=False).hits
         return [SearchHit(self._record(searcher, address), float(score)) for score, address in hits]
 
-    def raw_query(self, text: str) -> Query:
-        """The tantivy `Query` that ``text_search`` runs for ``text`` (before scoping)."""
-        return TextQueryBuilder(self._schema, 'text', self._analyzer).build(text)
-
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
-        try:
-            pattern = compile_pattern(request.pattern, case_sensitive=request.case_sensitive)
-        except ValueError as e:
-            raise QuerySyntaxError(str(e)) from e
+        pattern = compile_request(request)
         if request.top_k <= 0:
             return []
         return await asyncio.to_thread(self._regex_search, pattern, request)
@@ -397,12 +390,11 @@ class TantivyStore:
             count, samples = count_matches(pattern, scan_text(stored))
             if not count:
                 continue
-            kind_key = (
-                (-count, json.loads(bytes(stored['rec'][0]))['document_id'], int(stored['seq'][0]))
-                if 'seq' in stored
-                else (-count, json.loads(bytes(stored['rec'][0]))['id'], 0)
-            )
-            found.append((kind_key, float(count), stored, samples))
+            rec = json.loads(bytes(stored['rec'][0]))
+            sequence_number = int(stored['seq'][0]) if 'seq' in stored else None
+            # Chunks (with ``seq``) carry a document_id in ``rec``; entities do not.
+            key = regex_rank_key(count, rec['id'], rec.get('document_id'), sequence_number)
+            found.append((key, float(count), stored, samples))
         found.sort(key=lambda item: item[0])
         return [
             SearchHit(from_stored(stored), score, matches=samples)

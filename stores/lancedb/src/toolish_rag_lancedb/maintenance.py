@@ -1,0 +1,123 @@
+"""Index upkeep: the indexes every store has, the ANN index once it pays, and ``optimize``.
+
+* A full-text (BM25) index on ``text`` and scalar indexes on ``id``, ``document_id`` and
+  ``labels`` exist from the first write (and are re-created if a writer died before them).
+* Vector search is exact until the table reaches ``ann_threshold`` rows; the write that
+  crosses it builds the ANN index, re-trained as the table grows ``ann_rebuild_growth`` times
+  (partitions trained on 50k rows are too coarse for 1M).
+* LanceDB's ``optimize`` (compaction, folding new rows into every index, pruning old versions)
+  runs every ``optimize_every`` writes, or earlier once an index leaves ``max_unindexed_rows``
+  rows to scan.
+
+`IndexUpkeep` decides after each write (`IndexUpkeep.after_write`) and the store acts, since
+building an index and optimizing are public store methods that settle crashed writes first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import timedelta
+from typing import Any, Literal
+
+from lancedb.index import FTS, BTree, IvfSq, LabelList
+
+from .tables import Tables
+
+__all__ = ['IndexPolicy', 'IndexUpkeep', 'MaintenanceStep', 'default_vector_index', 'describe_indexes']
+
+MaintenanceStep = Literal['build-vector-index', 'optimize']
+
+
+@dataclass(frozen=True, slots=True)
+class IndexPolicy:
+    """The store's maintenance settings, read at each write (see `LanceDBStore`'s arguments)."""
+
+    ann_threshold: int | None
+    ann_rebuild_growth: float | None
+    custom_vector_index: bool
+    """A ``vector_index`` was given: it is never re-trained automatically."""
+    optimize_every: int
+    max_unindexed_rows: int
+
+
+def default_vector_index(rows: int) -> IvfSq:
+    """IVF-SQ with cosine distance and about sqrt(rows) partitions: ten times faster to build
+    than IVF-PQ at equal recall."""
+    return IvfSq(distance_type='cosine', num_partitions=max(1, min(4096, round(rows**0.5))))
+
+
+class IndexUpkeep:
+    """What index maintenance remembers between writes of one store object."""
+
+    def __init__(self, tables: Tables) -> None:
+        self._tables = tables
+        self._ann_rows: int | None = None
+        self._writes_since_optimize = 0
+        self._base_indexes_checked = False
+
+    async def ensure_base_indexes(self) -> None:
+        """The scalar and full-text indexes (once per store object; repairs an interrupted creation)."""
+        table = self._tables.records
+        if table is None or self._base_indexes_checked:
+            return
+        existing = {ix.name for ix in await table.list_indices()}
+        for column, config in (
+            ('id', BTree()),
+            ('document_id', BTree()),
+            ('labels', LabelList()),
+            ('text', FTS(with_position=True, remove_stop_words=False)),
+        ):
+            if f'{column}_idx' not in existing:
+                await table.create_index(column, config=config, replace=True)
+        self._base_indexes_checked = True
+
+    async def after_write(self, policy: IndexPolicy) -> MaintenanceStep | None:
+        """Count a write and say what the table needs now, if anything."""
+        table = self._tables.records
+        if table is None:
+            return None
+        self._writes_since_optimize += 1
+        rows = int(await table.count_rows())
+        if policy.ann_threshold is not None and not self._tables.has_ann and rows >= policy.ann_threshold:
+            return 'build-vector-index'
+        if self._tables.has_ann and not policy.custom_vector_index and policy.ann_rebuild_growth is not None:
+            if self._ann_rows is None:
+                self._ann_rows = rows
+            elif rows >= policy.ann_rebuild_growth * self._ann_rows:
+                return 'build-vector-index'
+        unindexed = max((getattr(ix, 'num_unindexed_rows', 0) or 0 for ix in await table.list_indices()), default=0)
+        if self._writes_since_optimize >= policy.optimize_every or unindexed >= policy.max_unindexed_rows:
+            return 'optimize'
+        return None
+
+    async def build_vector_index(self, config: Any) -> None:
+        """(Re)build the ANN index with ``config`` (``None``: `default_vector_index`)."""
+        table = self._tables.records
+        if table is None:
+            return
+        if config is None:
+            config = default_vector_index(await table.count_rows())
+        await table.create_index('vector', config=config, replace=True)
+        self._tables.has_ann = True
+        self._ann_rows = int(await table.count_rows())
+
+    async def optimize(self, cleanup_older_than: timedelta | None) -> None:
+        """LanceDB ``optimize`` on both tables; restarts the count of writes since."""
+        for table in (self._tables.records, self._tables.documents):
+            if table is not None:
+                await table.optimize(cleanup_older_than=cleanup_older_than)
+        self._writes_since_optimize = 0
+
+
+async def describe_indexes(table: Any) -> dict[str, dict[str, Any]]:
+    """Per index of ``table``: its type, column and indexed/unindexed row counts."""
+    out: dict[str, dict[str, Any]] = {}
+    for ix in await table.list_indices():
+        stats = await table.index_stats(ix.name)
+        out[ix.name] = {
+            'index_type': str(ix.index_type),
+            'columns': list(ix.columns),
+            'indexed_rows': stats.num_indexed_rows if stats else 0,
+            'unindexed_rows': stats.num_unindexed_rows if stats else 0,
+        }
+    return out

@@ -1,0 +1,187 @@
+"""The reads: vector, text and regex search, record lookup and expansion, as LanceDB queries.
+
+Each function takes the records table a reader holds (``Tables.records_for_read``) and builds
+its filter into the query's ``WHERE`` (a prefilter), so every search returns ``top_k`` hits
+whenever that many records in scope match. Searches select their score column (``_distance``,
+``_score``) explicitly: LanceDB otherwise adds it itself and logs a deprecation warning to
+the user's terminal on every search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from lancedb.query import ColumnOrdering
+
+from toolish_rag.content import Chunk, Record
+from toolish_rag.errors import QuerySyntaxError
+from toolish_rag.filters import Filter
+from toolish_rag.regex import count_matches, regex_rank_key
+from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+
+from .filters import sql_string
+from .schema import RESULT_COLUMNS, in_lists, record_from_row
+from .tables import Tables
+from .text_query import parse_text_query
+
+__all__ = ['AnnProbe', 'expand', 'fetch', 'regex_search', 'text_search', 'vector_search']
+
+
+@dataclass(frozen=True, slots=True)
+class AnnProbe:
+    """How an ANN query searches: IVF partitions probed, and candidates re-scored exactly per hit."""
+
+    nprobes: int
+    refine_factor: int
+
+
+def _hits(table: pa.Table, score_column: str, transform: Callable[[float], float] | None = None) -> list[SearchHit]:
+    hits: list[SearchHit] = []
+    for row in table.to_pylist():
+        raw = float(row[score_column])
+        hits.append(SearchHit(record=record_from_row(row), score=transform(raw) if transform else raw))
+    return hits
+
+
+async def vector_search(
+    tables: Tables, table: Any, vector: np.ndarray[Any, Any], request: SearchRequest, probe: AnnProbe
+) -> list[SearchHit]:
+    """Top ``top_k`` by cosine similarity (exact below the ANN index, ANN with it)."""
+    where = tables.where(request.filter)
+    if not np.any(vector):
+        # No direction to compare with (e.g. a query without words for a lexical embedder):
+        # every record is equally (un)similar, as in the reference store: score 0, table order.
+        q = table.query().select(RESULT_COLUMNS).limit(request.top_k)
+        rows = await (q if where is None else q.where(where)).to_arrow()
+        return [SearchHit(record=record_from_row(row), score=0.0) for row in rows.to_pylist()]
+
+    def build(exact: bool) -> Any:
+        q = table.query().nearest_to(vector).column('vector').distance_type('cosine').limit(request.top_k)
+        q = q.select([*RESULT_COLUMNS, '_distance'])
+        if where is not None:
+            q = q.where(where)
+        if exact:
+            q = q.bypass_vector_index()
+        elif tables.has_ann:
+            q = q.nprobes(probe.nprobes).refine_factor(probe.refine_factor)
+        return q
+
+    result = await build(exact=False).to_arrow()
+    # An ANN probe can come back short under a selective filter: then answer exactly.
+    if tables.has_ann and result.num_rows < request.top_k and await table.count_rows(where) > result.num_rows:
+        result = await build(exact=True).to_arrow()
+    return _hits(result, '_distance', lambda d: 1.0 - d)
+
+
+async def text_search(tables: Tables, table: Any, request: SearchRequest, scan_limit: int) -> list[SearchHit]:
+    """BM25 over the indexed text, with a substring fallback when no word matches."""
+    parsed = parse_text_query(request.query)
+    where = tables.where(request.filter)
+    if parsed.fts is not None:
+        q = table.query().nearest_to_text(parsed.fts).select([*RESULT_COLUMNS, '_score']).limit(request.top_k)
+        if where is not None:
+            q = q.where(where)
+        try:
+            result = await q.to_arrow()
+        except ValueError as exc:
+            if 'INVERTED index' not in str(exc):
+                raise
+            # A writer died between creating the table and its text index (the next write
+            # adds it): scan for the words instead.
+            words = tuple(w for w in request.query.split() if w)
+            return await _substring_search(tables, table, (request.query, *words), request.top_k, where, scan_limit)
+        if result.num_rows:
+            return _hits(result, '_score')
+    return await _substring_search(tables, table, parsed.substrings, request.top_k, where, scan_limit)
+
+
+async def _substring_search(
+    tables: Tables, table: Any, substrings: Sequence[str], top_k: int, where: str | None, scan_limit: int
+) -> list[SearchHit]:
+    needles = [s.lower() for s in substrings if s and '\x00' not in s]
+    if not needles:
+        return []
+    tests = ' OR '.join(f'strpos(lower(text), {sql_string(n)}) > 0' for n in needles)
+    clause = tables.where(None, f'({tests})', where or '')
+    rows = (await table.query().where(clause).select(RESULT_COLUMNS).limit(scan_limit).to_arrow()).to_pylist()
+    scored: list[tuple[float, int, dict[str, Any]]] = []
+    for position, row in enumerate(rows):
+        text = (row['text'] or '').lower()
+        # The whole query counts most, then each piece by its number of occurrences.
+        score = sum(text.count(n) * (len(needles) if i == 0 else 1) for i, n in enumerate(needles))
+        scored.append((float(score), position, row))
+    scored.sort(key=lambda t: (-t[0], t[1]))
+    return [SearchHit(record=record_from_row(row), score=score) for score, _, row in scored[:top_k]]
+
+
+async def regex_search(
+    tables: Tables, table: Any, request: RegexRequest, compiled: Any, scan_limit: int
+) -> list[SearchHit]:
+    """Records whose ``urtext`` matches: LanceDB selects the rows, RE2 counts (and decides)."""
+    pattern = request.pattern if request.case_sensitive else f'(?i){request.pattern}'
+    where = tables.where(request.filter, f'regexp_like(urtext, {sql_string(pattern)})')
+    try:
+        found = await (
+            table.query()
+            .where(where)
+            .select(['id', 'kind', 'urtext', 'document_id', 'sequence_number'])
+            .limit(scan_limit)
+            .to_arrow()
+        )
+    except Exception as exc:  # LanceDB's regex engine rejected what RE2 accepted
+        if 'regex' in str(exc).lower():
+            raise QuerySyntaxError(f'cannot run the regular expression {request.pattern!r}: {exc}') from None
+        raise
+    ranked: list[tuple[tuple[int, str, int], str, tuple[str, ...]]] = []
+    for row in found.to_pylist():
+        count, samples = count_matches(compiled, row['urtext'] or '')
+        if not count:  # the engines differ slightly (e.g. Unicode \\d); RE2 decides
+            continue
+        document_id = (row['document_id'] or '') if row['kind'] == 'chunk' else None
+        key = regex_rank_key(count, row['id'], document_id, row['sequence_number'])
+        ranked.append((key, row['id'], samples))
+    ranked.sort()
+    top = ranked[: request.top_k]
+    if not top:
+        return []
+    by_id = {r.id: r for r in await fetch(tables, table, [t[1] for t in top], None)}
+    return [SearchHit(record=by_id[i], score=float(-key[0]), matches=s) for key, i, s in top if i in by_id]
+
+
+async def fetch(tables: Tables, table: Any, ids: Sequence[str], f: Filter | None) -> list[Record]:
+    """The records with these ids that satisfy ``f``, in table order."""
+    out: list[Record] = []
+    for batch in in_lists(list(dict.fromkeys(ids))):
+        where = tables.where(f, f'id IN {batch}')
+        rows = await table.query().where(where).select(RESULT_COLUMNS).to_arrow()
+        out.extend(record_from_row(r) for r in rows.to_pylist())
+    return out
+
+
+async def expand(tables: Tables, table: Any, request: ExpansionRequest) -> list[Chunk]:
+    """A document's chunks (in a sequence range or a section), in reading order."""
+    parts = ["kind = 'chunk'"]
+    if request.document_id is not None:
+        parts.append(f'document_id = {sql_string(request.document_id)}')
+    if request.first is not None:
+        parts.append(f'sequence_number >= {int(request.first)}')
+    if request.last is not None:
+        parts.append(f'sequence_number <= {int(request.last)}')
+    if request.section_id is not None:
+        parts.append(f'array_has(section_ids, {sql_string(request.section_id)})')
+    where = tables.where(request.filter, ' AND '.join(parts))
+    rows = await (
+        table.query()
+        .where(where)
+        .select([*RESULT_COLUMNS, 'sequence_number'])
+        .order_by([ColumnOrdering(column_name='sequence_number', ascending=True)])
+        .limit(request.limit)
+        .to_arrow()
+    )
+    chunks = [r for r in (record_from_row(row) for row in rows.to_pylist()) if isinstance(r, Chunk)]
+    chunks.sort(key=lambda c: c.sequence_number)
+    return chunks

@@ -1,0 +1,213 @@
+"""The two tables' Arrow schemas, and how records and documents map to their rows and back.
+
+* ``records``: one row per chunk or entity (``kind``), with its embedding, the indexed ``text``
+  (full-text index), ``urtext`` (what regex search reads), ``document_id``/``sequence_number``/
+  ``section_ids`` for expansion, ``labels`` (label-list index), ``metadata_json`` (exact
+  metadata), a JSON ``payload`` with the remaining fields, and typed ``md__*`` metadata
+  columns added by schema evolution (see `toolish_rag_lancedb.filters`).
+* ``documents``: one row per document: id, uri, title, fingerprint, metadata, labels, section
+  tree and chunk count (what ``list_documents`` reads), plus the `PENDING_FIELDS` while an
+  upsert is between its documents and records commits (see `toolish_rag_lancedb.settling`).
+
+Everything here is pure: no table is opened, so the row format can be read (and tested) apart
+from the I/O around it.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from toolish_rag.content import Chunk, Document, Entity, Record, Section
+from toolish_rag.protocols import DocumentInfo
+from toolish_rag.regex import regex_text
+
+from .filters import metadata_columns, sql_string
+
+__all__ = [
+    'DOCUMENTS_SCHEMA',
+    'DOCUMENTS_TABLE',
+    'FORMAT_VERSION',
+    'IN_LIST_BATCH',
+    'META_DIMS',
+    'PENDING_FIELDS',
+    'RECORDS_TABLE',
+    'RESULT_COLUMNS',
+    'document_from_row',
+    'document_info',
+    'document_table',
+    'in_list',
+    'in_lists',
+    'record_from_row',
+    'record_table',
+    'records_schema',
+]
+
+RECORDS_TABLE = 'records'
+DOCUMENTS_TABLE = 'documents'
+FORMAT_VERSION = '1'
+META_DIMS = b'toolish_rag.embedding_dims'
+_META_MODEL = b'toolish_rag.embedding_model'
+_META_FORMAT = b'toolish_rag.format'
+
+RESULT_COLUMNS = ['id', 'kind', 'text', 'urtext', 'payload', 'metadata_json', 'labels']
+"""What a search reads per hit: enough for `record_from_row`, and no vector."""
+_PAYLOAD_EXCLUDE = {'id', 'text', 'urtext', 'metadata', 'labels'}
+
+IN_LIST_BATCH = 1000
+"""Ids per ``IN (...)`` clause: longer lists are split into several queries."""
+
+
+def records_schema(dims: int, model_name: str) -> pa.Schema:
+    """The records table's schema for ``dims``-dimensional embeddings from ``model_name``."""
+    return pa.schema(
+        [
+            pa.field('id', pa.string(), nullable=False),
+            pa.field('kind', pa.string(), nullable=False),
+            pa.field('document_id', pa.string()),
+            pa.field('text', pa.string()),
+            pa.field('urtext', pa.string()),
+            pa.field('sequence_number', pa.int64()),
+            pa.field('section_ids', pa.list_(pa.string())),
+            pa.field('labels', pa.list_(pa.string())),
+            pa.field('metadata_json', pa.string()),
+            pa.field('payload', pa.string()),
+            pa.field('vector', pa.list_(pa.float32(), dims)),
+        ],
+        metadata={
+            META_DIMS: str(dims).encode(),
+            _META_MODEL: model_name.encode(),
+            _META_FORMAT: FORMAT_VERSION.encode(),
+        },
+    )
+
+
+PENDING_FIELDS = ('pending_version', 'previous_json')
+"""A documents row written before its chunks carries the records-table version it was written
+at and the row it replaces (JSON, ``NULL`` for a new document); see `toolish_rag_lancedb.settling`."""
+
+DOCUMENTS_SCHEMA = pa.schema(
+    [
+        pa.field('id', pa.string(), nullable=False),
+        pa.field('uri', pa.string()),
+        pa.field('title', pa.string()),
+        pa.field('fingerprint', pa.string()),
+        pa.field('metadata_json', pa.string()),
+        pa.field('labels', pa.list_(pa.string())),
+        pa.field('sections_json', pa.string()),
+        pa.field('chunk_count', pa.int64()),
+        pa.field('pending_version', pa.int64()),
+        pa.field('previous_json', pa.string()),
+    ],
+    metadata={_META_FORMAT: FORMAT_VERSION.encode()},
+)
+
+
+def in_list(values: Iterable[str]) -> str:
+    """A SQL ``(...)`` list of string literals, for ``IN``."""
+    return '(' + ', '.join(sql_string(v) for v in values) + ')'
+
+
+def in_lists(values: Sequence[str]) -> list[str]:
+    """``values`` as SQL ``IN`` lists of at most `IN_LIST_BATCH` each (one query per list)."""
+    return [in_list(values[start : start + IN_LIST_BATCH]) for start in range(0, len(values), IN_LIST_BATCH)]
+
+
+def record_from_row(row: Mapping[str, Any]) -> Record:
+    """The record a records row (with at least `RESULT_COLUMNS`) stands for."""
+    data: dict[str, Any] = json.loads(row['payload'])
+    data['id'] = row['id']
+    data['metadata'] = json.loads(row['metadata_json'] or '{}')
+    data['labels'] = row['labels'] or []
+    if row['kind'] == 'entity':
+        return Entity.model_validate(data)
+    data['text'] = row['text']
+    data['urtext'] = row['urtext']
+    return Chunk.model_validate(data)
+
+
+def record_table(records: Sequence[Record], vectors: np.ndarray[Any, Any], schema: pa.Schema) -> pa.Table:
+    """Records rows for ``records`` (embedded as ``vectors``), with every column of ``schema``.
+
+    Typed metadata columns the records do not use stay ``NULL``; the caller has added any
+    column they need to ``schema`` first.
+    """
+    n = len(records)
+    columns: dict[str, list[Any]] = {name: [None] * n for name in schema.names if name != 'vector'}
+    for i, record in enumerate(records):
+        payload = record.model_dump(mode='json', exclude=_PAYLOAD_EXCLUDE)
+        columns['id'][i] = record.id
+        columns['kind'][i] = record.kind
+        columns['text'][i] = record.text
+        columns['urtext'][i] = regex_text(record)
+        columns['labels'][i] = sorted(record.labels)
+        columns['metadata_json'][i] = json.dumps(record.metadata, ensure_ascii=False)
+        columns['payload'][i] = json.dumps(payload, ensure_ascii=False)
+        if isinstance(record, Chunk):
+            columns['document_id'][i] = record.document_id
+            columns['sequence_number'][i] = record.sequence_number
+            columns['section_ids'][i] = list(record.section_ids)
+        else:
+            columns['section_ids'][i] = []
+        for name, value in metadata_columns(record.metadata).items():
+            columns[name][i] = value
+    arrays = [
+        pa.array(columns[f.name], type=f.type)
+        if f.name != 'vector'
+        else pa.FixedSizeListArray.from_arrays(pa.array(vectors.reshape(-1), type=pa.float32()), f.type.list_size)
+        for f in schema
+    ]
+    return pa.Table.from_arrays(arrays, schema=schema)
+
+
+def document_table(documents: Sequence[Document], *, pending: tuple[int, Mapping[str, str]] | None = None) -> pa.Table:
+    """Documents rows for ``documents``; ``pending`` marks them (records version, rows replaced)."""
+    rows: list[dict[str, Any]] = [
+        {
+            'id': d.id,
+            'uri': d.uri,
+            'title': d.title,
+            'fingerprint': d.fingerprint,
+            'metadata_json': json.dumps(d.metadata, ensure_ascii=False),
+            'labels': sorted(d.labels),
+            'sections_json': json.dumps([s.model_dump(mode='json') for s in d.sections], ensure_ascii=False),
+            'chunk_count': len(d.chunks),
+        }
+        for d in documents
+    ]
+    if pending is not None:
+        version, previous = pending
+        for row in rows:
+            row['pending_version'] = version
+            row['previous_json'] = previous.get(row['id'])
+    return pa.Table.from_pylist(rows, schema=DOCUMENTS_SCHEMA)
+
+
+def document_info(row: Mapping[str, Any]) -> DocumentInfo:
+    """What ``list_documents`` reports for a (settled) documents row."""
+    return DocumentInfo(
+        id=row['id'],
+        uri=row['uri'],
+        title=row['title'],
+        fingerprint=row['fingerprint'],
+        chunk_count=int(row['chunk_count'] or 0),
+        metadata=json.loads(row['metadata_json'] or '{}'),
+    )
+
+
+def document_from_row(row: Mapping[str, Any], chunks: Sequence[Chunk]) -> Document:
+    """The whole `Document` of a (settled) documents row, given its stored chunks."""
+    return Document(
+        id=row['id'],
+        uri=row['uri'],
+        title=row['title'],
+        fingerprint=row['fingerprint'],
+        metadata=json.loads(row['metadata_json'] or '{}'),
+        labels=frozenset(row['labels'] or []),
+        sections=tuple(Section.model_validate(s) for s in json.loads(row['sections_json'] or '[]')),
+        chunks=tuple(chunks),
+    )

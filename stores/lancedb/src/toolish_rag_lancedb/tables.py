@@ -1,0 +1,154 @@
+"""The store's LanceDB connection and its two tables, opened lazily and shared by every part.
+
+One object owns the handles, so the queries, the writes, the settling of crashed writes and
+index maintenance all see the same tables, and the rules for tables another process writes
+live in one place: a reader opened before the writer created a table looks for it again, and a
+reader of a table another process writes re-reads its schema (schema evolution adds columns).
+Both apply only with a ``read_consistency_interval``; a single-process store never re-checks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from datetime import timedelta
+from typing import Any
+
+import lancedb
+
+from toolish_rag.filters import Filter
+
+from .filters import filter_to_where
+from .schema import DOCUMENTS_SCHEMA, DOCUMENTS_TABLE, META_DIMS, RECORDS_TABLE, records_schema
+
+__all__ = ['Tables']
+
+
+class Tables:
+    """Connection, table handles and what is known of the records table's schema.
+
+    ``records`` and ``documents`` are ``None`` until the table exists (a new store creates them
+    on its first write). ``columns`` and ``dims`` describe the records table as last read;
+    ``has_ann`` says whether it has a vector index.
+    """
+
+    def __init__(
+        self, uri: str, storage_options: Mapping[str, str], read_consistency_interval: timedelta | None
+    ) -> None:
+        self.uri = uri
+        self.storage_options = dict(storage_options)
+        self.read_consistency_interval = read_consistency_interval
+        self.db: Any = None
+        self.records: Any = None
+        self.documents: Any = None
+        self.columns: frozenset[str] = frozenset()
+        self.dims: int | None = None
+        self.has_ann = False
+        self._locks: dict[int, tuple[asyncio.Lock, asyncio.Lock]] = {}
+
+    def _lock(self, which: int) -> asyncio.Lock:
+        # asyncio locks bind to the loop they are first used on; keep one pair per loop so a
+        # store object survives being used from several event loops (tests, notebooks).
+        loop = asyncio.get_running_loop()
+        pair = self._locks.get(id(loop))
+        if pair is None:
+            pair = (asyncio.Lock(), asyncio.Lock())
+            self._locks = {id(loop): pair}
+        return pair[which]
+
+    @property
+    def open_lock(self) -> asyncio.Lock:
+        """Held while connecting or opening a table (so two readers open it once)."""
+        return self._lock(0)
+
+    @property
+    def write_lock(self) -> asyncio.Lock:
+        """Held by every write of this store object: writes are serialised, reads never wait."""
+        return self._lock(1)
+
+    async def connect(self) -> None:
+        if self.db is not None:
+            return
+        async with self.open_lock:
+            if self.db is not None:
+                return
+            db = await lancedb.connect_async(
+                self.uri,
+                storage_options=self.storage_options or None,
+                read_consistency_interval=self.read_consistency_interval,
+            )
+            names = set((await db.list_tables()).tables)
+            if RECORDS_TABLE in names:
+                self.records = await db.open_table(RECORDS_TABLE)
+                await self.refresh_schema()
+            if DOCUMENTS_TABLE in names:
+                self.documents = await db.open_table(DOCUMENTS_TABLE)
+            self.db = db
+
+    async def refresh_schema(self) -> None:
+        """Re-read the records table's columns, embedding size and vector index."""
+        schema = await self.records.schema()
+        self.columns = frozenset(schema.names)
+        meta = schema.metadata or {}
+        self.dims = int(meta[META_DIMS]) if META_DIMS in meta else schema.field('vector').type.list_size
+        self.has_ann = any(ix.columns == ['vector'] for ix in await self.records.list_indices())
+
+    async def records_for_read(self) -> Any:
+        """The records table for a read, or ``None`` while the store is empty."""
+        await self.connect()
+        if self.records is None and self.read_consistency_interval is not None:
+            names = set((await self.db.list_tables()).tables)
+            if RECORDS_TABLE in names:
+                async with self.open_lock:
+                    if self.records is None:
+                        self.records = await self.db.open_table(RECORDS_TABLE)
+        if self.records is not None and self.read_consistency_interval is not None:
+            await self.refresh_schema()  # another process may have added columns
+        return self.records
+
+    async def documents_for_read(self) -> Any:
+        """The documents table for a listing, or ``None`` while no document was written."""
+        await self.connect()
+        if self.documents is None:
+            if self.read_consistency_interval is None or DOCUMENTS_TABLE not in (await self.db.list_tables()).tables:
+                return None
+            self.documents = await self.db.open_table(DOCUMENTS_TABLE)
+        return self.documents
+
+    async def read_version(self) -> int:
+        """The records table's version as a reader sees it (``-1``: no table)."""
+        table = await self.records_for_read()
+        return -1 if table is None else int(await table.version())
+
+    async def records_version(self) -> int:
+        """The records table's version through this object's handle (``-1``: no table)."""
+        return -1 if self.records is None else int(await self.records.version())
+
+    async def create_documents(self) -> None:
+        """Create the documents table unless it exists (a writer's first step)."""
+        if self.documents is None:
+            self.documents = await self.db.create_table(DOCUMENTS_TABLE, schema=DOCUMENTS_SCHEMA, exist_ok=True)
+
+    async def create_records(self, dims: int, model_name: str) -> None:
+        """Create the records table for ``dims``-dimensional embeddings unless it exists."""
+        if self.records is None:
+            schema = records_schema(dims, model_name)
+            self.records = await self.db.create_table(RECORDS_TABLE, schema=schema, exist_ok=True)
+            await self.refresh_schema()
+
+    def where(self, f: Filter | None, *extra: str) -> str | None:
+        """The SQL ``WHERE`` for ``f`` and the non-empty ``extra`` clauses, all required."""
+        parts = [p for p in extra if p]
+        if f is not None:
+            parts.append(filter_to_where(f, self.columns))
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else ' AND '.join(f'({p})' for p in parts)
+
+    def close(self) -> None:
+        if self.db is not None:
+            for t in (self.records, self.documents):
+                if t is not None:
+                    t.close()
+            self.db.close()
+        self.db = self.records = self.documents = None
