@@ -12,21 +12,33 @@
 * `reference_ndcg` is a small pure-Python nDCG used to cross-check pytrec_eval.
 * `CachedEmbeddingModel` is for iterating on benchmarks only (a cache directory outside
   the repository); tests never use it.
+
+For the speed scripts (core_bench, lancedb_bench, tantivy_bench), one copy of what they share:
+synthetic corpora (`PseudoWords`, `bucket_of`, `synthetic_name`), the cheap
+`BagOfRandomVectors` embedder, timing a tool call beside its raw counterpart (`alternate`,
+`tool_latency`, `pct`, `timed`) and the speed-result JSON that suite.py and render.py read
+(`tool_json`, `filtered_json`, `speed_result`). Thread pinning is in ``pin_threads.py``: it
+must run before this module imports numpy.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+import inspect
 import json
 import math
-import os
+import random
+import re
+import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import accumulate
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
+import numpy.typing as npt
 from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSettings
 from pydantic_ai.embeddings.result import EmbedInputType
 
@@ -35,56 +47,44 @@ from toolish_rag.content import Document
 from toolish_rag.retriever import Retriever
 from toolish_rag.search import SearchHit
 
+if TYPE_CHECKING:
+    from toolish_rag.toolset import ToolishRag
+
 __all__ = [
+    'Alternated',
+    'BagOfRandomVectors',
     'BeirDataset',
     'CachedEmbeddingModel',
+    'PseudoWords',
     'Qrels',
     'Run',
+    'alternate',
+    'bucket_of',
     'build_documents',
     'chunk_text',
+    'cpu_model',
     'data_dir',
     'evaluate',
+    'filtered_json',
     'hit_doc_ids',
     'load_beir',
-    'peak_rss_mib',
+    'memory_gib',
     'ndcg_at_10',
+    'pct',
+    'peak_rss_mib',
     'ranking_to_run',
     'reference_ndcg',
-    'set_thread_counts',
+    'speed_result',
+    'synthetic_name',
+    'timed',
+    'tool_json',
+    'tool_latency',
+    'write_speed_result',
 ]
 
 Qrels = dict[str, dict[str, int]]
 Run = dict[str, dict[str, float]]
 Mode = Literal['vector', 'text', 'hybrid']
-
-
-def set_thread_counts(n: int, *, blas: int = 1, torch: bool = True) -> str:
-    """Pin thread pools: torch/OpenMP to ``n``, numpy's BLAS to ``blas``; returns a line saying so.
-
-    BLAS gets one thread by default: numpy's matrix-vector products here are small, and in a
-    standalone check an OpenBLAS pool at 2 threads next to torch's OpenMP pool on two cores
-    made each MiniLM query embedding about 7x slower (107 ms instead of 15 ms).
-    The environment variables only take effect if set before numpy/torch load their
-    libraries, so call this first thing in a script. ``torch=False`` leaves torch unimported
-    (for runs that use no neural model).
-    """
-    os.environ['OMP_NUM_THREADS'] = str(n)
-    for var in ('OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'NUMEXPR_NUM_THREADS'):
-        os.environ[var] = str(blas)
-    os.environ.setdefault('TOKENIZERS_PARALLELISM', 'false')
-    # What toolish_rag.embedding.prefer_passive_openmp does for users; set here because torch
-    # is imported below, before any embedder is resolved.
-    os.environ.setdefault('OMP_WAIT_POLICY', 'PASSIVE')
-    note = (
-        f'threads: OMP_NUM_THREADS={n}, OMP_WAIT_POLICY={os.environ["OMP_WAIT_POLICY"]}, '
-        f'OPENBLAS/MKL/NUMEXPR_NUM_THREADS={blas}, TOKENIZERS_PARALLELISM={os.environ["TOKENIZERS_PARALLELISM"]}'
-    )
-    if torch:
-        import torch as _torch
-
-        _torch.set_num_threads(n)
-        note += f', torch.set_num_threads({n}) (torch reports {_torch.get_num_threads()})'
-    return note
 
 
 def peak_rss_mib() -> float:
@@ -278,3 +278,296 @@ class CachedEmbeddingModel(EmbeddingModel):
 
     async def count_tokens(self, text: str) -> int:
         return await self._inner.count_tokens(text)
+
+
+# -- speed benchmarks: synthetic corpora ---------------------------------------------------------
+
+
+def bucket_of(key: str) -> int:
+    """A stable pseudo-random bucket 0-99 for ``key``: the metadata the filtered searches scope by."""
+    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), 'little') % 100
+
+
+def synthetic_name(size: int) -> str:
+    """A synthetic corpus's name in the JSON: ``synthetic-2k``, ``synthetic-100k``, ``synthetic-1m``."""
+    if size >= 1_000_000 and size % 1_000_000 == 0:
+        return f'synthetic-{size // 1_000_000}m'
+    return f'synthetic-{size // 1000}k' if size >= 1000 else f'synthetic-{size}'
+
+
+@dataclass(frozen=True)
+class PseudoWords:
+    """A vocabulary of 20,000 pseudo-words (``bak12``) drawn with Zipf weights, as words are in text.
+
+    Drawn from the caller's ``rng`` so that a corpus is a pure function of its seed.
+    """
+
+    vocab: list[str]
+    cum_weights: list[float]
+
+    @classmethod
+    def draw(cls, rng: random.Random) -> PseudoWords:
+        consonants, vowels = 'bcdfghklmnprstvz', 'aeiou'
+        vocab = [f'{rng.choice(consonants)}{rng.choice(vowels)}{rng.choice(consonants)}{i}' for i in range(20_000)]
+        return cls(vocab, list(accumulate(1 / (r + 1) for r in range(len(vocab)))))
+
+    def chunk(self, rng: random.Random, words: int = 60) -> str:
+        """``words`` words, one of them replaced by an ``ERR-nnnn`` code (what the regex benchmarks find)."""
+        drawn = rng.choices(self.vocab, cum_weights=self.cum_weights, k=words)
+        drawn[rng.randrange(words)] = f'ERR-{rng.randrange(10_000):04d}'
+        return ' '.join(drawn)
+
+    def query(self, rng: random.Random) -> str:
+        """Four words of middling frequency (neither stop-word-like nor unseen)."""
+        return ' '.join(rng.choices(self.vocab[50:5000], k=4))
+
+
+# -- speed benchmarks: a cheap embedder ----------------------------------------------------------
+
+_WORD = re.compile(r'\w+')
+
+
+class BagOfRandomVectors(EmbeddingModel):
+    """Each word a fixed pseudo-random vector (seeded by its hash); a text the normalised sum.
+
+    Deterministic across processes and cheap: a dictionary lookup per word and one sparse
+    matrix product per batch, so the synthetic corpora of a million chunks embed in minutes and
+    query embedding costs microseconds (the tool/raw ratios then isolate our layer).
+    Deliberately not the library's `toolish_rag.embedding.HashingEmbeddingModel`: that one
+    hashes every word *and* character trigram in pure Python (far slower per chunk) into
+    signed buckets, whereas dense Gaussian word vectors make texts that share words cluster
+    the way real embeddings do, which is what the ANN indexes of the stores are built for.
+    """
+
+    def __init__(self, dimensions: int = 384) -> None:
+        self._dims = dimensions
+        self._ids: dict[str, int] = {}
+        self._table = np.zeros((4096, dimensions), dtype=np.float32)
+        super().__init__()
+
+    @property
+    def model_name(self) -> str:
+        return f'bag-of-random-vectors-{self._dims}'
+
+    @property
+    def system(self) -> str:
+        return 'benchmark'
+
+    def _new_word(self, word: str) -> int:
+        i = len(self._ids)
+        if i == self._table.shape[0]:
+            self._table = np.vstack([self._table, np.zeros_like(self._table)])
+        seed = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), 'little')
+        self._table[i] = np.random.default_rng(seed).standard_normal(self._dims).astype(np.float32)
+        self._ids[word] = i
+        return i
+
+    def vectors(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Unit vectors of ``texts`` as one float32 matrix (the raw side of the ingest timings)."""
+        from scipy.sparse import csr_matrix  # type: ignore[import-untyped]
+
+        ids: list[int] = []
+        indptr = [0]
+        lookup = self._ids
+        for text in texts:
+            for w in _WORD.findall(text.lower()):
+                i = lookup.get(w)
+                ids.append(self._new_word(w) if i is None else i)
+            indptr.append(len(ids))
+        n_words = len(self._ids)
+        counts = csr_matrix(
+            (np.ones(len(ids), dtype=np.float32), np.asarray(ids, dtype=np.int64), np.asarray(indptr)),
+            shape=(len(texts), n_words),
+        )
+        out = np.asarray(counts @ self._table[:n_words], dtype=np.float32)
+        norms = np.linalg.norm(out, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        out /= norms
+        return out
+
+    async def embed(
+        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
+    ) -> EmbeddingResult:
+        inputs, settings = self.prepare_embed(inputs, settings)
+        return EmbeddingResult(
+            embeddings=self.vectors(inputs).tolist(),
+            inputs=inputs,
+            input_type=input_type,
+            model_name=self.model_name,
+            provider_name=self.system,
+        )
+
+    async def max_input_tokens(self) -> int | None:
+        return None
+
+    async def count_tokens(self, text: str) -> int:
+        return len(_WORD.findall(text))
+
+
+# -- speed benchmarks: timing --------------------------------------------------------------------
+
+
+def pct(values: Sequence[float], q: float) -> float:
+    """The ``q``-th percentile (0-100) of ``values``, numpy's linear interpolation."""
+    return float(np.percentile(np.asarray(values), q))
+
+
+async def timed(call: Awaitable[Any]) -> tuple[float, Any]:
+    """Milliseconds to await ``call`` (a coroutine does no work until awaited) and its result."""
+    start = time.perf_counter()
+    result = await call
+    return (time.perf_counter() - start) * 1000, result
+
+
+async def _clocked(call: Callable[[Any], Any], arg: Any) -> tuple[float, Any]:
+    """Milliseconds of ``call(arg)``: the call itself if it is synchronous, else only the awaiting."""
+    start = time.perf_counter()
+    out = call(arg)
+    elapsed = time.perf_counter() - start
+    if inspect.isawaitable(out):
+        return await timed(out)
+    return elapsed * 1000, out
+
+
+@dataclass(frozen=True)
+class Alternated:
+    """A tool and its raw counterpart timed call by call on the same arguments."""
+
+    tool_ms: list[float]
+    raw_ms: list[float]
+    """Empty when there is no raw counterpart."""
+    tool_out: list[Any]
+    """What each tool call returned, first round only (one per argument)."""
+    raw_out: list[Any]
+
+
+async def alternate(
+    tool: Callable[[Any], Awaitable[Any]],
+    raw: Callable[[Any], Any] | None,
+    args: Sequence[Any],
+    rounds: int = 1,
+) -> Alternated:
+    """Time ``tool(a)`` and ``raw(a)`` for every ``a`` of ``args``, ``rounds`` times over.
+
+    Which of the two goes first alternates call by call (and round by round), so neither
+    always runs on a warmer cache and load from other processes hits both alike. ``raw`` may
+    be synchronous (tantivy-py) or return an awaitable (LanceDB, the embedder).
+    """
+    got = Alternated([], [], [], [])
+
+    async def run_raw(a: Any, keep: bool) -> None:
+        assert raw is not None
+        ms, out = await _clocked(raw, a)
+        got.raw_ms.append(ms)
+        if keep:
+            got.raw_out.append(out)
+
+    for r in range(rounds):
+        for i, a in enumerate(args):
+            raw_first = (i + r) % 2 == 0
+            if raw is not None and raw_first:
+                await run_raw(a, r == 0)
+            ms, out = await _clocked(tool, a)
+            got.tool_ms.append(ms)
+            if r == 0:
+                got.tool_out.append(out)
+            if raw is not None and not raw_first:
+                await run_raw(a, r == 0)
+    return got
+
+
+async def tool_latency(
+    rag: ToolishRag[None],
+    tool: str,
+    args: Sequence[dict[str, Any]],
+    raw: Callable[[dict[str, Any]], Any] | None,
+    rounds: int = 1,
+) -> Alternated:
+    """`alternate` over ``rag.run_tool(tool, a)``, the agent's tool call; ``tool_out`` holds each call's hits."""
+    got = await alternate(lambda a: rag.run_tool(tool, a), raw, args, rounds)
+    return replace(got, tool_out=[list(result.metadata['hits']) for result in got.tool_out])
+
+
+# -- speed benchmarks: the speed-result JSON (suite.py and render.py read it) ----------------------
+
+Percentile = Callable[[Sequence[float], float], float]
+
+
+def tool_json(
+    tool: str, tool_ms: Sequence[float], raw_ms: Sequence[float], raw: str, percentile: Percentile = pct
+) -> dict[str, Any]:
+    """One entry of a corpus's ``tools``: tool and raw p50/p99 in ms (raw ``None`` without a counterpart)."""
+    return {
+        'tool': tool,
+        'n': len(tool_ms),
+        'p50_ms': round(percentile(tool_ms, 50), 4),
+        'p99_ms': round(percentile(tool_ms, 99), 4),
+        'raw_p50_ms': round(percentile(raw_ms, 50), 4) if raw_ms else None,
+        'raw_p99_ms': round(percentile(raw_ms, 99), 4) if raw_ms else None,
+        'raw': raw,
+    }
+
+
+def filtered_json(
+    tool: str,
+    selectivity: float,
+    tool_ms: Sequence[float],
+    raw_ms: Sequence[float],
+    *,
+    unfiltered_p50_ms: float,
+    exact_top_k: int,
+    top_k: int,
+    percentile: Percentile = pct,
+) -> dict[str, Any]:
+    """One entry of a corpus's ``filtered``: a search scoped to ``selectivity`` of the chunks.
+
+    ``exact_top_k`` counts the calls that returned exactly ``top_k`` hits (or every in-scope
+    match, when fewer exist), all in scope.
+    """
+    return {
+        'tool': tool,
+        'selectivity': selectivity,
+        'n': len(tool_ms),
+        'p50_ms': round(percentile(tool_ms, 50), 4),
+        'p99_ms': round(percentile(tool_ms, 99), 4),
+        'unfiltered_p50_ms': round(unfiltered_p50_ms, 4),
+        'raw_p50_ms': round(percentile(raw_ms, 50), 4),
+        'exact_top_k': exact_top_k,
+        'top_k': top_k,
+    }
+
+
+def speed_result(store: str, threads: str, corpora: list[dict[str, Any]]) -> dict[str, Any]:
+    """A speed script's whole result: its store, thread note, peak memory so far and corpora."""
+    return {'store': store, 'threads': threads, 'peak_rss_mib': round(peak_rss_mib(), 1), 'corpora': corpora}
+
+
+def write_speed_result(path: Path | None, result: dict[str, Any]) -> None:
+    """Write ``result`` to ``path`` (``--json-out``; nothing when ``None``)."""
+    if path is not None:
+        path.write_text(json.dumps(result, indent=2) + '\n', encoding='utf-8')
+
+
+# -- speed benchmarks: the machine ---------------------------------------------------------------
+
+
+def cpu_model(default: str) -> str:
+    """The CPU's model name (``/proc/cpuinfo``), or ``default`` where that cannot be read."""
+    try:
+        for line in Path('/proc/cpuinfo').read_text().splitlines():
+            if line.startswith('model name'):
+                return line.split(':', 1)[1].strip()
+    except OSError:
+        pass
+    return default
+
+
+def memory_gib() -> float | None:
+    """Total memory in GiB (``MemTotal`` of ``/proc/meminfo``), ``None`` where unknown."""
+    try:
+        for line in Path('/proc/meminfo').read_text().splitlines():
+            if line.startswith('MemTotal'):
+                return int(line.split()[1]) / 2**20
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

@@ -23,7 +23,8 @@ with numpy / bm25s masked by a precomputed boolean array.
 Corpora: SciFact embedded with all-MiniLM-L6-v2, and ``--sizes`` synthetic corpora (Zipf
 vocabulary of 20,000 pseudo-words, 60 words and one ``ERR-nnnn`` code per chunk, 10 chunks in
 two sections per document, ``bucket`` = document number mod 100) embedded with
-`BagOfRandomVectors` below: each word a fixed random 384-d vector, a text the normalised sum.
+`BagOfRandomVectors` (benchmarks/common.py): each word a fixed random 384-d vector, a text the
+normalised sum.
 It is cheap (MiniLM would take hours at 1M chunks), so query embedding costs microseconds and
 the tool/raw ratio isolates our layer.
 
@@ -36,34 +37,49 @@ from __future__ import annotations
 import argparse
 import asyncio
 import gc
-import hashlib
-import json
 import os
 import platform
 import random
-import re
 import statistics
 import subprocess
 import sys
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import peak_rss_mib, set_thread_counts
+from pin_threads import set_thread_counts
 
 THREADS = 2
 THREAD_NOTE = set_thread_counts(THREADS, torch=False)
 
 import numpy as np  # noqa: E402
 import numpy.typing as npt  # noqa: E402
-from common import BeirDataset, CachedEmbeddingModel, chunk_text, data_dir, load_beir  # noqa: E402
-from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings  # noqa: E402
-from pydantic_ai.embeddings.result import EmbedInputType  # noqa: E402
+from common import (  # noqa: E402
+    BagOfRandomVectors,
+    BeirDataset,
+    CachedEmbeddingModel,
+    PseudoWords,
+    bucket_of,
+    chunk_text,
+    cpu_model,
+    data_dir,
+    filtered_json,
+    load_beir,
+    memory_gib,
+    pct,
+    peak_rss_mib,
+    speed_result,
+    synthetic_name,
+    timed,
+    tool_json,
+    tool_latency,
+    write_speed_result,
+)
+from pydantic_ai.embeddings import Embedder, EmbeddingModel  # noqa: E402
 
 from toolish_rag import DocumentBuilder, PropertyFilter  # noqa: E402
 from toolish_rag.content import Document  # noqa: E402
@@ -77,9 +93,9 @@ DOC_PAGE = ROOT / 'docs' / 'benchmarks-core.md'
 START, END = '<!-- results:start -->', '<!-- results:end -->'
 TOP_K = 10
 HYBRID_DEPTH = 100
-DIMS = 384
 EMBED_BATCH = 256  # the store's embedding batch (toolish_rag.stores.memory._EMBED_BATCH)
 SELECTIVITIES = (1, 10, 50)
+SEARCHES = ('vector_search', 'text_search', 'hybrid_search')
 
 SCIFACT_PATTERNS = [
     r'\bp53\b',
@@ -132,15 +148,11 @@ class Corpus:
         self.buckets = np.asarray(buckets, dtype=np.int64)
 
 
-def _bucket(key: str) -> int:
-    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), 'little') % 100
-
-
 def scifact_corpus(dataset: BeirDataset, n_queries: int) -> Corpus:
     documents = []
     for doc_id, (title, text) in dataset.corpus.items():
         b = DocumentBuilder(
-            f'beir://scifact/{doc_id}', title, id=doc_id, indexed_text=None, metadata={'bucket': _bucket(doc_id)}
+            f'beir://scifact/{doc_id}', title, id=doc_id, indexed_text=None, metadata={'bucket': bucket_of(doc_id)}
         )
         full = chunk_text(title, text)
         b.add_chunk(None, full, text=full)
@@ -152,100 +164,19 @@ def scifact_corpus(dataset: BeirDataset, n_queries: int) -> Corpus:
 def synthetic_corpus(n_chunks: int, n_queries: int, seed: int = 1) -> Corpus:
     """Zipf-distributed pseudo-words, one error code per chunk, 10 chunks in two sections per document."""
     rng = random.Random(seed)
-    consonants, vowels = 'bcdfghklmnprstvz', 'aeiou'
-    vocab = [f'{rng.choice(consonants)}{rng.choice(vowels)}{rng.choice(consonants)}{i}' for i in range(20_000)]
-    cum = list(accumulate(1 / (r + 1) for r in range(len(vocab))))
-    per_doc, per_section, words_per_chunk = 10, 5, 60
+    words = PseudoWords.draw(rng)
+    per_doc, per_section = 10, 5
     documents = []
     for d in range((n_chunks + per_doc - 1) // per_doc):
         b = DocumentBuilder(f'synthetic://{d}', f'Manual {d}', metadata={'bucket': d % 100})
         for s in range(per_doc // per_section):
-            section = b.section(f'Part {s} {rng.choice(vocab[:200])}')
+            section = b.section(f'Part {s} {rng.choice(words.vocab[:200])}')
             for _ in range(per_section):
-                words = rng.choices(vocab, cum_weights=cum, k=words_per_chunk)
-                words[rng.randrange(words_per_chunk)] = f'ERR-{rng.randrange(10_000):04d}'
-                b.add_chunk(section, ' '.join(words))
+                b.add_chunk(section, words.chunk(rng))
         documents.append(b.build())
-    queries = [' '.join(rng.choices(vocab[50:5000], k=4)) for _ in range(2 * n_queries)]
-    label = f'{n_chunks // 1_000_000}m' if n_chunks % 1_000_000 == 0 else f'{n_chunks // 1000}k'
-    name = f'synthetic-{label}' if n_chunks >= 1000 else f'synthetic-{n_chunks}'
+    queries = [words.query(rng) for _ in range(2 * n_queries)]
+    name = synthetic_name(n_chunks)
     return Corpus(name, name, documents, queries, SYNTHETIC_PATTERNS)
-
-
-# -- embedding ----------------------------------------------------------------------------
-
-_WORD = re.compile(r'\w+')
-
-
-class BagOfRandomVectors(EmbeddingModel):
-    """Each word a fixed pseudo-random vector (seeded by its hash); a text the normalised sum.
-
-    Deterministic across processes and cheap: a dictionary lookup per word and one sparse
-    matrix product per batch. The same idea as in benchmarks/lancedb_bench.py, vectorised.
-    """
-
-    def __init__(self, dimensions: int = DIMS) -> None:
-        self._dims = dimensions
-        self._ids: dict[str, int] = {}
-        self._table = np.zeros((4096, dimensions), dtype=np.float32)
-        super().__init__()
-
-    @property
-    def model_name(self) -> str:
-        return f'bag-of-random-vectors-{self._dims}'
-
-    @property
-    def system(self) -> str:
-        return 'benchmark'
-
-    def _new_word(self, word: str) -> int:
-        i = len(self._ids)
-        if i == self._table.shape[0]:
-            self._table = np.vstack([self._table, np.zeros_like(self._table)])
-        seed = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), 'little')
-        self._table[i] = np.random.default_rng(seed).standard_normal(self._dims).astype(np.float32)
-        self._ids[word] = i
-        return i
-
-    def vectors(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
-        from scipy.sparse import csr_matrix  # type: ignore[import-untyped]
-
-        ids: list[int] = []
-        indptr = [0]
-        lookup = self._ids
-        for text in texts:
-            for w in _WORD.findall(text.lower()):
-                i = lookup.get(w)
-                ids.append(self._new_word(w) if i is None else i)
-            indptr.append(len(ids))
-        n_words = len(self._ids)
-        counts = csr_matrix(
-            (np.ones(len(ids), dtype=np.float32), np.asarray(ids, dtype=np.int64), np.asarray(indptr)),
-            shape=(len(texts), n_words),
-        )
-        out = np.asarray(counts @ self._table[:n_words], dtype=np.float32)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        out /= norms
-        return out
-
-    async def embed(
-        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
-    ) -> EmbeddingResult:
-        inputs, settings = self.prepare_embed(inputs, settings)
-        return EmbeddingResult(
-            embeddings=self.vectors(inputs).tolist(),
-            inputs=inputs,
-            input_type=input_type,
-            model_name=self.model_name,
-            provider_name=self.system,
-        )
-
-    async def max_input_tokens(self) -> int | None:
-        return None
-
-    async def count_tokens(self, text: str) -> int:
-        return len(_WORD.findall(text))
 
 
 async def batch_size_sweep(model: EmbeddingModel, texts: list[str], sizes: Sequence[int]) -> dict[int, float]:
@@ -333,99 +264,70 @@ class Raw:
         found = sorted((-n, i) for i, n in counts if n)
         return [i for _, i in found[:TOP_K]]
 
+    def masked(self, tool: str, mask: npt.NDArray[np.bool_] | None) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+        """The raw counterpart of a (filtered) search with a known query vector, masked by ``mask``."""
 
-# -- timing ------------------------------------------------------------------------------------
+        async def call(a: dict[str, Any]) -> Any:
+            if tool == 'vector_search':
+                return await self.vector_known(a['query'], TOP_K, mask)
+            if tool == 'text_search':
+                return await self.text(a['query'], TOP_K, mask)
+            return await self.hybrid_known(a['query'], mask)
 
-
-def pct(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values), q))
-
-
-async def timed(call: Awaitable[Any]) -> tuple[float, Any]:
-    """Milliseconds to await ``call`` (a coroutine does no work until awaited) and its result."""
-    start = time.perf_counter()
-    result = await call
-    return (time.perf_counter() - start) * 1000, result
+        return call
 
 
-@dataclass
+# -- rows ----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
 class Row:
+    """One line of a corpus's tool table: a tool's timings beside its raw call's."""
+
     tool: str
     label: str
-    calls: int
-    p50: float
-    p99: float
-    raw_p50: float | None = None
-    raw_p99: float | None = None
+    tool_ms: list[float]
+    raw_ms: list[float]
     raw: str = ''
     note: str = ''
 
+    @property
+    def p50(self) -> float:
+        return pct(self.tool_ms, 50)
+
+    @property
+    def raw_p50(self) -> float | None:
+        return pct(self.raw_ms, 50) if self.raw_ms else None
+
     def cells(self) -> str:
-        raw = f'{self.raw_p50:.2f} / {self.raw_p99:.2f}' if self.raw_p50 is not None else '—'
+        raw = f'{self.raw_p50:.2f} / {pct(self.raw_ms, 99):.2f}' if self.raw_p50 is not None else '—'
         ratio = f'{self.p50 / self.raw_p50:.2f}x' if self.raw_p50 else '—'
-        return f'| {self.label} | {self.calls} | {self.p50:.2f} / {self.p99:.2f} | {raw} | {ratio} | {self.note} |'
+        p99 = pct(self.tool_ms, 99)
+        return f'| {self.label} | {len(self.tool_ms)} | {self.p50:.2f} / {p99:.2f} | {raw} | {ratio} | {self.note} |'
 
     def json(self) -> dict[str, Any]:
-        return {
-            'tool': self.tool,
-            'n': self.calls,
-            'p50_ms': round(self.p50, 4),
-            'p99_ms': round(self.p99, 4),
-            'raw_p50_ms': None if self.raw_p50 is None else round(self.raw_p50, 4),
-            'raw_p99_ms': None if self.raw_p99 is None else round(self.raw_p99, 4),
-            'raw': self.raw,
-        }
+        return tool_json(self.tool, self.tool_ms, self.raw_ms, self.raw)
 
 
-def make_row(tool: str, label: str, t_ms: list[float], r_ms: list[float], raw: str = '', note: str = '') -> Row:
-    if r_ms:
-        return Row(tool, label, len(t_ms), pct(t_ms, 50), pct(t_ms, 99), pct(r_ms, 50), pct(r_ms, 99), raw, note)
-    return Row(tool, label, len(t_ms), pct(t_ms, 50), pct(t_ms, 99), raw=raw, note=note)
+@dataclass(frozen=True)
+class Phase:
+    """One tool timed over one query set beside its raw call."""
 
-
-async def tool_latency(
-    rag: ToolishRag[None],
-    tool: str,
-    args: Sequence[dict[str, Any]],
-    raw: Callable[[dict[str, Any]], Awaitable[Any]] | None,
-    rounds: int,
-) -> tuple[list[float], list[float], list[list[SearchHit]]]:
-    tool_ms: list[float] = []
-    raw_ms: list[float] = []
-    hits: list[list[SearchHit]] = []
-    for r in range(rounds):
-        for i, a in enumerate(args):
-            # Alternate which goes first, so neither always runs on a warmer cache.
-            raw_first = (i + r) % 2 == 0
-            if raw is not None and raw_first:
-                raw_ms.append((await timed(raw(a)))[0])
-            ms, result = await timed(rag.run_tool(tool, a))
-            tool_ms.append(ms)
-            if r == 0:
-                hits.append(list(result.metadata['hits']))
-            if raw is not None and not raw_first:
-                raw_ms.append((await timed(raw(a)))[0])
-    return tool_ms, raw_ms, hits
+    tool: str
+    label: str
+    args: list[dict[str, Any]]
+    raw_call: Callable[[dict[str, Any]], Awaitable[Any]] | None
+    raw: str
+    note: str = ''
 
 
 # -- machine -----------------------------------------------------------------------------------
 
 
 def machine() -> list[str]:
-    cpu = platform.processor() or 'unknown CPU'
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                cpu = line.split(':', 1)[1].strip()
-                break
-    except OSError:
-        pass
-    mem = ''
-    try:
-        kb = int(Path('/proc/meminfo').read_text().split()[1])
-        mem = f', {kb / 1024 / 1024:.0f} GiB RAM'
-    except (OSError, ValueError, IndexError):
-        pass
+    cpu = cpu_model(platform.processor() or 'unknown CPU')
+    gib = memory_gib()
+    mem = '' if gib is None else f', {gib:.0f} GiB RAM'
     import bm25s
 
     torch = sys.modules.get('torch')
@@ -467,12 +369,66 @@ class Setup:
     measure_bare_query: bool = False
 
 
-async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple[list[str], dict[str, Any]]:
-    """Index ``corpus``, time every tool against its raw call; markdown lines and the JSON entry."""
-    load_start = os.getloadavg()
+@dataclass(frozen=True)
+class Indexed:
+    """A corpus in the store and, beside it, in the raw libraries; how long each took (seconds)."""
+
+    store: InMemoryStore
+    rag: ToolishRag[None]
+    raw: Raw
+    chunks: int
+    upsert_s: float
+    bm25_build_s: float
+    """The store's BM25 index, built on the first text search."""
+    rss_mib: float
+    raw_embed_s: float | None
+    """``None`` when the raw embedder was not timed (SciFact: MiniLM dominates, or a cache)."""
+    raw_embed_note: str
+
+    @property
+    def seconds(self) -> float:
+        return self.upsert_s + self.bm25_build_s
+
+    @property
+    def raw_seconds(self) -> float | None:
+        return None if self.raw_embed_s is None else self.raw_embed_s + self.raw.bm25_build_s
+
+    def json(self) -> dict[str, Any]:
+        raw_s = self.raw_seconds
+        return {
+            'seconds': round(self.seconds, 3),
+            'chunks_per_s': round(self.chunks / self.seconds, 1),
+            'raw_chunks_per_s': None if raw_s is None else round(self.chunks / raw_s, 1),
+            'raw': (
+                f'{self.raw_embed_note} + bm25s tokenize and index of the same texts'
+                if raw_s is not None
+                else self.raw_embed_note
+            ),
+        }
+
+    def lines(self) -> list[str]:
+        """Rows of the corpus's "other" table."""
+        lines = [
+            f'| ingest: `upsert` (embedding included) | {self.upsert_s:.1f} s |',
+            f'| ingest: BM25 index build (first text search) | {self.bm25_build_s:.1f} s |',
+            f'| ingest total | {self.seconds:.1f} s ({self.chunks / self.seconds:,.0f} chunks/s) |',
+        ]
+        raw_s = self.raw_seconds
+        if self.raw_embed_s is None or raw_s is None:
+            return [*lines, f'| raw bm25s tokenize + index (for scale) | {self.raw.bm25_build_s:.1f} s |']
+        return [
+            *lines,
+            f'| raw: {self.raw_embed_note} | {self.raw_embed_s:.1f} s |',
+            f'| raw: bm25s tokenize + index | {self.raw.bm25_build_s:.1f} s |',
+            f'| raw total | {raw_s:.1f} s ({self.chunks / raw_s:,.0f} chunks/s; '
+            f'ingest/raw {self.seconds / raw_s:.2f}x) |',
+        ]
+
+
+async def index_corpus(corpus: Corpus, setup: Setup) -> Indexed:
+    """Upsert ``corpus`` and build the BM25 index through the store, then the same work raw."""
     n_chunks = len(corpus.texts)
     print(f'{corpus.name}: {len(corpus.documents)} documents, {n_chunks} chunks; indexing', flush=True)
-
     start = time.perf_counter()
     store = InMemoryStore(setup.embedder)
     await store.upsert(corpus.documents)
@@ -482,7 +438,6 @@ async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple
     start = time.perf_counter()
     await rag.run_tool('text_search', {'query': 'warm up the index', 'top_k': TOP_K})
     bm25_build_s = time.perf_counter() - start
-    ingest_s = upsert_s + bm25_build_s
     rss_index = peak_rss_mib()
     print(f'  upsert {upsert_s:.1f} s + BM25 build {bm25_build_s:.1f} s; peak RSS {rss_index:.0f} MiB', flush=True)
 
@@ -493,32 +448,33 @@ async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple
             setup.raw_embed(corpus.texts[i : i + EMBED_BATCH])
         raw_embed_s = time.perf_counter() - start
     raw = Raw(setup.embedder, store._snapshot.vectors, corpus)  # the very matrix the store searches
-    raw_ingest_s = None if raw_embed_s is None else raw_embed_s + raw.bm25_build_s
     embed_note = 'not timed' if raw_embed_s is None else f'{raw_embed_s:.1f} s'
     print(f'  raw: embed {embed_note}, bm25s index {raw.bm25_build_s:.1f} s', flush=True)
+    return Indexed(store, rag, raw, n_chunks, upsert_s, bm25_build_s, rss_index, raw_embed_s, setup.raw_embed_note)
 
-    await rag.run_tool('vector_search', {'query': 'warm up the model', 'top_k': TOP_K})
-    await raw.vector('warm up the raw path')
 
-    bare_ms: list[float] = []
-    if setup.measure_bare_query:
-        # The per-query embedding cost alone, in this process (compare with the vector rows).
-        for q in corpus.queries[:30]:
-            bare_ms.append((await timed(setup.embedder.embed_query(f'{q} (bare)')))[0])
+def query_sets(corpus: Corpus) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Search arguments for query set A (vector, text) and set B (hybrid, filtered searches).
 
-    # The store keeps the vectors of recent queries (agents repeat queries, and hybrid search
-    # embeds once for both legs), so "new query" rows use queries it has not seen: set A for
-    # vector and text, set B for hybrid; the "repeated query" row re-asks set A.
+    The store keeps the vectors of recent queries (agents repeat queries, and hybrid search
+    embeds once for both legs), so "new query" rows use queries it has not seen: set A for
+    vector and text, set B for hybrid; the "repeated query" row re-asks set A.
+    """
     half = len(corpus.queries) // 2
-    args_a = [{'query': q, 'top_k': TOP_K} for q in corpus.queries[:half]]
-    args_b = [{'query': q, 'top_k': TOP_K} for q in corpus.queries[half:]]
+    return (
+        [{'query': q, 'top_k': TOP_K} for q in corpus.queries[:half]],
+        [{'query': q, 'top_k': TOP_K} for q in corpus.queries[half:]],
+    )
+
+
+async def time_tools(rag: ToolishRag[None], raw: Raw, corpus: Corpus, regex_rounds: int) -> list[Row]:
+    """Every tool against its raw call (lookups: alone, on the chunks the searches found)."""
+    args_a, args_b = query_sets(corpus)
     raw_vec = 'Embedder.embed_query + numpy matrix @ q + argpartition'
     raw_text = 'bm25s.tokenize + BM25.get_scores + argpartition'
-    chunk_ids: list[str] = []
-    rows: list[Row] = []
-    phases: list[tuple[str, str, list[dict[str, Any]], Callable[[dict[str, Any]], Awaitable[Any]], str, str]] = [
-        ('vector_search', 'vector_search (new query)', args_a, lambda a: raw.vector(a['query']), raw_vec, ''),
-        (
+    phases = [
+        Phase('vector_search', 'vector_search (new query)', args_a, lambda a: raw.vector(a['query']), raw_vec),
+        Phase(
             'vector_search',
             'vector_search (repeated query)',
             args_a,
@@ -526,8 +482,8 @@ async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple
             'numpy matrix @ q + argpartition',
             "query vector from the store's cache; raw = numpy only",
         ),
-        ('text_search', 'text_search', args_a, lambda a: raw.text(a['query']), raw_text, ''),
-        (
+        Phase('text_search', 'text_search', args_a, lambda a: raw.text(a['query']), raw_text),
+        Phase(
             'hybrid_search',
             'hybrid_search (new query)',
             args_b,
@@ -536,95 +492,123 @@ async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple
             'raw = raw vector + raw text at depth 100, no fusion',
         ),
     ]
-    for tool, label, tool_args, call, raw_note, note in phases:
-        t_ms, r_ms, hits = await tool_latency(rag, tool, tool_args, call, 1)
-        chunk_ids.extend(h.id for hs in hits for h in hs[:1])
-        rows.append(make_row(tool, label, t_ms, r_ms, raw_note, note))
-        print(f'  {label}: p50 {rows[-1].p50:.2f} ms, raw {rows[-1].raw_p50:.2f} ms', flush=True)
+    chunk_ids: list[str] = []
+    rows: list[Row] = []
+    for phase in phases:
+        got = await tool_latency(rag, phase.tool, phase.args, phase.raw_call)
+        chunk_ids.extend(h.id for hs in got.tool_out for h in hs[:1])
+        rows.append(Row(phase.tool, phase.label, got.tool_ms, got.raw_ms, phase.raw, phase.note))
+        print(f'  {phase.label}: p50 {rows[-1].p50:.2f} ms, raw {rows[-1].raw_p50:.2f} ms', flush=True)
     regex_args = [{'pattern': p, 'top_k': TOP_K} for p in corpus.patterns]
-    t_ms, r_ms, _ = await tool_latency(rag, 'regex_search', regex_args, lambda a: raw.regex(a['pattern']), regex_rounds)
+    got = await tool_latency(rag, 'regex_search', regex_args, lambda a: raw.regex(a['pattern']), regex_rounds)
     rows.append(
-        make_row('regex_search', 'regex_search', t_ms, r_ms, 're2.compile + finditer over every chunk', 'full scan')
+        Row(
+            'regex_search',
+            'regex_search',
+            got.tool_ms,
+            got.raw_ms,
+            're2.compile + finditer over every chunk',
+            'full scan',
+        )
     )
-    broaden_args = [{'chunk_id': c, 'chunks_to_add': 2} for c in chunk_ids[:half]]
-    t_ms, _, _ = await tool_latency(rag, 'broaden_chunk', broaden_args, None, 1)
-    rows.append(make_row('broaden_chunk', 'broaden_chunk', t_ms, [], 'no raw counterpart (a lookup)', 'no raw'))
-    zoom_args = [{'id': c} for c in chunk_ids[:half]]
-    t_ms, _, _ = await tool_latency(rag, 'zoom_out', zoom_args, None, 1)
-    rows.append(make_row('zoom_out', 'zoom_out', t_ms, [], 'no raw counterpart (a lookup)', 'no raw'))
-    print('  tools done', flush=True)
+    lookups = chunk_ids[: len(args_a)]
+    lookup_args = {
+        'broaden_chunk': [{'chunk_id': c, 'chunks_to_add': 2} for c in lookups],
+        'zoom_out': [{'id': c} for c in lookups],
+    }
+    for tool, args in lookup_args.items():
+        got = await tool_latency(rag, tool, args, None)
+        rows.append(Row(tool, tool, got.tool_ms, [], 'no raw counterpart (a lookup)', 'no raw'))
+    return rows
 
-    # Filtered searches over set B (their vectors are in the store's query cache by now, so
-    # these time scoring and filtering); the unfiltered pass gives the reference p50.
+
+def exact_calls(raw: Raw, corpus: Corpus, tool: str, hits: Sequence[list[SearchHit]], percent: int) -> int:
+    """Calls of a filtered search that returned exactly min(top_k, in-scope matches) hits, all in scope."""
+    in_scope = corpus.buckets < percent
+    exact = 0
+    for q, hs in zip(corpus.queries[len(corpus.queries) // 2 :], hits, strict=True):
+        if tool == 'text_search':
+            available = int(np.count_nonzero((raw.text_scores(q) > 0) & in_scope))
+        else:
+            available = int(np.count_nonzero(in_scope))
+        exact += len(hs) == min(TOP_K, available) and all(corpus.buckets[corpus.positions[h.id]] < percent for h in hs)
+    return exact
+
+
+async def time_filtered(rag: ToolishRag[None], raw: Raw, corpus: Corpus) -> tuple[list[str], list[dict[str, Any]]]:
+    """Filtered searches over set B against numpy / bm25s masked alike; table lines and JSON entries.
+
+    Set B's vectors are in the store's query cache by now, so these time scoring and
+    filtering; the unfiltered pass gives the reference p50.
+    """
+    _, args_b = query_sets(corpus)
     unfiltered: dict[str, float] = {}
-    filtered_lines: list[str] = []
-    filtered_json: list[dict[str, Any]] = []
-    for percent in (None, *SELECTIVITIES):
-        in_scope = None if percent is None else corpus.buckets < percent
-        scoped = rag if percent is None else rag.with_metadata_filter(PropertyFilter.lt('bucket', percent))
-        raw_calls = {tool: masked(raw, tool, in_scope) for tool in ('vector_search', 'text_search', 'hybrid_search')}
-        for tool, raw_call in raw_calls.items():
-            t_ms, r_ms, hits = await tool_latency(scoped, tool, args_b, raw_call, 1)
-            if percent is None or in_scope is None:
-                unfiltered[tool] = pct(t_ms, 50)
-                continue
-            exact = 0
-            for q, hs in zip(corpus.queries[half:], hits, strict=True):
-                if tool == 'text_search':
-                    available = int(np.count_nonzero((raw.text_scores(q) > 0) & in_scope))
-                else:
-                    available = int(np.count_nonzero(in_scope))
-                exact += len(hs) == min(TOP_K, available) and all(
-                    corpus.buckets[corpus.positions[h.id]] < percent for h in hs
-                )
-            filtered_lines.append(
+    for tool in SEARCHES:
+        unfiltered[tool] = pct((await tool_latency(rag, tool, args_b, raw.masked(tool, None))).tool_ms, 50)
+    lines: list[str] = []
+    entries: list[dict[str, Any]] = []
+    for percent in SELECTIVITIES:
+        in_scope = corpus.buckets < percent
+        scoped = rag.with_metadata_filter(PropertyFilter.lt('bucket', percent))
+        for tool in SEARCHES:
+            got = await tool_latency(scoped, tool, args_b, raw.masked(tool, in_scope))
+            t_ms, r_ms = got.tool_ms, got.raw_ms
+            exact = exact_calls(raw, corpus, tool, got.tool_out, percent)
+            lines.append(
                 f'| {percent}% ({int(in_scope.sum())} chunks) | {tool} | {len(t_ms)} '
                 f'| {pct(t_ms, 50):.2f} / {pct(t_ms, 99):.2f} | {unfiltered[tool]:.2f} | {pct(r_ms, 50):.2f} '
-                f'| {exact}/{len(hits)} |'
+                f'| {exact}/{len(got.tool_out)} |'
             )
-            filtered_json.append(
-                {
-                    'tool': tool,
-                    'selectivity': percent / 100,
-                    'n': len(t_ms),
-                    'p50_ms': round(pct(t_ms, 50), 4),
-                    'p99_ms': round(pct(t_ms, 99), 4),
-                    'unfiltered_p50_ms': round(unfiltered[tool], 4),
-                    'raw_p50_ms': round(pct(r_ms, 50), 4),
-                    'exact_top_k': exact,
-                    'top_k': TOP_K,
-                }
+            entries.append(
+                filtered_json(
+                    tool,
+                    percent / 100,
+                    t_ms,
+                    r_ms,
+                    unfiltered_p50_ms=unfiltered[tool],
+                    exact_top_k=exact,
+                    top_k=TOP_K,
+                )
             )
+    return lines, entries
+
+
+async def bare_query_ms(setup: Setup, corpus: Corpus) -> list[float]:
+    """The per-query embedding cost alone, in this process (compare with the vector rows)."""
+    if not setup.measure_bare_query:
+        return []
+    return [(await timed(setup.embedder.embed_query(f'{q} (bare)')))[0] for q in corpus.queries[:30]]
+
+
+async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple[list[str], dict[str, Any]]:
+    """Index ``corpus``, time every tool against its raw call; markdown lines and the JSON entry."""
+    load_start = os.getloadavg()
+    indexed = await index_corpus(corpus, setup)
+    rag, raw = indexed.rag, indexed.raw
+    await rag.run_tool('vector_search', {'query': 'warm up the model', 'top_k': TOP_K})
+    await raw.vector('warm up the raw path')
+    bare_ms = await bare_query_ms(setup, corpus)
+    rows = await time_tools(rag, raw, corpus, regex_rounds)
+    print('  tools done', flush=True)
+    filtered_lines, filtered = await time_filtered(rag, raw, corpus)
     print('  filtered done', flush=True)
-
     # One incremental write at this size: replacing a document rebuilds the snapshot.
-    doc = corpus.documents[len(corpus.documents) // 2]
-    replace_ms, _ = await timed(store.upsert([doc]))
-
+    replace_ms, _ = await timed(indexed.store.upsert([corpus.documents[len(corpus.documents) // 2]]))
     load_end = os.getloadavg()
-    raw_cps = None if raw_ingest_s is None else n_chunks / raw_ingest_s
-    ingest = {
-        'seconds': round(ingest_s, 3),
-        'chunks_per_s': round(n_chunks / ingest_s, 1),
-        'raw_chunks_per_s': None if raw_cps is None else round(raw_cps, 1),
-        'raw': (
-            f'{setup.raw_embed_note} + bm25s tokenize and index of the same texts'
-            if raw_ingest_s is not None
-            else setup.raw_embed_note
-        ),
-    }
+
     entry = {
         'name': corpus.key,
-        'chunks': n_chunks,
+        'chunks': indexed.chunks,
         'embedder': corpus.embedder,
-        'ingest': ingest,
+        'ingest': indexed.json(),
         'tools': [r.json() for r in rows if r.label != 'vector_search (repeated query)'],
-        'filtered': filtered_json,
+        'filtered': filtered,
     }
     lines = [
-        f'### {corpus.name}: {n_chunks:,} chunks',
+        f'### {corpus.name}: {indexed.chunks:,} chunks',
         '',
-        f'- {len(corpus.documents):,} documents; embedder {corpus.embedder}; query sets A and B of {half} queries each',
+        f'- {len(corpus.documents):,} documents; embedder {corpus.embedder}; '
+        f'query sets A and B of {len(corpus.queries) // 2} queries each',
         f'- load average (1 min) at start {load_start[0]:.2f}, at end {load_end[0]:.2f} '
         f'(anything above {os.cpu_count()} means other processes shared the CPUs)',
         '',
@@ -638,21 +622,9 @@ async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple
         '',
         '| other | value |',
         '|---|---:|',
-        f'| ingest: `upsert` (embedding included) | {upsert_s:.1f} s |',
-        f'| ingest: BM25 index build (first text search) | {bm25_build_s:.1f} s |',
-        f'| ingest total | {ingest_s:.1f} s ({n_chunks / ingest_s:,.0f} chunks/s) |',
-    ]
-    if raw_embed_s is not None and raw_cps is not None and raw_ingest_s is not None:
-        lines += [
-            f'| raw: {setup.raw_embed_note} | {raw_embed_s:.1f} s |',
-            f'| raw: bm25s tokenize + index | {raw.bm25_build_s:.1f} s |',
-            f'| raw total | {raw_ingest_s:.1f} s ({raw_cps:,.0f} chunks/s; ingest/raw {ingest_s / raw_ingest_s:.2f}x) |',
-        ]
-    else:
-        lines.append(f'| raw bm25s tokenize + index (for scale) | {raw.bm25_build_s:.1f} s |')
-    lines += [
+        *indexed.lines(),
         f'| replace one document afterwards (`upsert` of 1 document) | {replace_ms:.0f} ms |',
-        f'| peak RSS after indexing (process so far) | {rss_index:.0f} MiB |',
+        f'| peak RSS after indexing (process so far) | {indexed.rss_mib:.0f} MiB |',
     ]
     if bare_ms:
         lines.append(
@@ -661,19 +633,6 @@ async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple
         )
         print(f'  bare embed_query p50 {pct(bare_ms, 50):.1f} ms', flush=True)
     return lines, entry
-
-
-def masked(raw: Raw, tool: str, mask: npt.NDArray[np.bool_] | None) -> Callable[[dict[str, Any]], Awaitable[Any]]:
-    """The raw counterpart of a (filtered) search with a known query vector, masked by ``mask``."""
-
-    async def call(a: dict[str, Any]) -> Any:
-        if tool == 'vector_search':
-            return await raw.vector_known(a['query'], TOP_K, mask)
-        if tool == 'text_search':
-            return await raw.text(a['query'], TOP_K, mask)
-        return await raw.hybrid_known(a['query'], mask)
-
-    return call
 
 
 # -- main --------------------------------------------------------------------------------------
@@ -691,6 +650,45 @@ def synthetic_setup() -> Setup:
     )
 
 
+async def bench_scifact(
+    n_queries: int, batch: int, sweep_sizes: Sequence[int], cache_dir: Path | None
+) -> tuple[list[str], dict[str, Any], dict[int, float]]:
+    """SciFact with all-MiniLM-L6-v2 (batch size from the sweep when one is asked for); also the sweep."""
+    global THREAD_NOTE
+    root = data_dir()
+    if not (root / 'scifact' / 'corpus.jsonl').is_file():
+        sys.exit(f'SciFact not found under {root}: pass --no-scifact (or --quick) to run without it')
+    corpus = scifact_corpus(load_beir('scifact', 'train'), n_queries)
+    THREAD_NOTE = set_thread_counts(THREADS, torch=True)
+    base: EmbeddingModel = resolve_embedder(None).model  # type: ignore[assignment]
+    corpus.embedder = f'all-MiniLM-L6-v2 (offline copy), batch size {batch}'
+    sweep: dict[int, float] = {}
+    if sweep_sizes:
+        sample = sorted(corpus.texts, key=len)[:: max(1, len(corpus.texts) // 256)][:256]
+        sweep = await batch_size_sweep(base, sample, sweep_sizes)
+        batch = max(sweep, key=lambda s: sweep[s])
+    raw_note = 'not measured (MiniLM embedding dominates; see docs/ingestion.md for ingest vs raw embedder)'
+    if cache_dir is not None:
+        base = CachedEmbeddingModel(base, cache_dir, cache_queries=False)
+        corpus.embedder += '; document vectors read from a cache (ingest time is not embedding time)'
+        raw_note = 'not measured (document vectors came from a cache)'
+    settings: Any = {'sentence_transformers_normalize_embeddings': True, 'sentence_transformers_batch_size': batch}
+    setup = Setup(Embedder(base, settings=settings), 'all-MiniLM-L6-v2', None, raw_note, measure_bare_query=True)
+    lines, entry = await bench_corpus(corpus, setup, regex_rounds=3)
+    return lines, entry, sweep
+
+
+async def bench_synthetic(size: int, n_queries: int) -> tuple[list[str], dict[str, Any]]:
+    """A synthetic corpus of ``size`` chunks embedded with `BagOfRandomVectors`."""
+    start = time.perf_counter()
+    per_set = n_queries if size <= 200_000 else max(20, n_queries // 4)
+    corpus = synthetic_corpus(size, per_set)
+    print(f'{corpus.name}: generated in {time.perf_counter() - start:.1f} s', flush=True)
+    setup = synthetic_setup()
+    corpus.embedder = f'{setup.note} (each word a fixed random vector, text = normalised sum)'
+    return await bench_corpus(corpus, setup, regex_rounds=3 if size <= 10_000 else 1)
+
+
 async def run(
     quick: bool,
     n_queries: int,
@@ -701,58 +699,43 @@ async def run(
     scifact: bool,
     json_out: Path | None = None,
 ) -> tuple[str, dict[str, Any]]:
-    global THREAD_NOTE
     sweep: dict[int, float] = {}
-    imp_s, imp_torch = import_time(1 if quick else 5)
+    import_runs = 1 if quick else 5
+    imp_s, imp_torch = import_time(import_runs)
     blocks: list[list[str]] = []
     entries: list[dict[str, Any]] = []
-
     if quick:
         scifact, sizes, n_queries = False, [1000], 20
     if scifact:
-        root = data_dir()
-        if not (root / 'scifact' / 'corpus.jsonl').is_file():
-            sys.exit(f'SciFact not found under {root}: pass --no-scifact (or --quick) to run without it')
-        corpus = scifact_corpus(load_beir('scifact', 'train'), n_queries)
-        THREAD_NOTE = set_thread_counts(THREADS, torch=True)
-        base: EmbeddingModel = resolve_embedder(None).model  # type: ignore[assignment]
-        corpus.embedder = f'all-MiniLM-L6-v2 (offline copy), batch size {batch}'
-        if sweep_sizes:
-            sample = sorted(corpus.texts, key=len)[:: max(1, len(corpus.texts) // 256)][:256]
-            sweep = await batch_size_sweep(base, sample, sweep_sizes)
-            batch = max(sweep, key=lambda s: sweep[s])
-        raw_note = 'not measured (MiniLM embedding dominates; see docs/ingestion.md for ingest vs raw embedder)'
-        if cache_dir is not None:
-            base = CachedEmbeddingModel(base, cache_dir, cache_queries=False)
-            corpus.embedder += '; document vectors read from a cache (ingest time is not embedding time)'
-            raw_note = 'not measured (document vectors came from a cache)'
-        settings: Any = {'sentence_transformers_normalize_embeddings': True, 'sentence_transformers_batch_size': batch}
-        setup = Setup(Embedder(base, settings=settings), 'all-MiniLM-L6-v2', None, raw_note, measure_bare_query=True)
-        lines, entry = await bench_corpus(corpus, setup, regex_rounds=3)
+        lines, entry, sweep = await bench_scifact(n_queries, batch, sweep_sizes, cache_dir)
         blocks.append(lines)
         entries.append(entry)
         write_json(json_out, entries)
-        del corpus
         gc.collect()
     for size in sizes:
-        start = time.perf_counter()
-        per_set = n_queries if size <= 200_000 else max(20, n_queries // 4)
-        corpus = synthetic_corpus(size, per_set)
-        print(f'{corpus.name}: generated in {time.perf_counter() - start:.1f} s', flush=True)
-        setup = synthetic_setup()
-        corpus.embedder = f'{setup.note} (each word a fixed random vector, text = normalised sum)'
-        lines, entry = await bench_corpus(corpus, setup, regex_rounds=3 if size <= 10_000 else 1)
+        lines, entry = await bench_synthetic(size, n_queries)
         blocks.append(lines)
         entries.append(entry)
         write_json(json_out, entries)
-        del corpus, setup
         gc.collect()
+    page = report(blocks, entries, sweep, f'median of {import_runs}', imp_s, imp_torch)
+    return page, write_json(json_out, entries)
 
+
+def report(
+    blocks: list[list[str]],
+    entries: list[dict[str, Any]],
+    sweep: dict[int, float],
+    import_runs: str,
+    import_s: float,
+    import_torch: bool,
+) -> str:
+    """The results block: machine, the summary of tool/raw ratios, each corpus, the batch-size sweep."""
     peak = peak_rss_mib()
     head = [
         *machine(),
-        f'- `import toolish_rag` (fresh interpreter, median of {1 if quick else 5}): {imp_s * 1000:.0f} ms '
-        f'(torch imported: {"yes" if imp_torch else "no"}); peak RSS of the whole run {peak:.0f} MiB',
+        f'- `import toolish_rag` (fresh interpreter, {import_runs}): {import_s * 1000:.0f} ms '
+        f'(torch imported: {"yes" if import_torch else "no"}); peak RSS of the whole run {peak:.0f} MiB',
         '',
     ]
     summary = [
@@ -779,14 +762,13 @@ async def run(
             '|---|' + '---:|' * len(sweep),
             '| chunks/s | ' + ' | '.join(f'{v:.1f}' for v in sweep.values()) + ' |',
         ]
-    return '\n'.join(body), write_json(json_out, entries)
+    return '\n'.join(body)
 
 
 def write_json(path: Path | None, entries: list[dict[str, Any]]) -> dict[str, Any]:
     """The speed-result JSON so far (rewritten after every corpus, so a long run leaves partial results)."""
-    result = {'store': 'memory', 'threads': THREAD_NOTE, 'peak_rss_mib': round(peak_rss_mib(), 1), 'corpora': entries}
-    if path is not None:
-        path.write_text(json.dumps(result, indent=2) + '\n', encoding='utf-8')
+    result = speed_result('memory', THREAD_NOTE, entries)
+    write_speed_result(path, result)
     return result
 
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import set_thread_counts
+from pin_threads import set_thread_counts
 
 THREADS = set_thread_counts(2)
 

@@ -24,9 +24,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import peak_rss_mib, set_thread_counts
+from pin_threads import set_thread_counts
 
 THREADS = set_thread_counts(2)
+
+from common import data_dir, peak_rss_mib  # noqa: E402
 
 from toolish_rag import ExpansionRequest  # noqa: E402
 from toolish_rag.embedding import resolve_embedder  # noqa: E402
@@ -36,7 +38,7 @@ from toolish_rag.stores import InMemoryStore  # noqa: E402
 
 async def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument('--data', type=Path, default=Path(__file__).resolve().parents[2] / 'shared/data/scifact')
+    parser.add_argument('--data', type=Path, default=data_dir() / 'scifact')
     parser.add_argument('--limit', type=int, default=0, help='documents to use (0: all)')
     parser.add_argument('--embedder', default=None, help="embedder spec (default MiniLM; 'hashing' for smoke runs)")
     parser.add_argument('--json-out', type=Path, default=None, help='also write the figures as JSON here')

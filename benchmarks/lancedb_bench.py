@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import hashlib
 import json
 import os
 import pathlib
@@ -49,12 +48,12 @@ import sys
 import tempfile
 import time
 from collections.abc import Awaitable, Callable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent))
 
-from common import CachedEmbeddingModel, data_dir, peak_rss_mib, set_thread_counts
+from pin_threads import set_thread_counts
 
 THREADS = 2
 THREAD_NOTE = set_thread_counts(THREADS, torch=False)
@@ -62,6 +61,21 @@ THREAD_NOTE = set_thread_counts(THREADS, torch=False)
 import lancedb  # noqa: E402
 import numpy as np  # noqa: E402
 import pyarrow as pa  # noqa: E402
+from common import (  # noqa: E402
+    Alternated,
+    BagOfRandomVectors,
+    CachedEmbeddingModel,
+    bucket_of,
+    cpu_model,
+    data_dir,
+    filtered_json,
+    peak_rss_mib,
+    speed_result,
+    synthetic_name,
+    tool_json,
+    tool_latency,
+    write_speed_result,
+)
 from lancedb.index import FTS, BTree, LabelList  # noqa: E402
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings  # noqa: E402
 from pydantic_ai.embeddings.result import EmbedInputType  # noqa: E402
@@ -82,6 +96,7 @@ TOP_K = 10
 DEPTH = FusionConfig().candidates
 RAW_INGEST_MAX = 200_000
 SELECT = ['id', 'kind', 'text', 'urtext', 'payload', 'metadata_json', 'labels']
+SEARCHES = ('vector_search', 'text_search', 'hybrid_search')
 _WORD = re.compile(r'\w+')
 
 SCIFACT_PATTERNS = [r'\bp53\b', r'(?i)insulin', r'[0-9]+(\.[0-9]+)? ?mg', r'IL-[0-9]+', r'CD[0-9]+\+']
@@ -89,71 +104,6 @@ SYNTHETIC_PATTERNS = [r'ERR-[0-9]{4}', r'ERR-99[0-9]{2}', r'\bw4999\b']
 
 
 # -- embedders -----------------------------------------------------------------------------
-
-
-class BagOfRandomVectors(EmbeddingModel):
-    """Each word a fixed pseudo-random vector; a text the normalised sum of its words."""
-
-    def __init__(self, dimensions: int = DIMS) -> None:
-        self._dims = dimensions
-        self._index: dict[str, int] = {}
-        self._rows: list[np.ndarray[Any, Any]] = []
-        self._matrix: np.ndarray[Any, Any] | None = None
-        super().__init__()
-
-    @property
-    def model_name(self) -> str:
-        return f'bag-of-random-vectors-{self._dims}'
-
-    @property
-    def system(self) -> str:
-        return 'benchmark'
-
-    def _id(self, word: str) -> int:
-        i = self._index.get(word)
-        if i is None:
-            seed = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=8).digest(), 'little')
-            self._rows.append(np.random.default_rng(seed).standard_normal(self._dims).astype(np.float32))
-            i = self._index[word] = len(self._rows) - 1
-        return i
-
-    def vectors(self, texts: Sequence[str]) -> np.ndarray[Any, Any]:
-        from scipy.sparse import csr_matrix
-
-        ids: list[int] = []
-        owner: list[int] = []
-        for t, text in enumerate(texts):
-            for w in _WORD.findall(text.lower()):
-                ids.append(self._id(w))
-                owner.append(t)
-        if self._matrix is None or self._matrix.shape[0] != len(self._rows):
-            self._matrix = np.stack(self._rows) if self._rows else np.zeros((0, self._dims), np.float32)
-        counts = csr_matrix(
-            (np.ones(len(ids), np.float32), (np.asarray(owner, np.int64), np.asarray(ids, np.int64))),
-            shape=(len(texts), len(self._rows)),
-        )
-        out = np.asarray(counts @ self._matrix, dtype=np.float32)
-        norms = np.linalg.norm(out, axis=1, keepdims=True)
-        norms[norms == 0] = 1
-        return out / norms
-
-    async def embed(
-        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
-    ) -> EmbeddingResult:
-        inputs, settings = self.prepare_embed(inputs, settings)
-        return EmbeddingResult(
-            embeddings=self.vectors(inputs),  # type: ignore[arg-type]
-            inputs=inputs,
-            input_type=input_type,
-            model_name=self.model_name,
-            provider_name=self.system,
-        )
-
-    async def max_input_tokens(self) -> int | None:
-        return None
-
-    async def count_tokens(self, text: str) -> int:
-        return len(_WORD.findall(text))
 
 
 class Prepared(EmbeddingModel):
@@ -217,7 +167,7 @@ def minilm(cache_dir: pathlib.Path) -> Embedder:
 # -- corpora -------------------------------------------------------------------------------
 
 
-@dataclass
+@dataclass(frozen=True)
 class Corpus:
     name: str
     chunks: int
@@ -226,11 +176,6 @@ class Corpus:
     patterns: list[str]
     embedder: Embedder
     embedder_note: str
-    sample_chunk_ids: list[str] = field(default_factory=list)
-
-
-def _bucket(key: str) -> int:
-    return int.from_bytes(hashlib.blake2b(key.encode(), digest_size=4).digest(), 'little') % 100
 
 
 def scifact_corpus(embedder: Embedder, n: int) -> Corpus:
@@ -242,7 +187,7 @@ def scifact_corpus(embedder: Embedder, n: int) -> Corpus:
         b = DocumentBuilder(
             f'beir://scifact/{corpus_id}',
             title or corpus_id,
-            metadata={'corpus_id': corpus_id, 'bucket': _bucket(corpus_id)},
+            metadata={'corpus_id': corpus_id, 'bucket': bucket_of(corpus_id)},
             indexed_text=None,
         )
         b.add_chunk(None, f'{title}\n\n{body}' if title else body)
@@ -291,72 +236,18 @@ def synthetic_corpus(size: int, n: int) -> Corpus:
         for first in range(0, n_docs, step):
             yield [synthetic_document(d) for d in range(first, min(n_docs, first + step))]
 
-    name = 'synthetic-1m' if size == 1_000_000 else f'synthetic-{size // 1000}k'
     return Corpus(
-        name,
+        synthetic_name(size),
         n_docs * CHUNKS_PER_DOC,
         batches,
         queries,
         SYNTHETIC_PATTERNS,
-        Embedder(BagOfRandomVectors()),
+        Embedder(BagOfRandomVectors(DIMS)),
         'bag-of-random-vectors 384-d',
     )
 
 
-# -- timing --------------------------------------------------------------------------------
-
-
-def pct(values: Sequence[float], q: float) -> float:
-    return float(np.percentile(np.asarray(values), q))
-
-
-async def timed(call: Awaitable[Any]) -> tuple[float, Any]:
-    start = time.perf_counter()
-    result = await call
-    return (time.perf_counter() - start) * 1000, result
-
-
-async def tool_latency(
-    rag: ToolishRag[None],
-    tool: str,
-    args: Sequence[dict[str, Any]],
-    raw: Callable[[dict[str, Any]], Awaitable[Any]] | None,
-) -> tuple[list[float], list[float], list[list[SearchHit]], list[Any]]:
-    await rag.run_tool(tool, args[0])  # warm-up
-    if raw is not None:
-        await raw(args[0])
-    tool_ms: list[float] = []
-    raw_ms: list[float] = []
-    hits: list[list[SearchHit]] = []
-    raw_results: list[Any] = []
-    for i, a in enumerate(args):
-        if raw is not None and i % 2 == 0:  # alternate which runs first
-            ms, out = await timed(raw(a))
-            raw_ms.append(ms)
-            raw_results.append(out)
-        ms, result = await timed(rag.run_tool(tool, a))
-        tool_ms.append(ms)
-        hits.append(list(result.metadata['hits']))
-        if raw is not None and i % 2 == 1:
-            ms, out = await timed(raw(a))
-            raw_ms.append(ms)
-            raw_results.append(out)
-    return tool_ms, raw_ms, hits, raw_results
-
-
-def tool_row(tool: str, t: list[float], r: list[float], raw_note: str | None) -> dict[str, Any]:
-    return {
-        'tool': tool,
-        'n': len(t),
-        'p50_ms': round(pct(t, 50), 3),
-        'p99_ms': round(pct(t, 99), 3),
-        'raw_p50_ms': round(pct(r, 50), 3) if r else None,
-        'raw_p99_ms': round(pct(r, 99), 3) if r else None,
-        'raw': raw_note or 'no raw counterpart (a lookup)',
-    }
-
-
-# -- one corpus ----------------------------------------------------------------------------
+# -- raw LanceDB ---------------------------------------------------------------------------
 
 
 class RawQueries:
@@ -399,6 +290,14 @@ class RawQueries:
         cols = ['id', 'kind', 'urtext', 'document_id', 'sequence_number']
         return await self.table.query().where(where).select(cols).limit(self.store.regex_scan_limit).to_arrow()
 
+    def search(self, tool: str, where: str | None = None) -> Callable[[dict[str, Any]], Awaitable[Any]]:
+        """The raw counterpart of a vector, text or hybrid search call, scoped by ``where``."""
+        if tool == 'vector_search':
+            return lambda a: self.vector(a['query'], where=where)
+        if tool == 'text_search':
+            return lambda a: self.text(a['query'], where=where)
+        return lambda a: self.hybrid(a['query'], where=where)
+
 
 async def raw_ingest(path: pathlib.Path, batches: list[pa.Table], vector_index: Any) -> float:
     """Seconds for plain LanceDB to hold the same rows with the same indexes."""
@@ -416,13 +315,61 @@ async def raw_ingest(path: pathlib.Path, batches: list[pa.Table], vector_index: 
     return time.perf_counter() - t0
 
 
-async def bench_corpus(corpus: Corpus, path: pathlib.Path, n: int) -> tuple[dict[str, Any], list[str]]:
+# -- one corpus ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Loaded:
+    """A corpus upserted through the store (and, up to `RAW_INGEST_MAX` chunks, into raw LanceDB)."""
+
+    store: LanceDBStore
+    prepared: Prepared
+    chunks: int
+    upserts: int
+    embed_s: float
+    """Document vectors computed before the clock started (excluded from ingest)."""
+    ingest_s: float
+    """``upsert`` of every batch plus the final ``optimize()``."""
+    optimize_s: float
+    raw_s: float | None
+    """Raw LanceDB holding the same rows and indexes; ``None`` above `RAW_INGEST_MAX`."""
+    stats: dict[str, Any]
+
+    @property
+    def has_ann(self) -> bool:
+        return 'vector_idx' in self.stats
+
+    def json(self) -> dict[str, Any]:
+        raw_indexes = '/IVF-SQ' if self.has_ann else ''
+        return {
+            'seconds': round(self.ingest_s, 2),
+            'chunks_per_s': round(self.chunks / self.ingest_s, 1),
+            'raw_chunks_per_s': round(self.chunks / self.raw_s, 1) if self.raw_s else None,
+            'raw': (
+                f'create_table + add of the same Arrow rows, then the same BTree/LabelList/FTS{raw_indexes} '
+                'indexes and optimize()'
+                if self.raw_s
+                else f'not run above {RAW_INGEST_MAX:,} chunks'
+            ),
+        }
+
+    def notes(self, name: str) -> list[str]:
+        raw = f'; raw LanceDB {self.raw_s:.1f} s ({self.chunks / self.raw_s:,.0f} chunks/s)' if self.raw_s else ''
+        return [
+            f'{name}: {self.chunks:,} chunks; {self.upserts} upserts + optimize() = {self.ingest_s:.1f} s '
+            f'({self.chunks / self.ingest_s:,.0f} chunks/s; final optimize {self.optimize_s:.1f} s; document vectors '
+            f'computed beforehand in {self.embed_s:.1f} s, excluded){raw}',
+            f'indexes: { {k: (v["indexed_rows"], v["unindexed_rows"]) for k, v in self.stats.items()} }',
+        ]
+
+
+async def load(corpus: Corpus, path: pathlib.Path) -> Loaded:
+    """Upsert ``corpus`` batch by batch (vectors prepared off the clock), optimize, then the same raw."""
     prepared = Prepared(corpus.embedder)
     store = LanceDBStore(path / 'store', embedder=prepared)
     embed_s = ingest_s = 0.0
     upserts = 0
     arrow: list[pa.Table] = []
-    ids: list[str] = []
     for docs in corpus.batches():
         texts = [c.text for d in docs for c in d.chunks]
         embed_s += await prepared.prepare(texts)
@@ -430,7 +377,6 @@ async def bench_corpus(corpus: Corpus, path: pathlib.Path, n: int) -> tuple[dict
         await store.upsert(docs)
         ingest_s += time.perf_counter() - t0
         upserts += 1
-        ids.extend(d.chunks[0].id for d in docs[:: max(1, len(docs) // 50)])
         if corpus.chunks <= RAW_INGEST_MAX:
             records = [c for d in docs for c in d.chunks]
             vectors = np.stack([prepared.ready[c.text] for c in records])
@@ -438,130 +384,149 @@ async def bench_corpus(corpus: Corpus, path: pathlib.Path, n: int) -> tuple[dict
     t0 = time.perf_counter()
     await store.optimize()
     optimize_s = time.perf_counter() - t0
-    ingest_s += optimize_s
     stats = await store.index_stats()
-    has_ann = 'vector_idx' in stats
     raw_s = None
     if arrow:
         vector_index = None
-        if has_ann:
+        if 'vector_idx' in stats:
             from lancedb.index import IvfSq
 
             vector_index = IvfSq(distance_type='cosine', num_partitions=max(1, round(corpus.chunks**0.5)))
         raw_s = await raw_ingest(path / 'raw', arrow, vector_index)
         shutil.rmtree(path / 'raw', ignore_errors=True)
     del arrow
+    return Loaded(store, prepared, corpus.chunks, upserts, embed_s, ingest_s + optimize_s, optimize_s, raw_s, stats)
 
-    raw = RawQueries(store, prepared.inner, has_ann)
-    for q in corpus.queries:  # fill the embedding cache first: no row pays for the model alone
-        await prepared.inner.embed_query(q)
-    rag: ToolishRag[None] = ToolishRag(store, name='bench', max_top_k=100)
+
+async def warm_latency(
+    rag: ToolishRag[None], tool: str, args: Sequence[dict[str, Any]], raw: Callable[[dict[str, Any]], Any] | None
+) -> Alternated:
+    """`tool_latency` after one untimed call of each side (the first call pays one-off costs)."""
+    await rag.run_tool(tool, args[0])
+    if raw is not None:
+        await raw(args[0])
+    return await tool_latency(rag, tool, args, raw)
+
+
+async def time_tools(
+    rag: ToolishRag[None], raw: RawQueries, store: LanceDBStore, corpus: Corpus, n: int
+) -> list[dict[str, Any]]:
+    """Every tool against the raw query it wraps; the lookups on chunks the searches found."""
     args = [{'query': q, 'top_k': TOP_K} for q in corpus.queries]
-    rows: list[dict[str, Any]] = []
-    first_hits: list[str] = []
     vector_note = (
         f'embed_query + nearest_to(cosine) ANN IVF-SQ nprobes {store.nprobes} refine x{store.refine_factor}'
-        if has_ann
+        if raw.has_ann
         else 'embed_query + nearest_to(cosine), exact (below ann_threshold)'
     )
-    plan: list[tuple[str, Callable[[dict[str, Any]], Awaitable[Any]] | None, str]] = [
-        ('vector_search', lambda a: raw.vector(a['query']), vector_note),
-        ('text_search', lambda a: raw.text(a['query']), 'nearest_to_text(query string) BM25'),
-        ('hybrid_search', lambda a: raw.hybrid(a['query']), f'raw vector + raw text at depth {DEPTH}, no fusion'),
-    ]
-    unfiltered: dict[str, float] = {}
-    for tool, call, note in plan:
-        t, r, hits, _ = await tool_latency(rag, tool, args, call)
-        rows.append(tool_row(tool, t, r, note))
-        unfiltered[tool] = rows[-1]['p50_ms']
-        first_hits.extend(h[0].id for h in hits if h)
+    notes = {
+        'vector_search': vector_note,
+        'text_search': 'nearest_to_text(query string) BM25',
+        'hybrid_search': f'raw vector + raw text at depth {DEPTH}, no fusion',
+    }
+    rows: list[dict[str, Any]] = []
+    first_hits: list[str] = []
+    for tool in SEARCHES:
+        got = await warm_latency(rag, tool, args, raw.search(tool))
+        rows.append(tool_json(tool, got.tool_ms, got.raw_ms, notes[tool]))
+        first_hits.extend(h[0].id for h in got.tool_out if h)
     regex_args = [{'pattern': p, 'top_k': TOP_K} for p in corpus.patterns] * 4
-    t, r, _, _ = await tool_latency(rag, 'regex_search', regex_args, lambda a: raw.regex(a['pattern']))
-    rows.append(tool_row('regex_search', t, r, f'where regexp_like(urtext) limit {store.regex_scan_limit}'))
+    got = await warm_latency(rag, 'regex_search', regex_args, lambda a: raw.regex(a['pattern']))
+    rows.append(
+        tool_json('regex_search', got.tool_ms, got.raw_ms, f'where regexp_like(urtext) limit {store.regex_scan_limit}')
+    )
     targets = list(dict.fromkeys(first_hits))[:n]
-    t, _, _, _ = await tool_latency(rag, 'broaden_chunk', [{'chunk_id': c, 'chunks_to_add': 2} for c in targets], None)
-    rows.append(tool_row('broaden_chunk', t, [], None))
-    t, _, _, _ = await tool_latency(rag, 'zoom_out', [{'id': c} for c in targets], None)
-    rows.append(tool_row('zoom_out', t, [], None))
+    lookups = {
+        'broaden_chunk': [{'chunk_id': c, 'chunks_to_add': 2} for c in targets],
+        'zoom_out': [{'id': c} for c in targets],
+    }
+    for tool, lookup_args in lookups.items():
+        got = await warm_latency(rag, tool, lookup_args, None)
+        rows.append(tool_json(tool, got.tool_ms, [], 'no raw counterpart (a lookup)'))
+    return rows
 
+
+def exact_calls(tool: str, selectivity: float, got: Alternated) -> tuple[int, str | None]:
+    """Calls that returned exactly top_k hits (text: or every in-scope match), all in scope; a note on the rest."""
+    limit = round(selectivity * 100)
+    hits, raw_out = got.tool_out, got.raw_out
+    # Exactly top_k, or every in-scope match when fewer match the words (raw LanceDB's count).
+    expected = [min(TOP_K, o.num_rows) if tool == 'text_search' and o is not None else TOP_K for o in raw_out]
+    exact = sum(
+        len(h) == want and all(x.record.metadata['bucket'] < limit for x in h)
+        for h, want in zip(hits, expected, strict=True)
+    )
+    if tool != 'text_search' or all(len(h) >= TOP_K for h in hits):
+        return exact, None
+    # Fewer than top_k can only be right when fewer in-scope records match the words.
+    short = [(len(h), 0 if o is None else o.num_rows) for h, o in zip(hits, raw_out, strict=True)]
+    matched = sum(n == min(TOP_K, m) for n, m in short if n < TOP_K)
+    return exact, (
+        f'text_search at {selectivity:.0%}: {len(hits) - exact} calls returned fewer than top_k; '
+        f'{matched} of them returned every in-scope match raw LanceDB found'
+    )
+
+
+async def time_filtered(
+    rag: ToolishRag[None], raw: RawQueries, store: LanceDBStore, queries: list[str], unfiltered: dict[str, float]
+) -> tuple[list[dict[str, Any]], list[str]]:
+    """Searches scoped to 1%, 10% and 50% of the chunks against the raw queries with the same ``where``."""
+    args = [{'query': q, 'top_k': TOP_K} for q in queries]
     filtered: list[dict[str, Any]] = []
     short_notes: list[str] = []
     for selectivity in (0.01, 0.1, 0.5):
         scope = F.lt('bucket', round(selectivity * 100))
         where = filter_to_where(scope, store._columns)
         scoped = rag.with_metadata_filter(scope)
-        raws: dict[str, Callable[[dict[str, Any]], Awaitable[Any]]] = {
-            'vector_search': lambda a, w=where: raw.vector(a['query'], where=w),
-            'text_search': lambda a, w=where: raw.text(a['query'], where=w),
-            'hybrid_search': lambda a, w=where: raw.hybrid(a['query'], where=w),
-        }
-        for tool in ('vector_search', 'text_search', 'hybrid_search'):
-            t, r, hits, raw_out = await tool_latency(scoped, tool, args, raws[tool])
-            limit = round(selectivity * 100)
-            # Exactly top_k, or every in-scope match when fewer match the words (raw LanceDB's count).
-            expected = [min(TOP_K, o.num_rows) if tool == 'text_search' and o is not None else TOP_K for o in raw_out]
-            exact = sum(
-                len(h) == want and all(x.record.metadata['bucket'] < limit for x in h)  # type: ignore[operator]
-                for h, want in zip(hits, expected, strict=True)
-            )
-            if tool == 'text_search' and any(len(h) < TOP_K for h in hits):
-                # Fewer than top_k can only be right when fewer in-scope records match the words.
-                short = [(len(h), 0 if o is None else o.num_rows) for h, o in zip(hits, raw_out, strict=True)]
-                matched = sum(n == min(TOP_K, m) for n, m in short if n < TOP_K)
-                short_notes.append(
-                    f'text_search at {selectivity:.0%}: {len(hits) - exact} calls returned fewer than top_k; '
-                    f'{matched} of them returned every in-scope match raw LanceDB found'
-                )
+        for tool in SEARCHES:
+            got = await warm_latency(scoped, tool, args, raw.search(tool, where))
+            exact, note = exact_calls(tool, selectivity, got)
+            if note is not None:
+                short_notes.append(note)
             filtered.append(
-                {
-                    'tool': tool,
-                    'selectivity': selectivity,
-                    'n': len(t),
-                    'p50_ms': round(pct(t, 50), 3),
-                    'p99_ms': round(pct(t, 99), 3),
-                    'unfiltered_p50_ms': unfiltered[tool],
-                    'raw_p50_ms': round(pct(r, 50), 3),
-                    'exact_top_k': exact,
-                    'top_k': TOP_K,
-                }
+                filtered_json(
+                    tool,
+                    selectivity,
+                    got.tool_ms,
+                    got.raw_ms,
+                    unfiltered_p50_ms=unfiltered[tool],
+                    exact_top_k=exact,
+                    top_k=TOP_K,
+                )
             )
+    return filtered, short_notes
 
-    recall = None
-    if has_ann:
-        found = []
-        for q in corpus.queries[:100]:
-            ann = {x['id'] for x in (await raw.vector(q)).to_pylist()}
-            exact_ids = {x['id'] for x in (await raw.vector(q, exact=True)).to_pylist()}
-            found.append(len(ann & exact_ids) / max(1, len(exact_ids)))
-        recall = sum(found) / len(found)
+
+async def ann_recall(raw: RawQueries, queries: list[str]) -> float:
+    """Mean share of the exact top 10 that the ANN query returned."""
+    found = []
+    for q in queries:
+        ann = {x['id'] for x in (await raw.vector(q)).to_pylist()}
+        exact_ids = {x['id'] for x in (await raw.vector(q, exact=True)).to_pylist()}
+        found.append(len(ann & exact_ids) / max(1, len(exact_ids)))
+    return sum(found) / len(found)
+
+
+async def bench_corpus(corpus: Corpus, path: pathlib.Path, n: int) -> tuple[dict[str, Any], list[str]]:
+    loaded = await load(corpus, path)
+    store = loaded.store
+    raw = RawQueries(store, loaded.prepared.inner, loaded.has_ann)
+    for q in corpus.queries:  # fill the embedding cache first: no row pays for the model alone
+        await loaded.prepared.inner.embed_query(q)
+    rag: ToolishRag[None] = ToolishRag(store, name='bench', max_top_k=100)
+    rows = await time_tools(rag, raw, store, corpus, n)
+    unfiltered = {r['tool']: r['p50_ms'] for r in rows if r['tool'] in SEARCHES}
+    filtered, short_notes = await time_filtered(rag, raw, store, corpus.queries, unfiltered)
+    recall = await ann_recall(raw, corpus.queries[:100]) if loaded.has_ann else None
     await store.aclose()
     result = {
         'name': corpus.name,
         'chunks': corpus.chunks,
         'embedder': corpus.embedder_note,
-        'ingest': {
-            'seconds': round(ingest_s, 2),
-            'chunks_per_s': round(corpus.chunks / ingest_s, 1),
-            'raw_chunks_per_s': round(corpus.chunks / raw_s, 1) if raw_s else None,
-            'raw': (
-                'create_table + add of the same Arrow rows, then the same BTree/LabelList/FTS'
-                + ('/IVF-SQ' if has_ann else '')
-                + ' indexes and optimize()'
-                if raw_s
-                else f'not run above {RAW_INGEST_MAX:,} chunks'
-            ),
-        },
+        'ingest': loaded.json(),
         'tools': rows,
         'filtered': filtered,
     }
-    notes = [
-        f'{corpus.name}: {corpus.chunks:,} chunks; {upserts} upserts + optimize() = {ingest_s:.1f} s '
-        f'({corpus.chunks / ingest_s:,.0f} chunks/s; final optimize {optimize_s:.1f} s; document vectors computed '
-        f'beforehand in {embed_s:.1f} s, excluded)'
-        + (f'; raw LanceDB {raw_s:.1f} s ({corpus.chunks / raw_s:,.0f} chunks/s)' if raw_s else ''),
-        f'indexes: { {k: (v["indexed_rows"], v["unindexed_rows"]) for k, v in stats.items()} }',
-    ]
-    notes += short_notes
+    notes = [*loaded.notes(corpus.name), *short_notes]
     if recall is not None:
         notes.append(f'ANN recall@10 against exact search ({min(100, len(corpus.queries))} queries): {recall:.3f}')
     return result, notes
@@ -680,14 +645,7 @@ async def quality(path: pathlib.Path, embedder: Embedder) -> tuple[dict[str, Any
 
 
 def machine() -> str:
-    cpu = platform.processor() or 'unknown CPU'
-    try:
-        for line in pathlib.Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                cpu = line.split(':', 1)[1].strip()
-                break
-    except OSError:
-        pass
+    cpu = cpu_model(platform.processor() or 'unknown CPU')
     return f'{cpu}, {os.cpu_count()} logical CPUs; Python {platform.python_version()}, lancedb {lancedb.__version__}'
 
 
@@ -742,9 +700,7 @@ async def main() -> None:
     print('\n## Summary\n')
     print('\n'.join(out))
     if args.json_out is not None:
-        payload: dict[str, Any] = {'store': 'lancedb', 'threads': THREAD_NOTE, 'peak_rss_mib': round(peak, 1)}
-        payload['corpora'] = corpora
-        args.json_out.write_text(json.dumps(payload, indent=2) + '\n')
+        write_speed_result(args.json_out, speed_result('lancedb', THREAD_NOTE, corpora))
         if quality_result is not None:  # not part of the shared speed schema: a file of its own
             args.json_out.with_suffix('.quality.json').write_text(json.dumps(quality_result, indent=2) + '\n')
 

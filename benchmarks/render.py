@@ -233,62 +233,80 @@ def _speed(speed: dict[str, Any]) -> list[str]:
             f'{result.get("wall_seconds", 0):.0f} s. {result.get("threads", "")}',
             '',
         ]
-        rows = []
-        for corpus in result['corpora']:
-            for t in corpus['tools']:
-                rows.append(
-                    [
-                        f'{corpus["name"]} ({corpus["chunks"]:,})',
-                        t['tool'],
-                        ms(t['p50_ms']),
-                        ms(t['p99_ms']),
-                        ms(t.get('raw_p50_ms')),
-                        ms(t.get('raw_p99_ms')),
-                        ratio(t['p50_ms'], t.get('raw_p50_ms')),
-                        t.get('raw') or DASH,
-                    ]
-                )
-        out += table(
-            ['corpus (chunks)', 'tool', 'p50 ms', 'p99 ms', 'raw p50', 'raw p99', 'tool / raw', 'raw call'],
-            rows,
-            'llrrrrrl',
-        )
-        rows = []
-        for corpus in result['corpora']:
-            for f in corpus.get('filtered', []):
-                rows.append(
-                    [
-                        f'{corpus["name"]} ({corpus["chunks"]:,})',
-                        f['tool'],
-                        f'{f["selectivity"]:.0%}',
-                        ms(f['p50_ms']),
-                        ms(f['p99_ms']),
-                        ms(f.get('unfiltered_p50_ms')),
-                        ms(f.get('raw_p50_ms')),
-                        f'{f["exact_top_k"]}/{f["n"]}',
-                    ]
-                )
-        if rows:
-            out += ['Filtered (metadata filter keeping the given share of chunks; exactly top_k every call?):', '']
-            out += table(
-                ['corpus', 'tool', 'selectivity', 'p50 ms', 'p99 ms', 'unfiltered p50', 'raw p50', 'exactly top_k'],
-                rows,
-                'llrrrrrr',
-            )
-        rows = [
-            [
-                f'{c["name"]} ({c["chunks"]:,})',
-                c.get('embedder', DASH),
-                f'{c["ingest"]["chunks_per_s"]:,.0f}',
-                f'{c["ingest"]["raw_chunks_per_s"]:,.0f}' if c['ingest'].get('raw_chunks_per_s') else DASH,
-                c['ingest'].get('raw') or DASH,
-            ]
-            for c in result['corpora']
-            if c.get('ingest')
-        ]
-        if rows:
-            out += table(['corpus', 'embedder', 'upsert chunks/s', 'raw chunks/s', 'raw'], rows, 'llrrl')
+        out += _speed_tools(result['corpora'])
+        out += _speed_filtered(result['corpora'])
+        out += _speed_ingest(result['corpora'])
     return out
+
+
+def _corpus_label(corpus: dict[str, Any]) -> str:
+    return f'{corpus["name"]} ({corpus["chunks"]:,})'
+
+
+def _speed_tools(corpora: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for corpus in corpora:
+        for t in corpus['tools']:
+            rows.append(
+                [
+                    _corpus_label(corpus),
+                    t['tool'],
+                    ms(t['p50_ms']),
+                    ms(t['p99_ms']),
+                    ms(t.get('raw_p50_ms')),
+                    ms(t.get('raw_p99_ms')),
+                    ratio(t['p50_ms'], t.get('raw_p50_ms')),
+                    t.get('raw') or DASH,
+                ]
+            )
+    return table(
+        ['corpus (chunks)', 'tool', 'p50 ms', 'p99 ms', 'raw p50', 'raw p99', 'tool / raw', 'raw call'],
+        rows,
+        'llrrrrrl',
+    )
+
+
+def _speed_filtered(corpora: list[dict[str, Any]]) -> list[str]:
+    rows = []
+    for corpus in corpora:
+        for f in corpus.get('filtered', []):
+            rows.append(
+                [
+                    _corpus_label(corpus),
+                    f['tool'],
+                    f'{f["selectivity"]:.0%}',
+                    ms(f['p50_ms']),
+                    ms(f['p99_ms']),
+                    ms(f.get('unfiltered_p50_ms')),
+                    ms(f.get('raw_p50_ms')),
+                    f'{f["exact_top_k"]}/{f["n"]}',
+                ]
+            )
+    if not rows:
+        return []
+    out = ['Filtered (metadata filter keeping the given share of chunks; exactly top_k every call?):', '']
+    return out + table(
+        ['corpus', 'tool', 'selectivity', 'p50 ms', 'p99 ms', 'unfiltered p50', 'raw p50', 'exactly top_k'],
+        rows,
+        'llrrrrrr',
+    )
+
+
+def _speed_ingest(corpora: list[dict[str, Any]]) -> list[str]:
+    rows = [
+        [
+            _corpus_label(c),
+            c.get('embedder', DASH),
+            f'{c["ingest"]["chunks_per_s"]:,.0f}',
+            f'{c["ingest"]["raw_chunks_per_s"]:,.0f}' if c['ingest'].get('raw_chunks_per_s') else DASH,
+            c['ingest'].get('raw') or DASH,
+        ]
+        for c in corpora
+        if c.get('ingest')
+    ]
+    if not rows:
+        return []
+    return table(['corpus', 'embedder', 'upsert chunks/s', 'raw chunks/s', 'raw'], rows, 'llrrl')
 
 
 def _ingest(ingest: dict[str, Any] | None) -> list[str]:

@@ -46,12 +46,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 
-from common import set_thread_counts  # noqa: E402
+from pin_threads import set_thread_counts  # noqa: E402
 
 THREADS = set_thread_counts(2)
 
 import numpy as np  # noqa: E402
-from common import CachedEmbeddingModel, data_dir  # noqa: E402
+from common import CachedEmbeddingModel, cpu_model, data_dir, memory_gib  # noqa: E402
 from pydantic_ai.embeddings import Embedder  # noqa: E402
 from render import render  # noqa: E402
 from synthetic_beir import write_synthetic_beir  # noqa: E402
@@ -80,20 +80,9 @@ def machine() -> dict[str, Any]:
     """What the figures were measured on."""
     from importlib.metadata import PackageNotFoundError, version
 
-    cpu = platform.processor() or platform.machine()
-    try:
-        for line in Path('/proc/cpuinfo').read_text().splitlines():
-            if line.startswith('model name'):
-                cpu = line.split(':', 1)[1].strip()
-                break
-        mem_kib = next(
-            int(line.split()[1])
-            for line in Path('/proc/meminfo').read_text().splitlines()
-            if line.startswith('MemTotal')
-        )
-        memory = f'{mem_kib / 2**20:.0f} GiB'
-    except (OSError, StopIteration):
-        memory = 'unknown'
+    cpu = cpu_model(platform.processor() or platform.machine())
+    gib = memory_gib()
+    memory = 'unknown' if gib is None else f'{gib:.0f} GiB'
     packages = {}
     for name in (
         'toolish-rag',

@@ -31,19 +31,31 @@ import json
 import random
 import sys
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from itertools import accumulate
+from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import peak_rss_mib, set_thread_counts
+from pin_threads import set_thread_counts
 
 THREAD_NOTE = set_thread_counts(2, torch=False)
 
 import re2  # noqa: E402
 import tantivy  # noqa: E402
+from common import (  # noqa: E402
+    Alternated,
+    PseudoWords,
+    alternate,
+    data_dir,
+    filtered_json,
+    peak_rss_mib,
+    speed_result,
+    synthetic_name,
+    tool_json,
+    write_speed_result,
+)
 from tantivy import Occur, Query  # noqa: E402
 
 from toolish_rag.builder import DocumentBuilder  # noqa: E402
@@ -53,7 +65,7 @@ from toolish_rag.toolset import ToolishRag  # noqa: E402
 from toolish_rag_tantivy import TantivyStore  # noqa: E402
 from toolish_rag_tantivy.analyzers import build_analyzer, tokenizer_name  # noqa: E402
 
-SCIFACT = Path(__file__).resolve().parents[2] / 'shared' / 'data' / 'scifact'
+SCIFACT = data_dir() / 'scifact'
 TOP_K = 10
 BATCH_DOCS = 2000
 REGEX = 'ERR-12[0-9]{2}'
@@ -61,8 +73,16 @@ ZOOM_LIMIT = 200
 
 
 def percentile(samples: Sequence[float], q: float) -> float:
+    """Nearest-rank percentile, ``q`` in 0-100.
+
+    This script's statistic from the start (the memory and LanceDB scripts interpolate, `pct`
+    in benchmarks/common.py); kept so that its figures stay comparable with earlier runs.
+    """
     ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+    return ordered[min(len(ordered) - 1, round(q / 100 * (len(ordered) - 1)))]
+
+
+# -- corpora -------------------------------------------------------------------------------
 
 
 def scifact_docs() -> tuple[list[Document], list[str]]:
@@ -79,62 +99,28 @@ def scifact_docs() -> tuple[list[Document], list[str]]:
 def synthetic_docs(n_chunks: int, seed: int = 1) -> tuple[list[Document], list[str]]:
     """Zipf-distributed pseudo-words, one ``ERR-nnnn`` code per chunk, 10 chunks per document."""
     rng = random.Random(seed)
-    vocab = [
-        f'{rng.choice("bcdfghklmnprstvz")}{rng.choice("aeiou")}{rng.choice("bcdfghklmnprstvz")}{i}'
-        for i in range(20_000)
-    ]
-    cum = list(accumulate(1 / (r + 1) for r in range(len(vocab))))
+    words = PseudoWords.draw(rng)
     docs = []
     per_doc = 10
     for d in range(max(1, n_chunks // per_doc)):
         b = DocumentBuilder(f'synthetic:{d}', f'doc {d}', metadata={'bucket': d % 100, 'tenant': f't{d % 7}'})
         section = b.section('Body')
         for _ in range(per_doc):
-            words = rng.choices(vocab, cum_weights=cum, k=60)
-            words[rng.randrange(60)] = f'ERR-{rng.randrange(10_000):04d}'
-            b.add_chunk(section, ' '.join(words))
+            b.add_chunk(section, words.chunk(rng))
         docs.append(b.build())
-    queries = [' '.join(rng.choices(vocab[50:5000], k=4)) for _ in range(200)]
+    queries = [words.query(rng) for _ in range(200)]
     return docs, queries
 
 
-async def alternate(
-    tool: Callable[[Any], Awaitable[Any]], raw: Callable[[Any], Any] | None, args: Sequence[Any]
-) -> tuple[list[float], list[float], list[Any], list[Any]]:
-    """Time ``tool`` and ``raw`` on each argument, alternating which goes first."""
-    tool_ms: list[float] = []
-    raw_ms: list[float] = []
-    tool_out: list[Any] = []
-    raw_out: list[Any] = []
-
-    def run_raw(a: Any) -> None:
-        assert raw is not None
-        start = time.perf_counter()
-        raw_out.append(raw(a))
-        raw_ms.append((time.perf_counter() - start) * 1000)
-
-    for i, a in enumerate(args):
-        if raw is not None and i % 2 == 0:
-            run_raw(a)
-        start = time.perf_counter()
-        tool_out.append(await tool(a))
-        tool_ms.append((time.perf_counter() - start) * 1000)
-        if raw is not None and i % 2 == 1:
-            run_raw(a)
-    return tool_ms, raw_ms, tool_out, raw_out
+# -- ingest --------------------------------------------------------------------------------
 
 
-def tool_entry(tool: str, label: str, t_ms: list[float], r_ms: list[float], raw: str) -> dict[str, Any]:
-    return {
-        'tool': tool,
-        'label': label,
-        'n': len(t_ms),
-        'p50_ms': round(percentile(t_ms, 0.5), 4),
-        'p99_ms': round(percentile(t_ms, 0.99), 4),
-        'raw_p50_ms': round(percentile(r_ms, 0.5), 4) if r_ms else None,
-        'raw_p99_ms': round(percentile(r_ms, 0.99), 4) if r_ms else None,
-        'raw': raw,
-    }
+async def store_ingest(store: TantivyStore, docs: list[Document]) -> float:
+    """Seconds for ``store.upsert`` of ``docs`` in batches of `BATCH_DOCS` (one commit each)."""
+    start = time.perf_counter()
+    for i in range(0, len(docs), BATCH_DOCS):
+        await store.upsert(docs[i : i + BATCH_DOCS])
+    return time.perf_counter() - start
 
 
 def raw_ingest(docs: list[Document], analyzer: str) -> float:
@@ -164,203 +150,194 @@ def raw_ingest(docs: list[Document], analyzer: str) -> float:
     return time.perf_counter() - start
 
 
-async def bench(key: str, docs: list[Document], queries: list[str], repeats: int) -> tuple[list[str], dict[str, Any]]:
-    store = TantivyStore(writer_threads=2, writer_heap_bytes=512_000_000, regex_scan_limit=None)
-    start = time.perf_counter()
-    for i in range(0, len(docs), BATCH_DOCS):
-        await store.upsert(docs[i : i + BATCH_DOCS])
-    build = time.perf_counter() - start
-    index = store.index
-    n_chunks = sum(len(d.chunks) for d in docs)
-    print(f'{key}: indexed {n_chunks} chunks in {build:.1f} s through the store', flush=True)
-    raw_build = raw_ingest(docs, store.analyzer_name)
-    gc.collect()
-    print(f'{key}: raw tantivy indexed the same chunks in {raw_build:.1f} s', flush=True)
-    rag: ToolishRag[None] = ToolishRag(store, name='bench', max_top_k=50)
-    qs = (queries * (1 + repeats // max(1, len(queries))))[:repeats]
-    await rag.run_tool('text_search', {'query': qs[0], 'top_k': TOP_K})  # warm up
-    tools: list[dict[str, Any]] = []
+# -- raw tantivy ---------------------------------------------------------------------------
 
-    async def tool_call(rag: ToolishRag[None], name: str, args: dict[str, Any]) -> list[Any]:
-        return list((await rag.run_tool(name, args)).metadata['hits'])
 
-    def raw_text(q: str) -> list[Any]:
-        searcher = index.searcher()
-        query, _ = index.parse_query_lenient(q, ['text'])
+class RawTantivy:
+    """The tantivy calls each tool's work comes down to, on the very index the store holds."""
+
+    def __init__(self, index: tantivy.Index) -> None:
+        self.index = index
+        self.pattern = re2.compile(REGEX)
+
+    def text(self, q: str) -> list[Any]:
+        """``parse_query_lenient`` + ``search`` + fetching the stored documents."""
+        searcher = self.index.searcher()
+        query, _ = self.index.parse_query_lenient(q, ['text'])
         return [searcher.doc(a).to_dict() for _, a in searcher.search(query, TOP_K).hits]
 
-    t_ms, r_ms, _, _ = await alternate(
-        lambda q: tool_call(rag, 'text_search', {'query': q, 'top_k': TOP_K}), raw_text, qs
-    )
-    tools.append(
-        tool_entry('text_search', 'text_search', t_ms, r_ms, 'parse_query_lenient + search + fetch stored docs')
-    )
-    text_p50 = percentile(t_ms, 0.5)
-
-    # Regex over every chunk's source text: the tool vs a raw scan with RE2.
-    pattern = re2.compile(REGEX)
-    regex_runs = max(3, min(20, 2_000_000 // n_chunks))
-
-    def raw_regex(query: Query) -> int:
+    def regex(self, query: Query) -> int:
         """Counts every match in each candidate's source text; returns how many records matched."""
-        searcher = index.searcher()
+        searcher = self.index.searcher()
         found = 0
         for _, a in searcher.search(query, max(1, searcher.num_docs)).hits:
             urtext = searcher.doc(a).get_first('urtext')  # None for document-head records
             if urtext is not None:
-                found += sum(1 for _ in pattern.finditer(bytes(urtext).decode('utf-8'))) > 0
+                found += sum(1 for _ in self.pattern.finditer(bytes(urtext).decode('utf-8'))) > 0
         return found
 
-    t_ms, r_ms, _, _ = await alternate(
-        lambda _: tool_call(rag, 'regex_search', {'pattern': REGEX, 'top_k': TOP_K}),
-        lambda _: raw_regex(Query.all_query()),
-        [None] * regex_runs,
-    )
-    tools.append(
-        tool_entry(
-            'regex_search', 'regex_search (full scan)', t_ms, r_ms, 'fetch every stored doc + RE2 finditer on urtext'
-        )
-    )
-    regex_p50 = percentile(t_ms, 0.5)
-
-    rng = random.Random(3)
-    targets: list[Chunk] = [rng.choice(rng.choice(docs).chunks) for _ in range(repeats)]
-
-    def lookup(searcher: tantivy.Searcher, chunk_id: str) -> Any:
-        hits = searcher.search(Query.term_query(index.schema, 'id', chunk_id), 1).hits
+    def _lookup(self, searcher: tantivy.Searcher, chunk_id: str) -> Any:
+        hits = searcher.search(Query.term_query(self.index.schema, 'id', chunk_id), 1).hits
         return searcher.doc(hits[0][1]).to_dict()
 
-    def raw_broaden(c: Chunk) -> list[Any]:
-        searcher = index.searcher()
-        lookup(searcher, c.id)
+    def broaden(self, c: Chunk) -> list[Any]:
+        """The chunk looked up, then its document's chunks two either side of it, in order."""
+        searcher = self.index.searcher()
+        self._lookup(searcher, c.id)
+        schema = self.index.schema
+        seq = Query.range_query(
+            schema, 'seq', tantivy.FieldType.Integer, max(0, c.sequence_number - 2), c.sequence_number + 2
+        )
         q = Query.boolean_query(
-            [
-                (Occur.Must, Query.term_query(index.schema, 'document_id', c.document_id)),
-                (
-                    Occur.Must,
-                    Query.range_query(
-                        index.schema,
-                        'seq',
-                        tantivy.FieldType.Integer,
-                        max(0, c.sequence_number - 2),
-                        c.sequence_number + 2,
-                    ),
-                ),
-            ]
+            [(Occur.Must, Query.term_query(schema, 'document_id', c.document_id)), (Occur.Must, seq)]
         )
         hits = searcher.search(q, 6, order_by_field='seq', order=tantivy.Order.Asc).hits
         return [searcher.doc(a).to_dict() for _, a in hits]
 
-    t_ms, r_ms, _, _ = await alternate(
-        lambda c: rag.run_tool('broaden_chunk', {'chunk_id': c.id, 'chunks_to_add': 2}), raw_broaden, targets
-    )
-    tools.append(
-        tool_entry(
-            'broaden_chunk',
-            'broaden_chunk (2 either side)',
-            t_ms,
-            r_ms,
-            'id term query + fetch, then document_id term + seq range query ordered by seq + fetch',
-        )
-    )
-
-    def raw_zoom(c: Chunk) -> list[Any]:
-        searcher = index.searcher()
-        lookup(searcher, c.id)
-        parts = [(Occur.Must, Query.term_query(index.schema, 'document_id', c.document_id))]
+    def zoom(self, c: Chunk) -> list[Any]:
+        """The chunk looked up, then every chunk of its section (its document without one), in order."""
+        searcher = self.index.searcher()
+        self._lookup(searcher, c.id)
+        parts = [(Occur.Must, Query.term_query(self.index.schema, 'document_id', c.document_id))]
         if c.section_id is not None:
-            parts.append((Occur.Must, Query.term_query(index.schema, 'section_ids', c.section_id)))
+            parts.append((Occur.Must, Query.term_query(self.index.schema, 'section_ids', c.section_id)))
         hits = searcher.search(Query.boolean_query(parts), ZOOM_LIMIT, order_by_field='seq', order=tantivy.Order.Asc)
         return [searcher.doc(a).to_dict() for _, a in hits.hits]
 
-    t_ms, r_ms, _, _ = await alternate(lambda c: rag.run_tool('zoom_out', {'id': c.id}), raw_zoom, targets)
-    tools.append(
-        tool_entry(
-            'zoom_out',
-            'zoom_out (enclosing section)',
-            t_ms,
-            r_ms,
-            'id term query + fetch, then document_id (+ section) term query ordered by seq + fetch',
-        )
+    def bucket_below(self, percent: int) -> Query:
+        """The metadata filter ``bucket < percent`` as a const-score range query on the same fast field."""
+        return Query.const_score_query(self.index.parse_query(f'm_ord.bucket:<{percent}'), 0.0)
+
+    def filtered_text(self, q: str, bucket_query: Query) -> int:
+        """`text` ANDed with ``bucket_query``; how many hits it returned."""
+        searcher = self.index.searcher()
+        query, _ = self.index.parse_query_lenient(q, ['text'])
+        scoped_q = Query.boolean_query([(Occur.Must, query), (Occur.Must, bucket_query)])
+        return len([searcher.doc(a).to_dict() for _, a in searcher.search(scoped_q, TOP_K).hits])
+
+
+# -- timing --------------------------------------------------------------------------------
+
+
+async def hits_of(rag: ToolishRag[None], name: str, args: dict[str, Any]) -> list[Any]:
+    """A tool call and the hits it returned (taken inside the timing, as the tool's own work)."""
+    return list((await rag.run_tool(name, args)).metadata['hits'])
+
+
+@dataclass(frozen=True)
+class Timed:
+    """A tool's JSON entry and the label of its row in the printed table."""
+
+    label: str
+    entry: dict[str, Any]
+
+    @classmethod
+    def of(cls, label: str, tool: str, got: Alternated, raw: str) -> Timed:
+        return cls(label, tool_json(tool, got.tool_ms, got.raw_ms, raw, percentile=percentile))
+
+
+async def time_tools(rag: ToolishRag[None], raw: RawTantivy, docs: list[Document], qs: list[str]) -> list[Timed]:
+    """text_search, regex_search (a full scan), broaden_chunk and zoom_out against their raw calls."""
+    n_chunks = sum(len(d.chunks) for d in docs)
+    text = await alternate(lambda q: hits_of(rag, 'text_search', {'query': q, 'top_k': TOP_K}), raw.text, qs)
+    regex = await alternate(
+        lambda _: hits_of(rag, 'regex_search', {'pattern': REGEX, 'top_k': TOP_K}),
+        lambda _: raw.regex(Query.all_query()),
+        [None] * regex_runs(n_chunks),
     )
+    rng = random.Random(3)
+    targets: list[Chunk] = [rng.choice(rng.choice(docs).chunks) for _ in qs]  # as many lookups as queries
+    broaden = await alternate(
+        lambda c: rag.run_tool('broaden_chunk', {'chunk_id': c.id, 'chunks_to_add': 2}), raw.broaden, targets
+    )
+    zoom = await alternate(lambda c: rag.run_tool('zoom_out', {'id': c.id}), raw.zoom, targets)
+    return [
+        Timed.of('text_search', 'text_search', text, 'parse_query_lenient + search + fetch stored docs'),
+        Timed.of('regex_search (full scan)', 'regex_search', regex, 'fetch every stored doc + RE2 finditer on urtext'),
+        Timed.of(
+            'broaden_chunk (2 either side)',
+            'broaden_chunk',
+            broaden,
+            'id term query + fetch, then document_id term + seq range query ordered by seq + fetch',
+        ),
+        Timed.of(
+            'zoom_out (enclosing section)',
+            'zoom_out',
+            zoom,
+            'id term query + fetch, then document_id (+ section) term query ordered by seq + fetch',
+        ),
+    ]
 
+
+def regex_runs(n_chunks: int) -> int:
+    """Full scans per regex row: 20 on small corpora, down to 3 at a million chunks."""
+    return max(3, min(20, 2_000_000 // n_chunks))
+
+
+async def time_filtered(
+    rag: ToolishRag[None], raw: RawTantivy, qs: list[str], n_chunks: int, unfiltered: dict[str, float]
+) -> list[dict[str, Any]]:
+    """text_search at 1%, 10% and 50% of the chunks, regex_search at 1%, against raw queries ANDed alike.
+
+    "exact" counts the calls that returned as many hits as the raw filtered query found
+    (``min(top_k, in-scope matches)``), all in scope.
+    """
     filtered: list[dict[str, Any]] = []
-    for pct in (1, 10, 50):
-        scoped = rag.with_metadata_filter(F.lt('bucket', pct))
-        bucket_query = Query.const_score_query(index.parse_query(f'm_ord.bucket:<{pct}'), 0.0)
-
-        def raw_filtered(q: str, bucket_query: Query = bucket_query) -> int:
-            searcher = index.searcher()
-            query, _ = index.parse_query_lenient(q, ['text'])
-            scoped_q = Query.boolean_query([(Occur.Must, query), (Occur.Must, bucket_query)])
-            return len([searcher.doc(a).to_dict() for _, a in searcher.search(scoped_q, TOP_K).hits])
-
-        async def filtered_call(q: str, scoped: ToolishRag[None] = scoped) -> list[Any]:
-            return await tool_call(scoped, 'text_search', {'query': q, 'top_k': TOP_K})
-
-        t_ms, r_ms, hits, counts = await alternate(filtered_call, raw_filtered, qs)
+    for percent in (1, 10, 50):
+        scoped = rag.with_metadata_filter(F.lt('bucket', percent))
+        bucket_query = raw.bucket_below(percent)
+        got = await alternate(
+            lambda q, scoped=scoped: hits_of(scoped, 'text_search', {'query': q, 'top_k': TOP_K}),
+            lambda q, bucket_query=bucket_query: raw.filtered_text(q, bucket_query),
+            qs,
+        )
         exact = sum(
             1
-            for hs, n in zip(hits, counts, strict=True)
-            if len(hs) == n and all(h.record.metadata['bucket'] < pct for h in hs)
+            for hs, n in zip(got.tool_out, got.raw_out, strict=True)
+            if len(hs) == n and all(h.record.metadata['bucket'] < percent for h in hs)
         )
-        filtered.append(
-            {
-                'tool': 'text_search',
-                'selectivity': pct / 100,
-                'n': len(t_ms),
-                'p50_ms': round(percentile(t_ms, 0.5), 4),
-                'p99_ms': round(percentile(t_ms, 0.99), 4),
-                'unfiltered_p50_ms': round(text_p50, 4),
-                'raw_p50_ms': round(percentile(r_ms, 0.5), 4),
-                'exact_top_k': exact,
-                'top_k': TOP_K,
-            }
-        )
-
+        filtered.append(filtered_entry('text_search', percent, got.tool_ms, got.raw_ms, unfiltered, exact))
     scoped = rag.with_metadata_filter(F.lt('bucket', 1))
-    bucket_1 = Query.const_score_query(index.parse_query('m_ord.bucket:<1'), 0.0)
-    t_ms, r_ms, hits, counts = await alternate(
-        lambda _: tool_call(scoped, 'regex_search', {'pattern': REGEX, 'top_k': TOP_K}),
-        lambda _: raw_regex(bucket_1),
-        [None] * regex_runs,
+    bucket_1 = raw.bucket_below(1)
+    got = await alternate(
+        lambda _: hits_of(scoped, 'regex_search', {'pattern': REGEX, 'top_k': TOP_K}),
+        lambda _: raw.regex(bucket_1),
+        [None] * regex_runs(n_chunks),
     )
     exact = sum(
         1
-        for hs, n in zip(hits, counts, strict=True)
+        for hs, n in zip(got.tool_out, got.raw_out, strict=True)
         if len(hs) == min(TOP_K, n) and all(h.record.metadata['bucket'] < 1 for h in hs)
     )
-    filtered.append(
-        {
-            'tool': 'regex_search',
-            'selectivity': 0.01,
-            'n': len(t_ms),
-            'p50_ms': round(percentile(t_ms, 0.5), 4),
-            'p99_ms': round(percentile(t_ms, 0.99), 4),
-            'unfiltered_p50_ms': round(regex_p50, 4),
-            'raw_p50_ms': round(percentile(r_ms, 0.5), 4),
-            'exact_top_k': exact,
-            'top_k': TOP_K,
-        }
-    )
-    store.close()
+    filtered.append(filtered_entry('regex_search', 1, got.tool_ms, got.raw_ms, unfiltered, exact))
+    return filtered
 
-    entry: dict[str, Any] = {
-        'name': key,
-        'chunks': n_chunks,
-        'embedder': 'none (tantivy has no vector search)',
-        'ingest': {
-            'seconds': round(build, 3),
-            'chunks_per_s': round(n_chunks / build, 1),
-            'raw_chunks_per_s': round(n_chunks / raw_build, 1),
-            'raw': f'raw tantivy IndexWriter (2 threads, same analyzer), minimal schema, commit per {BATCH_DOCS} docs',
-        },
-        'tools': tools,
-        'filtered': filtered,
-    }
+
+def filtered_entry(
+    tool: str, percent: int, tool_ms: list[float], raw_ms: list[float], unfiltered: dict[str, float], exact: int
+) -> dict[str, Any]:
+    return filtered_json(
+        tool,
+        percent / 100,
+        tool_ms,
+        raw_ms,
+        unfiltered_p50_ms=unfiltered[tool],
+        exact_top_k=exact,
+        top_k=TOP_K,
+        percentile=percentile,
+    )
+
+
+# -- one corpus ----------------------------------------------------------------------------
+
+
+def table_rows(
+    key: str, n_chunks: int, tools: list[Timed], filtered: list[dict[str, Any]], build: float, raw_build: float
+) -> list[str]:
+    """This corpus's rows of the printed table: tools, filtered searches, ingest."""
     lines = [
-        f'| {key} | {n_chunks:,} | {t["label"]} | {t["p50_ms"]:.2f} | {t["p99_ms"]:.2f} | {t["raw_p50_ms"]:.2f} '
-        f'| {t["p50_ms"] / t["raw_p50_ms"]:.2f}x |'
+        f'| {key} | {n_chunks:,} | {t.label} | {t.entry["p50_ms"]:.2f} | {t.entry["p99_ms"]:.2f} '
+        f'| {t.entry["raw_p50_ms"]:.2f} | {t.entry["p50_ms"] / t.entry["raw_p50_ms"]:.2f}x |'
         for t in tools
     ]
     for f in filtered:
@@ -373,28 +350,44 @@ async def bench(key: str, docs: list[Document], queries: list[str], repeats: int
         f'| {key} | {n_chunks:,} | ingest (chunks/s) | {n_chunks / build:,.0f} | - | {n_chunks / raw_build:,.0f} '
         f'| {build / raw_build:.2f}x (time) |'
     )
-    # JSON has no 'label'
-    for t in tools:
-        t.pop('label')
-    return lines, entry
+    return lines
+
+
+async def bench(key: str, docs: list[Document], queries: list[str], repeats: int) -> tuple[list[str], dict[str, Any]]:
+    store = TantivyStore(writer_threads=2, writer_heap_bytes=512_000_000, regex_scan_limit=None)
+    build = await store_ingest(store, docs)
+    raw = RawTantivy(store.index)
+    n_chunks = sum(len(d.chunks) for d in docs)
+    print(f'{key}: indexed {n_chunks} chunks in {build:.1f} s through the store', flush=True)
+    raw_build = raw_ingest(docs, store.analyzer_name)
+    gc.collect()
+    print(f'{key}: raw tantivy indexed the same chunks in {raw_build:.1f} s', flush=True)
+    rag: ToolishRag[None] = ToolishRag(store, name='bench', max_top_k=50)
+    qs = (queries * (1 + repeats // max(1, len(queries))))[:repeats]
+    await rag.run_tool('text_search', {'query': qs[0], 'top_k': TOP_K})  # warm up
+    tools = await time_tools(rag, raw, docs, qs)
+    unfiltered = {t.entry['tool']: t.entry['p50_ms'] for t in tools}
+    filtered = await time_filtered(rag, raw, qs, n_chunks, unfiltered)
+    store.close()
+    entry: dict[str, Any] = {
+        'name': key,
+        'chunks': n_chunks,
+        'embedder': 'none (tantivy has no vector search)',
+        'ingest': {
+            'seconds': round(build, 3),
+            'chunks_per_s': round(n_chunks / build, 1),
+            'raw_chunks_per_s': round(n_chunks / raw_build, 1),
+            'raw': f'raw tantivy IndexWriter (2 threads, same analyzer), minimal schema, commit per {BATCH_DOCS} docs',
+        },
+        'tools': [t.entry for t in tools],
+        'filtered': filtered,
+    }
+    return table_rows(key, n_chunks, tools, filtered, build, raw_build), entry
 
 
 def write_json(path: Path | None, corpora: list[dict[str, Any]]) -> None:
     """The speed-result JSON so far (rewritten after every corpus, so a long run leaves partial results)."""
-    if path is not None:
-        result = {
-            'store': 'tantivy',
-            'threads': THREAD_NOTE,
-            'peak_rss_mib': round(peak_rss_mib(), 1),
-            'corpora': corpora,
-        }
-        path.write_text(json.dumps(result, indent=2) + '\n', encoding='utf-8')
-
-
-def synthetic_name(size: int) -> str:
-    if size >= 1_000_000 and size % 1_000_000 == 0:
-        return f'synthetic-{size // 1_000_000}m'
-    return f'synthetic-{size // 1000}k' if size >= 1000 else f'synthetic-{size}'
+    write_speed_result(path, speed_result('tantivy', THREAD_NOTE, corpora))
 
 
 async def main() -> None:

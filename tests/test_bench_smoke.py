@@ -1,13 +1,18 @@
-"""The core benchmark still runs: `benchmarks/core_bench.py --quick` end to end (no timing asserts)."""
+"""The core benchmark still runs (`benchmarks/core_bench.py --quick` end to end, no timing asserts),
+and every speed script runs with the thread pools its thread note claims."""
 
 from __future__ import annotations
 
+import os
 import re
 import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 
 def test_core_bench_quick_runs() -> None:
@@ -36,3 +41,30 @@ def test_core_bench_quick_runs() -> None:
     # --quick never rewrites the docs page.
     after = page.read_text(encoding='utf-8') if page.exists() else None
     assert after == before
+
+
+@pytest.mark.parametrize('script', ['core_bench', 'lancedb_bench', 'tantivy_bench'])
+def test_speed_scripts_really_pin_blas_to_one_thread(script: str) -> None:
+    """The thread note says one BLAS thread: numpy's pool must have it (the pins must precede numpy)."""
+    pytest.importorskip('threadpoolctl')
+    code = (
+        f'import sys; sys.path.insert(0, {str(ROOT / "benchmarks")!r}); import {script}; '
+        'from threadpoolctl import threadpool_info; '
+        "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))"
+    )
+    env = {k: v for k, v in os.environ.items() if not k.endswith('_NUM_THREADS')}
+    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.split('\n')[-2] == '[1]', done.stdout
+
+
+def test_thread_pins_after_numpy_loaded_are_refused(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Pinning after numpy loaded its BLAS would print a thread note that is not true."""
+    import numpy  # noqa: F401  (loaded, as in any test process)
+
+    from benchmarks.pin_threads import set_thread_counts
+
+    for var in ('OPENBLAS_NUM_THREADS', 'MKL_NUM_THREADS', 'NUMEXPR_NUM_THREADS'):
+        monkeypatch.delenv(var, raising=False)
+    with pytest.raises(RuntimeError, match='before numpy'):
+        set_thread_counts(2, torch=False)
