@@ -88,7 +88,8 @@ from toolish_rag.filters import PropertyFilter as F  # noqa: E402
 from toolish_rag.fusion import FusionConfig, fuse  # noqa: E402
 from toolish_rag.search import SearchHit  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402
-from toolish_rag_lancedb import LanceDBStore, filter_to_where  # noqa: E402
+from toolish_rag_lancedb import LanceDBStore  # noqa: E402
+from toolish_rag_lancedb.schema import record_table  # noqa: E402
 
 SCIFACT = data_dir() / 'scifact'
 DIMS = 384
@@ -253,8 +254,8 @@ def synthetic_corpus(size: int, n: int) -> Corpus:
 class RawQueries:
     """The LanceDB queries the store's tools wrap, on the store's own table."""
 
-    def __init__(self, store: LanceDBStore, embedder: Embedder, has_ann: bool) -> None:
-        self.table = store._records
+    def __init__(self, store: LanceDBStore, table: Any, embedder: Embedder, has_ann: bool) -> None:
+        self.table = table
         self.store = store
         self.embedder = embedder
         self.has_ann = has_ann
@@ -380,7 +381,7 @@ async def load(corpus: Corpus, path: pathlib.Path) -> Loaded:
         if corpus.chunks <= RAW_INGEST_MAX:
             records = [c for d in docs for c in d.chunks]
             vectors = np.stack([prepared.ready[c.text] for c in records])
-            arrow.append(store._rows(records, vectors, await store._records.schema()))
+            arrow.append(record_table(records, vectors, await (await store.records_table()).schema()))
     t0 = time.perf_counter()
     await store.optimize()
     optimize_s = time.perf_counter() - t0
@@ -475,7 +476,7 @@ async def time_filtered(
     short_notes: list[str] = []
     for selectivity in (0.01, 0.1, 0.5):
         scope = F.lt('bucket', round(selectivity * 100))
-        where = filter_to_where(scope, store._columns)
+        where = store.filter_sql(scope)
         scoped = rag.with_metadata_filter(scope)
         for tool in SEARCHES:
             got = await warm_latency(scoped, tool, args, raw.search(tool, where))
@@ -509,7 +510,7 @@ async def ann_recall(raw: RawQueries, queries: list[str]) -> float:
 async def bench_corpus(corpus: Corpus, path: pathlib.Path, n: int) -> tuple[dict[str, Any], list[str]]:
     loaded = await load(corpus, path)
     store = loaded.store
-    raw = RawQueries(store, loaded.prepared.inner, loaded.has_ann)
+    raw = RawQueries(store, await store.records_table(), loaded.prepared.inner, loaded.has_ann)
     for q in corpus.queries:  # fill the embedding cache first: no row pays for the model alone
         await loaded.prepared.inner.embed_query(q)
     rag: ToolishRag[None] = ToolishRag(store, name='bench', max_top_k=100)
@@ -583,7 +584,7 @@ async def quality(path: pathlib.Path, embedder: Embedder) -> tuple[dict[str, Any
     await store.optimize()
     rag: ToolishRag[None] = ToolishRag(store, name='q', max_top_k=DEPTH)
     tool_scores = await evaluate_dataset(rag, dataset, ['text', 'vector', 'hybrid'], top_k=DEPTH)
-    table = store._records
+    table = await store.records_table()
     chunks = {c.id: c for d in docs for c in d.chunks}
     corpus_of = {i: str(c.metadata['corpus_id']) for i, c in chunks.items()}
     runs: dict[str, dict[str, dict[str, float]]] = {'text': {}, 'vector': {}, 'hybrid': {}, 'lancedb-rrf': {}}

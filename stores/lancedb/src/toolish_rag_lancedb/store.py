@@ -21,7 +21,6 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
-import pyarrow as pa
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from toolish_rag.content import Chunk, Document, Entity, Record
@@ -36,7 +35,7 @@ from toolish_rag.writes import upsert_batch
 from . import queries
 from .filters import filter_to_where, sql_string
 from .maintenance import IndexPolicy, IndexUpkeep, describe_indexes
-from .schema import document_from_row, document_info, record_table
+from .schema import document_from_row, document_info
 from .settling import DocumentLedger
 from .tables import Tables
 from .text_query import TEXT_QUERY_SYNTAX
@@ -385,20 +384,6 @@ class LanceDBStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-    # -- kept for benchmarks/lancedb_bench.py until it uses the public names above ------------
-
-    @property
-    def _records(self) -> Any:
-        return self._tables.records
-
-    @property
-    def _columns(self) -> frozenset[str]:
-        return self._tables.columns
-
-    @staticmethod
-    def _rows(records: Sequence[Record], vectors: np.ndarray[Any, Any], schema: pa.Schema) -> pa.Table:
-        return record_table(records, vectors, schema)
 
 
 def open_store(location: str, *, embedder: EmbedderLike = None, **options: Any) -> LanceDBStore:
