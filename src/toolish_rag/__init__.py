@@ -2,12 +2,14 @@
 
 The public API is what this module exports plus the public (non-underscore) modules
 ``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.errors``,
-``.embedding``, ``.fusion``, ``.regex``, ``.builder``, ``.retriever``, ``.stores`` and ``.testing``. Store adapters
-(``toolish-rag-lancedb``, ``toolish-rag-tantivy``) are built on these alone.
+``.embedding``, ``.fusion``, ``.regex``, ``.writes``, ``.builder``, ``.retriever``, ``.stores`` and
+``.testing``. Store adapters (``toolish-rag-lancedb``, ``toolish-rag-tantivy``) are built on these
+alone: ``.regex`` (compile a request, the text to match, the ranking) and ``.writes`` (upsert
+batching) hold what every adapter would otherwise write again.
 """
 
 from .builder import DocumentBuilder
-from .content import Chunk, Document, Entity, Metadata, MetadataValue, Section
+from .content import Chunk, Document, Entity, Metadata, MetadataValue, Record, Section
 from .errors import InvalidRequestError, QuerySyntaxError, ToolishRagError
 from .filters import EntityFilter, Filter, PropertyFilter, and_, matches, not_, or_, parse_filter
 from .protocols import (
@@ -41,6 +43,7 @@ __all__ = [
     'MetadataValue',
     'PropertyFilter',
     'QuerySyntaxError',
+    'Record',
     'RegexRequest',
     'RegexSearch',
     'ResultExpander',
