@@ -12,6 +12,14 @@ measure. It is where scope is enforced:
 * every hit, from every store, is re-checked against the filter with the reference
   evaluator (defence in depth: a store bug cannot leak an out-of-scope record);
 * expansion passes the same filter, so an out-of-scope chunk or section is "not found".
+
+It is also where a caller's text is checked (`QUERY_RULE`, `PATTERN_RULE`, `ID_RULE`), once,
+before any store sees it: a NUL or a lone surrogate would otherwise crash a store's native
+code rather than come back as an error the caller can fix. The check lives here rather than
+in the toolset because this is the layer every path crosses: the agent's tools, the CLI, the
+MCP server and the evaluation command (all through `ToolishRag.run_tool`), and code that uses
+a `Retriever` directly. The toolset adds what is a matter of policy towards a model (length
+caps, shown in the tool schemas) on top.
 """
 
 from __future__ import annotations
@@ -27,7 +35,7 @@ from .errors import InvalidRequestError
 from .filters import Filter, and_, matches
 from .fusion import FusionConfig, fuse
 from .protocols import FilterPushdown, HybridSearch, RegexSearch, ResultExpander, StoreLike, TextSearch, VectorSearch
-from .search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from .search import ID_RULE, PATTERN_RULE, QUERY_RULE, ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 
 __all__ = ['Retriever', 'SectionView']
 
@@ -101,31 +109,40 @@ class Retriever:
 
     # -- searches -------------------------------------------------------------------------
 
+    # Each public method checks its text argument; the private legs trust an already checked one.
+
     async def vector_search(self, query: str, top_k: int) -> list[SearchHit]:
-        if not isinstance(self.store, VectorSearch):
-            raise InvalidRequestError('this store has no vector search')
-        return await self._scoped(self.store.vector_search, SearchRequest(query, top_k))
+        return await self._vector(QUERY_RULE.check(query), top_k)
 
     async def text_search(self, query: str, top_k: int) -> list[SearchHit]:
-        if not isinstance(self.store, TextSearch):
-            raise InvalidRequestError('this store has no text search')
-        return await self._scoped(self.store.text_search, SearchRequest(query, top_k))
+        return await self._text(QUERY_RULE.check(query), top_k)
 
     async def hybrid_search(self, query: str, top_k: int) -> list[SearchHit]:
+        query = QUERY_RULE.check(query)
         if isinstance(self.store, HybridSearch):
             return await self._scoped(self.store.hybrid_search, SearchRequest(query, top_k))
         if not (isinstance(self.store, VectorSearch) and isinstance(self.store, TextSearch)):
             raise InvalidRequestError('hybrid search needs a store with both vector and text search')
         n = max(top_k, self.fusion.candidates)
         # The legs are independent: run them concurrently (the embedder and BM25 both release the GIL).
-        vector_hits, text_hits = await asyncio.gather(self.vector_search(query, n), self.text_search(query, n))
+        vector_hits, text_hits = await asyncio.gather(self._vector(query, n), self._text(query, n))
         return fuse(vector_hits, text_hits, top_k, self.fusion)
 
     async def regex_search(self, pattern: str, top_k: int, *, case_sensitive: bool = True) -> list[SearchHit]:
         if not isinstance(self.store, RegexSearch):
             raise InvalidRequestError('this store has no regex search')
-        request = RegexRequest(pattern, top_k, case_sensitive=case_sensitive)
+        request = RegexRequest(PATTERN_RULE.check(pattern), top_k, case_sensitive=case_sensitive)
         return await self._scoped(self.store.regex_search, request)
+
+    async def _vector(self, query: str, top_k: int) -> list[SearchHit]:
+        if not isinstance(self.store, VectorSearch):
+            raise InvalidRequestError('this store has no vector search')
+        return await self._scoped(self.store.vector_search, SearchRequest(query, top_k))
+
+    async def _text(self, query: str, top_k: int) -> list[SearchHit]:
+        if not isinstance(self.store, TextSearch):
+            raise InvalidRequestError('this store has no text search')
+        return await self._scoped(self.store.text_search, SearchRequest(query, top_k))
 
     # -- expansion ------------------------------------------------------------------------
 
@@ -135,8 +152,12 @@ class Retriever:
         return self.store
 
     async def get(self, record_id: str) -> Chunk | Entity | None:
-        """The record, if it exists and is in scope (else ``None``: the two are not told apart)."""
+        """The record, if it exists and is in scope (else ``None``: the two are not told apart).
+
+        Every expansion (`neighbours`, `section`) starts here, so this is where an id is checked.
+        """
         store = self._expander()
+        ID_RULE.check(record_id)
         found = await store.get_records([record_id], filter=self.filter if self._pushdown() else None)
         for record in found:
             if record.id == record_id and self._in_scope(record):

@@ -26,17 +26,19 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, echo
 from ..filters import Filter, combine_all
 from ..fusion import FusionConfig
 from ..protocols import StoreCapabilities, StoreLike
 from ..retriever import Retriever
-from ..search import SearchHit
+from ..search import QUERY_RULE, SearchHit
 from . import render
+from .arguments import StringArguments
 from .direct import direct_context
 from .events import RagEvent, RagListener
 from .instructions import build_instructions, tool_descriptions
 from .names import TOOL_NAMES, ToolName, check_tool_names, tool_name
+from .retries import BoundedArgsValidator, retry_message, short_repr
 
 __all__ = ['TOOL_NAMES', 'EagerSearch', 'FilterSource', 'ToolName', 'ToolishRag']
 
@@ -80,6 +82,8 @@ class _Config:
             raise ValueError('need 1 <= default_top_k <= max_top_k')
 
 
+# The string parameters' ``maxLength`` is added to the schemas from `StringArguments` (it depends on
+# the configuration); a string parameter must have an entry there, or its first call fails loudly.
 _Query = Annotated[str, Field(description='What to search for.')]
 _TopK = Annotated[int, Field(description='How many results to return (see the tool description for the maximum).')]
 _ChunkId = Annotated[str, Field(description='A chunk id from a search result.')]
@@ -114,8 +118,10 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         max_top_k: the largest ``top_k`` a model may ask for.
         max_expansion_chars: cap on the text ``broaden_chunk`` and ``zoom_out`` return.
         max_query_chars: longer search queries are sent back to the model as a retry
-            ("send a short search query, not a document"); raise it for evaluation sets
-            whose queries are whole paragraphs (``toolish-rag eval`` does).
+            ("send a short search query, not a document"), and the tool schemas state it as
+            the query's ``maxLength``; raise it for evaluation sets whose queries are whole
+            paragraphs (``toolish-rag eval`` does). Patterns and ids have fixed caps (see
+            `toolish_rag.toolset.arguments`).
         fusion: how the hybrid tool fuses vector and text results (stores without
             native hybrid search).
         listener: called (sync or async) with a `RagEvent` for every tool call.
@@ -162,6 +168,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         self._config = config
         self._store_capabilities = StoreCapabilities.of(config.store)
         self._preloaded = preloaded
+        self._arguments = StringArguments.for_toolset(config.max_query_chars)
         self._functions: FunctionToolset[AgentDepsT] = FunctionToolset(
             self._build_tools(), max_retries=config.max_retries
         )
@@ -204,6 +211,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             raise ValueError(f'{type(self._config.store).__name__} has no search capability to preload results with')
         if not query.strip():
             raise ValueError('eager search needs a non-empty query')
+        QUERY_RULE.check(query)  # an InvalidRequestError (a ValueError) now, not at the first run
         if not 1 <= top_k <= self._config.max_top_k:
             raise ValueError(f'top_k must be between 1 and {self._config.max_top_k}')
         return self._with(eager=(*self._config.eager, EagerSearch(query, top_k)))
@@ -287,7 +295,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """Call one tool as an agent would, outside an agent run (CLI, MCP server, tests).
 
         ``tool`` is the short or full name. Arguments are validated against the tool's schema;
-        bad ones raise ``ModelRetry`` with the same message a model would get.
+        bad ones raise ``ModelRetry`` with a message as short as a model's would be (at most
+        `~toolish_rag.toolset.retries.MAX_RETRY_CHARS` characters, whatever was sent).
         """
         ctx = direct_context(deps)
         tools = await self.get_tools(ctx)
@@ -297,8 +306,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         toolset_tool = tools[full]
         try:
             args = toolset_tool.args_validator.validate_python(dict(arguments))
-        except ValidationError as e:
-            raise ModelRetry(f'invalid arguments for {full}: {e}') from e
+        except ValidationError as e:  # already bounded by the tool's BoundedArgsValidator
+            raise ModelRetry(retry_message(f'invalid arguments for {full}: {e}')) from None
         result = await self.call_tool(full, args, replace(ctx, tool_name=full), toolset_tool)
         assert isinstance(result, ToolReturn)
         return result
@@ -331,8 +340,19 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         # The tools are built by an inner FunctionToolset; stamp them as ours, as pydantic-ai's own
         # wrappers do, so `tool.toolset` is this toolset: a CombinedToolset then gives each tool
         # definition our `id` (durable execution names its activities after it) and errors name us.
+        # Their schemas gain the string caps, and their validators bound what a bad call is told.
         tools = await self._functions.get_tools(ctx)
-        return {name: replace(tool, toolset=self) for name, tool in tools.items()}
+        return {
+            name: replace(
+                tool,
+                toolset=self,
+                tool_def=replace(
+                    tool.tool_def, parameters_json_schema=self._arguments.schema(tool.tool_def.parameters_json_schema)
+                ),
+                args_validator=BoundedArgsValidator(tool.args_validator),
+            )
+            for name, tool in tools.items()
+        }
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
@@ -375,20 +395,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     def _check_top_k(self, top_k: int) -> None:
         if not 1 <= top_k <= self._config.max_top_k:
             raise InvalidRequestError(
-                f'top_k must be between 1 and {self._config.max_top_k}; you sent {top_k}. '
+                f'top_k must be between 1 and {self._config.max_top_k}; you sent {short_repr(top_k)}. '
                 f'Use {self._config.default_top_k} unless you need more.'
             )
-
-    def _check_query(self, query: str) -> str:
-        query = query.strip()
-        if not query:
-            raise InvalidRequestError('the query is empty: send the words or question to search for')
-        limit = self._config.max_query_chars
-        if len(query) > limit:
-            raise InvalidRequestError(
-                f'the query is over {limit} characters: send a short search query, not a document'
-            )
-        return query
 
     @staticmethod
     def _check_threshold(threshold: float | None, low: float, high: float, meaning: str) -> None:
@@ -403,26 +412,33 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         ctx: RunContext[Any],
         tool: ToolName,
         arguments: Mapping[str, Any],
-        body: Callable[[Retriever], Any],
+        body: Callable[[Retriever, Mapping[str, Any]], Awaitable[tuple[str, list[SearchHit]]]],
     ) -> ToolReturn:
-        """Run one tool call: scope, timing, retry translation and the listener event."""
+        """Run one tool call: argument checks, scope, timing, retry translation and the listener event.
+
+        Every tool goes through here, so this is where its string arguments are checked
+        (`StringArguments.check`); ``body`` gets them checked and normalised. A refusal becomes
+        a ``ModelRetry`` whose message is bounded (`retry_message`), whoever wrote it.
+        """
         start = time.perf_counter()
         retriever = self.retriever(ctx)
         try:
-            text, hits = await body(retriever)
+            text, hits = await body(retriever, self._arguments.check(arguments))
         except InvalidRequestError as e:
+            sent = [v for v in arguments.values() if isinstance(v, str)]
+            message = retry_message(str(e), echoed=[*sent, *(v.strip() for v in sent)])
             await self._emit(
                 RagEvent(
                     rag=self._config.name,
                     tool=tool,
                     arguments=dict(arguments),
-                    result_text=str(e),
+                    result_text=message,
                     duration_s=time.perf_counter() - start,
                     filtered=retriever.filter is not None,
-                    error=str(e),
+                    error=message,
                 )
             )
-            raise ModelRetry(str(e)) from e
+            raise ModelRetry(message) from e
         await self._emit(
             RagEvent(
                 rag=self._config.name,
@@ -441,8 +457,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     ) -> ToolReturn:
         """One vector, text or hybrid search tool call (they differ only in `_RankedTool`)."""
 
-        async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
-            q = self._check_query(query)
+        async def body(r: Retriever, args: Mapping[str, Any]) -> tuple[str, list[SearchHit]]:
+            q = args['query']
             self._check_top_k(top_k)
             self._check_threshold(threshold, spec.low, 1.0, spec.meaning)
             hits = _apply_threshold(await spec.search(r)(q, top_k), threshold, relative=spec.relative)
@@ -470,12 +486,10 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             pattern: _Pattern,
             top_k: _TopK = default_k,
         ) -> ToolReturn:
-            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+            async def body(r: Retriever, args: Mapping[str, Any]) -> tuple[str, list[SearchHit]]:
                 self._check_top_k(top_k)
-                if not pattern:
-                    raise InvalidRequestError('the pattern is empty: send a regular expression such as ERR-[0-9]{4}')
-                hits = await r.regex_search(pattern, top_k)
-                return render.render_hits(hits, heading=f'Regex matches for {pattern!r}:'), hits
+                hits = await r.regex_search(args['pattern'], top_k)
+                return render.render_hits(hits, heading=f'Regex matches for {args["pattern"]!r}:'), hits
 
             return await self._run(ctx, 'regex_search', {'pattern': pattern, 'top_k': top_k}, body)
 
@@ -484,12 +498,13 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             chunk_id: _ChunkId,
             chunks_to_add: _ChunksToAdd = 2,
         ) -> ToolReturn:
-            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+            async def body(r: Retriever, args: Mapping[str, Any]) -> tuple[str, list[SearchHit]]:
                 if not 0 <= chunks_to_add <= cfg.max_chunks_to_add:
                     raise InvalidRequestError(
-                        f'chunks_to_add must be between 0 and {cfg.max_chunks_to_add}; you sent {chunks_to_add}'
+                        f'chunks_to_add must be between 0 and {cfg.max_chunks_to_add}; '
+                        f'you sent {short_repr(chunks_to_add)}'
                     )
-                found = await r.neighbours(chunk_id.strip(), chunks_to_add)
+                found = await r.neighbours(args['chunk_id'], chunks_to_add)
                 if found is None:
                     raise InvalidRequestError(_not_found(chunk_id, 'a chunk id'))
                 anchor, chunks = found
@@ -502,9 +517,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             ctx: RunContext[Any],
             id: _ZoomId,
         ) -> ToolReturn:
-            async def body(r: Retriever) -> tuple[str, list[SearchHit]]:
+            async def body(r: Retriever, args: Mapping[str, Any]) -> tuple[str, list[SearchHit]]:
                 max_chunks = max(1, cfg.max_expansion_chars // 50)
-                view = await r.section(id.strip(), max_chunks)
+                view = await r.section(args['id'], max_chunks)
                 if view is None:
                     raise InvalidRequestError(_not_found(id, 'a chunk id or section id'))
                 text = render.render_section(view, cfg.max_expansion_chars)
@@ -560,6 +575,6 @@ _RANKED_TOOLS = (
 
 def _not_found(value: str, what: str) -> str:
     return (
-        f'{value!r} was not found. Pass {what} exactly as it appears in a search result '
+        f'{echo(value)} was not found. Pass {what} exactly as it appears in a search result '
         '(for example the id after "chunk" in a result heading), or search again.'
     )

@@ -1,0 +1,120 @@
+"""The tools' string arguments: the length caps their schemas show a model, and the checks behind them.
+
+Each string parameter of every tool (``query``, ``pattern``, ``chunk_id``, ``id``) is declared
+once here, by name, as a `StringArgument`. From that one table the toolset
+
+* adds ``maxLength`` to the parameter in every tool's JSON schema, so a model knows the cap;
+* checks the argument on every call, in `ToolishRag`'s one tool-call path: stripped (queries and
+  ids, not patterns, where spaces can matter), non-empty, within the cap.
+
+The schema only informs: pydantic does not enforce ``maxLength`` here, because its rejection is
+a JSON error report, while ours says what to send instead ("send a short search query, not a
+document"). Which characters a string may hold is not decided here but in the core (the
+`Retriever` applies `toolish_rag.search.QUERY_RULE` and its siblings), which every caller crosses,
+not only the toolset's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from ..errors import InvalidRequestError
+from ..regex import MAX_PATTERN_LENGTH
+
+__all__ = ['MAX_ID_CHARS', 'MAX_PATTERN_CHARS', 'StringArgument', 'StringArguments']
+
+MAX_ID_CHARS = 200
+"""The longest chunk or section id a model may send (ids the toolset shows are far shorter)."""
+MAX_PATTERN_CHARS = MAX_PATTERN_LENGTH
+"""The longest regex pattern a model may send: the core's RE2 limit, so the schema states the real one."""
+
+
+@dataclass(frozen=True, slots=True)
+class StringArgument:
+    """One string parameter of the tools: its cap, whether it is stripped, and what to say when it is wrong."""
+
+    max_chars: int
+    empty: str
+    """The message for an empty argument (after stripping)."""
+    too_long: str
+    """The message for an argument over ``max_chars``."""
+    strip: bool = True
+
+    def check(self, value: str) -> str:
+        """``value`` stripped (if this kind is) and checked, or `InvalidRequestError` saying what to send."""
+        if self.strip:
+            value = value.strip()
+        if not value:
+            raise InvalidRequestError(self.empty)
+        if len(value) > self.max_chars:
+            raise InvalidRequestError(self.too_long)
+        return value
+
+
+def _id_argument(what: str) -> StringArgument:
+    return StringArgument(
+        MAX_ID_CHARS,
+        empty=f'the {what} is empty: pass {what}s exactly as they appear in search results',
+        too_long=(
+            f'the {what} is over {MAX_ID_CHARS} characters: pass {what}s exactly as they appear in search results'
+        ),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StringArguments:
+    """Every string parameter of the tools, by parameter name; see the module docstring."""
+
+    by_name: Mapping[str, StringArgument]
+
+    @classmethod
+    def for_toolset(cls, max_query_chars: int) -> StringArguments:
+        return cls(
+            {
+                'query': StringArgument(
+                    max_query_chars,
+                    empty='the query is empty: send the words or question to search for',
+                    too_long=f'the query is over {max_query_chars} characters: send a short search query, not a document',
+                ),
+                'pattern': StringArgument(
+                    MAX_PATTERN_CHARS,
+                    empty='the pattern is empty: send a regular expression such as ERR-[0-9]{4}',
+                    too_long=(
+                        f'the pattern is over {MAX_PATTERN_CHARS} characters: send a short regular expression, '
+                        'such as the one distinctive term or code you are looking for'
+                    ),
+                    strip=False,
+                ),
+                'chunk_id': _id_argument('chunk id'),
+                'id': _id_argument('id'),
+            }
+        )
+
+    def schema(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        """A copy of a tool's parameters JSON schema whose string properties state their ``maxLength``."""
+        properties = parameters.get('properties', {})
+        capped = {
+            name: {**spec, 'maxLength': self.by_name[name].max_chars}
+            if name in self.by_name and spec.get('type') == 'string'
+            else spec
+            for name, spec in properties.items()
+        }
+        return {**parameters, 'properties': capped}
+
+    def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
+        """``arguments`` with every string argument checked and normalised (`StringArgument.check`).
+
+        A string argument with no entry here is a tool added without declaring its argument:
+        a bug, caught by the first call rather than left unchecked.
+        """
+        checked = dict(arguments)
+        for name, value in arguments.items():
+            if isinstance(value, str):
+                if name not in self.by_name:
+                    raise TypeError(
+                        f'string argument {name!r} has no StringArgument: declare it in toolset/arguments.py'
+                    )
+                checked[name] = self.by_name[name].check(value)
+        return checked

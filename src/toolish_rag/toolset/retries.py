@@ -1,0 +1,173 @@
+"""What a model is told when a call is refused, bounded in length whatever it sent.
+
+A retry message goes back into the model's context (and, through MCP, to any client). If it
+quotes the arguments in full, its size is the attacker's to choose: a one-megabyte id would
+come back as a one-megabyte error. Two kinds of message reach the model, and both are bounded
+here:
+
+* our own and the stores' messages (an `InvalidRequestError` turned into ``ModelRetry``):
+  `retry_message` shortens every echo of a long argument to `ECHO_CHARS` characters and caps
+  the whole at `MAX_RETRY_CHARS`;
+* pydantic's argument validation errors, which pydantic-ai shows the model as JSON including
+  each error's ``input`` (for malformed JSON, the whole raw arguments): `BoundedArgsValidator`
+  wraps a tool's validator and re-raises at most `MAX_ERRORS` errors, each with its input and
+  location shortened.
+"""
+
+from __future__ import annotations
+
+import reprlib
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from pydantic import ValidationError
+from pydantic_ai.toolsets.abstract import SchemaValidatorProt
+from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError, SchemaValidator
+
+from ..errors import ECHO_CHARS, echo
+
+__all__ = [
+    'MAX_ERRORS',
+    'MAX_RETRY_CHARS',
+    'BoundedArgsValidator',
+    'bounded_validation_error',
+    'retry_message',
+    'short_repr',
+]
+
+MAX_RETRY_CHARS = 2000
+"""The longest retry message a model is sent."""
+MAX_ERRORS = 4
+"""How many argument validation errors a model is shown (the rest are counted, not listed)."""
+_MAX_LOC = 3
+_ELLIPSIS = '…'
+
+
+def _cut(text: str, limit: int = ECHO_CHARS) -> str:
+    return text if len(text) <= limit else text[:limit] + _ELLIPSIS
+
+
+def retry_message(message: str, echoed: Iterable[str] = ()) -> str:
+    """``message`` with each long argument in ``echoed`` shortened wherever it is quoted, capped in length.
+
+    Our messages quote arguments through `echo` already; a store's message may quote one whole
+    (``f'cannot run {pattern!r}'``), so its quotes are shortened here, the one place every retry
+    passes. The final cap keeps the start (what is wrong) and the end (what to do instead).
+    """
+    for value in sorted({v for v in echoed if len(v) > ECHO_CHARS}, key=len, reverse=True):
+        message = message.replace(repr(value), echo(value)).replace(value, _cut(value))
+    if len(message) <= MAX_RETRY_CHARS:
+        return message
+    half = (MAX_RETRY_CHARS - 3) // 2
+    return f'{message[:half]} {_ELLIPSIS} {message[-half:]}'
+
+
+class _ShortRepr(reprlib.Repr):
+    """A ``repr`` that never builds the whole text of a big input (nor of a huge integer, which ``repr`` refuses)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.maxlevel, self.maxdict, self.maxlist, self.maxtuple, self.maxset = 2, 3, 3, 3, 3
+        self.maxstring = self.maxother = ECHO_CHARS
+
+    def repr_int(self, x: int, level: int) -> str:
+        return repr(x) if x.bit_length() <= 64 else f'<an integer of {x.bit_length()} bits>'
+
+
+_SHORT_REPR = _ShortRepr()
+
+
+def short_repr(value: Any) -> str:
+    """``repr(value)``, short whatever ``value`` is (a number a model sent back in a message, say)."""
+    return _SHORT_REPR.repr(value)
+
+
+def _small(value: Any, depth: int = 0) -> bool:
+    """Whether ``value`` is small enough to show as it is (a few short scalars, nested at most twice)."""
+    if value is None or isinstance(value, bool | float):
+        return True
+    if isinstance(value, int):
+        return value.bit_length() <= 64
+    if isinstance(value, str):
+        return len(value) <= ECHO_CHARS
+    if isinstance(value, list | tuple | dict) and depth < 2 and len(value) <= 3:
+        items = [*value.keys(), *value.values()] if isinstance(value, dict) else value
+        return all(_small(item, depth + 1) for item in items)
+    return False
+
+
+def _short_input(value: Any) -> Any:
+    """An error's ``input``, small: as it is when it already is, a string cut short, anything else a short text."""
+    if _small(value):
+        return value
+    if isinstance(value, str):
+        return _cut(value)
+    if isinstance(value, bytes | bytearray):
+        return _cut(bytes(value[: ECHO_CHARS + 1]).decode('utf-8', 'replace'))
+    return _cut(short_repr(value))
+
+
+def _short_loc(loc: tuple[int | str, ...]) -> tuple[int | str, ...]:
+    short = tuple(_cut(part) if isinstance(part, str) else part for part in loc[:_MAX_LOC])
+    return short if len(loc) <= _MAX_LOC else (*short, _ELLIPSIS)
+
+
+def _line_error(detail: ErrorDetails) -> InitErrorDetails:
+    """``detail`` rebuilt with a short input and location, keeping pydantic's own error type where it can."""
+    line: InitErrorDetails = {
+        'type': detail['type'],
+        'loc': _short_loc(detail['loc']),
+        'input': _short_input(detail['input']),
+    }
+    if 'ctx' in detail:
+        line['ctx'] = detail['ctx']
+    try:  # a built-in error type: pydantic rebuilds its message from the context
+        ValidationError.from_exception_data('check', [line])
+    except (KeyError, TypeError, ValueError):  # a custom one: keep its message as written
+        custom = PydanticCustomError(detail['type'], _cut(detail['msg'], 200))
+        line = {'type': custom, 'loc': line['loc'], 'input': line['input']}
+    return line
+
+
+def bounded_validation_error(error: ValidationError) -> ValidationError:
+    """``error`` with at most `MAX_ERRORS` errors, each with its input and location shortened."""
+    details = error.errors(include_url=False)
+    lines = [_line_error(d) for d in details[:MAX_ERRORS]]
+    hidden = len(details) - len(lines)
+    if hidden:
+        more = PydanticCustomError('more_errors', '{count} more errors not shown', {'count': hidden})
+        lines.append({'type': more, 'loc': (), 'input': None})
+    return ValidationError.from_exception_data(error.title, lines)
+
+
+@dataclass(frozen=True, slots=True)
+class BoundedArgsValidator:
+    """A tool's argument validator whose `ValidationError` is `bounded_validation_error` of the original.
+
+    pydantic-ai shows the model a validation error's details as JSON, inputs included; for
+    malformed JSON arguments the input is the whole raw text. Wrapping the validator bounds
+    that message on every path that validates a tool call (agent runs, ``run_tool``, MCP).
+    """
+
+    inner: SchemaValidator | SchemaValidatorProt
+
+    def validate_json(
+        self,
+        input: str | bytes | bytearray,
+        *,
+        allow_partial: bool | Literal['off', 'on', 'trailing-strings'] = False,
+        **kwargs: Any,
+    ) -> Any:
+        try:
+            return self.inner.validate_json(input, allow_partial=allow_partial, **kwargs)
+        except ValidationError as e:
+            raise bounded_validation_error(e) from None
+
+    def validate_python(
+        self, input: Any, *, allow_partial: bool | Literal['off', 'on', 'trailing-strings'] = False, **kwargs: Any
+    ) -> Any:
+        try:
+            return self.inner.validate_python(input, allow_partial=allow_partial, **kwargs)
+        except ValidationError as e:
+            raise bounded_validation_error(e) from None
