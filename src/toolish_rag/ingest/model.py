@@ -187,10 +187,12 @@ def _scalar(value: Any) -> str | bool | int | float | None:
     if value is None or isinstance(value, str | bool | int):
         return value
     if isinstance(value, float):
-        return value if math.isfinite(value) else None
+        if not math.isfinite(value):  # YAML's .inf / 1.0e+400: metadata numbers are finite
+            raise TypeError(f'{value!r} is not a finite number')
+        return value
     if isinstance(value, _dt.date | _dt.datetime | _dt.time):
         return value.isoformat()
-    raise TypeError(type(value).__name__)
+    raise TypeError(f'unsupported value type {type(value).__name__}')
 
 
 def normalise_metadata(raw: Mapping[Any, Any], warnings: list[str], *, prefix: str = '') -> dict[str, MetadataValue]:
@@ -224,5 +226,5 @@ def normalise_metadata(raw: Mapping[Any, Any], warnings: list[str], *, prefix: s
             else:
                 out[key] = _scalar(value)
         except TypeError as exc:
-            warnings.append(f'metadata key {key!r} dropped: unsupported value type {exc}')
+            warnings.append(f'metadata key {key!r} dropped: {exc}')
     return out

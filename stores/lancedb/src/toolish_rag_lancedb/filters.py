@@ -25,6 +25,15 @@ The exact value, with ``int`` and ``float`` told apart, is kept in the ``metadat
 column and is what a reloaded record carries; the typed columns only serve filtering.
 Numbers are compared as ``float64``, so integers beyond 2**53 compare with float precision.
 
+What the tables hold
+====================
+
+Integers in the signed 64-bit range, and strings UTF-8 can encode (no lone UTF-16
+surrogate). Beyond that a value is refused, never changed to fit: an upsert holding one
+raises `toolish_rag.errors.UnsupportedValueError` before anything is written
+(`toolish_rag_lancedb.schema.check_storable`), and a filter holding one is not translated
+(``LanceDBStore.supports_filter`` says no, so the core evaluates it over exact values).
+
 How filters translate
 =====================
 
@@ -41,6 +50,7 @@ the algebra is a type error here until it has a translation.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal
 
@@ -51,6 +61,8 @@ from toolish_rag.content import MetadataValue, Scalar, validate_metadata_key
 from toolish_rag.filters import Filter, FilterVisitor
 
 __all__ = [
+    'INT64_MAX',
+    'INT64_MIN',
     'METADATA_PREFIX',
     'LIST_SEPARATOR',
     'ColumnKind',
@@ -60,6 +72,7 @@ __all__ = [
     'metadata_columns',
     'sql_literal',
     'sql_string',
+    'unstorable',
 ]
 
 METADATA_PREFIX = 'md__'
@@ -80,6 +93,31 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 }
 
 _Kind = Literal['num', 'str', 'bool']
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""The integers the store holds: those of a signed 64-bit column, as every store can."""
+
+_SURROGATE = re.compile('[\ud800-\udfff]')
+
+
+def unstorable(value: Scalar) -> str | None:
+    """Why the store cannot hold the scalar ``value`` (written or filtered on), or ``None`` if it can."""
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        return f'{_describe_int(value)} is outside the signed 64-bit range this store holds'
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is not None:
+            return f'a string with a lone UTF-16 surrogate (U+{ord(found.group()):04X}), which UTF-8 cannot encode'
+    return None
+
+
+def _describe_int(value: int) -> str:
+    """A huge integer for a message: its size, not its digits (``str`` refuses past 4300 digits)."""
+    sign = 'a negative' if value < 0 else 'an'
+    try:
+        return f'{sign} integer of {len(str(abs(value)))} digits'
+    except ValueError:
+        return f'{sign} integer of {value.bit_length()} bits'
 
 
 def column_name(key: str, kind: ColumnKind) -> str:
@@ -137,16 +175,26 @@ def metadata_columns(metadata: Mapping[str, MetadataValue]) -> dict[str, Any]:
 
 
 def sql_string(text: str) -> str:
-    """A SQL string literal: single quotes doubled (LanceDB takes backslashes literally)."""
+    """A SQL string literal: single quotes doubled (LanceDB takes backslashes literally).
+
+    Raises ``ValueError`` for text no literal can carry (a NUL, a lone surrogate).
+    """
     if '\x00' in text:
         raise ValueError('NUL characters cannot appear in a filter value')
+    problem = unstorable(text)
+    if problem is not None:
+        raise ValueError(f'a filter value cannot be {problem}')
     return "'" + text.replace("'", "''") + "'"
 
 
 def sql_literal(value: Scalar) -> str:
+    """``value`` as a SQL literal; ``ValueError`` for one the store cannot hold (see `unstorable`)."""
     if isinstance(value, bool):
         return 'TRUE' if value else 'FALSE'
     if isinstance(value, (int, float)):
+        problem = unstorable(value)
+        if problem is not None:
+            raise ValueError(f'a filter value cannot be {problem}')
         number = float(value)
         if not math.isfinite(number):
             raise ValueError(f'filter numbers must be finite, got {value!r}')
@@ -288,7 +336,8 @@ def filter_to_where(f: Filter, columns: Collection[str]) -> str:
     """Translate ``f`` into a LanceDB ``where`` clause over a table with these ``columns``.
 
     The clause is true exactly for the rows `toolish_rag.filters.matches` accepts. Raises
-    ``ValueError`` for an invalid key and ``TypeError`` for an unknown node.
+    ``ValueError`` for an invalid key or a value no literal carries (a NUL, a lone surrogate,
+    an integer beyond 64 bits: see `unstorable`) and ``TypeError`` for an unknown node.
     """
     _ValueCheck().visit(f)
     return _Translator(columns).visit(f)

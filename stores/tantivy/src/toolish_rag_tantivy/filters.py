@@ -15,6 +15,11 @@ per node type, so a new node type is a type error here until it has one):
 * ``exists`` is a term on ``m_keys``, ``has_any_label`` a term set on ``labels``;
 * ``ne``, ``nin`` and ``not`` are ``all - positive``, so records without the key are
   kept: exact complements.
+
+A filter holding a value the index cannot hold (an integer beyond 64 bits, a lone
+surrogate: `toolish_rag_tantivy.schema.unstorable`) is not translated: no term or fast-field
+value can carry it, and range bounds would round. `translatable` says so, the store's
+``supports_filter`` answers with it, and the core evaluates such a filter over exact values.
 """
 
 from __future__ import annotations
@@ -29,9 +34,9 @@ from toolish_rag import filters
 from toolish_rag.content import Scalar
 from toolish_rag.filters import Filter, FilterVisitor
 
-from .schema import SEP, scalar_terms
+from .schema import SEP, scalar_terms, unstorable
 
-__all__ = ['FilterCompiler']
+__all__ = ['FilterCompiler', 'translatable']
 
 
 def _regex_escape(text: str) -> str:
@@ -39,13 +44,13 @@ def _regex_escape(text: str) -> str:
 
 
 def _format_number(value: int | float) -> str:
-    """A number as tantivy's query parser reads it: plain positional notation."""
+    """A number as tantivy's query parser reads it: plain positional notation.
+
+    An integer is an ``i64`` here: a filter with a larger one is not `translatable`.
+    """
     if isinstance(value, int):
-        if -(2**63) <= value < 2**63:
-            return str(value)
-        value = float(value)
-    text = format(Decimal(repr(value + 0.0)), 'f')  # + 0.0 turns -0.0 into 0.0
-    return text
+        return str(value)
+    return format(Decimal(repr(value + 0.0)), 'f')  # + 0.0 turns -0.0 into 0.0
 
 
 def _not(q: Query) -> Query:
@@ -77,7 +82,12 @@ class FilterCompiler(FilterVisitor[Query]):
         self._searcher = searcher
 
     def compile(self, f: Filter) -> Query:
-        """The query matching exactly the records `toolish_rag.filters.matches` accepts."""
+        """The query matching exactly the records `toolish_rag.filters.matches` accepts.
+
+        Raises ``ValueError`` for a filter that is not `translatable`.
+        """
+        if not translatable(f):
+            raise ValueError('the filter holds a value this store cannot hold: evaluate it with toolish_rag.filters')
         return self.visit(f)
 
     # -- one method per node ------------------------------------------------------------
@@ -189,3 +199,64 @@ class FilterCompiler(FilterVisitor[Query]):
         substring = self._string_match(key, '.*' + _regex_escape(value) + '.*', lambda s: value in s)
         on_scalar = Query.boolean_query([(Occur.Must, substring), (Occur.MustNot, self._term('m_list', key))])
         return _or([as_element, on_scalar])
+
+
+def translatable(f: Filter) -> bool:
+    """Whether every value in ``f`` is one the index can hold (see `toolish_rag_tantivy.schema.unstorable`)."""
+    return _Holdable().visit(f)
+
+
+class _Holdable(FilterVisitor[bool]):
+    """True when no value of the filter is `unstorable`."""
+
+    @staticmethod
+    def holds(*values: Scalar) -> bool:
+        return all(unstorable(v) is None for v in values)
+
+    def visit_eq(self, node: filters.Eq) -> bool:
+        return self.holds(node.value)
+
+    def visit_ne(self, node: filters.Ne) -> bool:
+        return self.holds(node.value)
+
+    def visit_gt(self, node: filters.Gt) -> bool:
+        return self.holds(node.value)
+
+    def visit_gte(self, node: filters.Gte) -> bool:
+        return self.holds(node.value)
+
+    def visit_lt(self, node: filters.Lt) -> bool:
+        return self.holds(node.value)
+
+    def visit_lte(self, node: filters.Lte) -> bool:
+        return self.holds(node.value)
+
+    def visit_in(self, node: filters.In) -> bool:
+        return self.holds(*node.values)
+
+    def visit_nin(self, node: filters.Nin) -> bool:
+        return self.holds(*node.values)
+
+    def visit_contains(self, node: filters.Contains) -> bool:
+        return self.holds(node.value)
+
+    def visit_starts_with(self, node: filters.StartsWith) -> bool:
+        return self.holds(node.value)
+
+    def visit_ends_with(self, node: filters.EndsWith) -> bool:
+        return self.holds(node.value)
+
+    def visit_exists(self, node: filters.Exists) -> bool:
+        return True
+
+    def visit_has_any_label(self, node: filters.HasAnyLabel) -> bool:
+        return self.holds(*node.labels)
+
+    def visit_and(self, node: filters.And) -> bool:
+        return all(self.visit(x) for x in node.filters)
+
+    def visit_or(self, node: filters.Or) -> bool:
+        return all(self.visit(x) for x in node.filters)
+
+    def visit_not(self, node: filters.Not) -> bool:
+        return self.visit(node.filter)

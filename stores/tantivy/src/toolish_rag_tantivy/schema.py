@@ -19,11 +19,18 @@ filter node has an exact native translation (see `toolish_rag_tantivy.filters`):
 ===========  ================================================================
 
 The exact metadata (types included) lives in the stored ``rec`` JSON.
+
+The index holds integers in the signed 64-bit range (tantivy's ``i64``), strings UTF-8 can
+encode (no lone UTF-16 surrogate) and metadata strings of at most `MAX_TERM_BYTES` as one
+term. Beyond that a value is refused, never changed to fit: `check_storable` raises
+`toolish_rag.errors.UnsupportedValueError` before anything of the upsert is written.
 """
 
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -31,14 +38,29 @@ import tantivy
 from pydantic import TypeAdapter
 
 from toolish_rag.content import Chunk, Document, Entity, Metadata, Record, Scalar
+from toolish_rag.errors import UnsupportedValueError
 
-__all__ = ['FIELDS', 'FORMAT_VERSION', 'RECORD_ADAPTER', 'build_schema', 'canonical_number', 'to_tantivy']
+__all__ = [
+    'FIELDS',
+    'FORMAT_VERSION',
+    'INT64_MAX',
+    'INT64_MIN',
+    'RECORD_ADAPTER',
+    'build_schema',
+    'canonical_number',
+    'check_storable',
+    'to_tantivy',
+    'unstorable',
+]
 
 FORMAT_VERSION = 1
 KIND_CHUNK, KIND_ENTITY, KIND_DOCUMENT = 'chunk', 'entity', 'document'
 SEP = '\x00'
 MAX_TERM_BYTES = 32_000
 """Longest metadata string (in UTF-8 bytes, with its key) that can be indexed as one term."""
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""The integers the index holds (``seq`` and the ``m_ord`` fast field are ``i64``)."""
+_SURROGATE = re.compile('[\ud800-\udfff]')
 
 FIELDS = (
     'id',
@@ -109,10 +131,82 @@ def scalar_terms(key: str, value: Scalar) -> tuple[str, str]:
     return 'm_str', f'{key}{SEP}{value}'
 
 
+def unstorable(value: Scalar) -> str | None:
+    """Why the index cannot hold the scalar ``value`` (written or filtered on), or ``None`` if it can.
+
+    Term length is not judged here: a filter may name a long string (no term matches it),
+    only a write cannot (`check_storable`).
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        return f'{_describe_int(value)} is outside the signed 64-bit range this store holds'
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is not None:
+            return f'a string with a lone UTF-16 surrogate (U+{ord(found.group()):04X}), which UTF-8 cannot encode'
+    return None
+
+
+def _describe_int(value: int) -> str:
+    """A huge integer for a message: its size, not its digits (``str`` refuses past 4300 digits)."""
+    sign = 'a negative' if value < 0 else 'an'
+    try:
+        return f'{sign} integer of {len(str(abs(value)))} digits'
+    except ValueError:
+        return f'{sign} integer of {value.bit_length()} bits'
+
+
+def _unindexable(key: str, value: Scalar) -> str | None:
+    """Why ``value`` cannot be written under ``key``: `unstorable`, or too long for one term."""
+    problem = unstorable(value)
+    if problem is None and isinstance(value, str):
+        size = len(scalar_terms(key, value)[1].encode('utf-8'))
+        if size > MAX_TERM_BYTES:
+            problem = (
+                f'a string too long to index ({size} bytes with its key; at most {MAX_TERM_BYTES}): '
+                'keep long text in the chunk, not in metadata'
+            )
+    return problem
+
+
+def check_storable(documents: Sequence[Document], entities: Sequence[Entity]) -> None:
+    """Refuse a batch holding a value the index cannot hold, before anything of it is written.
+
+    Raises `UnsupportedValueError` naming the first such item and key (see `_unindexable`;
+    also a chunk's ``sequence_number`` beyond 64 bits and a lone surrogate in a title). The
+    value is never changed to fit, so a bulk writer can set the item aside and write the rest.
+    """
+    for document in documents:
+        where = f'document {document.id!r}'
+        problem = unstorable(document.title)
+        if problem is not None:
+            raise UnsupportedValueError(f'title of {where}: {problem}', document_id=document.id, key='title')
+        _check_metadata(document.metadata, where, document_id=document.id)
+        for chunk in document.chunks:
+            if not INT64_MIN <= chunk.sequence_number <= INT64_MAX:
+                raise UnsupportedValueError(
+                    f'sequence_number of chunk {chunk.id!r} of {where}: it is outside the signed 64-bit range',
+                    document_id=document.id,
+                    key='sequence_number',
+                )
+            _check_metadata(chunk.metadata, f'chunk {chunk.id!r} of {where}', document_id=document.id)
+    for entity in entities:
+        _check_metadata(entity.metadata, f'entity {entity.id!r}', entity_id=entity.id)
+
+
+def _check_metadata(
+    metadata: Metadata, where: str, *, document_id: str | None = None, entity_id: str | None = None
+) -> None:
+    for key, value in metadata.items():
+        for element in value if isinstance(value, list) else [value]:
+            problem = None if element is None else _unindexable(key, element)
+            if problem is not None:
+                raise UnsupportedValueError(
+                    f'metadata {key!r} of {where}: {problem}', document_id=document_id, entity_id=entity_id, key=key
+                )
+
+
 def _ord_number(value: int | float) -> int | float:
-    # The fast field holds i64/f64: integers beyond i64 go in as floats.
-    if isinstance(value, int) and not -(2**63) <= value < 2**63:
-        return float(value)
+    # Integers are i64 here (`check_storable`), as the fast field holds them.
     if isinstance(value, float):
         return value + 0.0  # -0.0 -> 0.0: the fast field orders -0.0 below 0.0, Python does not
     return value
@@ -131,12 +225,7 @@ def _add_metadata(doc: tantivy.Document, metadata: Metadata, labels: frozenset[s
         if elements:
             doc.add_text('m_keys', key)
         for element in elements:
-            field, term = scalar_terms(key, element)
-            if len(term.encode('utf-8')) > MAX_TERM_BYTES:
-                raise ValueError(
-                    f'metadata value of {key!r} is too long to index ({len(term.encode("utf-8"))} bytes; '
-                    f'at most {MAX_TERM_BYTES}): keep long text in the chunk, not in metadata'
-                )
+            field, term = scalar_terms(key, element)  # every term fits: `check_storable` ran
             doc.add_text(field, term)
             if field == 'm_num':
                 ordered.setdefault(key, []).append(_ord_number(element))  # type: ignore[arg-type]
