@@ -11,7 +11,7 @@ translation must agree with it (the conformance kit checks).
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable
+from collections.abc import Hashable, Iterable
 from typing import Annotated, Any, Literal, TypeAlias, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, field_serializer, field_validator, model_validator
@@ -48,10 +48,44 @@ __all__ = [
 ]
 
 
+def _identity(value: object) -> Hashable:
+    """What makes a filter (or a value inside one) *this* filter: its structure, with types.
+
+    Python says ``1 == True == 1.0`` and ``0.0 == -0.0``, and pydantic's model equality
+    inherits that, so ``eq('level', 1)`` and ``eq('level', True)`` were equal and hashed
+    alike, while the reference semantics tell them apart (``True`` is not ``1``). Anything
+    keyed by a filter (a store's mask cache) then served one filter's records for the
+    other. Here every value carries its type and a float is compared by its exact bits
+    (``float.hex``, so the sign of zero counts): deliberately conservative, two filters are
+    equal only when they are the same filter, never merely when they select the same records.
+    """
+    if isinstance(value, FilterNode):
+        return (type(value), tuple(_identity(getattr(value, name)) for name in type(value).model_fields))
+    if isinstance(value, float):
+        return (float, value.hex())
+    if isinstance(value, tuple):
+        return (tuple, tuple(_identity(v) for v in value))
+    if isinstance(value, frozenset):
+        return (frozenset, frozenset(_identity(v) for v in value))
+    return (type(value), value)
+
+
 class FilterNode(BaseModel):
-    """Base of every filter node; gives the ``&``, ``|`` and ``~`` operators."""
+    """Base of every filter node; gives the ``&``, ``|`` and ``~`` operators.
+
+    Equality and hashing are structural *with types* (see `_identity`): pydantic's own
+    would make ``eq('level', 1)`` equal to ``eq('level', True)``.
+    """
 
     model_config = ConfigDict(frozen=True, extra='forbid')
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, FilterNode):
+            return NotImplemented
+        return _identity(self) == _identity(other)
+
+    def __hash__(self) -> int:
+        return hash(_identity(self))
 
     def __and__(self, other: FilterNode) -> Filter:
         return and_(self, other)  # type: ignore[arg-type]

@@ -19,6 +19,13 @@ store offers, exactly ``top_k`` under a 1% filter, expansion honouring scope, wh
 document replacement, deletes, metadata types after a reload, entities and labels,
 and that hostile input (catastrophic regexes, punctuation-heavy text) is handled.
 
+Scope is checked twice. Through the `Retriever`, the path the tools take; and on direct
+calls to the store's own methods (`toolish_rag.testing.contract`), because the Retriever
+re-checks every hit and re-queries when a store leaks, which would hide the leak. The
+direct checks pass the filter the protocol contract says the store receives (the filter
+itself when ``supports_filter`` accepts it, else ``None``), one scope after another on the
+same store too, so a cache that confuses two filters (``True`` and ``1``) fails.
+
 Needs ``pytest`` and ``pytest-asyncio`` (the tests are coroutines marked ``asyncio``).
 """
 
@@ -28,6 +35,7 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
+import pytest_asyncio
 
 from ..content import Chunk, Document, Entity
 from ..embedding import HashingEmbeddingModel
@@ -35,7 +43,6 @@ from ..errors import QuerySyntaxError
 from ..filters import EntityFilter, Filter, PropertyFilter as F, matches
 from ..protocols import (
     DocumentStore,
-    FilterPushdown,
     RegexSearch,
     ResultExpander,
     StoreCapabilities,
@@ -43,12 +50,17 @@ from ..protocols import (
     VectorSearch,
 )
 from ..retriever import Retriever
-from ..search import ExpansionRequest, RegexRequest, SearchRequest
+from ..search import ExpansionRequest, RegexRequest
+from .contract import SearchProbe, expansion_problems, get_records_problems, search_problems
 from .corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, selective_corpus
 
 __all__ = ['StoreConformance']
 
 _FILTER_IDS = [name for name, _ in EDGE_FILTERS]
+_EVERY_RECORD = SearchProbe(COMMON_WORD, COMMON_WORD)
+"""Every record of the conformance corpus contains `COMMON_WORD`."""
+_EVERY_SELECTIVE_RECORD = SearchProbe('record about refund policy', 'record [0-9]+')
+"""Every record of `selective_corpus` contains ``record`` and matches ``record [0-9]+``."""
 
 
 class StoreConformance:
@@ -78,7 +90,7 @@ class StoreConformance:
         path.mkdir()
         return path
 
-    @pytest.fixture
+    @pytest_asyncio.fixture  # not pytest.fixture: pytest-asyncio's default strict mode ignores those
     async def loaded(self, store_path: Path, embedder: HashingEmbeddingModel) -> Any:
         store = await self.make_store(store_path, embedder)
         await store.upsert([*conformance_corpus(), *conformance_entities()])
@@ -173,19 +185,6 @@ class StoreConformance:
         found = await self._everything(Retriever(store, f), StoreCapabilities.of(store), total)
         for mode, ids in found.items():
             assert ids == expected, f'{mode} search under {f!r}: extra {ids - expected}, missing {expected - ids}'
-        # Straight to the store, bypassing the facade's re-check, when it claims pushdown.
-        if f is not None and isinstance(store, FilterPushdown) and store.supports_filter(f):
-            direct: dict[str, set[str]] = {}
-            if isinstance(store, VectorSearch):
-                direct['vector'] = {h.id for h in await store.vector_search(SearchRequest(COMMON_WORD, total, f))}
-            if isinstance(store, TextSearch):
-                direct['text'] = {h.id for h in await store.text_search(SearchRequest(COMMON_WORD, total, f))}
-            if isinstance(store, RegexSearch):
-                direct['regex'] = {h.id for h in await store.regex_search(RegexRequest(COMMON_WORD, total, f))}
-            for mode, ids in direct.items():
-                assert ids == expected, (
-                    f'pushed-down {mode} search under {f!r}: extra {ids - expected}, missing {expected - ids}'
-                )
 
     @pytest.mark.parametrize('f', [f for _, f in EDGE_FILTERS], ids=_FILTER_IDS)
     async def test_filter_semantics_match_reference(self, loaded: Any, f: Filter) -> None:
@@ -209,6 +208,49 @@ class StoreConformance:
         for hits in checks:
             assert len(hits) == 5
             assert all(h.record.metadata['rare'] is True for h in hits)
+
+    # -- the scope contract, on direct calls (no Retriever to re-check and re-query) -----------------
+
+    @pytest.mark.parametrize('f', [f for _, f in EDGE_FILTERS], ids=_FILTER_IDS)
+    async def test_searches_honour_the_filter_they_receive(self, loaded: Any, f: Filter) -> None:
+        total = len(self._all_records())
+        problems = await search_problems(loaded, f, self._all_records(), _EVERY_RECORD, (1, 3, total))
+        assert not problems, '\n'.join(problems)
+
+    @pytest.mark.parametrize('f', [f for _, f in EDGE_FILTERS], ids=_FILTER_IDS)
+    async def test_expansion_honours_the_filter_it_receives(self, loaded: Any, f: Filter) -> None:
+        if not isinstance(loaded, ResultExpander):
+            pytest.skip('no ResultExpander')
+        problems = await expansion_problems(loaded, f, conformance_corpus(), conformance_entities())
+        assert not problems, '\n'.join(problems)
+
+    async def test_top_k_under_one_percent_filter_directly(self, store_path: Path, embedder: Any) -> None:
+        store = await self.make_store(store_path, embedder)
+        corpus = selective_corpus(500, 100)
+        await store.upsert(corpus)
+        records = list(corpus[0].chunks)
+        problems = await search_problems(store, F.eq('rare', True), records, _EVERY_SELECTIVE_RECORD, (1, 5, 50))
+        assert not problems, '\n'.join(problems)
+
+    async def test_scopes_in_sequence_on_one_store(self, loaded: Any, tmp_path: Path, embedder: Any) -> None:
+        """Every edge filter on one store, then in reverse order on another: each answer must
+        depend on its own scope only. A cache keyed by something coarser than the filter (say
+        its ``model_dump()``, where ``True == 1``) serves one scope the records of another.
+        Searches and ``get_records`` only: ``expand`` under each filter has its own test, and
+        its 18 calls a filter would make this one slow on a real store."""
+        other_path = tmp_path / 'store-reversed'
+        other_path.mkdir()
+        other = await self.make_store(other_path, embedder)
+        await other.upsert([*conformance_corpus(), *conformance_entities()])
+        filters = [f for _, f in EDGE_FILTERS]
+        records = self._all_records()
+        problems: list[str] = []
+        for store, order in ((loaded, filters), (other, filters[::-1])):
+            for f in order:
+                problems += await search_problems(store, f, records, _EVERY_RECORD, (len(records),))
+                if isinstance(store, ResultExpander):
+                    problems += await get_records_problems(store, f, records)
+        assert not problems, '\n'.join(problems)
 
     async def test_top_k_is_respected_and_ranked(self, loaded: Any) -> None:
         caps = StoreCapabilities.of(loaded)
