@@ -72,6 +72,7 @@ def _check_scalar(value: Any, where: str) -> None:
 def _validate_metadata(metadata: Mapping[str, Any]) -> Metadata:
     for key, value in metadata.items():
         validate_metadata_key(key)
+        _check_strings(value, f'metadata {key!r}')
         if key in _RESERVED_KEYS:
             raise ValueError(f'metadata key {key!r} is reserved for the content model')
         if isinstance(value, list):
@@ -92,14 +93,44 @@ def document_id_for(uri: str) -> str:
 
     Stable ids make re-ingesting a document replace it rather than duplicate it.
     """
-    return 'd' + hashlib.sha256(uri.encode('utf-8')).hexdigest()[:15]
+    return 'd' + hashlib.sha256(uri.encode('utf-8', 'surrogatepass')).hexdigest()[:15]
 
 
 _MetadataField = Annotated[Metadata, Field(default_factory=dict)]
 
 
+def _check_text(value: str, where: str) -> None:
+    """Refuse a lone UTF-16 surrogate: no store can encode it, and no real document holds one.
+
+    Python strings may carry them (``'\\ud800'``, a YAML escape, a file name that was not
+    UTF-8), and every store crashed on them at write time (LanceDB, Tantivy, JSON persistence).
+    Refusing them here makes a bad record fail where it is built, with its field named.
+    """
+    try:
+        value.encode('utf-8')
+    except UnicodeEncodeError as e:
+        raise ValueError(
+            f'{where} holds a lone UTF-16 surrogate at character {e.start}; text must be valid Unicode'
+        ) from None
+
+
+def _check_strings(value: Any, where: str) -> None:
+    if isinstance(value, str):
+        _check_text(value, where)
+    elif isinstance(value, tuple | list | frozenset | set):
+        for item in value:
+            if isinstance(item, str):
+                _check_text(item, where)
+
+
 class _Model(BaseModel):
     model_config = ConfigDict(frozen=True, extra='forbid')
+
+    @model_validator(mode='after')
+    def _valid_unicode(self) -> Any:
+        for name in type(self).model_fields:
+            _check_strings(getattr(self, name), name)
+        return self
 
 
 class Section(_Model):

@@ -184,7 +184,13 @@ def _normalise_key(key: str) -> str | None:
 
 
 def _scalar(value: Any) -> str | bool | int | float | None:
-    if value is None or isinstance(value, str | bool | int):
+    if isinstance(value, str):
+        try:
+            value.encode('utf-8')
+        except UnicodeEncodeError:  # a YAML escape such as "\ud800": no store can hold it
+            raise TypeError('a string with a lone UTF-16 surrogate is not valid Unicode') from None
+        return value
+    if value is None or isinstance(value, bool | int):
         return value
     if isinstance(value, float):
         if not math.isfinite(value):  # YAML's .inf / 1.0e+400: metadata numbers are finite
