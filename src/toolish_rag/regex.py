@@ -14,6 +14,13 @@ ranks the same records everywhere):
 2. `regex_text`: the text each candidate is matched against (a chunk's ``urtext``);
 3. `count_matches`: its score and the sample matches shown to the model;
 4. `regex_rank_key`: sort the matching records by it, then keep ``top_k``.
+
+A store whose own engine can select candidates (LanceDB's ``regexp_like``) may use it only to
+narrow the records step 2 reads, with a pattern that selects at least every record RE2 matches:
+RE2 decides, so one pattern finds the same records on every store. Neither that engine's
+errors nor its reading of the pattern ever reach the model. A store that has to read every
+record in scope caps how many (its ``regex_scan_limit``) and refuses a wider search with
+`scan_limit_error`, the same message everywhere.
 """
 
 from __future__ import annotations
@@ -23,7 +30,7 @@ from typing import Any
 import re2
 
 from .content import Chunk, Record
-from .errors import QuerySyntaxError
+from .errors import InvalidRequestError, QuerySyntaxError
 from .search import RegexRequest
 
 __all__ = [
@@ -33,6 +40,7 @@ __all__ = [
     'count_matches',
     'regex_rank_key',
     'regex_text',
+    'scan_limit_error',
 ]
 
 MAX_PATTERN_LENGTH = 1000
@@ -46,6 +54,9 @@ def compile_pattern(pattern: str, *, case_sensitive: bool = True) -> Any:
         raise ValueError('the pattern is empty: give a regular expression such as ERR-[0-9]{4}')
     if len(pattern) > MAX_PATTERN_LENGTH:
         raise ValueError(f'the pattern is {len(pattern)} characters long; keep it under {MAX_PATTERN_LENGTH}')
+    if any('\ud800' <= ch <= '\udfff' for ch in pattern):
+        # RE2 takes UTF-8; without this the model would read Python's codec error instead.
+        raise ValueError('the pattern contains a lone surrogate (half of a UTF-16 pair): send whole characters')
     options = re2.Options()
     options.case_sensitive = case_sensitive
     options.log_errors = False
@@ -117,3 +128,15 @@ def regex_rank_key(
     if document_id is None:
         return (-count, record_id, 0)
     return (-count, document_id, sequence_number or 0)
+
+
+def scan_limit_error(total: int, limit: int) -> InvalidRequestError:
+    """The retry message for a regex search that would read ``total`` records, over a store's ``limit``.
+
+    The count is of the records in the caller's scope only, so the message tells the model
+    nothing about records it cannot see; it says how to get under the limit.
+    """
+    return InvalidRequestError(
+        f'a regex search here would scan {total} records (limit {limit}): '
+        'narrow it with a filter, or find candidates with text_search first'
+    )

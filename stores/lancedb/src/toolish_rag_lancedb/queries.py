@@ -5,6 +5,12 @@ its filter into the query's ``WHERE`` (a prefilter), so every search returns ``t
 whenever that many records in scope match. Searches select their score column (``_distance``,
 ``_score``) explicitly: LanceDB otherwise adds it itself and logs a deprecation warning to
 the user's terminal on every search.
+
+No LanceDB error text reaches the model. The toolset turns `InvalidRequestError` (and its
+`QuerySyntaxError`) into retry messages, and LanceDB's errors quote the whole SQL filter,
+scope included, so none is ever wrapped in one: the regex search never hands LanceDB the
+model's pattern (see `regex_search`), and any other LanceDB error is an outage or a bug that
+propagates as itself, to the application, not to the model.
 """
 
 from __future__ import annotations
@@ -18,12 +24,12 @@ import pyarrow as pa
 from lancedb.query import ColumnOrdering
 
 from toolish_rag.content import Chunk, Record
-from toolish_rag.errors import QuerySyntaxError
 from toolish_rag.filters import Filter
-from toolish_rag.regex import count_matches, regex_rank_key
+from toolish_rag.regex import count_matches, regex_rank_key, scan_limit_error
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 
 from .filters import sql_string
+from .regex_prefilter import prefilter_pattern
 from .schema import RESULT_COLUMNS, in_lists, record_from_row
 from .tables import Tables
 from .text_query import parse_text_query
@@ -118,38 +124,62 @@ async def _substring_search(
     return [SearchHit(record=record_from_row(row), score=score) for score, _, row in scored[:top_k]]
 
 
+_REGEX_COLUMNS = ['id', 'kind', 'urtext', 'document_id', 'sequence_number']
+
+
 async def regex_search(
     tables: Tables, table: Any, request: RegexRequest, compiled: Any, scan_limit: int
 ) -> list[SearchHit]:
-    """Records whose ``urtext`` matches: LanceDB selects the rows, RE2 counts (and decides)."""
-    pattern = request.pattern if request.case_sensitive else f'(?i){request.pattern}'
-    where = tables.where(request.filter, f'regexp_like(urtext, {sql_string(pattern)})')
-    try:
-        found = await (
-            table.query()
-            .where(where)
-            .select(['id', 'kind', 'urtext', 'document_id', 'sequence_number'])
-            .limit(scan_limit)
-            .to_arrow()
-        )
-    except Exception as exc:  # LanceDB's regex engine rejected what RE2 accepted
-        if 'regex' in str(exc).lower():
-            raise QuerySyntaxError(f'cannot run the regular expression {request.pattern!r}: {exc}') from None
-        raise
+    """Records whose ``urtext`` matches by RE2: LanceDB only narrows the candidates, RE2 decides.
+
+    The model's pattern never reaches LanceDB. `prefilter_pattern` rewrites it into a pattern
+    for ``regexp_like`` that selects every record RE2 would match (and maybe more); at most
+    ``scan_limit`` such candidates, in table order, are read. A pattern with no such rewrite
+    (``\\C``), or one whose rewrite LanceDB will not run (a ``ValueError``, e.g. Rust's regex
+    size limit), falls back to reading every record in scope, refused with `scan_limit_error`
+    when they are more than ``scan_limit``. No LanceDB error text becomes a retry message: it
+    would quote the SQL filter, scope included. Any other failure propagates as itself.
+    """
+    scope = tables.where(request.filter)
+    rows: list[dict[str, Any]] | None = None
+    prefilter = prefilter_pattern(request.pattern, case_sensitive=request.case_sensitive)
+    if prefilter is not None:
+        clause = tables.where(request.filter, f'regexp_like(urtext, {sql_string(prefilter)})')
+        try:
+            rows = (await _select(table, clause, _REGEX_COLUMNS, scan_limit)).to_pylist()
+        except ValueError:  # LanceDB could not plan the rewrite: read the scope instead
+            rows = None
+    if rows is None:
+        total = int(await table.count_rows(scope))
+        if total > scan_limit:
+            raise scan_limit_error(total, scan_limit)
+        rows = (await _select(table, scope, _REGEX_COLUMNS, scan_limit)).to_pylist()
+    top = _rank_regex_rows(rows, compiled)[: request.top_k]
+    if not top:
+        return []
+    by_id = {r.id: r for r in await fetch(tables, table, [t[1] for t in top], None)}
+    return [SearchHit(record=by_id[i], score=float(-key[0]), matches=s) for key, i, s in top if i in by_id]
+
+
+async def _select(table: Any, where: str | None, columns: list[str], limit: int) -> pa.Table:
+    q = table.query().select(columns).limit(limit)
+    return await (q if where is None else q.where(where)).to_arrow()
+
+
+def _rank_regex_rows(
+    rows: Sequence[dict[str, Any]], compiled: Any
+) -> list[tuple[tuple[int, str, int], str, tuple[str, ...]]]:
+    """The rows RE2 matches, best first, as (rank key, record id, sample matches)."""
     ranked: list[tuple[tuple[int, str, int], str, tuple[str, ...]]] = []
-    for row in found.to_pylist():
+    for row in rows:
         count, samples = count_matches(compiled, row['urtext'] or '')
-        if not count:  # the engines differ slightly (e.g. Unicode \\d); RE2 decides
+        if not count:  # a candidate of a wider prefilter, or any row of a scope scan
             continue
         document_id = (row['document_id'] or '') if row['kind'] == 'chunk' else None
         key = regex_rank_key(count, row['id'], document_id, row['sequence_number'])
         ranked.append((key, row['id'], samples))
     ranked.sort()
-    top = ranked[: request.top_k]
-    if not top:
-        return []
-    by_id = {r.id: r for r in await fetch(tables, table, [t[1] for t in top], None)}
-    return [SearchHit(record=by_id[i], score=float(-key[0]), matches=s) for key, i, s in top if i in by_id]
+    return ranked
 
 
 async def fetch(tables: Tables, table: Any, ids: Sequence[str], f: Filter | None) -> list[Record]:

@@ -5,6 +5,7 @@ The store is the public face; the work is split by concern:
 * `toolish_rag_lancedb.schema`: the two tables' Arrow schemas and row conversion;
 * `toolish_rag_lancedb.tables`: the connection and table handles, opened lazily;
 * `toolish_rag_lancedb.queries`: vector, text and regex search, lookup and expansion;
+* `toolish_rag_lancedb.regex_prefilter`: a regex as a LanceDB prefilter that never loses an RE2 match;
 * `toolish_rag_lancedb.writes`: an upsert's records commit, and the deletes;
 * `toolish_rag_lancedb.settling`: the documents table, kept in step across crashes;
 * `toolish_rag_lancedb.maintenance`: the indexes and ``optimize``;
@@ -25,7 +26,6 @@ from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from toolish_rag.content import Chunk, Document, Entity, Record
 from toolish_rag.embedding import resolve_embedder
-from toolish_rag.errors import QuerySyntaxError
 from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request
@@ -35,7 +35,7 @@ from toolish_rag.writes import upsert_batch
 from . import queries
 from .filters import filter_to_where, sql_string
 from .maintenance import IndexPolicy, IndexUpkeep, describe_indexes
-from .schema import document_from_row, document_info
+from .schema import check_storable, document_from_row, document_info
 from .settling import DocumentLedger
 from .tables import Tables
 from .text_query import TEXT_QUERY_SYNTAX
@@ -54,8 +54,8 @@ class LanceDBStore:
     environment variables. The store opens lazily on first use.
 
     Implements `VectorSearch`, `TextSearch`, `RegexSearch`, `ResultExpander`,
-    `FilterPushdown` (every filter) and `DocumentStore`; hybrid search is left to the
-    core's rank fusion of vector and text results.
+    `FilterPushdown` (every filter whose values the store can hold) and `DocumentStore`;
+    hybrid search is left to the core's rank fusion of vector and text results.
 
     Writes are serialised by an ``asyncio.Lock`` per store object; readers never wait for
     writers (LanceDB readers see the last committed version). Run one writing process per
@@ -77,8 +77,10 @@ class LanceDBStore:
             writes, or earlier when an index has ``max_unindexed_rows`` rows it does not cover.
         cleanup_older_than: versions older than this are pruned by ``optimize`` (LanceDB's
             default, 7 days, when ``None``). Keep it longer than your slowest reader's query.
-        regex_scan_limit: at most this many matching rows (in table order) are ranked by match
-            count per regex search; more matches than that are not looked at.
+        regex_scan_limit: at most this many candidate rows (in table order) are ranked by match
+            count per regex search; more than that are not looked at. A pattern LanceDB cannot
+            pre-select for (``\\C``) reads every record in scope instead, and is refused (with
+            a retry message asking to narrow the search) when they are more than this.
         vector_index: the LanceDB index config used at ``ann_threshold`` (default: IVF-SQ,
             cosine; see `create_vector_index`).
         nprobes: IVF partitions probed per vector query (more: better recall, slower).
@@ -162,7 +164,11 @@ class LanceDBStore:
     # -- capabilities -----------------------------------------------------------------------
 
     def supports_filter(self, filter: Filter) -> bool:
-        """Every filter node translates natively (values with NUL characters excepted)."""
+        """Every filter node translates natively, unless a value in it is one no SQL literal carries.
+
+        Those are a NUL character, a lone surrogate and an integer beyond 64 bits (which no
+        stored value can equal either, as upserts refuse it): the core evaluates such a filter.
+        """
         try:
             filter_to_where(filter, ())
         except (ValueError, TypeError):
@@ -199,15 +205,15 @@ class LanceDBStore:
         return await queries.text_search(self._tables, table, request, self.regex_scan_limit)
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
-        """Records whose exact text (a chunk's ``urtext``, an entity's text) matches ``pattern``.
+        """Records whose exact text (a chunk's ``urtext``, an entity's text) matches ``pattern``, by RE2.
 
-        LanceDB selects the rows (``regexp_like``, a linear-time engine); RE2 then counts the
-        matches, which are the scores. Ties keep document and sequence order. At most
-        ``regex_scan_limit`` matching rows are ranked.
+        LanceDB narrows the rows (``regexp_like`` with a rewrite of the pattern that selects
+        every record RE2 matches, see `toolish_rag_lancedb.regex_prefilter`); RE2 decides and
+        counts the matches, which are the scores. Ties keep document and sequence order. At
+        most ``regex_scan_limit`` candidate rows are ranked; a pattern LanceDB cannot narrow
+        for scans the records in scope, up to ``regex_scan_limit`` of them.
         """
         compiled = compile_request(request)
-        if '\x00' in request.pattern:
-            raise QuerySyntaxError('the pattern contains a NUL character; write \\x00 to match one')
         table = await self._tables.records_for_read()
         if table is None or request.top_k <= 0:
             return []
@@ -238,10 +244,15 @@ class LanceDBStore:
         rows are written before that commit, marked pending with the records version they
         precede, and made final after it: a reader (or, after a crash, the next writer) tells by
         the records version which row stands, so ``list_documents`` always agrees with the records.
+
+        A batch holding a value the tables cannot hold (an integer beyond 64 bits, a lone
+        surrogate: see `check_storable`) raises `UnsupportedValueError` before anything is
+        embedded or written.
         """
         documents, entities = upsert_batch(items)
         if not documents and not entities:
             return
+        check_storable(documents, entities)  # before any embedding or write: a refused batch changes nothing
         records = records_to_write(documents, entities)
         vectors = await self._embed([r.text for r in records], query=False) if records else None
         async with self._tables.write_lock:
