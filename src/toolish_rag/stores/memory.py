@@ -1,7 +1,9 @@
 """`InMemoryStore`: the reference store, implementing every capability exactly.
 
 * vector search: exact cosine over a numpy matrix of normalised embeddings;
-* text search: BM25 through ``bm25s`` (English stop words, Snowball stemming);
+* text search: BM25 (bm25s's tokenizer, English stop words, Snowball stemming) whose corpus
+  statistics are those of the records in scope (`toolish_rag.stores.bm25`), so what a scoped
+  search scores never depends on records outside its scope;
 * regex search: RE2 (``google-re2``), linear time, so no pattern can hang a search;
 * expansion by sequence range and by section;
 * filters evaluated with the reference evaluator *before* ranking, so every search
@@ -25,7 +27,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -39,6 +41,7 @@ from ..protocols import DocumentInfo
 from ..regex import compile_request, count_matches, regex_rank_key, regex_text
 from ..search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from ..writes import upsert_batch
+from .bm25 import Bm25Index, ScopeStatistics
 
 __all__ = ['InMemoryStore']
 
@@ -62,6 +65,19 @@ def tokenize(texts: list[str], stemmer: Any) -> list[list[str]]:
     return tokens
 
 
+def build_bm25(texts: list[str], stemmer: Any) -> Bm25Index:
+    """The BM25 index of ``texts``, tokenised as `tokenize` does (as word ids, for speed)."""
+    import bm25s
+
+    tokenized = bm25s.tokenize(texts, stopwords='en', stemmer=stemmer, return_ids=True, show_progress=False)
+    return Bm25Index.build(tokenized.ids, tokenized.vocab)
+
+
+Statistics = Literal['scope', 'store']
+"""Whose corpus statistics BM25 uses: the search's scope (the default) or the whole store."""
+_STATISTICS: tuple[Statistics, ...] = ('scope', 'store')
+
+
 @dataclass
 class _Snapshot:
     records: tuple[Record, ...] = ()
@@ -69,9 +85,10 @@ class _Snapshot:
     documents: dict[str, DocumentInfo] = field(default_factory=dict)
     index: dict[str, int] = field(default_factory=dict)
     by_document: dict[str, list[int]] = field(default_factory=dict)
-    _bm25: Any = None
+    _bm25: Bm25Index | None = None
     _bm25_lock: threading.Lock = field(default_factory=threading.Lock)
     _masks: OrderedDict[Filter, npt.NDArray[np.bool_]] = field(default_factory=OrderedDict)
+    _scopes: OrderedDict[Filter, ScopeStatistics] = field(default_factory=OrderedDict)
 
     @classmethod
     def build(
@@ -100,15 +117,28 @@ class _Snapshot:
             self._masks.popitem(last=False)
         return result
 
-    def bm25(self, stemmer: Any) -> Any:
+    def bm25(self, stemmer: Any) -> Bm25Index:
+        """The BM25 index of this snapshot, built on first use (one build per version)."""
         with self._bm25_lock:
-            if self._bm25 is None and self.records:
-                import bm25s
-
-                retriever = bm25s.BM25()
-                retriever.index(tokenize([r.text for r in self.records], stemmer), show_progress=False)
-                self._bm25 = retriever
+            if self._bm25 is None:
+                self._bm25 = build_bm25([r.text for r in self.records], stemmer)
             return self._bm25
+
+    def scope_statistics(self, index: Bm25Index, f: Filter | None) -> ScopeStatistics:
+        """BM25's record count and mean length over the records ``f`` admits (cached like masks)."""
+        if f is None:
+            return index.whole
+        with self._bm25_lock:
+            cached = self._scopes.get(f)
+            if cached is not None:
+                self._scopes.move_to_end(f)
+                return cached
+        statistics = ScopeStatistics.of(index.lengths, self.mask(f))
+        with self._bm25_lock:
+            self._scopes[f] = statistics
+            if len(self._scopes) > 64:
+                self._scopes.popitem(last=False)
+        return statistics
 
 
 def _top(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
@@ -124,6 +154,8 @@ def _top(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
 
 
 _FORMAT = 1
+_SETTINGS = 'settings.json'
+"""Choices that change no stored data (the BM25 statistics), kept beside the versions."""
 _RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
 
 
@@ -177,6 +209,24 @@ def _load(path: Path) -> _Snapshot:
     return _Snapshot.build(records, vectors, documents)
 
 
+def _saved_statistics(path: Path | None) -> Statistics | None:
+    settings = path / _SETTINGS if path is not None else None
+    if settings is None or not settings.exists():
+        return None
+    saved = json.loads(settings.read_text(encoding='utf-8')).get('statistics')
+    if saved not in _STATISTICS:
+        raise ValueError(f'{settings} names unknown BM25 statistics {saved!r}')
+    chosen: Statistics = saved
+    return chosen
+
+
+def _save_statistics(path: Path, statistics: Statistics) -> None:
+    path.mkdir(parents=True, exist_ok=True)
+    tmp = path / f'{_SETTINGS}.tmp'
+    tmp.write_text(json.dumps({'statistics': statistics}), encoding='utf-8')
+    os.replace(tmp, path / _SETTINGS)
+
+
 class InMemoryStore:
     """All four capabilities in process memory; the reference every other store matches.
 
@@ -188,6 +238,13 @@ class InMemoryStore:
             process opening the same path sees the same records, vectors and metadata
             types. Saving rewrites the whole store, which suits collections up to some
             tens of thousands of chunks; use the LanceDB store beyond that.
+        statistics: whose corpus statistics (record count, mean length, word frequencies)
+            BM25 ranks with. ``'scope'``: those of the records the search's filter admits, so
+            a tenant's scores never reveal what other tenants hold. ``'store'``: the whole
+            store's, as bm25s alone would score (scores of different scopes are then on one
+            scale, but a scoped search's scores move when records outside its scope change).
+            ``None``: the choice saved at ``path``, else ``'scope'``. An explicit choice is
+            saved at ``path`` (it changes no data, so it may differ from the saved one).
     """
 
     text_query_syntax = (
@@ -197,8 +254,14 @@ class InMemoryStore:
     )
 
     def __init__(
-        self, embedder: Embedder | EmbeddingModel | str | None = None, *, path: str | os.PathLike[str] | None = None
+        self,
+        embedder: Embedder | EmbeddingModel | str | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        statistics: Statistics | None = None,
     ) -> None:
+        if statistics is not None and statistics not in _STATISTICS:
+            raise ValueError(f'unknown BM25 statistics {statistics!r}: choose one of {", ".join(_STATISTICS)}')
         self._embedder_spec = embedder
         self._embedder: Embedder | None = None
         self._write_lock = asyncio.Lock()
@@ -206,6 +269,15 @@ class InMemoryStore:
         self._path = Path(path) if path is not None else None
         self._query_cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
         self._snapshot = _load(self._path) if self._path is not None else _Snapshot()
+        saved = _saved_statistics(self._path)
+        self._statistics: Statistics = statistics or saved or 'scope'
+        if self._path is not None and statistics is not None and statistics != saved:
+            _save_statistics(self._path, statistics)
+
+    @property
+    def statistics(self) -> Statistics:
+        """Whose corpus statistics BM25 uses: ``'scope'`` (isolated) or ``'store'`` (see the class)."""
+        return self._statistics
 
     @property
     def path(self) -> Path | None:
@@ -229,7 +301,10 @@ class InMemoryStore:
 
     def __repr__(self) -> str:
         snap = self._snapshot
-        return f'InMemoryStore(documents={len(snap.documents)}, records={len(snap.records)})'
+        return (
+            f'InMemoryStore(documents={len(snap.documents)}, records={len(snap.records)}, '
+            f'statistics={self._statistics!r})'
+        )
 
     # -- writes -----------------------------------------------------------------------
 
@@ -372,16 +447,14 @@ class InMemoryStore:
         return [SearchHit(snap.records[i], float(scores[i])) for i in _top(scores, request.top_k)]
 
     def _text_scores(self, snap: _Snapshot, query: str, f: Filter | None) -> npt.NDArray[np.float64] | None:
-        retriever = snap.bm25(self._stemmer)
-        tokens = [t for t in tokenize([query], self._stemmer)[0] if t in retriever.vocab_dict]
+        index = snap.bm25(self._stemmer)
+        tokens = [t for t in tokenize([query], self._stemmer)[0] if t in index.vocabulary]
         if not tokens:
             return None
-        scores = np.asarray(retriever.get_scores(tokens), dtype=np.float64)
-        keep = scores > 0
         mask = snap.mask(f)
-        if mask is not None:
-            keep &= mask
-        return np.where(keep, scores, -np.inf)
+        statistics = index.whole if self.statistics == 'store' else snap.scope_statistics(index, f)
+        scores = index.scores(tokens, statistics, mask).astype(np.float64)
+        return np.where(scores > 0, scores, -np.inf)
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         snap = self._snapshot

@@ -2,10 +2,22 @@
 
 >>> from toolish_rag_tantivy import TantivyStore
 >>> store = TantivyStore()            # in RAM; TantivyStore('./index') on disk
+
+`PartitionedTantivyStore` keeps one index per value of a partition key (e.g. ``tenant``), so
+a tenant's BM25 statistics never reflect another tenant's documents (docs/filters.md).
 """
 
 from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName
+from .partitioned import PartitionedTantivyStore
 from .query import TEXT_QUERY_SYNTAX
 from .store import TantivyStore, open_store
 
-__all__ = ['ANALYZERS', 'DEFAULT_ANALYZER', 'TEXT_QUERY_SYNTAX', 'AnalyzerName', 'TantivyStore', 'open_store']
+__all__ = [
+    'ANALYZERS',
+    'DEFAULT_ANALYZER',
+    'TEXT_QUERY_SYNTAX',
+    'AnalyzerName',
+    'PartitionedTantivyStore',
+    'TantivyStore',
+    'open_store',
+]

@@ -28,21 +28,20 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import tantivy
 from tantivy import Occur, Query
 
 from toolish_rag.content import Chunk, Document, Entity, Record
-from toolish_rag.errors import InvalidRequestError
 from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentInfo
-from toolish_rag.regex import compile_request, count_matches, regex_rank_key
+from toolish_rag.regex import compile_request, count_matches, regex_rank_key, scan_limit_error
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from toolish_rag.writes import upsert_batch
 
 from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
-from .filters import FilterCompiler
+from .filters import FilterCompiler, translatable
 from .query import TEXT_QUERY_SYNTAX, TextQueryBuilder
 from .schema import (
     FORMAT_VERSION,
@@ -50,10 +49,14 @@ from .schema import (
     KIND_DOCUMENT,
     KIND_ENTITY,
     build_schema,
+    check_storable,
     from_stored,
     scan_text,
     to_tantivy,
 )
+
+if TYPE_CHECKING:
+    from .partitioned import PartitionedTantivyStore
 
 __all__ = ['TantivyStore', 'open_store']
 
@@ -303,10 +306,16 @@ class TantivyStore:
             raise ValueError(f'record id {clash.id!r} already belongs to another document or entity')
 
     async def upsert(self, items: Iterable[Document | Entity]) -> None:
-        """Insert or replace documents (whole: no stale chunk survives) and entities."""
+        """Insert or replace documents (whole: no stale chunk survives) and entities.
+
+        A batch holding a value the index cannot hold (an integer beyond 64 bits, a lone
+        surrogate, a metadata string too long for one term: see `check_storable`) raises
+        `UnsupportedValueError` before anything of it is written.
+        """
         documents, entities = upsert_batch(items)
         if not documents and not entities:
             return
+        check_storable(documents, entities)
         await asyncio.to_thread(self._submit, _Write(documents=documents, entities=entities))
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
@@ -337,8 +346,12 @@ class TantivyStore:
     # -- reads ----------------------------------------------------------------------------
 
     def supports_filter(self, filter: Filter) -> bool:
-        """Every filter node has an exact native translation (see `toolish_rag_tantivy.filters`)."""
-        return True
+        """Every filter node has an exact native translation (see `toolish_rag_tantivy.filters`).
+
+        Unless a value in it is one the index cannot hold (an integer beyond 64 bits, a lone
+        surrogate): the core evaluates such a filter.
+        """
+        return translatable(filter)
 
     def _scoped(self, searcher: tantivy.Searcher, query: Query, f: Filter | None, *, kinds: str | None = None) -> Query:
         """``query`` restricted to searchable records (and ``kinds``) satisfying ``f``; ``f`` adds no score."""
@@ -362,10 +375,20 @@ class TantivyStore:
 
     def _text_search(self, query: Query, request: SearchRequest) -> list[SearchHit]:
         searcher = self._index.searcher()
+        return [
+            SearchHit(self._record(searcher, address), score)
+            for score, address in self._ranked(searcher, query, request)
+        ]
+
+    def _ranked(
+        self, searcher: tantivy.Searcher, query: Query, request: SearchRequest
+    ) -> list[tuple[float, tantivy.DocAddress]]:
+        """The best ``top_k`` in-scope (score, address) pairs, records not loaded: a caller merging
+        several indexes (`PartitionedTantivyStore`) loads only the records that make its cut."""
         if searcher.num_docs == 0:
             return []
         hits = searcher.search(self._scoped(searcher, query, request.filter), request.top_k, count=False).hits
-        return [SearchHit(self._record(searcher, address), float(score)) for score, address in hits]
+        return [(float(score), address) for score, address in hits]
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         pattern = compile_request(request)
@@ -380,10 +403,7 @@ class TantivyStore:
         candidates = self._scoped(searcher, Query.all_query(), request.filter)
         total = _count(searcher, candidates)
         if self.regex_scan_limit is not None and total > self.regex_scan_limit:
-            raise InvalidRequestError(
-                f'a regex search here would scan {total} records (limit {self.regex_scan_limit}): '
-                'narrow it with a filter, or find candidates with text_search first'
-            )
+            raise scan_limit_error(total, self.regex_scan_limit)
         found: list[tuple[tuple[int, str, int], float, Any, tuple[str, ...]]] = []
         for _, address in _all_hits(searcher, candidates, total):
             stored = searcher.doc(address).to_dict()
@@ -517,9 +537,15 @@ def _all_hits(
     return sorted(hits, key=lambda h: (h[1].segment_ord, h[1].doc))
 
 
-def open_store(location: str, *, embedder: Any = None) -> TantivyStore:
+def open_store(location: str, *, embedder: Any = None) -> TantivyStore | PartitionedTantivyStore:
     """Entry point for ``toolish_rag.stores``: ``"tantivy:./index"`` (or ``"tantivy"`` for RAM).
 
+    A directory a `PartitionedTantivyStore` created opens as one, with its saved partition key,
+    so every tool that opens it by spec keeps its strict isolation.
     ``embedder`` is accepted for the common signature and ignored: this store never embeds.
     """
+    from .partitioned import PARTITIONS_FILE, PartitionedTantivyStore
+
+    if location and (Path(location) / PARTITIONS_FILE).exists():
+        return PartitionedTantivyStore(location)
     return TantivyStore(location or None)

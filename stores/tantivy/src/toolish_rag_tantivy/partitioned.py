@@ -1,0 +1,403 @@
+"""`PartitionedTantivyStore`: one tantivy index per value of a metadata key (strict isolation).
+
+Why: tantivy computes BM25's corpus statistics (record count, average length, how many
+records hold a word) over a whole index, and tantivy-py offers no way to take them from part
+of one. In a single index shared by tenants, a tenant's text-search scores therefore move
+when another tenant writes, which tells it whether the other tenant has records with a given
+word. Here each value of the partition key (say ``tenant``) has an index of its own, so its
+records are scored with its own statistics and nothing written under another value can move
+them, byte for byte.
+
+How searches are routed (`toolish_rag_tantivy.partitions.PartitionPruner`): a filter that
+pins the key (``eq('tenant', 'acme')``, possibly ANDed with more) searches that partition's
+index only, exactly as a `TantivyStore` holding just those records would. A filter that allows
+several values (``in_``, ``or``) or does not constrain the key (no filter, ``ne``, ...)
+searches each partition it can reach with the whole filter and merges the hits by score: the
+top ``top_k`` stays exact and in scope, and each partition is still scored with its own
+statistics only (nothing crosses partitions), but scores of different partitions are not on
+one scale (like a sharded search without global statistics). Regex hits merge by the regex
+ranking key, which is independent of statistics, so they equal a single index's exactly.
+
+Writes: a document lives in the partition of its key's value; every chunk must carry the
+same value (the document's), and an entity the value of its own metadata. Records without the
+key share one more partition. A record cannot change partition by an upsert (that would be a
+delete in one index and an add in another, which is not atomic): delete it first. Writes are
+serialised, each partition commits on its own (an upsert spanning partitions is one commit per
+partition, in partition order), and a writer is kept open for the few partitions written last.
+Ids stay unique across partitions: an upsert checks the other partitions for its ids, one
+small query each.
+
+Cost: a pinned search costs what a `TantivyStore` search of that partition costs; a search
+that reaches every partition costs one search per partition. Meant for tens to hundreds of
+partitions (each is a tantivy index: its files, its reader).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import heapq
+import json
+import os
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import tantivy
+from tantivy import Query
+
+from toolish_rag.content import Chunk, Document, Entity, MetadataValue, Record, validate_metadata_key
+from toolish_rag.filters import Filter
+from toolish_rag.protocols import DocumentInfo
+from toolish_rag.regex import compile_request, regex_rank_key, scan_limit_error
+from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from toolish_rag.writes import upsert_batch
+
+from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
+from .filters import translatable
+from .partitions import PartitionId, PartitionPruner
+from .query import TEXT_QUERY_SYNTAX, TextQueryBuilder
+from .schema import build_schema, check_storable, from_stored
+from .store import TantivyStore, _count
+
+__all__ = ['PARTITIONS_FILE', 'PartitionedTantivyStore']
+
+PARTITIONS_FILE = 'toolish_rag_tantivy_partitions.json'
+_FORMAT = 1
+_OPEN_WRITERS = 4
+"""Partitions whose index writer stays open after a write (each holds threads and a memory budget)."""
+
+
+class PartitionedTantivyStore:
+    """Tantivy indexes, one per value of ``partition_key``, as one toolish-rag store.
+
+    Args:
+        path: directory (created if missing) holding the partitions; ``None`` keeps them in RAM.
+        partition_key: the metadata key whose value picks a record's index (``'tenant'``).
+            Fixed when the store is created; ``None`` on reopen reads the saved one.
+        analyzer, writer_heap_bytes, writer_threads: as `TantivyStore`, for every partition.
+        regex_scan_limit: most records one regex search scans, summed over the partitions it
+            reaches (``None``: no limit).
+    """
+
+    text_query_syntax: str = TEXT_QUERY_SYNTAX
+
+    def __init__(
+        self,
+        path: str | os.PathLike[str] | None = None,
+        *,
+        partition_key: str | None = None,
+        analyzer: AnalyzerName | None = None,
+        writer_heap_bytes: int = 128_000_000,
+        writer_threads: int = 1,
+        regex_scan_limit: int | None = 250_000,
+    ) -> None:
+        self.path = Path(path) if path is not None else None
+        self.partition_key, self.analyzer_name = self._resolve(partition_key, analyzer)
+        self.regex_scan_limit = regex_scan_limit
+        self._open = functools.partial(
+            TantivyStore,
+            analyzer=self.analyzer_name,
+            writer_heap_bytes=writer_heap_bytes,
+            writer_threads=writer_threads,
+            regex_scan_limit=None,  # enforced here, over all the partitions a search reaches
+        )
+        self._queries = TextQueryBuilder(
+            build_schema(tokenizer_name(self.analyzer_name)), 'text', build_analyzer(self.analyzer_name)
+        )
+        self._pruner = PartitionPruner(self.partition_key)
+        self._lock = threading.Lock()
+        self._write_lock = asyncio.Lock()
+        self._writing: OrderedDict[PartitionId, None] = OrderedDict()
+        self._partitions: dict[PartitionId, TantivyStore] = {}
+        if self.path is not None:
+            for child in sorted((self.path / 'partitions').iterdir()) if (self.path / 'partitions').is_dir() else []:
+                pid = PartitionId.from_dirname(child.name)
+                if pid is not None and child.is_dir():
+                    self._partitions[pid] = self._open(child)
+
+    # -- opening ------------------------------------------------------------------------
+
+    def _resolve(self, key: str | None, analyzer: AnalyzerName | None) -> tuple[str, AnalyzerName]:
+        """The partition key and analyzer: the saved ones on reopen, else the requested ones (saved)."""
+        if analyzer is not None and analyzer not in ANALYZERS:
+            raise ValueError(f'unknown analyzer {analyzer!r}: choose one of {", ".join(ANALYZERS)}')
+        if key is not None:
+            validate_metadata_key(key)
+        config = self.path / PARTITIONS_FILE if self.path is not None else None
+        if config is not None and config.exists():
+            saved = json.loads(config.read_text('utf-8'))
+            if saved.get('format') != _FORMAT:
+                raise ValueError(f'{self.path} holds partitioned indexes of format {saved.get("format")}')
+            for name, requested in (('partition_key', key), ('analyzer', analyzer)):
+                if requested is not None and requested != saved[name]:
+                    raise ValueError(
+                        f'{self.path} was created with {name}={saved[name]!r}; reopen it with that (or None), '
+                        f'or create a new store for {requested!r}'
+                    )
+            return saved['partition_key'], saved['analyzer']
+        if key is None:
+            raise ValueError('partition_key is required: the metadata key whose values get an index each')
+        chosen = analyzer or DEFAULT_ANALYZER
+        if config is not None:
+            assert self.path is not None
+            if self.path.exists() and any(self.path.iterdir()):
+                raise ValueError(f'{self.path} is not empty and holds no partitioned toolish-rag-tantivy store')
+            self.path.mkdir(parents=True, exist_ok=True)
+            tmp = config.with_suffix('.tmp')
+            tmp.write_text(json.dumps({'format': _FORMAT, 'partition_key': key, 'analyzer': chosen}), 'utf-8')
+            os.replace(tmp, config)
+        return key, chosen
+
+    def _partition(self, pid: PartitionId) -> TantivyStore:
+        """The index of ``pid``, created on its first write."""
+        with self._lock:
+            store = self._partitions.get(pid)
+            if store is None:
+                where = self.path / 'partitions' / pid.dirname if self.path is not None else None
+                store = self._open(where)
+                self._partitions[pid] = store
+            return store
+
+    def _reached(self, f: Filter | None) -> list[TantivyStore]:
+        """The indexes a search scoped by ``f`` must read, in partition order."""
+        reach = self._pruner.visit(f) if f is not None else None
+        with self._lock:
+            return [s for pid, s in sorted(self._partitions.items()) if reach is None or pid in reach]
+
+    def index_of(self, value: MetadataValue) -> tantivy.Index | None:
+        """The tantivy index of the partition ``value`` names (benchmarks, inspection; write through the store)."""
+        with self._lock:
+            store = self._partitions.get(PartitionId.of(value, key=self.partition_key))
+        return store.index if store is not None else None
+
+    @property
+    def partitions(self) -> list[PartitionId]:
+        """The partitions that have an index (written to at least once), in order."""
+        with self._lock:
+            return sorted(self._partitions)
+
+    def close(self) -> None:
+        """Release every partition's index writer. Searches keep working."""
+        with self._lock:
+            stores = list(self._partitions.values())
+        for store in stores:
+            store.close()
+
+    async def aclose(self) -> None:
+        await asyncio.to_thread(self.close)
+
+    async def __aenter__(self) -> PartitionedTantivyStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.aclose()
+
+    def __repr__(self) -> str:
+        where = str(self.path) if self.path is not None else 'RAM'
+        return (
+            f'PartitionedTantivyStore({where!r}, partition_key={self.partition_key!r}, '
+            f'analyzer={self.analyzer_name!r}, partitions={len(self._partitions)})'
+        )
+
+    # -- writes ---------------------------------------------------------------------------
+
+    def _home(self, item: Document | Entity) -> PartitionId:
+        """The partition ``item`` belongs in; every chunk of a document must agree with the document."""
+        key = self.partition_key
+        pid = PartitionId.of(item.metadata.get(key), key=key)
+        if isinstance(item, Document):
+            for chunk in item.chunks:
+                if PartitionId.of(chunk.metadata.get(key), key=key) != pid:
+                    raise ValueError(
+                        f'chunk {chunk.id!r} has {key}={chunk.metadata.get(key)!r} but its document '
+                        f'{item.id!r} has {pid.describe(key)}: {key!r} is the partition key, so every '
+                        "chunk of a document must carry the document's value"
+                    )
+        return pid
+
+    def _check_ids(self, groups: dict[PartitionId, list[Document | Entity]]) -> None:
+        """Refuse a record moving to another partition, and an id another partition already uses."""
+        owners: dict[str, PartitionId] = {}
+        for pid, items in groups.items():
+            for record_id in (r.id for item in items for r in (item.chunks if isinstance(item, Document) else [item])):
+                if owners.setdefault(record_id, pid) != pid:
+                    raise ValueError(f'record id {record_id!r} is used by two items of one upsert')
+        with self._lock:
+            partitions = sorted(self._partitions.items())
+        for pid, items in groups.items():
+            doc_ids = sorted(i.id for i in items if isinstance(i, Document))
+            entity_ids = sorted(i.id for i in items if isinstance(i, Entity))
+            record_ids = sorted(r for r, owner in owners.items() if owner == pid)
+            for other, store in partitions:
+                if other != pid:
+                    _refuse_foreign(store, other, pid, self.partition_key, doc_ids, entity_ids, record_ids)
+
+    async def upsert(self, items: Iterable[Document | Entity]) -> None:
+        """Insert or replace documents and entities, each in the partition of its key's value."""
+        documents, entities = upsert_batch(items)
+        check_storable(documents, entities)  # the whole batch, before any partition commits
+        groups: dict[PartitionId, list[Document | Entity]] = {}
+        batch: list[Document | Entity] = [*documents, *entities]
+        for item in batch:
+            groups.setdefault(self._home(item), []).append(item)
+        if not groups:
+            return
+        async with self._write_lock:
+            await asyncio.to_thread(self._check_ids, groups)
+            for pid in sorted(groups):
+                await self._partition(pid).upsert(groups[pid])
+                await asyncio.to_thread(self._wrote, pid)
+
+    def _wrote(self, pid: PartitionId) -> None:
+        """Keep the writers of the last few partitions written open; close the rest."""
+        self._writing[pid] = None
+        self._writing.move_to_end(pid)
+        while len(self._writing) > _OPEN_WRITERS:
+            stale, _ = self._writing.popitem(last=False)
+            self._partitions[stale].close()
+
+    async def _delete(self, field: str, ids: set[str]) -> int:
+        if not ids:
+            return 0
+        removed = 0
+        async with self._write_lock:
+            with self._lock:
+                partitions = sorted(self._partitions.items())
+            for pid, store in partitions:
+                if await asyncio.to_thread(_held, store, field, sorted(ids)):
+                    if field == 'document_id':
+                        removed += await store.delete_documents(ids)
+                    else:
+                        removed += await store.delete_entities(ids)
+                    await asyncio.to_thread(self._wrote, pid)
+        return removed
+
+    async def delete_documents(self, document_ids: Iterable[str]) -> int:
+        return await self._delete('document_id', set(document_ids))
+
+    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
+        return await self._delete('eid', set(entity_ids))
+
+    async def list_documents(self) -> Sequence[DocumentInfo]:
+        found: list[DocumentInfo] = []
+        for store in self._reached(None):
+            found.extend(await store.list_documents())
+        return sorted(found, key=lambda d: d.id)
+
+    async def count(self) -> int:
+        """How many records (chunks and entities) the partitions hold together."""
+        return sum([await store.count() for store in self._reached(None)])
+
+    # -- reads ----------------------------------------------------------------------------
+
+    def supports_filter(self, filter: Filter) -> bool:
+        """As `TantivyStore.supports_filter`: each partition's index translates the filter natively."""
+        return translatable(filter)
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        if request.top_k <= 0:
+            return []
+        # Built once, also when no partition is reached (the same syntax errors as one index). Every
+        # partition's schema is `build_schema` of the same analyzer, so the query's fields are theirs.
+        query = self._queries.build(request.query)
+        return await asyncio.to_thread(self._text_search, query, request)
+
+    def _text_search(self, query: Query, request: SearchRequest) -> list[SearchHit]:
+        ranked: list[tuple[float, int, int, TantivyStore, tantivy.Searcher, tantivy.DocAddress]] = []
+        for p, store in enumerate(self._reached(request.filter)):
+            searcher = store.index.searcher()
+            hits = store._ranked(searcher, query, request)
+            ranked += [(-score, p, i, store, searcher, address) for i, (score, address) in enumerate(hits)]
+        # By score; ties keep each partition's order, earlier partitions first. Only the winners are loaded.
+        best = heapq.nsmallest(request.top_k, ranked, key=lambda r: r[:3])
+        return [SearchHit(store._record(searcher, address), -score) for score, _, _, store, searcher, address in best]
+
+    async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
+        pattern = compile_request(request)
+        if request.top_k <= 0:
+            return []
+        return await asyncio.to_thread(self._regex_search, pattern, request)
+
+    def _regex_search(self, pattern: Any, request: RegexRequest) -> list[SearchHit]:
+        stores = self._reached(request.filter)
+        if self.regex_scan_limit is not None:
+            total = sum(_candidates(s, request.filter) for s in stores)
+            if total > self.regex_scan_limit:
+                raise scan_limit_error(total, self.regex_scan_limit)
+        hits = [h for s in stores for h in s._regex_search(pattern, request)]
+        hits.sort(key=_regex_key)
+        return hits[: request.top_k]
+
+    async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Record]:
+        wanted = sorted(set(ids))
+        if not wanted:
+            return []
+        return await asyncio.to_thread(
+            lambda: [r for s in self._reached(filter) for r in s._get_records(wanted, filter)]
+        )
+
+    async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        if request.limit <= 0:
+            return []
+
+        def run() -> list[Chunk]:
+            found = [c for s in self._reached(request.filter) for c in s._expand(request)]
+            found.sort(key=lambda c: c.sequence_number)  # stable: partitions stay in order on ties
+            return found[: request.limit]
+
+        return await asyncio.to_thread(run)
+
+
+def _regex_key(hit: SearchHit) -> tuple[int, str, int]:
+    record = hit.record
+    if isinstance(record, Chunk):
+        return regex_rank_key(int(hit.score), record.id, record.document_id, record.sequence_number)
+    return regex_rank_key(int(hit.score), record.id)
+
+
+def _candidates(store: TantivyStore, f: Filter | None) -> int:
+    """How many searchable records of ``store`` are in scope (what a regex search would scan)."""
+    searcher = store.index.searcher()
+    return _count(searcher, store._scoped(searcher, Query.all_query(), f)) if searcher.num_docs else 0
+
+
+def _holds(searcher: tantivy.Searcher, schema: tantivy.Schema, field: str, ids: list[str]) -> bool:
+    """Whether a live record has one of ``ids`` in ``field`` (term statistics count deleted ones too)."""
+    return bool(ids) and searcher.num_docs > 0 and _count(searcher, Query.term_set_query(schema, field, ids)) > 0
+
+
+def _held(store: TantivyStore, field: str, ids: list[str]) -> bool:
+    """Whether ``store`` holds one of ``ids`` (document ids or entity ids, by ``field``)."""
+    return _holds(store.index.searcher(), store.index.schema, field, ids)
+
+
+def _refuse_foreign(
+    store: TantivyStore,
+    other: PartitionId,
+    home: PartitionId,
+    key: str,
+    doc_ids: list[str],
+    entity_ids: list[str],
+    record_ids: list[str],
+) -> None:
+    """Raise if partition ``other`` holds one of the documents, entities or record ids bound for ``home``."""
+    searcher: tantivy.Searcher = store.index.searcher()
+    schema = store.index.schema
+    if not searcher.num_docs:
+        return
+    for field, ids, what in (('document_id', doc_ids, 'document'), ('eid', entity_ids, 'entity')):
+        if _holds(searcher, schema, field, ids):
+            moved = next(i for i in ids if _holds(searcher, schema, field, [i]))
+            raise ValueError(
+                f'{what} {moved!r} is stored under {other.describe(key)}, not {home.describe(key)}: '
+                f'{key!r} is the partition key and a record cannot move partition by an upsert; '
+                f'delete the {what}, then upsert it'
+            )
+    if record_ids:
+        hits = searcher.search(Query.term_set_query(store.index.schema, 'id', record_ids), 1).hits
+        if hits:
+            clash = from_stored(searcher.doc(hits[0][1]).to_dict())
+            raise ValueError(f'record id {clash.id!r} already belongs to another document or entity')

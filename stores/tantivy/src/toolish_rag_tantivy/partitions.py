@@ -1,0 +1,176 @@
+"""Partition values of a metadata key, and which partitions a filter can reach.
+
+`PartitionedTantivyStore` keeps one tantivy index per value of its partition key. A value's
+identity follows the filter semantics exactly (`toolish_rag.filters.matches`), so that
+``eq(key, v)`` matches the records of one partition and no other: strings by code point,
+numbers numerically (``1`` and ``1.0`` are one partition, through the same canonical spelling
+the index uses for numeric terms), booleans apart from numbers (``True`` is not ``1``), and
+records without the key (or with ``None``) in a partition of their own. A list value would put
+a record in several partitions at once, so it is refused when written.
+
+`PartitionPruner` reads a filter and returns the partitions that can hold a matching record:
+``eq``/``in`` on the key name them, ``and`` intersects, ``or`` unites, and any other node
+says nothing (``None``: every partition). Pruning only chooses which indexes are searched;
+each index still applies the whole filter, so a pruner that said "every partition" for
+everything would still be correct, only slower and no longer isolated.
+"""
+
+from __future__ import annotations
+
+import base64
+from dataclasses import dataclass
+from typing import Literal
+
+from toolish_rag import filters
+from toolish_rag.content import MetadataValue
+from toolish_rag.filters import FilterVisitor
+
+from .schema import canonical_number
+
+__all__ = ['PartitionId', 'PartitionPruner']
+
+Kind = Literal['str', 'num', 'bool', 'none']
+_TAGS: dict[Kind, str] = {'str': 's-', 'num': 'n-', 'bool': 'b-', 'none': 'none'}
+MAX_VALUE_BYTES = 120
+"""Longest partition value (UTF-8 bytes): its directory name must fit every file system."""
+
+
+@dataclass(frozen=True, order=True)
+class PartitionId:
+    """One partition: the kind of the value and its canonical spelling."""
+
+    kind: Kind
+    value: str
+
+    @classmethod
+    def of(cls, value: MetadataValue, *, key: str) -> PartitionId:
+        """The partition of a record whose ``key`` is ``value`` (``None``: the key is absent)."""
+        if value is None:
+            return cls('none', '')
+        if isinstance(value, list):
+            raise ValueError(
+                f'metadata {key!r} is the partition key: it must be one value, not a list ({value!r}), '
+                'since a record lives in exactly one partition'
+            )
+        if isinstance(value, bool):
+            return cls('bool', 't' if value else 'f')
+        if isinstance(value, (int, float)):
+            return cls('num', canonical_number(value))
+        if len(value.encode('utf-8')) > MAX_VALUE_BYTES:
+            raise ValueError(
+                f'partition key {key!r}: a value is at most {MAX_VALUE_BYTES} bytes, got {value[:40]!r}...'
+            )
+        return cls('str', value)
+
+    @property
+    def dirname(self) -> str:
+        """A file name that spells the value reversibly, on case-insensitive file systems too."""
+        if self.kind == 'none':
+            return _TAGS['none']
+        encoded = base64.b32encode(self.value.encode('utf-8')).decode('ascii').rstrip('=').lower()
+        return _TAGS[self.kind] + encoded
+
+    @classmethod
+    def from_dirname(cls, name: str) -> PartitionId | None:
+        """The partition a directory holds, ``None`` for a name this module did not write."""
+        if name == _TAGS['none']:
+            return cls('none', '')
+        for kind, tag in _TAGS.items():
+            if kind != 'none' and name.startswith(tag):
+                body = name[len(tag) :].upper()
+                try:
+                    value = base64.b32decode(body + '=' * (-len(body) % 8)).decode('utf-8')
+                except ValueError:
+                    return None
+                return cls(kind, value)
+        return None
+
+    def describe(self, key: str) -> str:
+        """How the partition reads in a message: ``tenant='acme'``, ``year=2024``, no ``tenant``."""
+        if self.kind == 'none':
+            return f'no {key!r}'
+        if self.kind == 'str':
+            return f'{key}={self.value!r}'
+        if self.kind == 'bool':
+            return f'{key}={self.value == "t"}'
+        return f'{key}={self.value}'
+
+
+Reach = frozenset[PartitionId] | None
+"""The partitions a filter can match records in; ``None``: any."""
+
+
+class PartitionPruner(FilterVisitor[Reach]):
+    """Which partitions of ``key`` a filter can match (see the module docstring)."""
+
+    def __init__(self, key: str) -> None:
+        self._key = key
+
+    def _named(self, value: MetadataValue) -> frozenset[PartitionId]:
+        try:
+            return frozenset({PartitionId.of(value, key=self._key)})
+        except ValueError:  # a value no partition can have (too long): it matches nothing
+            return frozenset()
+
+    def visit_eq(self, node: filters.Eq) -> Reach:
+        return self._named(node.value) if node.key == self._key else None
+
+    def visit_in(self, node: filters.In) -> Reach:
+        if node.key != self._key:
+            return None
+        return frozenset().union(*(self._named(v) for v in node.values))
+
+    def visit_and(self, node: filters.And) -> Reach:
+        reach: Reach = None
+        for child in node.filters:
+            found = self.visit(child)
+            if found is not None:
+                reach = found if reach is None else reach & found
+        return reach
+
+    def visit_or(self, node: filters.Or) -> Reach:
+        reach: frozenset[PartitionId] = frozenset()
+        for child in node.filters:
+            found = self.visit(child)
+            if found is None:
+                return None
+            reach |= found
+        return reach
+
+    # Every other node constrains the key in no way pruning can use.
+
+    def visit_ne(self, node: filters.Ne) -> Reach:
+        return None
+
+    def visit_gt(self, node: filters.Gt) -> Reach:
+        return None
+
+    def visit_gte(self, node: filters.Gte) -> Reach:
+        return None
+
+    def visit_lt(self, node: filters.Lt) -> Reach:
+        return None
+
+    def visit_lte(self, node: filters.Lte) -> Reach:
+        return None
+
+    def visit_nin(self, node: filters.Nin) -> Reach:
+        return None
+
+    def visit_contains(self, node: filters.Contains) -> Reach:
+        return None
+
+    def visit_starts_with(self, node: filters.StartsWith) -> Reach:
+        return None
+
+    def visit_ends_with(self, node: filters.EndsWith) -> Reach:
+        return None
+
+    def visit_exists(self, node: filters.Exists) -> Reach:
+        return None
+
+    def visit_has_any_label(self, node: filters.HasAnyLabel) -> Reach:
+        return None
+
+    def visit_not(self, node: filters.Not) -> Reach:
+        return None
