@@ -1,0 +1,323 @@
+"""The two-tenant corpus of the hardening tests, and the oracle that says whether a call leaked.
+
+Two tenants share one store: ``acme`` (the scope every test runs under) and ``globex``
+(the tenant that must stay invisible). Globex has three times as many documents, on the
+same topics and in the same words, so an unscoped ranking is dominated by globex records:
+a store or toolset that ranks first and filters after, in too small a window, shows its
+leak (or its short result lists) here rather than only on a toy corpus.
+
+Everything globex owns can be recognised in text: its document ids (which prefix its chunk
+and section ids), its document titles, its entity ids and names, and a serial code
+(``GLX-0042``) in every globex chunk. `ScopeOracle` looks for them in every result text and
+retry message, and for the scope's own hidden values (``acme``, ``tenant``, a store's SQL)
+in every retry message: the model never sent those, so it must never read them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import random
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from typing import Any
+
+from pydantic_ai.messages import ToolReturn
+
+from toolish_rag import DocumentBuilder, Entity, PropertyFilter as F, SearchHit
+from toolish_rag.content import Document
+from toolish_rag.filters import Filter
+
+__all__ = [
+    'FOREIGN_TENANT',
+    'MAX_RETRY_CHARS',
+    'SCOPE',
+    'SCOPE_TENANT',
+    'Corpus',
+    'Failures',
+    'ScopeOracle',
+    'TenantIds',
+    'describe',
+    'two_tenant_corpus',
+]
+
+SCOPE_TENANT = 'acme'
+FOREIGN_TENANT = 'globex'
+SCOPE: Filter = F.eq('tenant', SCOPE_TENANT)
+"""The scope every hardening test runs under (as a deployer would set it per tenant)."""
+
+MAX_RETRY_CHARS = 2000
+"""The longest retry message a model may get (issue 12 item 8: an id echoed whole makes a 1 MB id a 1 MB error)."""
+
+_SERIAL_PREFIX = {SCOPE_TENANT: 'ACM', FOREIGN_TENANT: 'GLX'}
+_COPIES = {SCOPE_TENANT: 1, FOREIGN_TENANT: 3}
+
+# Per topic: sentences both tenants write (same words, so both rank for the same queries).
+# ``{t}`` is the tenant's name, ``{code}`` an error code from a range both tenants use.
+_TOPICS: dict[str, tuple[str, ...]] = {
+    'refunds': (
+        '{t} refunds are paid within 30 days of the return.',
+        'Keep the receipt for every refund claim; error {code} means the refund window expired.',
+        'A refund for a damaged parcel needs a photo of the damage.',
+        'Partial refunds apply to opened items, see {code}.',
+    ),
+    'shipping': (
+        '{t} ships parcels within two working days.',
+        'Express shipping costs extra; a failed delivery is logged as {code}.',
+        'Parcels over 30 kg travel by freight and need a signature.',
+        'International shipping adds customs forms to every parcel.',
+    ),
+    'warranty': (
+        'The warranty covers defects for two years after purchase.',
+        '{t} repairs or replaces a defective item; claim code {code}.',
+        'Accidental damage is not covered by the warranty.',
+        'Send the serial number with every warranty claim.',
+    ),
+    'passwords': (
+        'Passwords must be at least 14 characters long.',
+        'Reset a forgotten password from the login page; lockouts show {code}.',
+        '{t} staff never ask for your password by email.',
+        'Two-factor authentication is required for admin accounts.',
+    ),
+}
+
+_ENTITIES = {
+    SCOPE_TENANT: (('ent-ac-1', 'Alice Moreau', 'refund lead'), ('ent-ac-2', 'Dev Patel', 'shipping clerk')),
+    FOREIGN_TENANT: (
+        ('ent-gx-1', 'Boris Vance', 'refund lead'),
+        ('ent-gx-2', 'Carla Nyx', 'shipping manager'),
+        ('ent-gx-3', 'Hank Scorpio', 'warranty clerk and password admin'),
+    ),
+}
+
+_MISSING_DOCUMENT = 'd' + '0' * 15
+"""A document id no document has, of the real ones' shape (``'d'`` and 15 hex digits)."""
+
+
+@dataclass(frozen=True)
+class TenantIds:
+    """Every id one tenant owns, by kind."""
+
+    documents: tuple[str, ...]
+    sections: tuple[str, ...]
+    chunks: tuple[str, ...]
+    entities: tuple[str, ...]
+
+    @property
+    def all(self) -> tuple[str, ...]:
+        return (*self.documents, *self.sections, *self.chunks, *self.entities)
+
+
+@dataclass(frozen=True)
+class Corpus:
+    """The two-tenant corpus, its ids per tenant, and what marks a record as globex's."""
+
+    documents: tuple[Document, ...]
+    entities: tuple[Entity, ...]
+    scope: TenantIds
+    foreign: TenantIds
+    foreign_markers: tuple[str, ...]
+    """Text that only globex records carry: seeing it in a scoped result is a leak."""
+    words: tuple[str, ...]
+    """The corpus vocabulary (both tenants'), for queries that actually match something."""
+
+    def __repr__(self) -> str:
+        return f'Corpus({len(self.documents)} documents, {len(self.entities)} entities)'
+
+    @property
+    def records(self) -> list[Any]:
+        return [*(c for d in self.documents for c in d.chunks), *self.entities]
+
+    def missing_twin(self, record_id: str) -> str:
+        """An id of ``record_id``'s exact shape that no record has: it differs only in existing.
+
+        A foreign id's retry must read exactly like its twin's (after swapping the ids), or
+        the message tells the model that the foreign record exists.
+        """
+        if record_id.startswith('ent-'):
+            twin = 'ent-zz' + record_id[len('ent-zz') :]
+        elif record_id[:16] in {*self.scope.documents, *self.foreign.documents}:
+            twin = _MISSING_DOCUMENT + record_id[16:]
+        else:
+            raise ValueError(f'no twin for {record_id!r}: not a corpus id')
+        assert twin not in {*self.scope.all, *self.foreign.all} and len(twin) == len(record_id)
+        return twin
+
+
+def _tenant_documents(tenant: str, rng: random.Random, serials: Iterable[int]) -> list[Document]:
+    serial = iter(serials)
+    docs = []
+    for copy in range(_COPIES[tenant]):
+        for topic, sentences in _TOPICS.items():
+            b = DocumentBuilder(
+                f'file:///{tenant}/{topic}-{copy}.md',
+                f'{tenant.title()} {topic} guide {copy + 1}',
+                metadata={'tenant': tenant, 'year': 2023 + copy},
+                labels={'Guide'},
+            )
+            overview = b.section('Overview')
+            details = b.section('Details', parent=overview)
+            exceptions = b.section('Exceptions')
+            for section, count in ((None, 1), (overview, 2), (details, 3), (exceptions, 2)):
+                for _ in range(count):
+                    text = rng.choice(sentences).format(t=tenant.title(), code=f'ERR-{rng.randrange(4000, 4100)}')
+                    b.add_chunk(section, f'{text} Reference {_SERIAL_PREFIX[tenant]}-{next(serial):04d}.')
+            docs.append(b.build())
+    return docs
+
+
+def _ids(docs: list[Document], entities: list[Entity]) -> TenantIds:
+    return TenantIds(
+        documents=tuple(d.id for d in docs),
+        sections=tuple(s.id for d in docs for s in d.sections),
+        chunks=tuple(c.id for d in docs for c in d.chunks),
+        entities=tuple(e.id for e in entities),
+    )
+
+
+@cache
+def two_tenant_corpus() -> Corpus:
+    """The corpus: acme with 4 documents, globex with 12 on the same topics, 8 chunks each, and entities."""
+    rng = random.Random(12)
+    by_tenant: dict[str, tuple[list[Document], list[Entity]]] = {}
+    for tenant in (SCOPE_TENANT, FOREIGN_TENANT):
+        docs = _tenant_documents(tenant, rng, range(1, 10_000))
+        entities = [
+            Entity(id=i, name=name, description=about, labels=frozenset({'Person'}), metadata={'tenant': tenant})
+            for i, name, about in _ENTITIES[tenant]
+        ]
+        by_tenant[tenant] = (docs, entities)
+    foreign_docs, foreign_entities = by_tenant[FOREIGN_TENANT]
+    markers = (
+        FOREIGN_TENANT,
+        f'{_SERIAL_PREFIX[FOREIGN_TENANT]}-',
+        *(d.id for d in foreign_docs),
+        *(d.title for d in foreign_docs),
+        *(d.uri for d in foreign_docs),
+        *(e.id for e in foreign_entities),
+        *(e.name for e in foreign_entities),
+    )
+    all_docs = [*by_tenant[SCOPE_TENANT][0], *foreign_docs]
+    words = sorted({w.strip('.,;').lower() for d in all_docs for c in d.chunks for w in c.urtext.split()} - {''})
+    return Corpus(
+        documents=tuple(all_docs),
+        entities=(*by_tenant[SCOPE_TENANT][1], *foreign_entities),
+        scope=_ids(*by_tenant[SCOPE_TENANT]),
+        foreign=_ids(foreign_docs, foreign_entities),
+        foreign_markers=markers,
+        words=tuple(words),
+    )
+
+
+# -- the oracle ------------------------------------------------------------------------------------
+
+_HIDDEN_WORDS = (SCOPE_TENANT, 'tenant')
+"""The scope's key and value: the model never sees the scope, so no message may name them."""
+_HIDDEN_SQL = ('WHERE', 'SELECT', 'IS NOT NULL', 'md__', 'regexp_like')
+"""Fragments of a store's own query (LanceDB's SQL where-clause): the scope, spelt as SQL."""
+
+
+def _strings(arguments: Mapping[str, Any]) -> list[str]:
+    return [v for v in arguments.values() if isinstance(v, str)]
+
+
+def _sent(arguments: Mapping[str, Any]) -> str:
+    """Everything the model sent, as text: a word it sent may come back in its retry (quoted, or in a repr)."""
+    parts = []
+    for value in arguments.values():
+        if isinstance(value, str):
+            parts.append(value)
+        elif not isinstance(value, int):  # a huge int cannot be str()-ed, and holds no words anyway
+            # nested too deep to print: pydantic shows it as "<unprintable ...>", so nothing to allow
+            with contextlib.suppress(RecursionError, ValueError):
+                parts.append(repr(value))
+    return '\n'.join(parts)
+
+
+def describe(value: Any, limit: int = 80) -> str:
+    """A short repr for failure reports: a 1 MB string, a 5,000-digit int or a list nested 5,000 deep stays short."""
+    if isinstance(value, int) and value.bit_length() > 256:
+        return f'<int of about {int(value.bit_length() * 0.30103)} digits, sign {"-" if value < 0 else "+"}>'
+    try:
+        text = repr(value)
+    except (RecursionError, ValueError):
+        return f'<{type(value).__name__} nested too deep to repr>'
+    return text if len(text) <= limit else f'{text[: limit - 20]}...<{len(text)} chars>'
+
+
+@dataclass(frozen=True)
+class ScopeOracle:
+    """Says what, if anything, a scoped call under `SCOPE` showed that it must not have."""
+
+    corpus: Corpus
+
+    def result_problems(self, result: ToolReturn, arguments: Mapping[str, Any]) -> list[str]:
+        """Each problem as ``'<kind>: <detail>'``: out-of-scope hits in the metadata, and globex markers in the text (echoed arguments aside)."""
+        problems: list[str] = []
+        metadata = result.metadata if isinstance(result.metadata, dict) else {}
+        hits = metadata.get('hits')
+        if not isinstance(hits, list):
+            return [f'no hits list in the result metadata: {describe(result.metadata)}']
+        foreign = set(self.corpus.foreign.all)
+        for hit in hits:
+            assert isinstance(hit, SearchHit)
+            tenant = hit.record.metadata.get('tenant')
+            if tenant != SCOPE_TENANT or hit.id in foreign:
+                problems.append(f'out-of-scope hit: {hit.id} of tenant {tenant!r}')
+        text = str(result.return_value)
+        # A result heading quotes the query or pattern (repr): drop those quotes, and only those,
+        # so a query naming globex does not hide a globex title leaked elsewhere in the text.
+        for value in sorted(_strings(arguments), key=len, reverse=True):
+            for echo in {repr(value), repr(value.strip())}:
+                text = text.replace(echo, '')
+        lowered = text.lower()
+        problems += [f'globex text in the result: {m!r}' for m in self.corpus.foreign_markers if m.lower() in lowered]
+        return problems
+
+    def retry_problems(self, message: str, arguments: Mapping[str, Any]) -> list[str]:
+        """A retry that is too long, or names the scope, its SQL or anything of globex's the model did not send."""
+        problems: list[str] = []
+        if len(message) > MAX_RETRY_CHARS:
+            problems.append(f'retry over {MAX_RETRY_CHARS} chars: {len(message)} chars')
+        sent = _sent(arguments)
+        sent_lower = sent.lower()
+        lowered = message.lower()
+        for word in (*_HIDDEN_WORDS, *self.corpus.foreign_markers):
+            if word.lower() not in sent_lower and word.lower() in lowered:
+                problems.append(f'retry names what the model did not send: {word!r}')
+        for fragment in _HIDDEN_SQL:
+            if fragment not in sent and fragment in message:
+                problems.append(f'retry shows the store query: {fragment!r}')
+        return problems
+
+
+@dataclass
+class Failures:
+    """Failed checks grouped by what failed, so a run of thousands of calls reports a readable summary.
+
+    Each group (say ``'lone_surrogates: UnicodeEncodeError'``) keeps a count and its first few
+    examples; `report` is the assertion message.
+    """
+
+    examples_per_group: int = 3
+    counts: dict[str, int] = field(default_factory=dict)
+    examples: dict[str, list[str]] = field(default_factory=dict)
+
+    def add(self, group: str, example: str) -> None:
+        self.counts[group] = self.counts.get(group, 0) + 1
+        kept = self.examples.setdefault(group, [])
+        if len(kept) < self.examples_per_group:
+            kept.append(example)
+
+    def __bool__(self) -> bool:
+        return bool(self.counts)
+
+    def __repr__(self) -> str:  # pytest prints it under the report: keep it one line
+        return f'Failures({sum(self.counts.values())} failed checks)'
+
+    def report(self, heading: str) -> str:
+        lines = [f'{heading}: {sum(self.counts.values())} failed checks in {len(self.counts)} groups']
+        for group in sorted(self.counts):
+            lines.append(f'- {group}: {self.counts[group]}, e.g.')
+            lines += [f'    {e}' for e in self.examples[group]]
+        return '\n'.join(lines)

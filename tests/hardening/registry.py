@@ -1,0 +1,626 @@
+"""How the hardening tests call each tool: a registry of argument generators, and hostile values.
+
+`REGISTRY` maps every tool's short name to a `ToolArguments`: one valid baseline call
+(naming every parameter), a hypothesis strategy of the arguments a model plausibly sends
+(mostly valid, some out of range, ids of both tenants and ids that do not exist), and which
+parameters hold record ids. The tests take the tools to call from what each store offers
+(``rag.tool_definitions()``), look each one up here, and fail when one is missing or when
+its parameters differ from the baseline's: a tool or parameter added later cannot slip past
+the scope and hostile-argument checks unexercised.
+
+`HOSTILE` holds the hostile values, in named classes (issue 12's list). `hostile_cases`
+puts each value into each parameter of each offered tool in turn, the other arguments
+staying at the baseline; free-text classes are also sent embedded in an ordinary query.
+`hostile_scopes` builds scope filters around hostile values (the values a deployer takes
+from a request, such as a tenant name, reach the store inside the scope filter).
+"""
+
+from __future__ import annotations
+
+import decimal
+import json
+import random
+import re
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from functools import partial
+from typing import Any
+
+from hypothesis import strategies as st
+
+from toolish_rag import PropertyFilter as F, parse_filter
+from toolish_rag.filters import Filter, and_
+
+from .corpus import SCOPE, Corpus, describe
+
+__all__ = [
+    'HOSTILE',
+    'REGISTRY',
+    'HostileCase',
+    'HostileClass',
+    'HostileScope',
+    'ToolArguments',
+    'hostile_cases',
+    'hostile_scopes',
+    'sample_per_class',
+    'tool_calls',
+]
+
+# -- the registry of argument generators -----------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ToolArguments:
+    """How the hardening tests call one tool."""
+
+    baseline: Callable[[Corpus], dict[str, Any]]
+    """One valid call naming every parameter; hostile values replace one argument at a time."""
+    strategy: Callable[[Corpus], st.SearchStrategy[dict[str, Any]]]
+    """The arguments a model plausibly sends: mostly valid, some out of range, ids of both tenants."""
+    id_parameters: frozenset[str] = frozenset()
+    """Parameters that hold a record id (a foreign id must come back exactly like a missing one)."""
+
+
+_QUERIES = (
+    'refund window expired',
+    'globex refunds',
+    'Globex shipping guide',
+    'acme warranty',
+    'how long do refunds take',
+    'GLX-0001',
+    'ACM-0001',
+    'ERR-4050',
+    'Boris Vance',
+    'Alice Moreau',
+    'password lockout',
+    'parcels freight signature',
+    'tenant globex',
+)
+_PATTERNS = (
+    'ERR-[0-9]{4}',
+    'ERR-40[0-4][0-9]',
+    '(?i)globex',
+    'GLX-[0-9]+',
+    'ACM-00[0-9]{2}',
+    '(?i)refund',
+    'parcels?',
+    '.',
+    '[A-Z]{3}-[0-9]{4}',
+    'Boris|Alice',
+    '(?i)warranty claim',
+    'Reference',
+    '30 days',
+    '^Keep',
+    r'\d+ kg',
+    '(',
+    '',
+    'a{0}',
+)
+_PADDING = st.sampled_from(['', '', '', ' ', '\n', '\t '])
+
+
+def _queries(corpus: Corpus) -> st.SearchStrategy[str]:
+    ids = (*corpus.scope.all, *corpus.foreign.all)
+    return st.one_of(
+        st.lists(st.sampled_from(corpus.words), min_size=1, max_size=4).map(' '.join),
+        st.sampled_from(_QUERIES),
+        st.sampled_from(ids),
+        st.text(max_size=12),
+    )
+
+
+def _top_k() -> st.SearchStrategy[int]:
+    return st.one_of(st.integers(1, 50), st.integers(1, 50), st.integers(40, 50), st.sampled_from([0, -1, 51, 500]))
+
+
+def _ids(corpus: Corpus) -> st.SearchStrategy[str]:
+    foreign = corpus.foreign.all
+    pool = (*corpus.scope.all, *foreign, *(corpus.missing_twin(i) for i in foreign[:: len(foreign) // 8]))
+    named = st.sampled_from((*pool, 'no-such-id', ''))
+    return st.tuples(_PADDING, named, _PADDING).map(''.join)
+
+
+def _ranked(low: float) -> ToolArguments:
+    """The vector, text and hybrid tools: a query, ``top_k`` and an optional score threshold."""
+
+    def strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
+        thresholds = st.one_of(st.none(), st.floats(low, 1.0), st.sampled_from([low - 0.5, 1.5]))
+        return st.fixed_dictionaries({'query': _queries(corpus)}, optional={'top_k': _top_k(), 'threshold': thresholds})
+
+    return ToolArguments(
+        baseline=lambda corpus: {'query': 'refund window', 'top_k': 5, 'threshold': None}, strategy=strategy
+    )
+
+
+def _regex_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
+    patterns = st.one_of(st.sampled_from(_PATTERNS), st.sampled_from(corpus.words).map(re.escape))
+    return st.fixed_dictionaries({'pattern': patterns}, optional={'top_k': _top_k()})
+
+
+def _broaden_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
+    counts = st.one_of(st.integers(0, 10), st.sampled_from([-1, 11]))
+    return st.fixed_dictionaries({'chunk_id': _ids(corpus)}, optional={'chunks_to_add': counts})
+
+
+REGISTRY: dict[str, ToolArguments] = {
+    'vector_search': _ranked(-1.0),
+    'text_search': _ranked(0.0),
+    'hybrid_search': _ranked(0.0),
+    'regex_search': ToolArguments(
+        baseline=lambda corpus: {'pattern': 'ERR-[0-9]{4}', 'top_k': 5},
+        strategy=_regex_strategy,
+    ),
+    'broaden_chunk': ToolArguments(
+        baseline=lambda corpus: {'chunk_id': corpus.scope.chunks[1], 'chunks_to_add': 2},
+        strategy=_broaden_strategy,
+        id_parameters=frozenset({'chunk_id'}),
+    ),
+    'zoom_out': ToolArguments(
+        baseline=lambda corpus: {'id': corpus.scope.chunks[1]},
+        strategy=lambda corpus: st.fixed_dictionaries({'id': _ids(corpus)}),
+        id_parameters=frozenset({'id'}),
+    ),
+}
+"""Every tool's argument generator, by short tool name."""
+
+
+def tool_calls(corpus: Corpus, tools: Sequence[str]) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:
+    """One call to one of ``tools`` (short names; each must be in `REGISTRY`) with generated arguments."""
+    return st.sampled_from(list(tools)).flatmap(
+        lambda tool: REGISTRY[tool].strategy(corpus).map(lambda arguments: (tool, arguments))
+    )
+
+
+# -- hostile values ----------------------------------------------------------------------------------
+
+MB = 1 << 20
+
+
+@dataclass(frozen=True)
+class HostileClass:
+    """A named class of hostile values."""
+
+    values: Callable[[Corpus], tuple[Any, ...]]
+    embed: bool = True
+    """Also send each string value inside an ordinary query (``refund <value>``) to string parameters."""
+
+
+def _control(corpus: Corpus) -> tuple[Any, ...]:
+    acme, globex = corpus.scope.chunks[1], corpus.foreign.chunks[1]
+    return (
+        '\x00',
+        'a\x00b',
+        'refund\x00',
+        '\x00globex',
+        '\x00' * 64,
+        ''.join(map(chr, range(32))),
+        '\x7f\x80\x9f',
+        '\x1b[2J\x1b[31mred',
+        '\r\n\r\n',
+        '\t\v\f',
+        '\u2028\u2029',
+        '\ufeff',
+        '\u200b\u200d',
+        '\u202erefund',
+        '\ufffe\uffff',
+        '\U0010ffff',
+        acme + '\x00',
+        '\x00' + acme,
+        globex + '\x00',
+    )
+
+
+def _surrogates(corpus: Corpus) -> tuple[Any, ...]:
+    return (
+        '\ud800',
+        '\udfff',
+        '\udc00\ud800',
+        'a\ud800b',
+        'refund \ud83d',
+        '\ud83d\ude00',  # a surrogate *pair* spelt as two code points: still two lone surrogates in a str
+        '\ud800' * 100,
+        corpus.scope.chunks[1] + '\ud800',
+    )
+
+
+def _huge_strings(corpus: Corpus) -> tuple[Any, ...]:
+    return ('a' * MB, ('refund ' * (MB // 7 + 1))[:MB], '(' * MB, '\u00e9' * (MB // 2))
+
+
+def _numbers(corpus: Corpus) -> tuple[Any, ...]:
+    return (
+        10**400,
+        -(10**400),
+        10**5000,  # over Python's int-to-str limit (4300 digits): formatting it raises
+        -(10**5000),
+        2**63,
+        2**64,
+        -(2**63) - 1,
+        float('inf'),
+        float('-inf'),
+        float('nan'),
+        1e308,
+        -1e308,
+        5e-324,
+        -0.0,
+        True,
+        False,
+        None,
+        decimal.Decimal('1e400'),
+        decimal.Decimal('NaN'),
+        decimal.Decimal('-Infinity'),
+        '1e400',
+        'NaN',
+        'Infinity',
+        '-0',
+        '9' * 400,
+        '9' * 5000,
+        '0x10',
+    )
+
+
+_REGEX_SYNTAX = (
+    r'\Q.*\E',
+    r'\Qglobex\E',
+    r'\C',
+    r'\C+',
+    r'\pN',
+    r'\p{Greek}',
+    r'\PL',
+    r'[[:alpha:]]+',
+    r'[[:^digit:]]',
+    r'(?P<n>a)(?P=n)',
+    r'(a)\1',
+    r'(?=globex)',
+    r'(?!acme)',
+    r'(?<=ERR-)\d+',
+    r'(?<!a)b',
+    r'\z',
+    r'\Z',
+    r'\A',
+    r'\G',
+    r'\K',
+    r'\X',
+    r'\R',
+    r'\h',
+    r'(?#comment)',
+    r'(?i',
+    r'(?x) a b c # comment',
+    r'(?s).+',
+    r'(?m)^Reference',
+    r'(?U)a+',
+    r'(?P<name>x)',
+    r'(?<name>x)',
+    r"(?'name'x)",
+    r'\x{110000}',
+    r'\x{D800}',
+    r'\u0041',
+    r'\N{LATIN SMALL LETTER A}',
+    r'\e',
+    r'\cA',
+    r'\0',
+    r'\777',
+    r'[z-a]',
+    r'a{2,1}',
+    r'a{1001}',
+    r'x{1000}{1000}',
+    '*',
+    '+a',
+    '?',
+    '[',
+    ']',
+    ')',
+    '\\',
+    'a|*',
+    '[^]',
+    '[]a]',
+    r'(?i)(?-i:ACME)',
+    '%',
+    '_',
+    '.*',
+    "'",
+    "\\'",
+    '^$',
+    '()',
+    '(|)',
+    r'\b\B',
+    r'\E',
+    r'\Q',
+)
+
+_REGEX_BOMBS = (
+    '(a+)+$',
+    '(a|a)*b',
+    '(a*)*b',
+    '(a|aa)+$',
+    '(.*a){20}',
+    '(x+x+)+y',
+    '^(([a-z])+.)+[A-Z]([a-z])+$',
+    r'(\w+\s?)*$',
+    '(.*){1,32000}',
+    '((a{1,100}){1,100}){1,100}',
+    '(?:a?){30}a{30}',
+    '.*.*.*.*.*.*.*.*=',
+    '(((((((((a*)*)*)*)*)*)*)*)*)*b',
+    '([a-z]+)*[0-9]',
+    '(a{2,}){2,}b',
+    r'[\s\S]{0,1000}[\s\S]{0,1000}X',
+    '(?i)(r|re|ref|refu|refun|refund)+z',
+    r'((?:ERR-\d+\s?)*)*!',
+)
+
+_INJECTION = (
+    "' OR 1=1 --",
+    "' OR '1'='1",
+    '" OR ""="',
+    "tenant = 'globex'",
+    "acme' OR tenant = 'globex",
+    "') OR ('a'='a",
+    "'; DROP TABLE chunks; --",
+    '1; SELECT * FROM chunks',
+    "' UNION SELECT id FROM chunks --",
+    'tenant:globex',
+    'metadata.tenant:globex',
+    'tenant:globex OR tenant:acme',
+    'id:*',
+    '*',
+    '*:*',
+    'globex OR acme',
+    '+globex -acme',
+    'NOT acme',
+    'title:Globex',
+    'urtext:refund AND tenant:globex',
+    'kind:entity',
+    'm_str:tenant',
+    'text:[a TO z]',
+    'year:[2000 TO 3000]',
+    'field:"value"',
+    'refund~2',
+    'refund^100',
+    '"refund window"~5',
+    'refun*',
+    '/glo.*/',
+    "regexp_like(urtext, '.*')",
+    "md__tenant__str = 'globex'",
+    'md__tenant__str IS NOT NULL',
+    '_rowid > 0',
+    '_distance < 1',
+    "arrow_cast(1, 'Int64')",
+    'CAST(tenant AS VARCHAR)',
+    "lower(tenant) = 'globex'",
+    "tenant IN ('globex')",
+    "id LIKE '%'",
+    "\\'",
+    "''",
+    '{{7*7}}',
+    '${jndi:ldap://x/a}',
+    '%s%s%s%n',
+    '{0.__class__}',
+    '../../etc/passwd',
+    'file:///globex/refunds-0.md',
+    '<script>alert(1)</script>',
+    ']]> <!--',
+    '$where: 1',
+    '{"$ne": null}',
+)
+
+
+def _deep_list(depth: int) -> Any:
+    value: Any = 'refund'
+    for _ in range(depth):
+        value = [value]
+    return value
+
+
+def _deep_dict(depth: int) -> Any:
+    value: Any = 'refund'
+    for _ in range(depth):
+        value = {'a': value}
+    return value
+
+
+def _nested(corpus: Corpus) -> tuple[Any, ...]:
+    globex_filter = {'op': 'eq', 'key': 'tenant', 'value': 'globex'}
+    return (
+        '(' * 200 + 'refund' + ')' * 200,
+        '(' * 1000,
+        ')' * 500,
+        '[' * 500,
+        'NOT ' * 400 + 'refund',
+        '"' * 999,
+        '+' * 500 + 'refund',
+        'refund AND (' * 150 + 'x' + ')' * 150,
+        json.dumps(globex_filter),
+        json.dumps({'op': 'or', 'filters': [globex_filter, {'op': 'not', 'filter': globex_filter}]}),
+        json.dumps(_deep_list(300)),
+        _deep_list(5000),
+        _deep_dict(5000),
+        globex_filter,
+        ['refund'],
+        {'query': 'refund'},
+        {1, 2},
+        b'refund',
+        b'\xff\xfe',
+        bytearray(b'refund'),
+        object(),
+    )
+
+
+def _foreign_ids(corpus: Corpus) -> tuple[Any, ...]:
+    """Globex ids of every kind (a sample), also padded with whitespace (the tools strip ids)."""
+    foreign = corpus.foreign
+    ids = (*foreign.documents[:4], *foreign.sections[::4], *foreign.chunks[::8], *foreign.entities)
+    return (*ids, *(f' {i}\n' for i in ids[::3]))
+
+
+def _missing_ids(corpus: Corpus) -> tuple[Any, ...]:
+    """Ids that do not exist: the foreign ids' twins, junk, and near misses of acme's ids."""
+    twins = tuple(value.replace(value.strip(), corpus.missing_twin(value.strip())) for value in _foreign_ids(corpus))
+    doc, chunk = corpus.scope.documents[0], corpus.scope.chunks[1]
+    near = (f'{doc}-999', f'{doc}-s999', f'{doc}-s', doc, f'{chunk}-0', chunk.upper(), f'{doc}-%', f'{doc}-_')
+    junk = ('no-such-id', '', ' ', '-', '-1', '0', 'd', 'ent-', 'ent-%', '%', '_', '*', '.*', '\\', 'null', 'None')
+    return (*twins, *near, *junk)
+
+
+HOSTILE: dict[str, HostileClass] = {
+    'control_chars': HostileClass(_control),
+    'lone_surrogates': HostileClass(_surrogates),
+    'huge_strings': HostileClass(_huge_strings, embed=False),
+    'huge_numbers': HostileClass(_numbers, embed=False),
+    'regex_syntax': HostileClass(lambda corpus: _REGEX_SYNTAX),
+    'regex_bombs': HostileClass(lambda corpus: _REGEX_BOMBS),
+    'injection': HostileClass(lambda corpus: _INJECTION),
+    'nested_json': HostileClass(_nested, embed=False),
+    'foreign_ids': HostileClass(_foreign_ids, embed=False),
+    'missing_ids': HostileClass(_missing_ids, embed=False),
+}
+"""The hostile value classes of issue 12, by name (the failure report groups by them)."""
+
+
+@dataclass(frozen=True)
+class HostileCase:
+    """One hostile call: ``value`` (maybe embedded in a query) in ``parameter`` of ``tool``."""
+
+    hostile_class: str
+    tool: str
+    parameter: str
+    value: Any
+    arguments: dict[str, Any]
+    text_parameter: bool
+    """Whether the parameter takes a string (the value's type may differ: that is a hostile case too)."""
+
+
+def hostile_cases(corpus: Corpus, tools: Iterable[str]) -> list[HostileCase]:
+    """Every hostile value in every parameter of every tool in ``tools``, the rest at the baseline."""
+    cases = []
+    for tool in tools:
+        baseline = REGISTRY[tool].baseline(corpus)
+        for parameter, usual in baseline.items():
+            for name, hostile in HOSTILE.items():
+                for value in hostile.values(corpus):
+                    variants = [value]
+                    if hostile.embed and isinstance(value, str) and isinstance(usual, str):
+                        variants.append(f'refund {value}')
+                    for variant in variants:
+                        arguments = {**baseline, parameter: variant}
+                        cases.append(HostileCase(name, tool, parameter, variant, arguments, isinstance(usual, str)))
+    return cases
+
+
+def sample_per_class(cases: Sequence[HostileCase], per_class: int, seed: int = 12) -> list[HostileCase]:
+    """A fixed sample of at most ``per_class`` cases of each class (the default run's quick version).
+
+    Preferably cases whose value has its parameter's type (a string in a string parameter), which
+    reach the store; the rest mostly stop at argument validation.
+    """
+    rng = random.Random(seed)
+    out: list[HostileCase] = []
+    for name in HOSTILE:
+        of_class = [c for c in cases if c.hostile_class == name]
+        fitting = [c for c in of_class if _fits(c)]
+        pool = fitting if len(fitting) >= per_class else of_class
+        out += rng.sample(pool, min(per_class, len(pool)))
+    return out
+
+
+def _fits(case: HostileCase) -> bool:
+    return isinstance(case.value, str) == case.text_parameter
+
+
+# -- hostile scopes ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostileScope:
+    """A scope filter around a hostile value; building it may raise `ValueError` (refusing it is fine)."""
+
+    hostile_class: str
+    label: str
+    build: Callable[[], Filter]
+    hidden: tuple[str, ...] = ()
+    """Hostile text the scope holds: the model never sent it, so no retry message may show it."""
+
+
+_SCOPE_STRINGS = (
+    'a\x00b',
+    '\x00',
+    '\ud800',
+    'x\udfffy',
+    "globex' OR '1'='1",
+    "acme' OR 1=1 --",
+    "'; DROP TABLE chunks; --",
+    "tenant = 'globex'",
+    'globex" OR "1"="1',
+    '%',
+    '_',
+    '\\',
+    "\\'",
+    '*',
+    '.*',
+    'tenant:globex',
+    '\x1b[31m',
+    'a' * 100_000,
+)
+_SCOPE_NUMBERS = (10**400, -(10**400), 10**5000, 2**63, 2**64, -(2**63) - 1, 1e308, 5e-324, -0.0, True)
+_SCOPE_KEYS = ("tenant' OR '1'='1", 'tenant`', 'md__tenant__str', 'a.b', 'x' * 10_000, 'ten\x00ant', '\ud800')
+
+
+def _leaf(op: str, key: str, value: Any) -> Filter:
+    if op == 'in_':
+        return F.in_(key, [value, 'acme'])
+    if op == 'nin':
+        return F.nin(key, [value])
+    builder: Callable[[str, Any], Filter] = getattr(F, op)
+    return builder(key, value)
+
+
+def _nested_filter_json(depth: int) -> str:
+    """The scope's JSON, wrapped ``depth`` times in nodes that keep its meaning (not-not, and-exists, or-nothing).
+
+    Built as text, level by level: ``json.dumps`` itself recurses and cannot write deep documents.
+    """
+    text = SCOPE.to_json()
+    for i in range(depth):
+        if i % 3 == 0:
+            text = f'{{"op": "not", "filter": {{"op": "not", "filter": {text}}}}}'
+        elif i % 3 == 1:
+            text = f'{{"op": "and", "filters": [{text}, {{"op": "exists", "key": "tenant"}}]}}'
+        else:
+            text = f'{{"op": "or", "filters": [{text}, {{"op": "eq", "key": "tenant", "value": "none-{i}"}}]}}'
+    return text
+
+
+def _python_nested_filter(depth: int) -> Filter:
+    """A scope nested ``depth`` times like `_nested_filter_json`, built from node objects (no JSON parser, so no parser depth limit)."""
+    f: Filter = SCOPE
+    for i in range(depth):
+        f = ~~f if i % 2 == 0 else and_(F.exists('tenant'), f)
+    return f
+
+
+def _scoped(make: Callable[[], Filter]) -> Callable[[], Filter]:
+    """Builds the tenant scope ANDed with ``make()`` (called late: building may raise, which is the point)."""
+    return lambda: SCOPE & make()
+
+
+def hostile_scopes() -> list[HostileScope]:
+    """Scope filters (ANDed with the tenant scope) holding hostile values, keys and nesting."""
+    scopes: list[HostileScope] = []
+    for value in (*_SCOPE_STRINGS, *_SCOPE_NUMBERS):
+        ops = ['eq', 'ne', 'gt', 'lt', 'in_', 'nin', 'contains']
+        if isinstance(value, str):
+            ops += ['starts_with', 'ends_with']
+        hidden = (value,) if isinstance(value, str) and len(value) >= 4 else ()
+        for op in ops:
+            for key in ('tenant', 'year'):
+                label = f'{op}({key!r}, {describe(value, 40)})'
+                scopes.append(HostileScope('scope_values', label, _scoped(partial(_leaf, op, key, value)), hidden))
+    for key in _SCOPE_KEYS:
+        label = f'eq({describe(key, 40)}, 1)'
+        scopes.append(HostileScope('scope_keys', label, _scoped(partial(F.eq, key, 1)), (key,)))
+    for depth in (8, 16, 32, 48, 64, 96, 128, 256, 1000):
+        build = partial(parse_filter, _nested_filter_json(depth))
+        scopes.append(HostileScope('nested_scopes', f'json depth {depth}', build))
+    for depth in (50, 150, 300, 1000, 5000):
+        scopes.append(HostileScope('nested_scopes', f'objects depth {depth}', partial(_python_nested_filter, depth)))
+    return scopes
