@@ -20,6 +20,7 @@ from ..content import Scalar, validate_metadata_key
 
 __all__ = [
     'FILTER_NODE_TYPES',
+    'MAX_FILTER_DEPTH',
     'And',
     'Contains',
     'EndsWith',
@@ -42,6 +43,7 @@ __all__ = [
     'StartsWith',
     'and_',
     'combine_all',
+    'filter_depth',
     'not_',
     'or_',
     'parse_filter',
@@ -214,17 +216,42 @@ class HasAnyLabel(FilterNode):
         return self
 
 
-class And(FilterNode):
+MAX_FILTER_DEPTH = 32
+"""How deeply ``and``/``or``/``not`` may nest. A real scope is a few levels deep; a filter
+nested hundreds deep (from a token file, a request, or a model's filter) would exhaust the
+recursion of every evaluator and translator, and no store's query parser takes it."""
+
+
+def filter_depth(f: FilterNode) -> int:
+    """Levels of nesting: 1 for a predicate, 1 + the deepest child for ``and``/``or``/``not``."""
+    if isinstance(f, And | Or):
+        return 1 + max((filter_depth(c) for c in f.filters), default=0)
+    if isinstance(f, Not):
+        return 1 + filter_depth(f.filter)
+    return 1
+
+
+class _Compound(FilterNode):
+    @model_validator(mode='after')
+    def _bounded_depth(self) -> Any:
+        # Children were validated first, so each is at most MAX_FILTER_DEPTH deep: bounded recursion.
+        depth = filter_depth(self)
+        if depth > MAX_FILTER_DEPTH:
+            raise ValueError(f'filters may nest at most {MAX_FILTER_DEPTH} levels deep; this one nests {depth}')
+        return self
+
+
+class And(_Compound):
     op: Literal['and'] = 'and'
     filters: tuple[Filter, ...]
 
 
-class Or(FilterNode):
+class Or(_Compound):
     op: Literal['or'] = 'or'
     filters: tuple[Filter, ...]
 
 
-class Not(FilterNode):
+class Not(_Compound):
     op: Literal['not'] = 'not'
     filter: Filter
 

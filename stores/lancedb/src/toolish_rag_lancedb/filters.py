@@ -337,10 +337,41 @@ def filter_to_where(f: Filter, columns: Collection[str]) -> str:
 
     The clause is true exactly for the rows `toolish_rag.filters.matches` accepts. Raises
     ``ValueError`` for an invalid key or a value no literal carries (a NUL, a lone surrogate,
-    an integer beyond 64 bits: see `unstorable`) and ``TypeError`` for an unknown node.
+    an integer beyond 64 bits: see `unstorable`), or for a clause nested deeper than LanceDB's
+    SQL parser takes (`MAX_SQL_NESTING`), and ``TypeError`` for an unknown node. A store's
+    ``supports_filter`` says no to such a filter, so the core evaluates it instead.
     """
     _ValueCheck().visit(f)
-    return _Translator(columns).visit(f)
+    where = _Translator(columns).visit(f)
+    nesting = sql_nesting(where)
+    if nesting > MAX_SQL_NESTING:
+        raise ValueError(
+            f'the filter becomes SQL nested {nesting} levels deep; LanceDB parses at most {MAX_SQL_NESTING}'
+        )
+    return where
+
+
+MAX_SQL_NESTING = 16
+"""Deepest parenthesis nesting a pushed-down clause may have. LanceDB's parser rejects some
+shapes from about 24 levels (a chain of ``NOT``: "Error during planning") and others from
+about 40; real scopes nest a few levels. Deeper filters are evaluated by the core."""
+
+
+def sql_nesting(where: str) -> int:
+    """The deepest parenthesis nesting of a clause, outside string literals (``'a(b'``)."""
+    deepest = depth = 0
+    quoted = False
+    for ch in where:
+        if ch == "'":
+            quoted = not quoted  # an escaped quote ('') toggles twice
+        elif quoted:
+            continue
+        elif ch == '(':
+            depth += 1
+            deepest = max(deepest, depth)
+        elif ch == ')':
+            depth -= 1
+    return deepest
 
 
 class _ValueCheck(FilterVisitor[None]):
