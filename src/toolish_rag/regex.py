@@ -30,7 +30,7 @@ from typing import Any
 import re2
 
 from .content import Chunk, Record
-from .errors import InvalidRequestError, QuerySyntaxError, echo
+from .errors import ECHO_CHARS, InvalidRequestError, QuerySyntaxError, echo
 from .search import RegexRequest
 
 __all__ = [
@@ -67,8 +67,8 @@ def compile_pattern(pattern: str, *, case_sensitive: bool = True) -> Any:
         if isinstance(reason, bytes):
             reason = reason.decode('utf-8', 'replace')
         reason = str(reason)
-        if len(reason) > 200:  # RE2 quotes the offending part of the pattern, which may be long
-            reason = reason[:200] + '…'
+        if len(reason) > ECHO_CHARS:  # RE2 quotes the offending part of the pattern, which may be long
+            reason = reason[:ECHO_CHARS] + '…'
         raise ValueError(
             f'invalid regular expression {echo(pattern)}: {reason}. The syntax is RE2 (like Python re, '
             'but without backreferences such as \\1 and without lookahead/lookbehind).'
