@@ -16,11 +16,21 @@ so they all read a batch the same way::
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable, Sequence
 
-from .content import Document, Entity, dedupe_last, split_items
+from .content import Document, Entity, Metadata, Scalar, dedupe_last, split_items
+from .errors import UnsupportedValueError
 
-__all__ = ['upsert_batch']
+__all__ = ['INT64_MAX', 'INT64_MIN', 'ValueProblem', 'check_storable', 'describe_int', 'int64_problem', 'upsert_batch']
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""The integers of a signed 64-bit column: what LanceDB and Tantivy hold (Python ints are unbounded)."""
+
+ValueProblem = Callable[[str, Scalar], str | None]
+"""Why a store cannot hold ``value`` under metadata ``key`` (a sentence for a message), or ``None``."""
+
+_SURROGATE = re.compile('[\ud800-\udfff]')
 
 
 def upsert_batch(items: Iterable[Document | Entity]) -> tuple[list[Document], list[Entity]]:
@@ -29,3 +39,75 @@ def upsert_batch(items: Iterable[Document | Entity]) -> tuple[list[Document], li
     Raises ``TypeError`` for an item that is neither a `Document` nor an `Entity`.
     """
     return split_items(dedupe_last(list(items)))
+
+
+def describe_int(value: int) -> str:
+    """A huge integer for a message: its size, not its digits (``str`` refuses past 4300 digits)."""
+    sign = 'a negative' if value < 0 else 'an'
+    try:
+        return f'{sign} integer of {len(str(abs(value)))} digits'
+    except ValueError:
+        return f'{sign} integer of {value.bit_length()} bits'
+
+
+def int64_problem(value: Scalar) -> str | None:
+    """Why a store of signed 64-bit integers and UTF-8 strings cannot hold ``value``, or ``None``.
+
+    The rule LanceDB and Tantivy share, for values written and values filtered on alike (a
+    filter holding such a value cannot be translated: the store declines to push it down).
+    """
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        return f'{describe_int(value)} is outside the signed 64-bit range this store holds'
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is not None:
+            return f'a string with a lone UTF-16 surrogate (U+{ord(found.group()):04X}), which UTF-8 cannot encode'
+    return None
+
+
+def check_storable(
+    documents: Sequence[Document],
+    entities: Sequence[Entity],
+    problem: ValueProblem = lambda key, value: int64_problem(value),
+) -> None:
+    """Refuse a batch holding a value the store cannot hold, before anything of it is written.
+
+    Walks every title, metadata value (list elements too) and chunk ``sequence_number`` and
+    raises `UnsupportedValueError` naming the first offending item and key, with ``problem``'s
+    reason. Stores never change a value to fit, so a bulk writer (ingestion) can set that item
+    aside and write the rest of the batch. ``problem`` is the store's own rule (default: 64-bit
+    integers and valid UTF-8, `int64_problem`); the title is checked with the key ``'title'``.
+    """
+    for document in documents:
+        where = f'document {document.id!r}'
+        reason = int64_problem(document.title)
+        if reason is not None:
+            raise UnsupportedValueError(f'title of {where}: {reason}', document_id=document.id, key='title')
+        _check_metadata(document.metadata, where, problem, document_id=document.id)
+        for chunk in document.chunks:
+            if not INT64_MIN <= chunk.sequence_number <= INT64_MAX:
+                raise UnsupportedValueError(
+                    f'sequence_number of chunk {chunk.id!r} of {where}: it is outside the signed 64-bit range',
+                    document_id=document.id,
+                    key='sequence_number',
+                )
+            _check_metadata(chunk.metadata, f'chunk {chunk.id!r} of {where}', problem, document_id=document.id)
+    for entity in entities:
+        _check_metadata(entity.metadata, f'entity {entity.id!r}', problem, entity_id=entity.id)
+
+
+def _check_metadata(
+    metadata: Metadata,
+    where: str,
+    problem: ValueProblem,
+    *,
+    document_id: str | None = None,
+    entity_id: str | None = None,
+) -> None:
+    for key, value in metadata.items():
+        for element in value if isinstance(value, list) else [value]:
+            reason = None if element is None else problem(key, element)
+            if reason is not None:
+                raise UnsupportedValueError(
+                    f'metadata {key!r} of {where}: {reason}', document_id=document_id, entity_id=entity_id, key=key
+                )

@@ -50,7 +50,6 @@ the algebra is a type error here until it has a translation.
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Collection, Iterable, Mapping
 from typing import Any, Literal
 
@@ -59,6 +58,7 @@ import pyarrow as pa
 from toolish_rag import filters
 from toolish_rag.content import MetadataValue, Scalar, validate_metadata_key
 from toolish_rag.filters import Filter, FilterVisitor
+from toolish_rag.writes import INT64_MAX, INT64_MIN, int64_problem
 
 __all__ = [
     'INT64_MAX',
@@ -94,30 +94,8 @@ _ARROW_TYPES: dict[str, pa.DataType] = {
 
 _Kind = Literal['num', 'str', 'bool']
 
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
-"""The integers the store holds: those of a signed 64-bit column, as every store can."""
-
-_SURROGATE = re.compile('[\ud800-\udfff]')
-
-
-def unstorable(value: Scalar) -> str | None:
-    """Why the store cannot hold the scalar ``value`` (written or filtered on), or ``None`` if it can."""
-    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
-        return f'{_describe_int(value)} is outside the signed 64-bit range this store holds'
-    if isinstance(value, str):
-        found = _SURROGATE.search(value)
-        if found is not None:
-            return f'a string with a lone UTF-16 surrogate (U+{ord(found.group()):04X}), which UTF-8 cannot encode'
-    return None
-
-
-def _describe_int(value: int) -> str:
-    """A huge integer for a message: its size, not its digits (``str`` refuses past 4300 digits)."""
-    sign = 'a negative' if value < 0 else 'an'
-    try:
-        return f'{sign} integer of {len(str(abs(value)))} digits'
-    except ValueError:
-        return f'{sign} integer of {value.bit_length()} bits'
+unstorable = int64_problem
+"""Why the store cannot hold a scalar (written or filtered on): the core's 64-bit/UTF-8 rule."""
 
 
 def column_name(key: str, kind: ColumnKind) -> str:

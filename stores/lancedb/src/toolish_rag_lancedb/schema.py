@@ -22,12 +22,12 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from toolish_rag.content import Chunk, Document, Entity, Metadata, Record, Section
-from toolish_rag.errors import UnsupportedValueError
+from toolish_rag.content import Chunk, Document, Entity, Record, Section
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import regex_text
+from toolish_rag.writes import check_storable
 
-from .filters import INT64_MAX, INT64_MIN, metadata_columns, sql_string, unstorable
+from .filters import metadata_columns, sql_string
 
 __all__ = [
     'DOCUMENTS_SCHEMA',
@@ -117,49 +117,6 @@ def in_list(values: Iterable[str]) -> str:
 def in_lists(values: Sequence[str]) -> list[str]:
     """``values`` as SQL ``IN`` lists of at most `IN_LIST_BATCH` each (one query per list)."""
     return [in_list(values[start : start + IN_LIST_BATCH]) for start in range(0, len(values), IN_LIST_BATCH)]
-
-
-def check_storable(documents: Sequence[Document], entities: Sequence[Entity]) -> None:
-    """Refuse a batch holding a value the tables cannot hold, before anything is embedded or written.
-
-    Raises `UnsupportedValueError` naming the first such item and key: an integer beyond
-    64 bits in metadata (the typed columns) or a chunk's ``sequence_number`` (an ``int64``
-    column), a lone surrogate in a metadata string or a title (Arrow strings are UTF-8). The
-    value is never changed to fit, and a refused upsert leaves the store as it was, so a bulk
-    writer can set the item aside and write the rest.
-    """
-    for document in documents:
-        where = f'document {document.id!r}'
-        _check_value(document.title, f'title of {where}', document_id=document.id, key='title')
-        _check_metadata(document.metadata, where, document_id=document.id)
-        for chunk in document.chunks:
-            if not INT64_MIN <= chunk.sequence_number <= INT64_MAX:
-                raise UnsupportedValueError(
-                    f'sequence_number of chunk {chunk.id!r} of {where}: it is outside the signed 64-bit range',
-                    document_id=document.id,
-                    key='sequence_number',
-                )
-            _check_metadata(chunk.metadata, f'chunk {chunk.id!r} of {where}', document_id=document.id)
-    for entity in entities:
-        _check_metadata(entity.metadata, f'entity {entity.id!r}', entity_id=entity.id)
-
-
-def _check_metadata(
-    metadata: Metadata, where: str, *, document_id: str | None = None, entity_id: str | None = None
-) -> None:
-    for key, value in metadata.items():
-        for element in value if isinstance(value, list) else [value]:
-            if element is not None:
-                subject = f'metadata {key!r} of {where}'
-                _check_value(element, subject, document_id=document_id, entity_id=entity_id, key=key)
-
-
-def _check_value(
-    value: Any, subject: str, *, document_id: str | None = None, entity_id: str | None = None, key: str
-) -> None:
-    problem = unstorable(value)
-    if problem is not None:
-        raise UnsupportedValueError(f'{subject}: {problem}', document_id=document_id, entity_id=entity_id, key=key)
 
 
 def record_from_row(row: Mapping[str, Any]) -> Record:

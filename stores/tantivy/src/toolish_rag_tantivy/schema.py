@@ -29,7 +29,6 @@ term. Beyond that a value is refused, never changed to fit: `check_storable` rai
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Sequence
 from decimal import Decimal
 from typing import Any
@@ -37,8 +36,9 @@ from typing import Any
 import tantivy
 from pydantic import TypeAdapter
 
+from toolish_rag import writes
 from toolish_rag.content import Chunk, Document, Entity, Metadata, Record, Scalar
-from toolish_rag.errors import UnsupportedValueError
+from toolish_rag.writes import INT64_MAX, INT64_MIN, int64_problem
 
 __all__ = [
     'FIELDS',
@@ -58,9 +58,7 @@ KIND_CHUNK, KIND_ENTITY, KIND_DOCUMENT = 'chunk', 'entity', 'document'
 SEP = '\x00'
 MAX_TERM_BYTES = 32_000
 """Longest metadata string (in UTF-8 bytes, with its key) that can be indexed as one term."""
-INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 """The integers the index holds (``seq`` and the ``m_ord`` fast field are ``i64``)."""
-_SURROGATE = re.compile('[\ud800-\udfff]')
 
 FIELDS = (
     'id',
@@ -131,28 +129,12 @@ def scalar_terms(key: str, value: Scalar) -> tuple[str, str]:
     return 'm_str', f'{key}{SEP}{value}'
 
 
-def unstorable(value: Scalar) -> str | None:
-    """Why the index cannot hold the scalar ``value`` (written or filtered on), or ``None`` if it can.
+unstorable = int64_problem
+"""Why the index cannot hold a scalar (written or filtered on): the core's 64-bit/UTF-8 rule.
 
-    Term length is not judged here: a filter may name a long string (no term matches it),
-    only a write cannot (`check_storable`).
-    """
-    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
-        return f'{_describe_int(value)} is outside the signed 64-bit range this store holds'
-    if isinstance(value, str):
-        found = _SURROGATE.search(value)
-        if found is not None:
-            return f'a string with a lone UTF-16 surrogate (U+{ord(found.group()):04X}), which UTF-8 cannot encode'
-    return None
-
-
-def _describe_int(value: int) -> str:
-    """A huge integer for a message: its size, not its digits (``str`` refuses past 4300 digits)."""
-    sign = 'a negative' if value < 0 else 'an'
-    try:
-        return f'{sign} integer of {len(str(abs(value)))} digits'
-    except ValueError:
-        return f'{sign} integer of {value.bit_length()} bits'
+Term length is not judged here: a filter may name a long string (no term matches it), only a
+write cannot (`check_storable`).
+"""
 
 
 def _unindexable(key: str, value: Scalar) -> str | None:
@@ -171,38 +153,10 @@ def _unindexable(key: str, value: Scalar) -> str | None:
 def check_storable(documents: Sequence[Document], entities: Sequence[Entity]) -> None:
     """Refuse a batch holding a value the index cannot hold, before anything of it is written.
 
-    Raises `UnsupportedValueError` naming the first such item and key (see `_unindexable`;
-    also a chunk's ``sequence_number`` beyond 64 bits and a lone surrogate in a title). The
-    value is never changed to fit, so a bulk writer can set the item aside and write the rest.
+    The core's walk (`toolish_rag.writes.check_storable`) with this index's rule, `_unindexable`:
+    64-bit integers, valid UTF-8, and metadata strings short enough for one term.
     """
-    for document in documents:
-        where = f'document {document.id!r}'
-        problem = unstorable(document.title)
-        if problem is not None:
-            raise UnsupportedValueError(f'title of {where}: {problem}', document_id=document.id, key='title')
-        _check_metadata(document.metadata, where, document_id=document.id)
-        for chunk in document.chunks:
-            if not INT64_MIN <= chunk.sequence_number <= INT64_MAX:
-                raise UnsupportedValueError(
-                    f'sequence_number of chunk {chunk.id!r} of {where}: it is outside the signed 64-bit range',
-                    document_id=document.id,
-                    key='sequence_number',
-                )
-            _check_metadata(chunk.metadata, f'chunk {chunk.id!r} of {where}', document_id=document.id)
-    for entity in entities:
-        _check_metadata(entity.metadata, f'entity {entity.id!r}', entity_id=entity.id)
-
-
-def _check_metadata(
-    metadata: Metadata, where: str, *, document_id: str | None = None, entity_id: str | None = None
-) -> None:
-    for key, value in metadata.items():
-        for element in value if isinstance(value, list) else [value]:
-            problem = None if element is None else _unindexable(key, element)
-            if problem is not None:
-                raise UnsupportedValueError(
-                    f'metadata {key!r} of {where}: {problem}', document_id=document_id, entity_id=entity_id, key=key
-                )
+    writes.check_storable(documents, entities, _unindexable)
 
 
 def _ord_number(value: int | float) -> int | float:
