@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from tests.helpers import handbook_corpus
-from toolish_rag import PropertyFilter as F, Retriever
+from toolish_rag import PropertyFilter as F, Retriever, ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import MAX_FILTER_DEPTH, Filter, Not, filter_depth, matches, parse_filter
 from toolish_rag.stores import InMemoryStore
@@ -85,6 +85,21 @@ def test_lancedb_declines_clauses_deeper_than_its_parser_takes(tmp_path: Path) -
     from toolish_rag_lancedb.filters import MAX_SQL_NESTING, sql_nesting
 
     store = lancedb.LanceDBStore(tmp_path / 'kb', embedder=HashingEmbeddingModel(64))
-    assert store.supports_filter(_nots(8))
+    assert store.supports_filter(_nots(6))
     assert not store.supports_filter(_nots(MAX_SQL_NESTING + 4))
     assert sql_nesting("a = '((((' AND (b = ')')") == 1  # parentheses inside literals do not count
+
+
+async def test_lancedb_decides_pushdown_from_the_filter_not_from_the_columns_known_now(tmp_path: Path) -> None:
+    """Before any column exists a leaf renders as FALSE (no nesting): the decision must not depend on it."""
+    lancedb = pytest.importorskip('toolish_rag_lancedb')
+    store = lancedb.LanceDBStore(tmp_path / 'kb', embedder=HashingEmbeddingModel(64))
+    deep = _nots(16)
+    assert not store.supports_filter(deep)  # an empty store: no columns yet
+    await store.upsert(handbook_corpus())
+    assert not store.supports_filter(deep)  # the same answer once the tenant column exists
+    expected = sorted(c.id for d in handbook_corpus() for c in d.chunks if matches(deep, c))
+    rag = ToolishRag(store, name='kb').with_metadata_filter(deep)
+    for tool, arguments in (('text_search', {'query': 'refunds'}), ('regex_search', {'pattern': 'refund'})):
+        hits = (await rag.run_tool(tool, {**arguments, 'top_k': 50})).metadata['hits']
+        assert hits and {h.record.id for h in hits} <= set(expected), tool

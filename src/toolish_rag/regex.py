@@ -136,10 +136,13 @@ def regex_rank_key(
 def scan_limit_error(total: int, limit: int) -> InvalidRequestError:
     """The retry message for a regex search that would read ``total`` records, over a store's ``limit``.
 
-    The count is of the records in the caller's scope only, so the message tells the model
-    nothing about records it cannot see; it says how to get under the limit.
+    The message names the limit, never ``total``: a store that cannot push the scope down is
+    called without it (the core post-filters), so its count would include records outside
+    the caller's scope, an existence oracle for other tenants' data. It says how to get under
+    the limit.
     """
+    del total  # deliberately not shown; see above
     return InvalidRequestError(
-        f'a regex search here would scan {total} records (limit {limit}): '
+        f'a regex search here would scan more than {limit} records: '
         'narrow it with a filter, or find candidates with text_search first'
     )

@@ -57,7 +57,7 @@ import pyarrow as pa
 
 from toolish_rag import filters
 from toolish_rag.content import MetadataValue, Scalar, validate_metadata_key
-from toolish_rag.filters import Filter, FilterVisitor
+from toolish_rag.filters import Filter, FilterVisitor, filter_depth
 from toolish_rag.writes import INT64_MAX, INT64_MIN, int64_problem
 
 __all__ = [
@@ -320,6 +320,14 @@ def filter_to_where(f: Filter, columns: Collection[str]) -> str:
     ``supports_filter`` says no to such a filter, so the core evaluates it instead.
     """
     _ValueCheck().visit(f)
+    worst = 2 * filter_depth(f) + 2
+    if worst > MAX_SQL_NESTING:
+        # Decided from the filter alone, never from the columns known now: a leaf of an unknown
+        # column renders as FALSE (no nesting) and of a known one as up to two levels, so the
+        # answer must not change as columns appear between supports_filter and the query.
+        raise ValueError(
+            f'the filter nests {filter_depth(f)} levels; LanceDB pushdown takes at most {MAX_SQL_NESTING // 2 - 1}'
+        )
     where = _Translator(columns).visit(f)
     nesting = sql_nesting(where)
     if nesting > MAX_SQL_NESTING:
