@@ -28,7 +28,8 @@ checks them):
 * when ``request.filter`` is not ``None`` every hit satisfies it under the reference
   semantics (`toolish_rag.filters.reference`), and the store returns ``top_k`` hits
   whenever that many matching records exist;
-* scores are higher-is-better; `VectorSearch` scores are cosine similarities.
+* scores are higher-is-better; `VectorSearch` scores are cosine similarities;
+* an anchored expansion reads its anchor and its chunks from one version of the store.
 """
 
 from __future__ import annotations
@@ -88,11 +89,13 @@ class RegexSearch(Protocol):
 
 @runtime_checkable
 class ResultExpander(Protocol):
-    """Look records up by id and read a document's chunks by sequence range or section.
+    """Look records up by id, and read a document's chunks: a range or section, or around an anchor.
 
-    The tools build ``broaden_chunk`` (sequence neighbours) and ``zoom_out`` (the
-    enclosing section) from these two calls, and always pass the scope filter, so an
-    out-of-scope chunk is never returned through expansion either.
+    ``broaden_chunk`` (sequence neighbours) and ``zoom_out`` (the enclosing section) are each
+    one anchored `expand` call: the anchor and its window are read together, from one version
+    of the store, so a concurrent upsert can never show new neighbours around an old anchor.
+    The scope filter always goes along (or the core filters), so an out-of-scope chunk is
+    never returned through expansion either.
     """
 
     async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Chunk | Entity]:
@@ -100,7 +103,11 @@ class ResultExpander(Protocol):
         ...
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
-        """Chunks of ``request.document_id`` in ``sequence_number`` order (see `ExpansionRequest`)."""
+        """Chunks of one document in ``sequence_number`` order (see `ExpansionRequest`).
+
+        An anchored request (``request.around`` set) is answered from one version: read the
+        anchor, then the plain request ``request.window(anchor)``, both from the same snapshot.
+        """
         ...
 
 

@@ -11,7 +11,9 @@ measure. It is where scope is enforced:
   post-filtering can return fewer);
 * every hit, from every store, is re-checked against the filter with the reference
   evaluator (defence in depth: a store bug cannot leak an out-of-scope record);
-* expansion passes the same filter, so an out-of-scope chunk or section is "not found".
+* expansion passes the same filter, so an out-of-scope chunk or section is "not found";
+  ``broaden_chunk`` and ``zoom_out`` each take their anchor and its chunks from one store
+  call (an anchored `ExpansionRequest`), which reads them from one version of the store.
 
 It is also where a caller's text is checked (`QUERY_RULE`, `PATTERN_RULE`, `ID_RULE`), once,
 before any store sees it: a NUL or a lone surrogate would otherwise crash a store's native
@@ -31,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from .content import Chunk, Entity
-from .errors import InvalidRequestError
+from .errors import InvalidRequestError, ToolishRagError, echo
 from .filters import Filter, and_, matches
 from .fusion import FusionConfig, fuse
 from .protocols import FilterPushdown, HybridSearch, RegexSearch, ResultExpander, StoreLike, TextSearch, VectorSearch
@@ -154,7 +156,8 @@ class Retriever:
     async def get(self, record_id: str) -> Chunk | Entity | None:
         """The record, if it exists and is in scope (else ``None``: the two are not told apart).
 
-        Every expansion (`neighbours`, `section`) starts here, so this is where an id is checked.
+        The expansions do not start here: `neighbours` and `section` read their anchor together
+        with its window, in one store call, so that both come from one version of the store.
         """
         store = self._expander()
         ID_RULE.check(record_id)
@@ -164,72 +167,106 @@ class Retriever:
                 return record
         return None
 
-    async def _expand(self, request: ExpansionRequest) -> tuple[list[Chunk], bool]:
-        """Run ``request`` scoped; returns up to ``limit`` chunks and whether more exist."""
+    async def _around(
+        self, request: ExpansionRequest, anchor_of: Callable[[list[Chunk]], Chunk | None]
+    ) -> _Window | None:
+        """Run an anchored request scoped: its in-scope anchor and up to ``limit`` chunks, or ``None``.
+
+        One `expand` call reads the anchor and its window from one version of the store, so
+        what is returned is always one call's answer whole, never pieced from two calls: a
+        concurrent upsert cannot put a new version's chunks around an old version's anchor.
+        ``anchor_of`` finds the anchor among the call's in-scope chunks. The call is repeated
+        with a growing ``limit`` only while its answer is not enough to decide: the anchor lies
+        past ``limit`` (a chunk deep in a long section), or a store without pushdown returned
+        chunks the scope drops.
+        """
         store = self._expander()
         limit = request.limit
-        if self.filter is None or self._pushdown():
-            chunks = list(await store.expand(replace(request, filter=self.filter, limit=limit + 1)))
-            kept = [c for c in chunks if self._in_scope(c)]
-            if len(kept) == len(chunks):
-                return kept[:limit], len(kept) > limit
-        window = (limit + 1) * 4
+        sent = self.filter if self._pushdown() else None
+        window = limit + 1 if sent is not None or self.filter is None else (limit + 1) * 4
         while True:
-            chunks = list(await store.expand(replace(request, filter=None, limit=window)))
+            chunks = list(await store.expand(replace(request, filter=sent, limit=window)))
             kept = [c for c in chunks if self._in_scope(c)]
-            if len(kept) > limit or len(chunks) < window or window >= _MAX_WINDOW:
-                return kept[:limit], len(kept) > limit
+            if sent is not None and len(kept) != len(chunks):
+                log.warning(
+                    '%s expanded %d out-of-scope chunks despite pushdown; dropping them and re-reading',
+                    type(self.store).__name__,
+                    len(chunks) - len(kept),
+                )
+                sent, window = None, (limit + 1) * 4
+                continue
+            anchor = anchor_of(kept)
+            if anchor is not None:
+                self._check_window(request.window(anchor), anchor, chunks)
+            exhausted = len(chunks) < window
+            decided = exhausted if anchor is None else exhausted or len(kept) > limit
+            if decided or window >= _MAX_WINDOW:
+                return None if anchor is None else _Window(anchor, kept[:limit], len(kept) > limit)
             window *= 4
+
+    def _check_window(self, window: ExpansionRequest, anchor: Chunk, chunks: list[Chunk]) -> None:
+        """Every chunk of an anchored answer lies in the window of the anchor it came with.
+
+        A store that reads an anchored request as a plain one (it sets no document, range or
+        section) would answer with chunks from anywhere: an error, not a wrong answer.
+        """
+        stray = next((c for c in chunks if not window.holds(c)), None)
+        if stray is not None:
+            raise ToolishRagError(
+                f'{type(self.store).__name__}.expand answered an anchored ExpansionRequest with chunk '
+                f'{echo(stray.id)}, outside the window of its anchor {echo(anchor.id)}: it must read the window '
+                'around the anchor, from one version (see ExpansionRequest and docs/custom-store.md)'
+            )
 
     async def neighbours(self, chunk_id: str, count: int) -> tuple[Chunk, list[Chunk]] | None:
         """The chunk and the in-scope chunks among the ``count`` positions either side, in order."""
-        record = await self.get(chunk_id)
-        if not isinstance(record, Chunk):
+        request = ExpansionRequest.around_chunk(ID_RULE.check(chunk_id), count, count, limit=2 * count + 1)
+        found = await self._around(request, lambda kept: next((c for c in kept if c.id == chunk_id), None))
+        if found is None:
             return None
-        seq = record.sequence_number
-        chunks, _ = await self._expand(
-            ExpansionRequest(
-                document_id=record.document_id, first=max(0, seq - count), last=seq + count, limit=2 * count + 1
-            )
-        )
-        if not any(c.id == record.id for c in chunks):
-            chunks = sorted([*chunks, record], key=lambda c: c.sequence_number)
-        return record, chunks
+        anchor, chunks = found.anchor, found.chunks
+        if not any(c.id == anchor.id for c in chunks):
+            chunks = sorted([*chunks, anchor], key=lambda c: c.sequence_number)
+        return anchor, chunks
 
     async def section(self, record_id: str, max_chunks: int) -> SectionView | None:
-        """The section enclosing a chunk, or the parent of a section id, with its chunks."""
-        record = await self.get(record_id)
-        if isinstance(record, Entity):
+        """The section enclosing a chunk, or the parent of a section id, with its chunks.
+
+        For a section id the anchor is its first in-scope chunk: a section with none is "not found".
+        """
+        request = ExpansionRequest.enclosing(ID_RULE.check(record_id), limit=max_chunks)
+        found = await self._around(request, lambda kept: _zoom_anchor(kept, record_id))
+        if found is None:
             return None
-        if isinstance(record, Chunk):
-            anchor = record
-            target = record.section_id
+        anchor = found.anchor
+        if anchor.id == record_id:
+            target = anchor.section_id
         else:
-            # A section id: find an in-scope chunk inside it to learn its place in the tree.
-            inside, _ = await self._expand(ExpansionRequest(section_id=record_id, limit=1))
-            if not inside:
-                return None
-            anchor = inside[0]
             position = anchor.section_ids.index(record_id)
             target = anchor.section_ids[position - 1] if position > 0 else None
-        if target is None:
-            chunks, truncated = await self._expand(ExpansionRequest(document_id=anchor.document_id, limit=max_chunks))
-            path: tuple[str, ...] = ()
-            parent = None
-        else:
-            chunks, truncated = await self._expand(
-                ExpansionRequest(document_id=anchor.document_id, section_id=target, limit=max_chunks)
-            )
-            position = anchor.section_ids.index(target)
-            path = anchor.section_path[: position + 1]
-            parent = target
+        path = anchor.section_path[: anchor.section_ids.index(target) + 1] if target is not None else ()
         return SectionView(
             document_id=anchor.document_id,
             document_title=anchor.document_title,
             document_uri=anchor.document_uri,
             section_id=target,
             section_path=path,
-            chunks=tuple(chunks),
-            truncated=truncated,
-            zoom_id=parent,
+            chunks=tuple(found.chunks),
+            truncated=found.more,
+            zoom_id=target,
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Window:
+    """One anchored expansion's answer, scoped: the anchor, up to ``limit`` chunks, and whether more exist."""
+
+    anchor: Chunk
+    chunks: list[Chunk]
+    more: bool
+
+
+def _zoom_anchor(kept: list[Chunk], record_id: str) -> Chunk | None:
+    """The chunk named ``record_id``, else the first chunk inside section ``record_id``."""
+    named = next((c for c in kept if c.id == record_id), None)
+    return named if named is not None else next((c for c in kept if record_id in c.section_ids), None)

@@ -5,7 +5,7 @@
   statistics are those of the records in scope (`toolish_rag.stores.bm25`), so what a scoped
   search scores never depends on records outside its scope;
 * regex search: RE2 (``google-re2``), linear time, so no pattern can hang a search;
-* expansion by sequence range and by section;
+* expansion by sequence range and by section, and around an anchor (read from one snapshot);
 * filters evaluated with the reference evaluator *before* ranking, so every search
   returns exactly ``top_k`` hits whenever that many in-scope records exist.
 
@@ -116,6 +116,41 @@ class _Snapshot:
         if len(self._masks) > 64:
             self._masks.popitem(last=False)
         return result
+
+    def lookup(self, ids: Sequence[str], f: Filter | None) -> list[Record]:
+        """The records with these ids that satisfy ``f``."""
+        out: list[Record] = []
+        for record_id in ids:
+            i = self.index.get(record_id)
+            if i is not None and matches(f, self.records[i]):
+                out.append(self.records[i])
+        return out
+
+    def chunks(self, request: ExpansionRequest) -> list[Chunk]:
+        """A plain expansion request's chunks, in sequence order."""
+        if request.document_id is not None:
+            positions: Iterable[int] = self.by_document.get(request.document_id, [])
+        else:
+            positions = (i for ps in self.by_document.values() for i in ps)
+        out: list[Chunk] = []
+        for i in positions:
+            c = self.records[i]
+            assert isinstance(c, Chunk)
+            if request.holds(c) and matches(request.filter, c):
+                out.append(c)
+        out.sort(key=lambda c: c.sequence_number)
+        return out[: request.limit]
+
+    def anchor(self, request: ExpansionRequest) -> Chunk | None:
+        """The chunk an anchored request's window is taken from (see `ExpansionRequest.window`)."""
+        assert request.around is not None
+        i = self.index.get(request.around)
+        record = self.records[i] if i is not None else None
+        if isinstance(record, Chunk):
+            return record
+        probe = request.section_probe()
+        inside = self.chunks(probe) if probe is not None else []
+        return inside[0] if inside else None
 
     def bm25(self, stemmer: Any) -> Bm25Index:
         """The BM25 index of this snapshot, built on first use (one build per version)."""
@@ -479,32 +514,14 @@ class InMemoryStore:
         return [SearchHit(snap.records[i], float(c), matches=s) for _, i, c, s in found[: request.top_k]]
 
     async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Record]:
-        snap = self._snapshot
-        out: list[Record] = []
-        for record_id in ids:
-            i = snap.index.get(record_id)
-            if i is not None and matches(filter, snap.records[i]):
-                out.append(snap.records[i])
-        return out
+        return self._snapshot.lookup(ids, filter)
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        """A range or section, or the window around an anchor: every part read from one snapshot."""
         snap = self._snapshot
-        if request.document_id is not None:
-            positions: Iterable[int] = snap.by_document.get(request.document_id, [])
-        else:
-            positions = (i for ps in snap.by_document.values() for i in ps)
-        out: list[Chunk] = []
-        for i in positions:
-            c = snap.records[i]
-            assert isinstance(c, Chunk)
-            if request.first is not None and c.sequence_number < request.first:
-                continue
-            if request.last is not None and c.sequence_number > request.last:
-                continue
-            if request.section_id is not None and request.section_id not in c.section_ids:
-                continue
-            if not matches(request.filter, c):
-                continue
-            out.append(c)
-        out.sort(key=lambda c: c.sequence_number)
-        return out[: request.limit]
+        if request.around is not None:
+            anchor = snap.anchor(request)
+            if anchor is None:
+                return []
+            request = request.window(anchor)
+        return snap.chunks(request)

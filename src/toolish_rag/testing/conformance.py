@@ -17,7 +17,8 @@ The suite checks only the capabilities the store implements, always against the
 reference semantics: every filter edge case (`EDGE_FILTERS`) through every search the
 store offers, exactly ``top_k`` under a 1% filter, expansion honouring scope, whole
 document replacement, deletes, metadata types after a reload, entities and labels,
-and that hostile input (catastrophic regexes, punctuation-heavy text) is handled.
+that an expansion reads its anchor and its chunks from one version while a writer rewrites
+the document, and that hostile input (catastrophic regexes, punctuation-heavy text) is handled.
 
 Scope is checked twice. Through the `Retriever`, the path the tools take; and on direct
 calls to the store's own methods (`toolish_rag.testing.contract`), because the Retriever
@@ -51,7 +52,13 @@ from ..protocols import (
 )
 from ..retriever import Retriever
 from ..search import ExpansionRequest, RegexRequest
-from .contract import SearchProbe, expansion_problems, get_records_problems, search_problems
+from .contract import (
+    SearchProbe,
+    expansion_problems,
+    get_records_problems,
+    mixed_version_problems,
+    search_problems,
+)
 from .corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, selective_corpus
 
 __all__ = ['StoreConformance']
@@ -360,6 +367,28 @@ class StoreConformance:
         assert [c.id for c in in_section] == [c.id for c in doc.chunks if overview in c.section_ids]
         by_section_only = await loaded.expand(ExpansionRequest(section_id=doc.sections[1].id))
         assert [c.id for c in by_section_only] == [c.id for c in doc.chunks[2:5]]
+        # Around an anchor: the window comes from the anchor as stored.
+        around = await loaded.expand(ExpansionRequest.around_chunk(doc.chunks[3].id, 2, 1))
+        assert [c.sequence_number for c in around] == [1, 2, 3, 4]
+        enclosing = await loaded.expand(ExpansionRequest.enclosing(doc.chunks[3].id))
+        assert [c.id for c in enclosing] == [c.id for c in doc.chunks[2:5]]
+        parent = await loaded.expand(ExpansionRequest.enclosing(doc.sections[1].id))
+        assert [c.id for c in parent] == [c.id for c in doc.chunks[:5]]
+        whole = await loaded.expand(ExpansionRequest.enclosing(doc.sections[0].id, limit=3))
+        assert [c.id for c in whole] == [c.id for c in doc.chunks[:3]]
+        for nothing in ('ent-alice', 'no-such-record'):
+            assert list(await loaded.expand(ExpansionRequest.enclosing(nothing))) == []
+            assert list(await loaded.expand(ExpansionRequest.around_chunk(nothing, 1, 1))) == []
+
+    async def test_expansion_reads_one_version(self, store_path: Path, embedder: Any) -> None:
+        """A writer rewrites a document while readers expand around its chunks (see
+        `mixed_version_problems`): each answer must come from one version. A store that reads an
+        anchor and its window at two moments returns a new version's chunks around an old anchor."""
+        store = await self.make_store(store_path, embedder)
+        if not isinstance(store, ResultExpander):
+            pytest.skip('no ResultExpander')
+        problems = await mixed_version_problems(store)
+        assert not problems, '\n'.join(problems)
 
     async def test_expansion_honours_scope(self, loaded: Any) -> None:
         if not isinstance(loaded, ResultExpander):

@@ -9,10 +9,13 @@ the filter the contract says it receives (`toolish_rag.protocols`):
   receives ``f`` and must honour it exactly: every record it returns satisfies ``f`` under
   the reference semantics, a search returns ``top_k`` hits whenever that many matching
   records exist, ``get_records`` returns exactly the matching records asked for, and
-  ``expand`` exactly the matching chunks of the range or section (``limit`` counting only
-  those);
+  ``expand`` exactly the matching chunks of the range, section or window around an anchor
+  (``limit`` counting only those; an anchor out of scope is simply not among them);
 * otherwise it receives ``filter=None`` and must return what it holds (the core filters),
   so the same checks run with ``None``: ``top_k`` hits whenever that many records exist.
+
+Then consistency: `mixed_version_problems` rewrites a document again and again while readers
+expand around its chunks, and every answer must come from one version of it.
 
 Each function returns a list of problems, one line per broken call naming the method and
 its arguments, so a test can run many calls and report every one that failed.
@@ -20,20 +23,34 @@ its arguments, so a test can run many calls and report every one that failed.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Sequence
+import asyncio
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..content import Chunk, Document, Entity
+from ..errors import ToolishRagError
 from ..filters import Filter, matches
-from ..protocols import FilterPushdown, HybridSearch, RegexSearch, ResultExpander, TextSearch, VectorSearch
+from ..protocols import (
+    DocumentStore,
+    FilterPushdown,
+    HybridSearch,
+    RegexSearch,
+    ResultExpander,
+    TextSearch,
+    VectorSearch,
+)
+from ..retriever import Retriever
 from ..search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from .corpus import version_of, versioned_document
 
 __all__ = [
     'SearchProbe',
     'expand_problems',
     'expansion_problems',
     'get_records_problems',
+    'mixed_version_problems',
     'received_filter',
+    'reference_expand',
     'search_problems',
 ]
 
@@ -122,35 +139,67 @@ async def expansion_problems(
     if not isinstance(store, ResultExpander):
         return []
     records: list[Chunk | Entity] = [*(c for d in documents for c in d.chunks), *entities]
-    return [*await get_records_problems(store, f, records), *await expand_problems(store, f, documents)]
+    return [*await get_records_problems(store, f, records), *await expand_problems(store, f, documents, entities)]
 
 
-async def expand_problems(store: ResultExpander, f: Filter | None, documents: Sequence[Document]) -> list[str]:
-    """Each document whole, a sequence range, a ``limit``, and each section alone, under the filter."""
+def reference_expand(documents: Iterable[Document], request: ExpansionRequest) -> list[Chunk]:
+    """What a store holding ``documents`` answers to ``request``, by the reference semantics."""
+    chunks = sorted((c for d in documents for c in d.chunks), key=lambda c: c.sequence_number)
+    if request.around is not None:
+        anchor = next((c for c in chunks if c.id == request.around), None)
+        if anchor is None and request.enclosing_section:
+            anchor = next((c for c in chunks if request.around in c.section_ids), None)
+        if anchor is None:
+            return []
+        request = request.window(anchor)
+    return [c for c in chunks if request.holds(c) and matches(request.filter, c)][: request.limit]
+
+
+def _expansion_cases(
+    documents: Sequence[Document], entities: Sequence[Entity], sent: Filter | None
+) -> list[ExpansionRequest]:
+    """Plain requests (whole document, range, ``limit``, each section alone) and anchored ones.
+
+    The anchored ones: neighbours and the enclosing section of a chunk inside a nested section,
+    the enclosing section of a document's first chunk with ``limit``, the parent of a nested
+    section and of a top-level one (the whole document), and ids that name no chunk or section.
+    """
+    cases: list[ExpansionRequest] = []
+    for doc in documents:
+        cases += [
+            ExpansionRequest(document_id=doc.id, filter=sent),
+            ExpansionRequest(document_id=doc.id, first=2, last=5, filter=sent),
+            ExpansionRequest(document_id=doc.id, limit=2, filter=sent),
+            *(ExpansionRequest(section_id=s.id, filter=sent) for s in doc.sections),
+        ]
+        nested = next((c for c in doc.chunks if len(c.section_ids) > 1), doc.chunks[-1])
+        cases += [
+            ExpansionRequest.around_chunk(nested.id, 2, 1, filter=sent),
+            ExpansionRequest.enclosing(nested.id, filter=sent),
+            ExpansionRequest.enclosing(doc.chunks[0].id, filter=sent, limit=1),
+            *(ExpansionRequest.enclosing(sid, filter=sent) for sid in nested.section_ids),
+        ]
+    unknown = [*(e.id for e in entities[:1]), 'no-such-record']
+    cases += [ExpansionRequest.around_chunk(rid, 1, 1, filter=sent) for rid in unknown]
+    cases += [ExpansionRequest.enclosing(rid, filter=sent) for rid in unknown]
+    return cases
+
+
+async def expand_problems(
+    store: ResultExpander, f: Filter | None, documents: Sequence[Document], entities: Sequence[Entity] = ()
+) -> list[str]:
+    """Each `_expansion_cases` request under the filter the store receives, against `reference_expand`."""
     sent = received_filter(store, f)
     problems: list[str] = []
-    for doc in documents:
-        in_scope = sorted((c for c in doc.chunks if matches(sent, c)), key=lambda c: c.sequence_number)
-        cases: list[tuple[ExpansionRequest, list[Chunk]]] = [
-            (ExpansionRequest(document_id=doc.id, filter=sent), in_scope),
-            (
-                ExpansionRequest(document_id=doc.id, first=2, last=5, filter=sent),
-                [c for c in in_scope if 2 <= c.sequence_number <= 5],
-            ),
-            (ExpansionRequest(document_id=doc.id, limit=2, filter=sent), in_scope[:2]),
-            *(
-                (ExpansionRequest(section_id=s.id, filter=sent), [c for c in in_scope if s.id in c.section_ids])
-                for s in doc.sections
-            ),
-        ]
-        for request, want in cases:
-            got = list(await store.expand(request))
-            if [c.id for c in got] != [c.id for c in want]:
-                outside = _outside(got, sent)
-                problems.append(
-                    f'expand({request!r}) returned {[c.id for c in got]}, expected {[c.id for c in want]}'
-                    f'{f" ({len(outside)} outside the filter: {outside})" if outside else ""}'
-                )
+    for request in _expansion_cases(documents, entities, sent):
+        want = reference_expand(documents, request)
+        got = list(await store.expand(request))
+        if [c.id for c in got] != [c.id for c in want]:
+            outside = _outside(got, sent)
+            problems.append(
+                f'expand({request!r}) returned {[c.id for c in got]}, expected {[c.id for c in want]}'
+                f'{f" ({len(outside)} outside the filter: {outside})" if outside else ""}'
+            )
     return problems
 
 
@@ -173,4 +222,100 @@ async def get_records_problems(store: ResultExpander, f: Filter | None, records:
                 f'get_records({shown}, filter={sent!r}): extra {sorted(got_ids - want)}, missing '
                 f'{sorted(want - got_ids)}{f" ({len(leaked)} outside the filter)" if leaked else ""}'
             )
+    return problems
+
+
+_MAX_PROBLEMS = 20
+
+
+async def _through_retriever(retriever: Retriever, request: ExpansionRequest) -> tuple[str, list[str], list[Chunk]]:
+    """``Retriever.section`` or ``neighbours`` for an anchored request: the call, every text shown, the chunks."""
+    around = request.around
+    assert around is not None
+    if request.enclosing_section:
+        view = await retriever.section(around, request.limit)
+        if view is None:
+            return f'Retriever.section({around!r})', [], []
+        texts = [view.document_title, *view.section_path, *(c.urtext for c in view.chunks)]
+        return f'Retriever.section({around!r})', texts, list(view.chunks)
+    found = await retriever.neighbours(around, request.before)
+    if found is None:
+        return f'Retriever.neighbours({around!r})', [], []
+    anchor, chunks = found
+    return (
+        f'Retriever.neighbours({around!r})',
+        [anchor.document_title, *anchor.section_path, *(c.urtext for c in chunks)],
+        chunks,
+    )
+
+
+async def mixed_version_problems(store: object, *, writes: int = 12, seconds: float = 5.0) -> list[str]:
+    """Rewrite `versioned_document` while two readers expand around it; every answer that mixed versions.
+
+    A writer upserts versions 1, 2, ... of the document (same chunk ids and count) and yields to
+    the readers after each write; it stops after ``writes`` upserts or ``seconds``, whichever
+    comes first. Until it stops, the readers call anchored `expand` requests directly and
+    ``neighbours``/``section`` through a `Retriever`, in turn. Every answer must come from one
+    version: one version tag in all its text (chunks, title, section titles) and exactly the
+    window that version gives, which a window computed from another version's anchor misses
+    (the sections move between versions). A store reading the anchor and its window at two
+    moments fails this, as soon as a write lands in between.
+    """
+    assert isinstance(store, ResultExpander) and isinstance(store, DocumentStore)
+    first = versioned_document(0)
+    await store.upsert([first])
+    ids = [c.id for c in first.chunks]
+    moving = [ExpansionRequest.enclosing(ids[5]), ExpansionRequest.enclosing(first.sections[1].id)]
+    requests = [
+        ExpansionRequest.around_chunk(ids[6], 2, 2),
+        *moving,
+        ExpansionRequest.enclosing(ids[2]),
+        *moving,
+        ExpansionRequest.enclosing(first.sections[0].id),
+    ]  # odd in number, so each is read both directly and through the Retriever
+    retriever = Retriever(store)
+    problems: list[str] = []
+    seen: set[int] = set()
+
+    def check(call: str, texts: Sequence[str], got: Sequence[Chunk], request: ExpansionRequest) -> None:
+        versions = {v for t in texts for v in version_of(t)}
+        seen.update(versions)
+        if len(versions) != 1:
+            problems.append(f'{call} mixed versions {sorted(versions)}' if versions else f'{call} found nothing')
+            return
+        want = [c.id for c in reference_expand([versioned_document(min(versions))], request)]
+        if [c.id for c in got] != want:
+            problems.append(
+                f'{call} returned {[c.id for c in got]} in version {min(versions)}, which gives {want} '
+                '(a window computed from an anchor of another version)'
+            )
+
+    async def read(turn: int) -> None:
+        while not writer.done():
+            request = requests[turn % len(requests)]
+            if turn % 2:
+                got = list(await store.expand(request))
+                check(f'expand({request!r})', [c.urtext for c in got], got, request)
+            else:
+                try:
+                    check(*await _through_retriever(retriever, request), request)
+                except ToolishRagError as e:  # the Retriever refuses an answer outside its anchor's window
+                    problems.append(f'through the Retriever, around {request.around!r}: {e}')
+            turn += 1
+            await asyncio.sleep(0)  # a yield, no delay: the writer gets in between two reads
+
+    async def write() -> None:
+        deadline = asyncio.get_running_loop().time() + seconds
+        for version in range(1, writes + 1):
+            if asyncio.get_running_loop().time() > deadline:
+                break
+            await store.upsert([versioned_document(version)])
+            await asyncio.sleep(0)  # a yield, no delay: the readers get in between two writes
+
+    writer = asyncio.create_task(write())
+    await asyncio.gather(writer, read(0), read(3))
+    if len(seen) < 2:
+        problems.append(f'the readers saw only versions {sorted(seen)}: no read overlapped a write')
+    if len(problems) > _MAX_PROBLEMS:
+        problems[_MAX_PROBLEMS:] = [f'... and {len(problems) - _MAX_PROBLEMS} more']
     return problems

@@ -8,11 +8,22 @@ negation, an element of a list).
 
 from __future__ import annotations
 
+import re
+
 from ..builder import DocumentBuilder
 from ..content import Document, Entity, MetadataValue
 from ..filters import EntityFilter, Filter, PropertyFilter as F
 
-__all__ = ['COMMON_WORD', 'EDGE_FILTERS', 'conformance_corpus', 'conformance_entities', 'selective_corpus']
+__all__ = [
+    'COMMON_WORD',
+    'EDGE_FILTERS',
+    'VERSIONED_CHUNKS',
+    'conformance_corpus',
+    'conformance_entities',
+    'selective_corpus',
+    'version_of',
+    'versioned_document',
+]
 
 COMMON_WORD = 'zebrafish'
 """A word every record's text contains, so a text search for it returns every record."""
@@ -107,6 +118,35 @@ def selective_corpus(size: int = 400, selected_every: int = 100) -> list[Documen
             metadata={'rare': rare, 'bucket': i % 10},
         )
     return [b.build()]
+
+
+VERSIONED_CHUNKS = 12
+"""How many chunks every version of `versioned_document` has."""
+_VERSION_TAG = re.compile(r'\bv(\d+)\b')
+
+
+def versioned_document(version: int) -> Document:
+    """Version ``version`` of one document: same id, chunk ids and chunk count in every version.
+
+    Every text the tools show carries the version (``"v7 chunk 3"``, the title, the section
+    titles), so a result pieced together from two versions shows two. The sections move from
+    version to version, so a window computed from an anchor of another version shows too:
+    chunks 0 to ``split - 1`` are in ``Part one`` and the rest in ``Part two``, where ``split`` is
+    4 in even versions and 7 in odd ones (chunks 4 to 6 change section every version), and
+    ``Part two`` is nested in ``Part one`` in even versions, top-level in odd ones.
+    """
+    b = DocumentBuilder('file:///corpus/versioned.md', f'Versioned v{version}', metadata={'tenant': 'acme'})
+    one = b.section(f'Part one v{version}')
+    two = b.section(f'Part two v{version}', parent=one if version % 2 == 0 else None)
+    split = 4 if version % 2 == 0 else 7
+    for i in range(VERSIONED_CHUNKS):
+        b.add_chunk(one if i < split else two, f'{COMMON_WORD} v{version} chunk {i}')
+    return b.build()
+
+
+def version_of(text: str) -> set[int]:
+    """The versions of `versioned_document` that ``text`` names (one, unless it mixes versions)."""
+    return {int(v) for v in _VERSION_TAG.findall(text)}
 
 
 EDGE_FILTERS: list[tuple[str, Filter]] = [

@@ -1,5 +1,8 @@
 """The reads: vector, text and regex search, record lookup and expansion, as LanceDB queries.
 
+`expand_around` reads an anchor and then the window around it, which depends on the anchor, so
+both reads run on a handle pinned at one table version (`PinnedRecords`).
+
 Each function takes the records table a reader holds (``Tables.records_for_read``) and builds
 its filter into the query's ``WHERE`` (a prefilter), so every search returns ``top_k`` hits
 whenever that many records in scope match. Searches select their score column (``_distance``,
@@ -28,13 +31,22 @@ from toolish_rag.filters import Filter
 from toolish_rag.regex import count_matches, regex_rank_key, scan_limit_error
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 
-from .filters import sql_string
+from .filters import filter_to_where, sql_string
 from .regex_prefilter import prefilter_pattern
-from .schema import RESULT_COLUMNS, in_lists, record_from_row
+from .schema import RECORDS_TABLE, RESULT_COLUMNS, in_lists, record_from_row
 from .tables import Tables
 from .text_query import parse_text_query
 
-__all__ = ['AnnProbe', 'expand', 'fetch', 'regex_search', 'text_search', 'vector_search']
+__all__ = [
+    'AnnProbe',
+    'PinnedRecords',
+    'expand',
+    'expand_around',
+    'fetch',
+    'regex_search',
+    'text_search',
+    'vector_search',
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +205,35 @@ async def fetch(tables: Tables, table: Any, ids: Sequence[str], f: Filter | None
 
 
 async def expand(tables: Tables, table: Any, request: ExpansionRequest) -> list[Chunk]:
-    """A document's chunks (in a sequence range or a section), in reading order."""
+    """A document's chunks (in a sequence range or a section), in reading order: one query."""
+    return await _chunks(table, request, lambda f, clause: tables.where(f, clause))
+
+
+async def expand_around(pinned: PinnedRecords, request: ExpansionRequest) -> list[Chunk]:
+    """An anchored request: the anchor and its window, both read at the pinned table version.
+
+    The window depends on the anchor (its document, its sequence number, its sections), so
+    the anchor is read first and the window second, and a commit landing in between must not
+    be seen by the second read: both run on a handle checked out at one version.
+    """
+    assert request.around is not None
+    where = pinned.where
+    lookup = pinned.table.query().where(where(None, f'id = {sql_string(request.around)}')).select(RESULT_COLUMNS)
+    rows = await lookup.to_arrow()
+    anchor = next((r for r in map(record_from_row, rows.to_pylist()) if isinstance(r, Chunk)), None)
+    probe = request.section_probe()
+    if anchor is None and probe is not None:
+        inside = await _chunks(pinned.table, probe, where)
+        anchor = inside[0] if inside else None
+    if anchor is None:
+        return []
+    return await _chunks(pinned.table, request.window(anchor), where)
+
+
+async def _chunks(
+    table: Any, request: ExpansionRequest, where: Callable[[Filter | None, str], str | None]
+) -> list[Chunk]:
+    """A plain request's chunks, ``where`` building the SQL clause for the table's columns."""
     parts = ["kind = 'chunk'"]
     if request.document_id is not None:
         parts.append(f'document_id = {sql_string(request.document_id)}')
@@ -203,10 +243,9 @@ async def expand(tables: Tables, table: Any, request: ExpansionRequest) -> list[
         parts.append(f'sequence_number <= {int(request.last)}')
     if request.section_id is not None:
         parts.append(f'array_has(section_ids, {sql_string(request.section_id)})')
-    where = tables.where(request.filter, ' AND '.join(parts))
     rows = await (
         table.query()
-        .where(where)
+        .where(where(request.filter, ' AND '.join(parts)))
         .select([*RESULT_COLUMNS, 'sequence_number'])
         .order_by([ColumnOrdering(column_name='sequence_number', ascending=True)])
         .limit(request.limit)
@@ -215,3 +254,33 @@ async def expand(tables: Tables, table: Any, request: ExpansionRequest) -> list[
     chunks = [r for r in (record_from_row(row) for row in rows.to_pylist()) if isinstance(r, Chunk)]
     chunks.sort(key=lambda c: c.sequence_number)
     return chunks
+
+
+@dataclass(frozen=True, slots=True)
+class PinnedRecords:
+    """The records table checked out at one version, for reads that must agree with each other.
+
+    A checked-out handle is read-only and never moves, whatever is committed meanwhile, so
+    several queries on it read one version (LanceDB keeps old versions until ``optimize``
+    prunes those older than ``cleanup_older_than``). Its filter clauses are built for the
+    columns of that version: a typed metadata column added since reads as absent.
+    """
+
+    table: Any
+    version: int
+    columns: frozenset[str]
+
+    @classmethod
+    async def open(cls, tables: Tables, version: int) -> PinnedRecords:
+        table = await tables.db.open_table(RECORDS_TABLE, version=version)
+        return cls(table, version, frozenset((await table.schema()).names))
+
+    def where(self, f: Filter | None, clause: str) -> str | None:
+        """``clause`` AND the SQL of ``f`` for this version's columns."""
+        parts = [p for p in (clause, filter_to_where(f, self.columns) if f is not None else '') if p]
+        if not parts:
+            return None
+        return parts[0] if len(parts) == 1 else ' AND '.join(f'({p})' for p in parts)
+
+    def close(self) -> None:
+        self.table.close()

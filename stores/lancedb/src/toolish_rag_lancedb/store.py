@@ -120,6 +120,7 @@ class LanceDBStore:
         self.ann_rebuild_growth = ann_rebuild_growth
         self._ledger = DocumentLedger(self._tables)
         self._upkeep = IndexUpkeep(self._tables)
+        self._pinned_records: queries.PinnedRecords | None = None
 
     @property
     def uri(self) -> str:
@@ -228,10 +229,26 @@ class LanceDBStore:
         return [found[i] for i in dict.fromkeys(ids) if i in found]
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        """A range or section (one query), or the window around an anchor (read at one table version)."""
         table = await self._tables.records_for_read()
         if table is None or request.limit <= 0:
             return []
-        return await queries.expand(self._tables, table, request)
+        if request.around is None:
+            return await queries.expand(self._tables, table, request)
+        return await queries.expand_around(await self._pinned(int(await table.version())), request)
+
+    async def _pinned(self, version: int) -> queries.PinnedRecords:
+        """The records table checked out at ``version``, kept while no newer version is read.
+
+        Expansions between two writes share one handle; a newer version replaces it, and the old
+        one is released once no expansion still reading it holds it.
+        """
+        pinned = self._pinned_records
+        if pinned is None or pinned.version != version:
+            pinned = await queries.PinnedRecords.open(self._tables, version)
+            if self._pinned_records is None or self._pinned_records.version < version:
+                self._pinned_records = pinned
+        return pinned
 
     # -- writes -----------------------------------------------------------------------------
 
@@ -387,6 +404,9 @@ class LanceDBStore:
         return await self._tables.records_for_read()
 
     async def aclose(self) -> None:
+        pinned, self._pinned_records = self._pinned_records, None
+        if pinned is not None:
+            pinned.close()
         self._tables.close()
 
     async def __aenter__(self) -> LanceDBStore:

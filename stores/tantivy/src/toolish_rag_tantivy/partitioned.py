@@ -336,15 +336,25 @@ class PartitionedTantivyStore:
         if not wanted:
             return []
         return await asyncio.to_thread(
-            lambda: [r for s in self._reached(filter) for r in s._get_records(wanted, filter)]
+            lambda: [r for s in self._reached(filter) for r in s._get_records(s.index.searcher(), wanted, filter)]
         )
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        """A range or section over the partitions in reach; an anchored request within its anchor's partition.
+
+        A document lives in one partition, so the anchor and its whole window are there, and
+        both are read on one searcher of that partition (one snapshot). A partition the filter
+        does not reach holds no in-scope chunk, so an anchor there yields nothing.
+        """
         if request.limit <= 0:
             return []
 
         def run() -> list[Chunk]:
-            found = [c for s in self._reached(request.filter) for c in s._expand(request)]
+            stores = self._reached(request.filter)
+            if request.around is not None:
+                windows = (s._expand_around(s.index.searcher(), request) for s in stores)
+                return next((w for w in windows if w is not None), [])
+            found = [c for s in stores for c in s._expand(s.index.searcher(), request)]
             found.sort(key=lambda c: c.sequence_number)  # stable: partitions stay in order on ties
             return found[: request.limit]
 

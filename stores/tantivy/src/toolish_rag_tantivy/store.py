@@ -12,7 +12,8 @@ Concurrency and durability:
 * one `tantivy.IndexWriter`, used under a lock; concurrent ``upsert``/``delete`` calls are
   grouped into one commit (group commit), each call returning once its commit is durable;
 * a replaced document is deleted by its id term and re-added in the same commit, so a
-  reader (each search takes one searcher snapshot) sees the old version or the new one;
+  reader (each search takes one searcher snapshot) sees the old version or the new one; an
+  expansion around an anchor reads the anchor and its window on one searcher too;
 * the reader is reloaded after every commit: a search issued after ``upsert`` returns sees it;
 * a tantivy commit is atomic on disk, so a process killed mid-write leaves the previous
   commit intact; re-running the same upsert is idempotent.
@@ -425,20 +426,42 @@ class TantivyStore:
         wanted = sorted(set(ids))
         if not wanted:
             return []
-        return await asyncio.to_thread(self._get_records, wanted, filter)
+        return await asyncio.to_thread(lambda: self._get_records(self._index.searcher(), wanted, filter))
 
-    def _get_records(self, ids: list[str], f: Filter | None) -> list[Record]:
-        searcher = self._index.searcher()
+    def _get_records(self, searcher: tantivy.Searcher, ids: list[str], f: Filter | None) -> list[Record]:
         q = self._scoped(searcher, Query.term_set_query(self._schema, 'id', ids), f)
         return [self._record(searcher, address) for _, address in _all_hits(searcher, q)]
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        """A range or section, or the window around an anchor: every read on one searcher (one snapshot)."""
         if request.limit <= 0:
             return []
-        return await asyncio.to_thread(self._expand, request)
 
-    def _expand(self, request: ExpansionRequest) -> list[Chunk]:
-        searcher = self._index.searcher()
+        def run() -> list[Chunk]:
+            searcher = self._index.searcher()
+            if request.around is None:
+                return self._expand(searcher, request)
+            return self._expand_around(searcher, request) or []
+
+        return await asyncio.to_thread(run)
+
+    def _expand_around(self, searcher: tantivy.Searcher, request: ExpansionRequest) -> list[Chunk] | None:
+        """An anchored request on ``searcher``'s snapshot; ``None`` when the anchor is not in this index.
+
+        The window depends on the anchor, so both are read from the same searcher: a commit
+        (and the reload after it) gives later searchers the new version, never this one.
+        """
+        assert request.around is not None
+        found = self._get_records(searcher, [request.around], None)
+        anchor = next((r for r in found if isinstance(r, Chunk)), None)
+        probe = request.section_probe()
+        if anchor is None and probe is not None:
+            inside = self._expand(searcher, probe)
+            anchor = inside[0] if inside else None
+        return None if anchor is None else self._expand(searcher, request.window(anchor))
+
+    def _expand(self, searcher: tantivy.Searcher, request: ExpansionRequest) -> list[Chunk]:
+        """A plain request's chunks, in sequence order."""
         if searcher.num_docs == 0:
             return []
         parts: list[Query] = []
