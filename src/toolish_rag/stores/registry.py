@@ -32,6 +32,11 @@ def default_store_name() -> str:
 def open_store(spec: str, *, embedder: Any = None) -> Any:
     """Open the store named by ``spec`` (``NAME`` or ``NAME:LOCATION``).
 
+    The result is a `toolish_rag.protocols.StoreLike` that is also a `DocumentStore` (every
+    registered store can be searched and written). It is typed ``Any`` because Python has no
+    intersection type: callers pass it both to `ToolishRag` (a ``StoreLike``) and to ``ingest``
+    (a ``DocumentStore``), and narrowing to either would refuse the other use.
+
     A bare path (``./kb``, ``/data/kb``, an existing directory) is refused with the spec
     to write instead (``lancedb:./kb``) rather than opened as the default kind: which
     kind a directory holds cannot be told from its path, and the default kind depends on
