@@ -1,6 +1,6 @@
 """Regex search on LanceDB means RE2, and LanceDB's own regex engine never speaks to the model.
 
-Three layers:
+Four layers:
 
 * the rewrite (`prefilter_pattern`) selects at least what RE2 matches: its ASCII tables and
   fold partners equal RE2's over every code point, and a property test checks the superset
@@ -9,7 +9,9 @@ Three layers:
   ``\\C``, ``\\<``, ``[a&&b]``...) with RE2's hits, or with our own message, never with text
   from LanceDB (which quoted the SQL filter, other tenants' values included);
 * the fallbacks: a pattern with no rewrite scans the scope (refused past ``regex_scan_limit``
-  with the Tantivy store's message), and a rewrite LanceDB will not run does too.
+  with the Tantivy store's message), and a rewrite LanceDB will not run does too;
+* the cap: more candidates than ``regex_scan_limit`` (in scope) are refused with that message,
+  never ranked from the first few read, which a wide prefilter fills with false positives.
 """
 
 from __future__ import annotations
@@ -344,5 +346,57 @@ def test_a_literal_nul_is_a_pattern_like_any_other(runner: asyncio.Runner, tmp_p
         hits = await store.regex_search(RegexRequest('e\x00a', 5))
         assert [h.matches for h in hits] == [('e\x00a',)]
         await store.aclose()
+
+    runner.run(run())
+
+
+# -- the candidate cap: all candidates ranked, or a refusal, never the first few --------------
+
+
+def _false_positives_first() -> list[Document]:
+    """The review's repro, scoped: ``\\bve``'s prefilter selects every "have" before the real hits.
+
+    In scope, 6 false positives come first in table order, then 3 real matches (the last with
+    the most matches, so it ranks first); the other tenant's 20 real matches never count.
+    """
+    texts = [('acme', 'we have it')] * 6 + [('acme', 've first'), ('acme', 've again'), ('acme', 've ve ve')]
+    texts += [(_SECRET, 've secret')] * 20
+    docs = []
+    for i, (tenant, text) in enumerate(texts):
+        b = DocumentBuilder(f'file:///{tenant}/{i:02d}.md', f'{tenant} {i}', metadata={'tenant': tenant})
+        b.add_chunk(b.section('S'), text)
+        docs.append(b.build())
+    return docs
+
+
+@pytest.mark.parametrize(('scope', 'candidates'), [(_SCOPE, 9), (None, 29)], ids=['scoped', 'unscoped'])
+def test_candidates_past_the_limit_are_refused_not_cut_short(
+    runner: asyncio.Runner, tmp_path: pathlib.Path, scope: F | None, candidates: int
+) -> None:
+    # Every record holds "ve", so all are candidates; in scope, the other tenant's are not counted.
+    async def run() -> None:
+        docs = _false_positives_first()
+        memory = InMemoryStore(HashingEmbeddingModel(64))
+        await memory.upsert(docs)
+        seed = LanceDBStore(tmp_path / 'kb', embedder=HashingEmbeddingModel(64))
+        await seed.upsert(docs)
+        await seed.aclose()
+        request = RegexRequest(r'\bve', 2, scope)
+        expected = [(h.id, h.score, h.matches) for h in await memory.regex_search(request)]
+        assert [m for _, _, m in expected] == [('ve', 've', 've'), ('ve',)]
+        # 6: the false positives only; 7: they and one real match; then around the count.
+        for limit in (1, 6, 7, candidates - 1, candidates, candidates + 5):
+            store = LanceDBStore(tmp_path / 'kb', embedder=HashingEmbeddingModel(64), regex_scan_limit=limit)
+            if limit >= candidates:
+                assert [(h.id, h.score, h.matches) for h in await store.regex_search(request)] == expected, limit
+            else:
+                rag: ToolishRag[None] = ToolishRag(store, name='kb')
+                if scope is not None:
+                    rag = rag.with_metadata_filter(scope)
+                with pytest.raises(ModelRetry) as caught:
+                    await rag.run_tool('regex_search', {'pattern': r'\bve', 'top_k': 2})
+                assert caught.value.message == str(scan_limit_error(candidates, limit)), limit
+                assert not any(leak in caught.value.message for leak in _LEAKS)
+            await store.aclose()
 
     runner.run(run())

@@ -145,27 +145,36 @@ async def regex_search(
     """Records whose ``urtext`` matches by RE2: LanceDB only narrows the candidates, RE2 decides.
 
     The model's pattern never reaches LanceDB. `prefilter_pattern` rewrites it into a pattern
-    for ``regexp_like`` that selects every record RE2 would match (and maybe more); at most
-    ``scan_limit`` such candidates, in table order, are read. A pattern with no such rewrite
-    (``\\C``), or one whose rewrite LanceDB will not run (a ``ValueError``, e.g. Rust's regex
-    size limit), falls back to reading every record in scope, refused with `scan_limit_error`
-    when they are more than ``scan_limit``. No LanceDB error text becomes a retry message: it
-    would quote the SQL filter, scope included. Any other failure propagates as itself.
+    for ``regexp_like`` that selects every record RE2 would match (and maybe more). A pattern
+    with no such rewrite (``\\C``), or one whose rewrite LanceDB will not run (a ``ValueError``,
+    e.g. Rust's regex size limit), falls back to reading every record in scope instead.
+
+    Either way the answer is RE2 over ALL the rows read, or `scan_limit_error` when they are
+    more than ``scan_limit``: never the first ``scan_limit`` of them. Hits rank by match count
+    (`regex_rank_key`), so the best ``top_k`` may be any of the candidates, and a capped read
+    would answer short, or empty, whenever false positives of the wider prefilter (``\\bve``
+    reads every "have") fill the cap before the real matches in table order; paging until
+    ``top_k`` confirmed hits has the same flaw. So ``scan_limit + 1`` rows are read, in one
+    query (a separate count first could be outgrown by a commit before the read), and one
+    row too many is a refusal. No LanceDB error text becomes a retry message: it would quote
+    the SQL filter, scope included. Any other failure propagates as itself.
     """
     scope = tables.where(request.filter)
+    where = scope
     rows: list[dict[str, Any]] | None = None
     prefilter = prefilter_pattern(request.pattern, case_sensitive=request.case_sensitive)
     if prefilter is not None:
         clause = tables.where(request.filter, f'regexp_like(urtext, {sql_string(prefilter)})')
         try:
-            rows = (await _select(table, clause, _REGEX_COLUMNS, scan_limit)).to_pylist()
+            rows = (await _select(table, clause, _REGEX_COLUMNS, scan_limit + 1)).to_pylist()
+            where = clause
         except ValueError:  # LanceDB could not plan the rewrite: read the scope instead
             rows = None
     if rows is None:
-        total = int(await table.count_rows(scope))
-        if total > scan_limit:
-            raise scan_limit_error(total, scan_limit)
-        rows = (await _select(table, scope, _REGEX_COLUMNS, scan_limit)).to_pylist()
+        rows = (await _select(table, scope, _REGEX_COLUMNS, scan_limit + 1)).to_pylist()
+    if len(rows) > scan_limit:
+        # Raised outside the ``try`` above: the refusal is an InvalidRequestError, a ValueError.
+        raise scan_limit_error(int(await table.count_rows(where)), scan_limit)
     top = _rank_regex_rows(rows, compiled)[: request.top_k]
     if not top:
         return []

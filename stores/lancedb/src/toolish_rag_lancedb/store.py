@@ -77,10 +77,10 @@ class LanceDBStore:
             writes, or earlier when an index has ``max_unindexed_rows`` rows it does not cover.
         cleanup_older_than: versions older than this are pruned by ``optimize`` (LanceDB's
             default, 7 days, when ``None``). Keep it longer than your slowest reader's query.
-        regex_scan_limit: at most this many candidate rows (in table order) are ranked by match
-            count per regex search; more than that are not looked at. A pattern LanceDB cannot
-            pre-select for (``\\C``) reads every record in scope instead, and is refused (with
-            a retry message asking to narrow the search) when they are more than this.
+        regex_scan_limit: at most this many candidate rows per regex search (those LanceDB's
+            prefilter selects in scope, or every record in scope for a pattern it cannot
+            pre-select for, ``\\C``); a search with more is refused with a retry message asking
+            to narrow it, never answered from the first few.
         vector_index: the LanceDB index config used at ``ann_threshold`` (default: IVF-SQ,
             cosine; see `create_vector_index`).
         nprobes: IVF partitions probed per vector query (more: better recall, slower).
@@ -210,9 +210,9 @@ class LanceDBStore:
 
         LanceDB narrows the rows (``regexp_like`` with a rewrite of the pattern that selects
         every record RE2 matches, see `toolish_rag_lancedb.regex_prefilter`); RE2 decides and
-        counts the matches, which are the scores. Ties keep document and sequence order. At
-        most ``regex_scan_limit`` candidate rows are ranked; a pattern LanceDB cannot narrow
-        for scans the records in scope, up to ``regex_scan_limit`` of them.
+        counts the matches, which are the scores. Ties keep document and sequence order. All
+        candidates are ranked (a pattern LanceDB cannot narrow for makes every record in scope
+        a candidate); more than ``regex_scan_limit`` of them is refused (`scan_limit_error`).
         """
         compiled = compile_request(request)
         table = await self._tables.records_for_read()
