@@ -136,11 +136,38 @@ def test_whole_store_scores_equal_bm25s_bit_for_bit() -> None:
             assert np.array_equal(ours.scores(words, ours.whole, None), reference.get_scores(words))
 
 
+@pytest.mark.parametrize('scope', [A_SCOPE, A_SCOPE & F.gte('year', 2021), F.ne('tenant', 'globex')])
+async def test_scoped_whole_store_scores_are_bm25s_over_the_whole_store(scope: Filter) -> None:
+    """``statistics='store'`` is bm25s's ranking of the whole store, restricted to the scope: every
+    statistic (count, mean length, document frequencies) comes from the whole store. (It counted
+    document frequencies inside the scope with the whole store's count and mean length: neither.)"""
+    import bm25s
+    import Stemmer
+
+    docs = [*_acme(), *_globex(5)]
+    store = _store('store')
+    await store.upsert(docs)
+    chunks = [c for d in docs for c in d.chunks]  # the store's record order
+    stemmer = Stemmer.Stemmer('english')
+    reference = bm25s.BM25()
+    reference.index(tokenize([c.text for c in chunks], stemmer), show_progress=False)
+    for query in (QUERY, 'acme refund', 'warranty parts shipping', 'receipt receipt note'):
+        words = [t for t in tokenize([query], stemmer)[0] if t in reference.vocab_dict]
+        whole = reference.get_scores(words)
+        in_scope = [(i, c.id, float(whole[i])) for i, c in enumerate(chunks) if matches(scope, c) and whole[i] > 0]
+        expected = [(id_, score) for _, id_, score in sorted(in_scope, key=lambda t: (-t[2], t[0]))]
+        hits = await store.text_search(SearchRequest(query, 1000, filter=scope))
+        assert expected and [(h.id, h.score) for h in hits] == expected
+        top = await store.text_search(SearchRequest(query, 3, filter=scope))
+        assert [(h.id, h.score) for h in top] == expected[:3]
+
+
 # -- exact top_k under filters -----------------------------------------------------------------
 
 
-async def test_exact_top_k_under_filters() -> None:
-    store = _store()
+@pytest.mark.parametrize('statistics', ['scope', 'store'])
+async def test_exact_top_k_under_filters(statistics: Any) -> None:
+    store = _store(statistics)
     docs = [
         _doc(
             f'file:///t{t}/{d}.md',

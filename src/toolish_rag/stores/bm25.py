@@ -96,9 +96,16 @@ class Bm25Index:
     def scores(self, words: list[str], statistics: ScopeStatistics, mask: Mask | None) -> npt.NDArray[np.float32]:
         """BM25 of every record for ``words`` under ``statistics``; records outside ``mask`` score 0.
 
+        ``statistics`` must be those of the records ``mask`` admits (``whole`` when it is
+        ``None``): document frequencies are counted inside ``mask``, so whole-store statistics
+        with a mask would score with a mix of two corpora, neither bm25s's ranking nor the
+        scope's. For whole-store scores of a scope, score without a mask and select afterwards.
         A repeated query word counts twice, as in bm25s. Words the index has never seen add
         nothing.
         """
+        assert statistics.records == (len(self) if mask is None else int(np.count_nonzero(mask))), (
+            'statistics and mask describe different records'
+        )
         out = np.zeros(len(self), dtype=np.float32)
         if statistics.records == 0:
             return out

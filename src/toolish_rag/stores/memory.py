@@ -2,8 +2,9 @@
 
 * vector search: exact cosine over a numpy matrix of normalised embeddings;
 * text search: BM25 (bm25s's tokenizer, English stop words, Snowball stemming) whose corpus
-  statistics are those of the records in scope (`toolish_rag.stores.bm25`), so what a scoped
-  search scores never depends on records outside its scope;
+  statistics are, by default, those of the records in scope (`toolish_rag.stores.bm25`), so what
+  a scoped search scores never depends on records outside its scope (``statistics='store'``:
+  the whole store's, bm25s's own ranking restricted to the scope);
 * regex search: RE2 (``google-re2``), linear time, so no pattern can hang a search;
 * expansion by sequence range and by section, and around an anchor (read from one snapshot);
 * filters evaluated with the reference evaluator *before* ranking, so every search
@@ -27,7 +28,7 @@ from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Generic, Literal, TypeVar
 
 import numpy as np
 import numpy.typing as npt
@@ -47,6 +48,42 @@ __all__ = ['InMemoryStore']
 
 _EMBED_BATCH = 256
 _QUERY_CACHE_SIZE = 256
+_SCOPE_CACHE_SIZE = 64
+
+_K = TypeVar('_K')
+_V = TypeVar('_V')
+
+
+@dataclass
+class _Lru(Generic[_K, _V]):
+    """A small least-recently-used cache that threads may share.
+
+    Searches run in `asyncio.to_thread` workers, so several threads read, insert and evict at
+    once; an ``OrderedDict``'s get, ``move_to_end`` and ``popitem`` are each atomic but not
+    together (one thread evicted a key between another's get and ``move_to_end``: a
+    ``KeyError``). Every operation therefore holds the lock. Values are computed by the caller
+    outside it: two threads may compute the same value and the later ``put`` wins, harmless
+    because the values are pure functions of the key.
+    """
+
+    size: int
+    _items: OrderedDict[_K, _V] = field(default_factory=OrderedDict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, key: _K) -> _V | None:
+        with self._lock:
+            value = self._items.get(key)
+            if value is not None:
+                self._items.move_to_end(key)
+            return value
+
+    def put(self, key: _K, value: _V) -> _V:
+        with self._lock:
+            self._items[key] = value
+            self._items.move_to_end(key)
+            while len(self._items) > self.size:
+                self._items.popitem(last=False)
+        return value
 
 
 def _tokenizer() -> Any:
@@ -87,8 +124,8 @@ class _Snapshot:
     by_document: dict[str, list[int]] = field(default_factory=dict)
     _bm25: Bm25Index | None = None
     _bm25_lock: threading.Lock = field(default_factory=threading.Lock)
-    _masks: OrderedDict[Filter, npt.NDArray[np.bool_]] = field(default_factory=OrderedDict)
-    _scopes: OrderedDict[Filter, ScopeStatistics] = field(default_factory=OrderedDict)
+    _masks: _Lru[Filter, npt.NDArray[np.bool_]] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
+    _scopes: _Lru[Filter, ScopeStatistics] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
 
     @classmethod
     def build(
@@ -109,13 +146,9 @@ class _Snapshot:
             return None
         cached = self._masks.get(f)
         if cached is not None:
-            self._masks.move_to_end(f)
             return cached
         result = np.fromiter((matches(f, r) for r in self.records), dtype=np.bool_, count=len(self.records))
-        self._masks[f] = result
-        if len(self._masks) > 64:
-            self._masks.popitem(last=False)
-        return result
+        return self._masks.put(f, result)
 
     def lookup(self, ids: Sequence[str], f: Filter | None) -> list[Record]:
         """The records with these ids that satisfy ``f``."""
@@ -163,27 +196,26 @@ class _Snapshot:
         """BM25's record count and mean length over the records ``f`` admits (cached like masks)."""
         if f is None:
             return index.whole
-        with self._bm25_lock:
-            cached = self._scopes.get(f)
-            if cached is not None:
-                self._scopes.move_to_end(f)
-                return cached
-        statistics = ScopeStatistics.of(index.lengths, self.mask(f))
-        with self._bm25_lock:
-            self._scopes[f] = statistics
-            if len(self._scopes) > 64:
-                self._scopes.popitem(last=False)
-        return statistics
+        cached = self._scopes.get(f)
+        if cached is not None:
+            return cached
+        return self._scopes.put(f, ScopeStatistics.of(index.lengths, self.mask(f)))
 
 
 def _top(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
-    """Indices of the ``k`` largest finite scores, best first (stable for ties)."""
+    """Indices of the ``k`` largest finite scores, best first; ties in store order.
+
+    Ties at the cut go to the earliest records too, so a smaller ``top_k`` is always a prefix
+    of a larger one (``argpartition`` alone keeps an arbitrary subset of the tied records).
+    """
     finite = np.flatnonzero(np.isfinite(scores))
     if finite.size == 0:
         return finite
     if finite.size > k:
-        part = np.argpartition(-scores[finite], k - 1)[:k]
-        finite = finite[part]
+        values = scores[finite]
+        kth = -np.partition(-values, k - 1)[k - 1]
+        above = finite[values > kth]
+        finite = np.concatenate([above, finite[values == kth][: k - above.size]])
     order = np.lexsort((finite, -scores[finite]))
     return finite[order]
 
@@ -302,7 +334,7 @@ class InMemoryStore:
         self._write_lock = asyncio.Lock()
         self._stemmer = _tokenizer()
         self._path = Path(path) if path is not None else None
-        self._query_cache: OrderedDict[str, npt.NDArray[np.float32]] = OrderedDict()
+        self._query_cache: _Lru[str, npt.NDArray[np.float32]] = _Lru(_QUERY_CACHE_SIZE)
         self._snapshot = _load(self._path) if self._path is not None else _Snapshot()
         saved = _saved_statistics(self._path)
         self._statistics: Statistics = statistics or saved or 'scope'
@@ -436,20 +468,17 @@ class InMemoryStore:
 
     async def _embed_query(self, query: str) -> npt.NDArray[np.float32]:
         """The unit query vector, from a small cache: agents repeat queries (and hybrid search
-        runs the vector leg of a query its vector search just ran)."""
+        runs the vector leg of a query its vector search just ran). The cache is thread-safe: one
+        store may serve event loops in several threads."""
         cached = self._query_cache.get(query)
         if cached is not None:
-            self._query_cache.move_to_end(query)
             return cached
         result = await self.embedder.embed_query(query)
         q = np.asarray(result.embeddings[0], dtype=np.float32)
         norm = float(np.linalg.norm(q))
         if norm:
             q = q / norm
-        self._query_cache[query] = q
-        if len(self._query_cache) > _QUERY_CACHE_SIZE:
-            self._query_cache.popitem(last=False)
-        return q
+        return self._query_cache.put(query, q)
 
     async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         snap = self._snapshot
@@ -487,9 +516,15 @@ class InMemoryStore:
         if not tokens:
             return None
         mask = snap.mask(f)
-        statistics = index.whole if self.statistics == 'store' else snap.scope_statistics(index, f)
-        scores = index.scores(tokens, statistics, mask).astype(np.float64)
-        return np.where(scores > 0, scores, -np.inf)
+        if self.statistics == 'store':
+            # bm25s's ranking of the whole store (its count, mean length and document frequencies);
+            # the scope only selects which of those scores are returned.
+            scores = index.scores(tokens, index.whole, None).astype(np.float64)
+            hit = scores > 0 if mask is None else (scores > 0) & mask
+        else:
+            scores = index.scores(tokens, snap.scope_statistics(index, f), mask).astype(np.float64)
+            hit = scores > 0
+        return np.where(hit, scores, -np.inf)
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         snap = self._snapshot
