@@ -24,8 +24,11 @@ key share one more partition. A record cannot change partition by an upsert (tha
 delete in one index and an add in another, which is not atomic): delete it first. Writes are
 serialised, each partition commits on its own (an upsert spanning partitions is one commit per
 partition, in partition order), and a writer is kept open for the few partitions written last.
-Ids stay unique across partitions: an upsert checks the other partitions for its ids, one
-small query each.
+So that an upsert is still all or nothing, everything a partition could refuse (a value that
+names no partition, a record moving partition, a record id another record holds, in this
+partition or another: one small query per partition) is checked before the first commit
+(`toolish_rag_tantivy.placement`); an item refused for its partition value is named by an
+`UnsupportedValueError`, so ingestion sets that file aside and stores the rest.
 
 Cost: a pinned search costs what a `TantivyStore` search of that partition costs; a search
 that reaches every partition costs one search per partition. Meant for tens to hundreds of
@@ -46,7 +49,6 @@ from pathlib import Path
 from typing import Any
 
 import tantivy
-from tantivy import Query
 
 from toolish_rag.content import Chunk, Document, Entity, MetadataValue, Record, validate_metadata_key
 from toolish_rag.filters import Filter
@@ -57,10 +59,12 @@ from toolish_rag.writes import upsert_batch
 
 from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
 from .filters import translatable
+from .index import IndexSnapshot
 from .partitions import PartitionId, PartitionPruner
+from .placement import Groups, check_against, place
 from .query import TEXT_QUERY_SYNTAX, TextQueryBuilder
-from .schema import build_schema, check_storable, from_stored
-from .store import TantivyStore, _count
+from .schema import build_schema, check_storable
+from .store import TantivyStore
 
 __all__ = ['PARTITIONS_FILE', 'PartitionedTantivyStore']
 
@@ -204,52 +208,29 @@ class PartitionedTantivyStore:
 
     # -- writes ---------------------------------------------------------------------------
 
-    def _home(self, item: Document | Entity) -> PartitionId:
-        """The partition ``item`` belongs in; every chunk of a document must agree with the document."""
-        key = self.partition_key
-        pid = PartitionId.of(item.metadata.get(key), key=key)
-        if isinstance(item, Document):
-            for chunk in item.chunks:
-                if PartitionId.of(chunk.metadata.get(key), key=key) != pid:
-                    raise ValueError(
-                        f'chunk {chunk.id!r} has {key}={chunk.metadata.get(key)!r} but its document '
-                        f'{item.id!r} has {pid.describe(key)}: {key!r} is the partition key, so every '
-                        "chunk of a document must carry the document's value"
-                    )
-        return pid
-
-    def _check_ids(self, groups: dict[PartitionId, list[Document | Entity]]) -> None:
-        """Refuse a record moving to another partition, and an id another partition already uses."""
-        owners: dict[str, PartitionId] = {}
-        for pid, items in groups.items():
-            for record_id in (r.id for item in items for r in (item.chunks if isinstance(item, Document) else [item])):
-                if owners.setdefault(record_id, pid) != pid:
-                    raise ValueError(f'record id {record_id!r} is used by two items of one upsert')
-        with self._lock:
-            partitions = sorted(self._partitions.items())
-        for pid, items in groups.items():
-            doc_ids = sorted(i.id for i in items if isinstance(i, Document))
-            entity_ids = sorted(i.id for i in items if isinstance(i, Entity))
-            record_ids = sorted(r for r, owner in owners.items() if owner == pid)
-            for other, store in partitions:
-                if other != pid:
-                    _refuse_foreign(store, other, pid, self.partition_key, doc_ids, entity_ids, record_ids)
-
     async def upsert(self, items: Iterable[Document | Entity]) -> None:
-        """Insert or replace documents and entities, each in the partition of its key's value."""
+        """Insert or replace documents and entities, each in the partition of its key's value.
+
+        All or nothing: a refused upsert (`UnsupportedValueError` for an item whose partition
+        value cannot be stored, ``ValueError`` for a record id clash) leaves every partition as
+        it was, since everything is checked before the first partition commits.
+        """
         documents, entities = upsert_batch(items)
         check_storable(documents, entities)  # the whole batch, before any partition commits
-        groups: dict[PartitionId, list[Document | Entity]] = {}
-        batch: list[Document | Entity] = [*documents, *entities]
-        for item in batch:
-            groups.setdefault(self._home(item), []).append(item)
+        groups = place(documents, entities, self.partition_key)
         if not groups:
             return
         async with self._write_lock:
-            await asyncio.to_thread(self._check_ids, groups)
+            await asyncio.to_thread(self._admit, groups)
             for pid in sorted(groups):
                 await self._partition(pid).upsert(groups[pid])
                 await asyncio.to_thread(self._wrote, pid)
+
+    def _admit(self, groups: Groups) -> None:
+        """Refuse ``groups`` unless every partition would take its part (under the write lock)."""
+        with self._lock:
+            partitions = sorted(self._partitions.items())
+        check_against(groups, [(pid, store.snapshot()) for pid, store in partitions], self.partition_key)
 
     def _wrote(self, pid: PartitionId) -> None:
         """Keep the writers of the last few partitions written open; close the rest."""
@@ -267,7 +248,7 @@ class PartitionedTantivyStore:
             with self._lock:
                 partitions = sorted(self._partitions.items())
             for pid, store in partitions:
-                if await asyncio.to_thread(_held, store, field, sorted(ids)):
+                if await asyncio.to_thread(_holds, store, field, ids):
                     if field == 'document_id':
                         removed += await store.delete_documents(ids)
                     else:
@@ -305,15 +286,15 @@ class PartitionedTantivyStore:
         query = self._queries.build(request.query)
         return await asyncio.to_thread(self._text_search, query, request)
 
-    def _text_search(self, query: Query, request: SearchRequest) -> list[SearchHit]:
-        ranked: list[tuple[float, int, int, TantivyStore, tantivy.Searcher, tantivy.DocAddress]] = []
+    def _text_search(self, query: tantivy.Query, request: SearchRequest) -> list[SearchHit]:
+        ranked: list[tuple[float, int, int, IndexSnapshot, tantivy.DocAddress]] = []
         for p, store in enumerate(self._reached(request.filter)):
-            searcher = store.index.searcher()
-            hits = store._ranked(searcher, query, request)
-            ranked += [(-score, p, i, store, searcher, address) for i, (score, address) in enumerate(hits)]
+            snapshot = store.snapshot()
+            hits = snapshot.ranked(query, request)
+            ranked += [(-score, p, i, snapshot, address) for i, (score, address) in enumerate(hits)]
         # By score; ties keep each partition's order, earlier partitions first. Only the winners are loaded.
         best = heapq.nsmallest(request.top_k, ranked, key=lambda r: r[:3])
-        return [SearchHit(store._record(searcher, address), -score) for score, _, _, store, searcher, address in best]
+        return [SearchHit(snapshot.record(address), -score) for score, _, _, snapshot, address in best]
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         pattern = compile_request(request)
@@ -322,12 +303,12 @@ class PartitionedTantivyStore:
         return await asyncio.to_thread(self._regex_search, pattern, request)
 
     def _regex_search(self, pattern: Any, request: RegexRequest) -> list[SearchHit]:
-        stores = self._reached(request.filter)
+        snapshots = [s.snapshot() for s in self._reached(request.filter)]
         if self.regex_scan_limit is not None:
-            total = sum(_candidates(s, request.filter) for s in stores)
+            total = sum(s.regex_candidates(request.filter) for s in snapshots)
             if total > self.regex_scan_limit:
                 raise scan_limit_error(total, self.regex_scan_limit)
-        hits = [h for s in stores for h in s._regex_search(pattern, request)]
+        hits = [h for s in snapshots for h in s.regex_search(pattern, request, scan_limit=None)]
         hits.sort(key=_regex_key)
         return hits[: request.top_k]
 
@@ -336,7 +317,7 @@ class PartitionedTantivyStore:
         if not wanted:
             return []
         return await asyncio.to_thread(
-            lambda: [r for s in self._reached(filter) for r in s._get_records(s.index.searcher(), wanted, filter)]
+            lambda: [r for s in self._reached(filter) for r in s.snapshot().get_records(wanted, filter)]
         )
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
@@ -352,9 +333,9 @@ class PartitionedTantivyStore:
         def run() -> list[Chunk]:
             stores = self._reached(request.filter)
             if request.around is not None:
-                windows = (s._expand_around(s.index.searcher(), request) for s in stores)
+                windows = (s.snapshot().expand_around(request) for s in stores)
                 return next((w for w in windows if w is not None), [])
-            found = [c for s in stores for c in s._expand(s.index.searcher(), request)]
+            found = [c for s in stores for c in s.snapshot().expand(request)]
             found.sort(key=lambda c: c.sequence_number)  # stable: partitions stay in order on ties
             return found[: request.limit]
 
@@ -368,46 +349,6 @@ def _regex_key(hit: SearchHit) -> tuple[int, str, int]:
     return regex_rank_key(int(hit.score), record.id)
 
 
-def _candidates(store: TantivyStore, f: Filter | None) -> int:
-    """How many searchable records of ``store`` are in scope (what a regex search would scan)."""
-    searcher = store.index.searcher()
-    return _count(searcher, store._scoped(searcher, Query.all_query(), f)) if searcher.num_docs else 0
-
-
-def _holds(searcher: tantivy.Searcher, schema: tantivy.Schema, field: str, ids: list[str]) -> bool:
-    """Whether a live record has one of ``ids`` in ``field`` (term statistics count deleted ones too)."""
-    return bool(ids) and searcher.num_docs > 0 and _count(searcher, Query.term_set_query(schema, field, ids)) > 0
-
-
-def _held(store: TantivyStore, field: str, ids: list[str]) -> bool:
+def _holds(store: TantivyStore, field: str, ids: set[str]) -> bool:
     """Whether ``store`` holds one of ``ids`` (document ids or entity ids, by ``field``)."""
-    return _holds(store.index.searcher(), store.index.schema, field, ids)
-
-
-def _refuse_foreign(
-    store: TantivyStore,
-    other: PartitionId,
-    home: PartitionId,
-    key: str,
-    doc_ids: list[str],
-    entity_ids: list[str],
-    record_ids: list[str],
-) -> None:
-    """Raise if partition ``other`` holds one of the documents, entities or record ids bound for ``home``."""
-    searcher: tantivy.Searcher = store.index.searcher()
-    schema = store.index.schema
-    if not searcher.num_docs:
-        return
-    for field, ids, what in (('document_id', doc_ids, 'document'), ('eid', entity_ids, 'entity')):
-        if _holds(searcher, schema, field, ids):
-            moved = next(i for i in ids if _holds(searcher, schema, field, [i]))
-            raise ValueError(
-                f'{what} {moved!r} is stored under {other.describe(key)}, not {home.describe(key)}: '
-                f'{key!r} is the partition key and a record cannot move partition by an upsert; '
-                f'delete the {what}, then upsert it'
-            )
-    if record_ids:
-        hits = searcher.search(Query.term_set_query(store.index.schema, 'id', record_ids), 1).hits
-        if hits:
-            clash = from_stored(searcher.doc(hits[0][1]).to_dict())
-            raise ValueError(f'record id {clash.id!r} already belongs to another document or entity')
+    return store.snapshot().holds(field, ids)

@@ -23,11 +23,12 @@ from typing import Literal
 
 from toolish_rag import filters
 from toolish_rag.content import MetadataValue
+from toolish_rag.errors import echo
 from toolish_rag.filters import FilterVisitor
 
 from .schema import canonical_number
 
-__all__ = ['PartitionId', 'PartitionPruner']
+__all__ = ['MAX_VALUE_BYTES', 'PartitionId', 'PartitionPruner', 'partition_value_problem']
 
 Kind = Literal['str', 'num', 'bool', 'none']
 _TAGS: dict[Kind, str] = {'str': 's-', 'num': 'n-', 'bool': 'b-', 'none': 'none'}
@@ -44,22 +45,20 @@ class PartitionId:
 
     @classmethod
     def of(cls, value: MetadataValue, *, key: str) -> PartitionId:
-        """The partition of a record whose ``key`` is ``value`` (``None``: the key is absent)."""
+        """The partition of a record whose ``key`` is ``value`` (``None``: the key is absent).
+
+        Raises ``ValueError`` for a value no partition can have (`partition_value_problem`).
+        """
+        problem = partition_value_problem(value)
+        if problem is not None:
+            raise ValueError(f'metadata {key!r} is the partition key: {problem}')
         if value is None:
             return cls('none', '')
-        if isinstance(value, list):
-            raise ValueError(
-                f'metadata {key!r} is the partition key: it must be one value, not a list ({value!r}), '
-                'since a record lives in exactly one partition'
-            )
         if isinstance(value, bool):
             return cls('bool', 't' if value else 'f')
         if isinstance(value, (int, float)):
             return cls('num', canonical_number(value))
-        if len(value.encode('utf-8')) > MAX_VALUE_BYTES:
-            raise ValueError(
-                f'partition key {key!r}: a value is at most {MAX_VALUE_BYTES} bytes, got {value[:40]!r}...'
-            )
+        assert isinstance(value, str)
         return cls('str', value)
 
     @property
@@ -94,6 +93,18 @@ class PartitionId:
         if self.kind == 'bool':
             return f'{key}={self.value == "t"}'
         return f'{key}={self.value}'
+
+
+def partition_value_problem(value: MetadataValue) -> str | None:
+    """Why no partition can hold a record whose partition key is ``value`` (a clause), or ``None``."""
+    if isinstance(value, list):
+        return f'it must be one value, not a list (of {len(value)}), since a record lives in exactly one partition'
+    if isinstance(value, str) and len(value.encode('utf-8')) > MAX_VALUE_BYTES:
+        return (
+            f'a value is at most {MAX_VALUE_BYTES} bytes (it names a directory), '
+            f'got {len(value.encode("utf-8"))}: {echo(value)}'
+        )
+    return None
 
 
 Reach = frozenset[PartitionId] | None

@@ -11,6 +11,7 @@ words.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Any
 
 import tantivy
@@ -37,14 +38,17 @@ TEXT_QUERY_SYNTAX = (
 _FUZZY = re.compile(r'^(?P<word>.+?)~(?P<distance>[0-9]?)$')
 
 
+@dataclass(frozen=True)
 class TextQueryBuilder:
-    """Turns query text into a tantivy `Query` over one analysed field."""
+    """Turns query text into a tantivy `Query` over one analysed field.
 
-    def __init__(self, schema: tantivy.Schema, field: str, analyzer: tantivy.TextAnalyzer) -> None:
-        self._schema = schema
-        self._field = field
-        self._analyzer = analyzer
-        self._clauses = 0
+    Immutable, so one builder serves concurrent searches (a store shared by several event
+    loops or threads): what one translation counts lives in a `_Translation` of its own.
+    """
+
+    schema: tantivy.Schema
+    field: str
+    analyzer: tantivy.TextAnalyzer
 
     def build(self, text: str) -> Query:
         if not text or not text.strip():
@@ -52,8 +56,7 @@ class TextQueryBuilder:
         if len(text) > MAX_QUERY_CHARS:
             raise QuerySyntaxError(f'the query is {len(text)} characters long; keep it under {MAX_QUERY_CHARS}')
         ast, _errors = tantivy.parse_query_lenient(text)
-        self._clauses = 0
-        query, positive = self._node(ast)
+        query, positive = _Translation(self.schema, self.field, self.analyzer).node(ast)
         if query is None:
             raise QuerySyntaxError(
                 f'the query {text!r} has no searchable words (punctuation and operators alone match nothing)'
@@ -64,9 +67,19 @@ class TextQueryBuilder:
             )
         return query
 
+
+class _Translation:
+    """One parse tree's translation: the handlers, and how many clauses it has met so far."""
+
+    def __init__(self, schema: tantivy.Schema, field: str, analyzer: tantivy.TextAnalyzer) -> None:
+        self._schema = schema
+        self._field = field
+        self._analyzer = analyzer
+        self._clauses = 0
+
     # Each handler returns (query or None when nothing searchable, whether it can match positively).
 
-    def _node(self, node: dict[str, Any]) -> tuple[Query | None, bool]:
+    def node(self, node: dict[str, Any]) -> tuple[Query | None, bool]:
         self._clauses += 1
         if self._clauses > MAX_CLAUSES:
             raise QuerySyntaxError(f'the query has more than {MAX_CLAUSES} terms and operators: shorten it')
@@ -74,7 +87,7 @@ class TextQueryBuilder:
         if kind == 'bool':
             return self._bool(node.get('clauses') or [])
         if kind == 'boost':
-            inner, positive = self._node(node['underlying'])
+            inner, positive = self.node(node['underlying'])
             if inner is None:
                 return None, False
             boost = float(node.get('boost', 1.0))
@@ -103,7 +116,7 @@ class TextQueryBuilder:
         parts: list[tuple[Occur, Query]] = []
         positive = False
         for occur_name, child in clauses:
-            sub, sub_positive = self._node(child)
+            sub, sub_positive = self.node(child)
             if sub is None:
                 continue
             if occur_name == 'must_not':

@@ -37,24 +37,15 @@ from tantivy import Occur, Query
 from toolish_rag.content import Chunk, Document, Entity, Record
 from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentInfo
-from toolish_rag.regex import compile_request, count_matches, regex_rank_key, scan_limit_error
+from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from toolish_rag.writes import upsert_batch
 
 from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
-from .filters import FilterCompiler, translatable
+from .filters import translatable
+from .index import IndexSnapshot, record_owners
 from .query import TEXT_QUERY_SYNTAX, TextQueryBuilder
-from .schema import (
-    FORMAT_VERSION,
-    KIND_CHUNK,
-    KIND_DOCUMENT,
-    KIND_ENTITY,
-    build_schema,
-    check_storable,
-    from_stored,
-    scan_text,
-    to_tantivy,
-)
+from .schema import FORMAT_VERSION, KIND_ENTITY, build_schema, check_storable, to_tantivy
 
 if TYPE_CHECKING:
     from .partitioned import PartitionedTantivyStore
@@ -115,7 +106,7 @@ class TantivyStore:
         self._commit_lock = threading.Lock()
         self._pending_lock = threading.Lock()
         self._pending: list[_Write] = []
-        self._not_placeholder = Query.term_query(self._schema, 'kind', KIND_DOCUMENT)
+        self._queries = TextQueryBuilder(self._schema, 'text', self._analyzer)
 
     # -- opening ------------------------------------------------------------------------
 
@@ -205,12 +196,12 @@ class TantivyStore:
 
     def _commit(self, batch: list[_Write]) -> None:
         writer = self._get_writer()
-        searcher = self._index.searcher()
+        snapshot = self.snapshot()
         applied: list[tuple[_Write, tuple[int, int]]] = []
         overlay = _BatchOverlay()
         for write in batch:
             try:
-                counts = self._apply(writer, searcher, write, overlay)
+                counts = self._apply(writer, snapshot, write, overlay)
             except Exception as e:  # this write is rejected; the rest of the batch goes on
                 write.future.set_exception(e)
                 continue
@@ -229,14 +220,14 @@ class TantivyStore:
             write.future.set_result(counts)
 
     def _apply(
-        self, writer: tantivy.IndexWriter, searcher: tantivy.Searcher, write: _Write, overlay: _BatchOverlay
+        self, writer: tantivy.IndexWriter, snapshot: IndexSnapshot, write: _Write, overlay: _BatchOverlay
     ) -> tuple[int, int]:
         docs_gone = write.delete_documents | {d.id for d in write.documents}
         ents_gone = write.delete_entities | {e.id for e in write.entities}
         # Existing counts, for delete_* return values (as of the last commit plus this batch).
-        existing_docs = self._count_existing(searcher, 'doc_head', 'document_id', write.delete_documents, overlay.docs)
-        existing_ents = self._count_existing(searcher, 'kind', 'eid', write.delete_entities, overlay.ents)
-        self._check_clashes(searcher, write, docs_gone, ents_gone, overlay)
+        existing_docs = self._count_existing(snapshot, 'doc_head', 'document_id', write.delete_documents, overlay.docs)
+        existing_ents = self._count_existing(snapshot, 'kind', 'eid', write.delete_entities, overlay.ents)
+        self._check_clashes(snapshot, write, docs_gone, ents_gone, overlay)
         new_docs = [d for item in write.documents for d in to_tantivy(item)]
         new_docs += [d for item in write.entities for d in to_tantivy(item)]
         for doc_id in sorted(docs_gone):
@@ -249,7 +240,7 @@ class TantivyStore:
         return existing_docs, existing_ents
 
     def _count_existing(
-        self, searcher: tantivy.Searcher, marker: str, id_field: str, ids: set[str], overlay: dict[str, bool]
+        self, snapshot: IndexSnapshot, marker: str, id_field: str, ids: set[str], overlay: dict[str, bool]
     ) -> int:
         if not ids:
             return 0
@@ -265,46 +256,31 @@ class TantivyStore:
             q = Query.boolean_query(
                 [(Occur.Must, marker_q), (Occur.Must, Query.term_set_query(self._schema, id_field, rest))]
             )
-            count += _count(searcher, q)
+            count += snapshot.count(q)
         return count
 
     def _check_clashes(
         self,
-        searcher: tantivy.Searcher,
+        snapshot: IndexSnapshot,
         write: _Write,
         docs_gone: set[str],
         ents_gone: set[str],
         overlay: _BatchOverlay,
     ) -> None:
-        owners: dict[str, str] = {}
-        for d in write.documents:
-            for c in d.chunks:
-                owners.setdefault(c.id, f'document {d.id!r}')
-                if owners[c.id] != f'document {d.id!r}':
-                    raise ValueError(f'record id {c.id!r} is used by two items of one upsert')
-        for e in write.entities:
-            if e.id in owners:
-                raise ValueError(f'record id {e.id!r} is used by two items of one upsert')
-            owners[e.id] = f'entity {e.id!r}'
+        owners = record_owners(write.documents, write.entities)
         if not owners:
             return
         for record_id, owner in owners.items():
             other = overlay.owner_of(record_id)
             if other is not None and other != owner and not _replaced(other, docs_gone, ents_gone):
                 raise ValueError(f'record id {record_id!r} already belongs to another document or entity')
-        parts: list[tuple[Occur, Query]] = [
-            (Occur.Must, Query.term_set_query(self._schema, 'id', sorted(owners))),
-        ]
-        gone_docs = sorted(docs_gone | overlay.replaced_docs)
-        gone_ents = sorted(ents_gone | overlay.replaced_ents)
-        if gone_docs:
-            parts.append((Occur.MustNot, Query.term_set_query(self._schema, 'document_id', gone_docs)))
-        if gone_ents:
-            parts.append((Occur.MustNot, Query.term_set_query(self._schema, 'eid', gone_ents)))
-        hits = searcher.search(Query.boolean_query(parts), 1).hits
-        if hits:
-            clash = from_stored(searcher.doc(hits[0][1]).to_dict())
-            raise ValueError(f'record id {clash.id!r} already belongs to another document or entity')
+        clash = snapshot.clashing_id(
+            owners,
+            replacing_documents=docs_gone | overlay.replaced_docs,
+            replacing_entities=ents_gone | overlay.replaced_ents,
+        )
+        if clash is not None:
+            raise ValueError(f'record id {clash!r} already belongs to another document or entity')
 
     async def upsert(self, items: Iterable[Document | Entity]) -> None:
         """Insert or replace documents (whole: no stale chunk survives) and entities.
@@ -332,17 +308,7 @@ class TantivyStore:
         return (await asyncio.to_thread(self._submit, _Write(delete_entities=ids)))[1]
 
     async def list_documents(self) -> Sequence[DocumentInfo]:
-        return await asyncio.to_thread(self._list_documents)
-
-    def _list_documents(self) -> list[DocumentInfo]:
-        searcher = self._index.searcher()
-        q = Query.term_query(self._schema, 'doc_head', '1')
-        out: list[DocumentInfo] = []
-        for _, address in _all_hits(searcher, q):
-            info = json.loads(bytes(searcher.doc(address)['doc_info'][0]))
-            out.append(DocumentInfo(**info))
-        out.sort(key=lambda d: d.id)
-        return out
+        return await asyncio.to_thread(lambda: self.snapshot().documents())
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -354,143 +320,51 @@ class TantivyStore:
         """
         return translatable(filter)
 
-    def _scoped(self, searcher: tantivy.Searcher, query: Query, f: Filter | None, *, kinds: str | None = None) -> Query:
-        """``query`` restricted to searchable records (and ``kinds``) satisfying ``f``; ``f`` adds no score."""
-        parts: list[tuple[Occur, Query]] = [(Occur.Must, query)]
-        if kinds is not None:
-            parts.append((Occur.Must, Query.const_score_query(Query.term_query(self._schema, 'kind', kinds), 0.0)))
-        else:
-            parts.append((Occur.MustNot, self._not_placeholder))
-        if f is not None:
-            parts.append((Occur.Must, Query.const_score_query(FilterCompiler(self._index, searcher).compile(f), 0.0)))
-        return Query.boolean_query(parts)
-
-    def _record(self, searcher: tantivy.Searcher, address: tantivy.DocAddress) -> Record:
-        return from_stored(searcher.doc(address).to_dict())
+    def snapshot(self) -> IndexSnapshot:
+        """The index as of its last commit, for reads (`toolish_rag_tantivy.index`); blocks briefly."""
+        return IndexSnapshot(self._index, self._schema, self._index.searcher())
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         if request.top_k <= 0:
             return []
-        query = TextQueryBuilder(self._schema, 'text', self._analyzer).build(request.query)
-        return await asyncio.to_thread(self._text_search, query, request)
+        query = self._queries.build(request.query)
 
-    def _text_search(self, query: Query, request: SearchRequest) -> list[SearchHit]:
-        searcher = self._index.searcher()
-        return [
-            SearchHit(self._record(searcher, address), score)
-            for score, address in self._ranked(searcher, query, request)
-        ]
+        def run() -> list[SearchHit]:
+            snapshot = self.snapshot()
+            return [SearchHit(snapshot.record(address), score) for score, address in snapshot.ranked(query, request)]
 
-    def _ranked(
-        self, searcher: tantivy.Searcher, query: Query, request: SearchRequest
-    ) -> list[tuple[float, tantivy.DocAddress]]:
-        """The best ``top_k`` in-scope (score, address) pairs, records not loaded: a caller merging
-        several indexes (`PartitionedTantivyStore`) loads only the records that make its cut."""
-        if searcher.num_docs == 0:
-            return []
-        hits = searcher.search(self._scoped(searcher, query, request.filter), request.top_k, count=False).hits
-        return [(float(score), address) for score, address in hits]
+        return await asyncio.to_thread(run)
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         pattern = compile_request(request)
         if request.top_k <= 0:
             return []
-        return await asyncio.to_thread(self._regex_search, pattern, request)
-
-    def _regex_search(self, pattern: Any, request: RegexRequest) -> list[SearchHit]:
-        searcher = self._index.searcher()
-        if searcher.num_docs == 0:
-            return []
-        candidates = self._scoped(searcher, Query.all_query(), request.filter)
-        total = _count(searcher, candidates)
-        if self.regex_scan_limit is not None and total > self.regex_scan_limit:
-            raise scan_limit_error(total, self.regex_scan_limit)
-        found: list[tuple[tuple[int, str, int], float, Any, tuple[str, ...]]] = []
-        for _, address in _all_hits(searcher, candidates, total):
-            stored = searcher.doc(address).to_dict()
-            count, samples = count_matches(pattern, scan_text(stored))
-            if not count:
-                continue
-            rec = json.loads(bytes(stored['rec'][0]))
-            sequence_number = int(stored['seq'][0]) if 'seq' in stored else None
-            # Chunks (with ``seq``) carry a document_id in ``rec``; entities do not.
-            key = regex_rank_key(count, rec['id'], rec.get('document_id'), sequence_number)
-            found.append((key, float(count), stored, samples))
-        found.sort(key=lambda item: item[0])
-        return [
-            SearchHit(from_stored(stored), score, matches=samples)
-            for _, score, stored, samples in found[: request.top_k]
-        ]
+        return await asyncio.to_thread(
+            lambda: self.snapshot().regex_search(pattern, request, scan_limit=self.regex_scan_limit)
+        )
 
     async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Record]:
         wanted = sorted(set(ids))
         if not wanted:
             return []
-        return await asyncio.to_thread(lambda: self._get_records(self._index.searcher(), wanted, filter))
-
-    def _get_records(self, searcher: tantivy.Searcher, ids: list[str], f: Filter | None) -> list[Record]:
-        q = self._scoped(searcher, Query.term_set_query(self._schema, 'id', ids), f)
-        return [self._record(searcher, address) for _, address in _all_hits(searcher, q)]
+        return await asyncio.to_thread(lambda: self.snapshot().get_records(wanted, filter))
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
-        """A range or section, or the window around an anchor: every read on one searcher (one snapshot)."""
+        """A range or section, or the window around an anchor: every read on one snapshot."""
         if request.limit <= 0:
             return []
 
         def run() -> list[Chunk]:
-            searcher = self._index.searcher()
+            snapshot = self.snapshot()
             if request.around is None:
-                return self._expand(searcher, request)
-            return self._expand_around(searcher, request) or []
+                return snapshot.expand(request)
+            return snapshot.expand_around(request) or []
 
         return await asyncio.to_thread(run)
-
-    def _expand_around(self, searcher: tantivy.Searcher, request: ExpansionRequest) -> list[Chunk] | None:
-        """An anchored request on ``searcher``'s snapshot; ``None`` when the anchor is not in this index.
-
-        The window depends on the anchor, so both are read from the same searcher: a commit
-        (and the reload after it) gives later searchers the new version, never this one.
-        """
-        assert request.around is not None
-        found = self._get_records(searcher, [request.around], None)
-        anchor = next((r for r in found if isinstance(r, Chunk)), None)
-        probe = request.section_probe()
-        if anchor is None and probe is not None:
-            inside = self._expand(searcher, probe)
-            anchor = inside[0] if inside else None
-        return None if anchor is None else self._expand(searcher, request.window(anchor))
-
-    def _expand(self, searcher: tantivy.Searcher, request: ExpansionRequest) -> list[Chunk]:
-        """A plain request's chunks, in sequence order."""
-        if searcher.num_docs == 0:
-            return []
-        parts: list[Query] = []
-        if request.document_id is not None:
-            parts.append(Query.term_query(self._schema, 'document_id', request.document_id))
-        if request.section_id is not None:
-            parts.append(Query.term_query(self._schema, 'section_ids', request.section_id))
-        if request.first is not None or request.last is not None:
-            parts.append(Query.range_query(self._schema, 'seq', tantivy.FieldType.Integer, request.first, request.last))
-        base = Query.boolean_query([(Occur.Must, p) for p in parts]) if parts else Query.all_query()
-        q = self._scoped(searcher, base, request.filter, kinds=KIND_CHUNK)
-        hits = searcher.search(q, request.limit, order_by_field='seq', order=tantivy.Order.Asc).hits
-        out: list[Chunk] = []
-        for _, address in hits:
-            record = self._record(searcher, address)
-            assert isinstance(record, Chunk)
-            out.append(record)
-        out.sort(key=lambda c: c.sequence_number)
-        return out
 
     async def count(self) -> int:
         """How many records (chunks and entities) the index holds."""
-
-        def run() -> int:
-            searcher = self._index.searcher()
-            q = Query.boolean_query([(Occur.Must, Query.all_query()), (Occur.MustNot, self._not_placeholder)])
-            return _count(searcher, q)
-
-        return await asyncio.to_thread(run)
+        return await asyncio.to_thread(lambda: self.snapshot().record_count())
 
 
 def _replaced(owner: str, docs_gone: set[str], ents_gone: set[str]) -> bool:
@@ -541,23 +415,6 @@ class _BatchOverlay:
             self.ents[e.id] = True
             self.replaced_ents.add(e.id)
             self._own(f'entity {e.id!r}', [e.id])
-
-
-def _count(searcher: tantivy.Searcher, query: Query) -> int:
-    """How many documents match ``query`` (the type stubs omit ``SearchResult.count``)."""
-    result = searcher.search(query, 1, count=True)
-    return int(getattr(result, 'count', 0) or 0)
-
-
-def _all_hits(
-    searcher: tantivy.Searcher, query: Query, total: int | None = None
-) -> list[tuple[Any, tantivy.DocAddress]]:
-    """Every hit of ``query`` (no ranking needed), in index order."""
-    limit = total if total is not None else (_count(searcher, query))
-    if limit <= 0:
-        return []
-    hits = searcher.search(query, limit, count=False).hits
-    return sorted(hits, key=lambda h: (h[1].segment_ord, h[1].doc))
 
 
 def open_store(location: str, *, embedder: Any = None) -> TantivyStore | PartitionedTantivyStore:
