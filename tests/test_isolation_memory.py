@@ -222,6 +222,7 @@ class TestWholeStoreStatistics(StoreConformance):
         return InMemoryStore(embedder, statistics='store')
 
 
+@pytest.mark.slow  # the default run has it: TestPersistedInMemoryStore (test_conformance_memory.py) is 'scope' too
 class TestPersistedScopeStatistics(StoreConformance):
     async def make_store(self, path: Path, embedder: Any) -> InMemoryStore:
         return InMemoryStore(embedder, path=path, statistics='scope')

@@ -284,6 +284,7 @@ class TestPartitionedOnDisk(StoreConformance):
         return PartitionedTantivyStore(path / 'index')
 
 
+@pytest.mark.slow  # same code paths as on disk (TestPartitionedOnDisk runs by default) but for the directory
 class TestPartitionedInRam(StoreConformance):
     async def make_store(self, path: Path, embedder: Any) -> PartitionedTantivyStore:
         return PartitionedTantivyStore(partition_key='tenant')
