@@ -24,7 +24,7 @@ from pydantic_ai.messages import (
 )
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from toolish_rag import DocumentBuilder, Entity, SearchHit, SearchRequest
+from toolish_rag import DocumentBuilder, DocumentInfo, Entity, SearchHit, SearchRequest
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.fusion import fuse
@@ -34,6 +34,7 @@ __all__ = [
     'CAPABILITY_METHODS',
     'FINAL',
     'Call',
+    'InnerWrites',
     'Returned',
     'Script',
     'block_ids',
@@ -123,6 +124,25 @@ def compose_store(capabilities: frozenset[str]) -> type:
 
 def memory_store() -> InMemoryStore:
     return InMemoryStore(HashingEmbeddingModel(64))
+
+
+class InnerWrites:
+    """The write side and listing of a wrapper store, delegated unchanged to ``self.inner``.
+
+    For test stores that wrap an `InMemoryStore` to change one behaviour (a leak, a crash, a
+    refusal): they subclass this and write only the methods they change.
+    """
+
+    inner: Any
+
+    async def delete_documents(self, document_ids: Iterable[str]) -> int:
+        return int(await self.inner.delete_documents(document_ids))
+
+    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
+        return int(await self.inner.delete_entities(entity_ids))
+
+    async def list_documents(self) -> Sequence[DocumentInfo]:
+        return list(await self.inner.list_documents())
 
 
 # -- corpora -------------------------------------------------------------------------------------

@@ -27,11 +27,11 @@ from typing import Any
 
 import pytest
 
+from tests.helpers import InnerWrites
 from toolish_rag import Chunk, Document, Entity, matches
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Filter, PropertyFilter as F
 from toolish_rag.fusion import fuse
-from toolish_rag.protocols import DocumentInfo
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.testing import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities
@@ -42,7 +42,7 @@ pytest_plugins = ['pytester']
 Record = Chunk | Entity
 
 
-class HonestStore:
+class HonestStore(InnerWrites):
     """Every protocol delegated, unchanged, to an `InMemoryStore`; pushdown claimed for every filter."""
 
     text_query_syntax = InMemoryStore.text_query_syntax
@@ -52,15 +52,6 @@ class HonestStore:
 
     async def upsert(self, items: Iterable[Document | Entity]) -> None:
         await self.inner.upsert(items)
-
-    async def delete_documents(self, document_ids: Iterable[str]) -> int:
-        return await self.inner.delete_documents(document_ids)
-
-    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
-        return await self.inner.delete_entities(entity_ids)
-
-    async def list_documents(self) -> Sequence[DocumentInfo]:
-        return await self.inner.list_documents()
 
     def supports_filter(self, filter: Filter) -> bool:
         return True

@@ -35,11 +35,11 @@ import pytest
 from helpers import compose_store
 from pydantic_ai import ModelRetry
 
+from tests.helpers import InnerWrites
 from toolish_rag import Chunk, Document, DocumentBuilder, Entity, ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import ToolishRagError
 from toolish_rag.filters import Filter, PropertyFilter as F
-from toolish_rag.protocols import DocumentInfo
 from toolish_rag.retriever import Retriever
 from toolish_rag.search import ExpansionRequest, SearchHit, SearchRequest
 from toolish_rag.stores import InMemoryStore
@@ -169,7 +169,7 @@ async def test_broaden_and_zoom_show_one_version_while_a_writer_rewrites(name: s
 # -- the kit's consistency check fails a store that reads twice ------------------------------------
 
 
-class TwoReadStore:
+class TwoReadStore(InnerWrites):
     """Answers an anchored request as the Retriever once did: the anchor, a yield, then the window.
 
     Every other call goes to an `InMemoryStore` unchanged, so only the two reads are wrong.
@@ -182,15 +182,6 @@ class TwoReadStore:
 
     async def upsert(self, items: Iterable[Document | Entity]) -> None:
         await self.inner.upsert(items)
-
-    async def delete_documents(self, document_ids: Iterable[str]) -> int:
-        return await self.inner.delete_documents(document_ids)
-
-    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
-        return await self.inner.delete_entities(entity_ids)
-
-    async def list_documents(self) -> Sequence[DocumentInfo]:
-        return await self.inner.list_documents()
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         return await self.inner.text_search(request)

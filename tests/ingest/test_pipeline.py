@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from tests.helpers import InnerWrites
 from toolish_rag.content import Chunk, Document, Entity, document_id_for
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.ingest import Chunker, file_uri, format_report, ingest, parse_path
-from toolish_rag.protocols import DocumentInfo, DocumentStore
+from toolish_rag.protocols import DocumentStore
 from toolish_rag.stores import InMemoryStore
 
 
@@ -114,7 +115,7 @@ async def test_edge_cases(tmp_path: Path) -> None:
     assert 'Grüße aus Köln' in utf16.chunks[0].urtext
 
 
-class _CrashingStore:
+class _CrashingStore(InnerWrites):
     """A DocumentStore that commits through InMemoryStore and dies on its n-th upsert."""
 
     def __init__(self, inner: InMemoryStore, crash_on: int) -> None:
@@ -127,15 +128,6 @@ class _CrashingStore:
         if self.upserts == self.crash_on:
             raise RuntimeError('power cut')
         await self.inner.upsert(items)
-
-    async def delete_documents(self, document_ids: Iterable[str]) -> int:
-        return await self.inner.delete_documents(document_ids)
-
-    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
-        return await self.inner.delete_entities(entity_ids)
-
-    async def list_documents(self) -> Sequence[DocumentInfo]:
-        return await self.inner.list_documents()
 
 
 async def test_crash_mid_run_loses_nothing_committed(tmp_path: Path) -> None:

@@ -23,13 +23,13 @@ from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, RetryPromptPart, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
+from tests.helpers import InnerWrites
 from toolish_rag import Retriever, ToolishRag
 from toolish_rag.content import Chunk, Document, Entity
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import UnsupportedValueError
 from toolish_rag.filters import Filter, PropertyFilter as F, matches
 from toolish_rag.ingest import IngestReport, ingest
-from toolish_rag.protocols import DocumentInfo
 from toolish_rag.stores import InMemoryStore
 from toolish_rag_lancedb import LanceDBStore
 from toolish_rag_tantivy import TantivyStore
@@ -138,7 +138,7 @@ async def test_only_the_failing_batch_is_retried(tmp_path: Path, batch_chunks: i
     assert store.upserts == upserts
 
 
-class _QuietRefusals:
+class _QuietRefusals(InnerWrites):
     """A third-party store that refuses integers beyond 64 bits without naming the document."""
 
     def __init__(self) -> None:
@@ -151,15 +151,6 @@ class _QuietRefusals:
         if any(isinstance(d, Document) and abs(int(d.metadata.get('serial', 0) or 0)) >= 2**63 for d in batch):
             raise UnsupportedValueError('an integer beyond 64 bits')
         await self.inner.upsert(batch)
-
-    async def delete_documents(self, document_ids: Iterable[str]) -> int:
-        return await self.inner.delete_documents(document_ids)
-
-    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
-        return await self.inner.delete_entities(entity_ids)
-
-    async def list_documents(self) -> Sequence[DocumentInfo]:
-        return await self.inner.list_documents()
 
 
 async def test_a_refusal_that_names_no_document_is_narrowed_down(tmp_path: Path) -> None:
