@@ -3,6 +3,12 @@
 `parse_file` never raises for a bad file: it returns the reason instead, so that one
 corrupt or odd file is reported and the run goes on. It runs in worker processes, so it
 and its arguments must be picklable (module-level function, plain data).
+
+Every file's document records where it came from as two ordinary metadata keys,
+`SOURCE_KEYS`: ``path`` (relative to the ingested root) and ``uri`` (``Document.uri``), so a
+store can declare them filterable (``starts_with('path', 'api/')``). They are facts about the
+file, so they win over the file's own metadata (a front matter ``path:`` is replaced, with a
+warning), and a caller's ``metadata=`` may not set them at all (`check_caller_metadata`).
 """
 
 from __future__ import annotations
@@ -18,12 +24,29 @@ from .fingerprint import fingerprint
 from .model import ReadError
 from .readers import read_bytes
 
-__all__ = ['Parsed', 'file_uri', 'parse_file', 'parse_path']
+__all__ = ['SOURCE_KEYS', 'Parsed', 'check_caller_metadata', 'file_uri', 'parse_file', 'parse_path']
+
+SOURCE_KEYS = ('path', 'uri')
+"""Metadata keys ingestion records on every file's document (and so on its chunks)."""
 
 
 def file_uri(path: str | os.PathLike[str]) -> str:
     """The uri a file's document gets: ``file://`` + its resolved absolute path."""
     return Path(path).resolve().as_uri()
+
+
+def check_caller_metadata(metadata: Mapping[str, MetadataValue]) -> None:
+    """Refuse a caller's ``metadata=`` that sets a `SOURCE_KEYS` key (``ValueError``).
+
+    The same value on every file would make ``path`` and ``uri`` lie, and ingestion would
+    overwrite it anyway: better to say so at the call than to ignore an argument.
+    """
+    clash = [key for key in SOURCE_KEYS if key in metadata]
+    if clash:
+        raise ValueError(
+            f'metadata key(s) {", ".join(map(repr, clash))} are recorded by ingestion for each file '
+            '(its path under the ingested root and its uri): they cannot be passed in metadata='
+        )
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,24 +68,39 @@ def parse_path(
 ) -> Document:
     """Read, parse and chunk one file into a `Document` (no store involved).
 
-    Raises `ReadError` with the reason when the file cannot be ingested.
+    Its ``path`` metadata is the file's name, as when `ingest` is given the file itself.
+    Raises `ReadError` with the reason when the file cannot be ingested, ``ValueError`` when
+    ``metadata`` sets ``path`` or ``uri``.
     """
+    check_caller_metadata(metadata or {})
     result = parse_file(str(path), chunker or Chunker(), dict(metadata or {}), tuple(labels))
     if result.document is None:
         raise ReadError(result.reason or 'unreadable')
     return result.document
 
 
-def parse_file(path: str, chunker: Chunker, metadata: dict[str, MetadataValue], labels: tuple[str, ...]) -> Parsed:
-    """Read, parse, chunk and fingerprint ``path``; every failure becomes a `Parsed` with a reason."""
+def parse_file(
+    path: str,
+    chunker: Chunker,
+    metadata: dict[str, MetadataValue],
+    labels: tuple[str, ...],
+    relative_path: str | None = None,
+) -> Parsed:
+    """Read, parse, chunk and fingerprint ``path``; every failure becomes a `Parsed` with a reason.
+
+    ``relative_path`` is the ``path`` metadata to record (default: the file's name).
+    """
     p = Path(path)
     try:
         data = p.read_bytes()
         parsed = read_bytes(data, p)
-        extra = {'source_format': parsed.format, 'file_name': p.name, **metadata}
+        uri = file_uri(p)
+        source = {'path': relative_path if relative_path is not None else p.name, 'uri': uri}
+        _warn_overridden(parsed.metadata, source, parsed.warnings)
+        extra = {'source_format': parsed.format, 'file_name': p.name, **metadata, **source}
         document = chunker.build(
             parsed,
-            file_uri(p),
+            uri,
             fingerprint=fingerprint(data, chunker.config_key()),
             metadata=extra,
             labels=labels,
@@ -76,3 +114,12 @@ def parse_file(path: str, chunker: Chunker, metadata: dict[str, MetadataValue], 
     if not document.chunks:
         return Parsed(path, None, 'no extractable text', tuple(parsed.warnings))
     return Parsed(path, document, None, tuple(parsed.warnings))
+
+
+def _warn_overridden(found: dict[str, MetadataValue], source: dict[str, str], warnings: list[str]) -> None:
+    """Warn about the file's own ``path`` / ``uri`` metadata (front matter, properties) that ``source`` replaces."""
+    for key, value in source.items():
+        if key in found and found[key] != value:
+            warnings.append(
+                f'metadata key {key!r} ({found[key]!r}) from the file replaced by the ingested {key} {value!r}'
+            )

@@ -9,6 +9,11 @@ whose files under the given folders are gone.
 Each upsert commits whole documents with their fingerprints, so a run that dies half way
 loses nothing it committed: the re-run skips those documents and finishes the rest.
 
+A file's document also records its ``path`` under the ingested root and its ``uri`` as
+metadata (`parse`). An unchanged file is skipped only when the store's copy records the
+same two values (`_Run._settled_by_hash`): the first run after ingestion began recording
+them, or a run over the same file from another root, rewrites it.
+
 The run, phase by phase (each a method of `_Run`): ready-made documents
 (`_Run.take_documents`), the walk's files settled by their hash or picked for parsing
 (`_Run.select_files`), parsing in workers and writing in batches (`_Run.parse_and_write`,
@@ -33,7 +38,7 @@ from ..content import Document, MetadataValue, document_id_for
 from ..protocols import DocumentInfo, DocumentStore
 from .chunking import Chunker
 from .fingerprint import document_fingerprint, file_fingerprint
-from .parse import file_uri, parse_path
+from .parse import check_caller_metadata, file_uri, parse_path
 from .progress import IngestProgress
 from .readers import READERS, UNSUPPORTED
 from .report import IngestIssue, IngestReport
@@ -79,8 +84,10 @@ async def ingest(
         max_file_bytes: larger files are skipped with a reason.
         include_hidden: descend into hidden folders and read hidden files.
         metadata / labels: added to every file's document (front matter keys win over nothing:
-            explicit ``metadata`` overrides what the reader found).
+            explicit ``metadata`` overrides what the reader found). ``path`` and ``uri`` are
+            recorded by ingestion itself: passing them raises ``ValueError``.
     """
+    check_caller_metadata(metadata or {})
     chunker = chunker or Chunker()
     settings = _Settings(chunker, chunker.config_key(), concurrency, executor, dict(metadata or {}), tuple(labels))
     report = IngestReport()
@@ -147,9 +154,9 @@ class _Run:
                     document if document.fingerprint else document.model_copy(update={'fingerprint': fp})
                 )
 
-    async def select_files(self, found: Sequence[Found]) -> list[Path]:
+    async def select_files(self, found: Sequence[Found]) -> list[Found]:
         """Settle what the walk found without parsing it where possible; return the files to parse."""
-        to_parse: list[Path] = []
+        to_parse: list[Found] = []
         for item in found:
             doc_id = document_id_for(file_uri(item.path))
             self.seen_ids.add(doc_id)
@@ -158,14 +165,24 @@ class _Run:
                 self._settle(self.report.failed if is_failure else self.report.skipped, issue)
             elif item.size == 0:
                 self._settle(self.report.skipped, IngestIssue(str(item.path), 'empty file'))
-            elif not await self._settled_by_hash(item.path, doc_id):
-                to_parse.append(item.path)
+            elif not await self._settled_by_hash(item, doc_id):
+                to_parse.append(item)
         return to_parse
 
-    async def _settled_by_hash(self, path: Path, doc_id: str) -> bool:
-        """True when hashing settles ``path``: stored with this fingerprint, or unreadable (recorded)."""
+    async def _settled_by_hash(self, item: Found, doc_id: str) -> bool:
+        """True when hashing settles ``item``: stored with this fingerprint, or unreadable (recorded).
+
+        A stored copy whose ``path`` / ``uri`` metadata is not what this run records is not
+        settled, whatever its fingerprint (which covers only the bytes and the chunker): it
+        was written before ingestion recorded them, or from another root, and a filter on
+        ``path`` must not silently miss or misplace it. A store that lists no metadata at
+        all is trusted on the fingerprint alone, or every run would rewrite every file.
+        """
+        path = item.path
         info = self.existing.get(doc_id)
         if info is None or info.fingerprint is None:
+            return False
+        if info.metadata and (info.metadata.get('path'), info.metadata.get('uri')) != (item.relative_path, info.uri):
             return False
         try:
             fp = await asyncio.to_thread(file_fingerprint, path, self.settings.config_key)
@@ -177,7 +194,7 @@ class _Run:
         self._settle(self.report.unchanged, info.uri)
         return True
 
-    async def parse_and_write(self, files: Sequence[Path]) -> None:
+    async def parse_and_write(self, files: Sequence[Found]) -> None:
         """Parse ``files`` in workers and write each document as it comes back, then the last batch."""
         s = self.settings
         parsed = parse_files(files, s.chunker, s.metadata, s.labels, concurrency=s.concurrency, executor=s.executor)

@@ -30,6 +30,17 @@ class Found:
     size: int = 0
     reason: str | None = None
 
+    @property
+    def relative_path(self) -> str:
+        """The ``path`` metadata ingestion records: POSIX, relative to ``root`` (a named file: its name).
+
+        Lexical, not resolved: a file reached through a symlinked folder is where the walk met
+        it under ``root``, which is where the caller sees it (``uri`` is the resolved target).
+        """
+        if self.path == self.root:
+            return self.path.name
+        return self.path.relative_to(self.root).as_posix()
+
 
 def walk_paths(
     paths: Iterable[str | os.PathLike[str]],

@@ -23,12 +23,12 @@ import threading
 import time
 from collections.abc import AsyncGenerator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from pathlib import Path
 from typing import Literal
 
 from ..content import MetadataValue
 from .chunking import Chunker
 from .parse import Parsed, parse_file
+from .walk import Found
 
 __all__ = ['ExecutorKind', 'parse_files', 'watch_parent']
 
@@ -45,7 +45,7 @@ _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 async def parse_files(
-    paths: Sequence[Path],
+    files: Sequence[Found],
     chunker: Chunker,
     metadata: dict[str, MetadataValue],
     labels: tuple[str, ...],
@@ -53,26 +53,27 @@ async def parse_files(
     concurrency: int | None,
     executor: ExecutorKind,
 ) -> AsyncGenerator[Parsed, None]:
-    """Parse ``paths`` in workers, yielding each result as soon as it is ready (in no set order).
+    """Parse ``files`` in workers, yielding each result as soon as it is ready (in no set order).
 
     Use it inside ``contextlib.aclosing``: when the caller stops early (a write failed), the
     pool is shut down and its workers joined right away rather than whenever the generator is
     collected.
     """
-    if not paths:
+    if not files:
         return
     workers = max(1, concurrency or os.cpu_count() or 1)
     use_processes = executor == 'process' or (
-        executor == 'auto' and workers > 1 and len(paths) >= PROCESS_POOL_MIN_FILES
+        executor == 'auto' and workers > 1 and len(files) >= PROCESS_POOL_MIN_FILES
     )
     pool = _start_pool(use_processes, workers)
     loop = asyncio.get_running_loop()
-    queued = iter(paths)
+    queued = iter(files)
     pending: set[asyncio.Future[Parsed]] = set()
     try:
         while True:
-            for path in itertools.islice(queued, workers * IN_FLIGHT_PER_WORKER - len(pending)):
-                pending.add(loop.run_in_executor(pool, parse_file, str(path), chunker, metadata, labels))
+            for found in itertools.islice(queued, workers * IN_FLIGHT_PER_WORKER - len(pending)):
+                job = (str(found.path), chunker, metadata, labels, found.relative_path)
+                pending.add(loop.run_in_executor(pool, parse_file, *job))
             if not pending:
                 return
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
