@@ -64,11 +64,13 @@ __all__ = [
 
 from .fusion import FusionConfig
 from .retriever import Retriever, SectionView
-from .toolset import EagerSearch, RagEvent, RagListener, ToolishRag
+from .toolset import EagerSearch, FilterableKey, ModelFilters, RagEvent, RagListener, ToolishRag
 
 __all__ += [
     'EagerSearch',
+    'FilterableKey',
     'FusionConfig',
+    'ModelFilters',
     'RagEvent',
     'RagListener',
     'Retriever',

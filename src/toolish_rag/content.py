@@ -263,6 +263,9 @@ class Document(_Model):
         for chunk in self.chunks:
             if chunk.document_id != self.id:
                 raise ValueError(f'chunk {chunk.id!r} belongs to document {chunk.document_id!r}, not {self.id!r}')
+            if (chunk.document_title, chunk.document_uri) != (self.title, self.uri):
+                # Listings and outlines read a document's title and uri from its chunks or its row: they must agree.
+                raise ValueError(f'chunk {chunk.id!r} carries another title or uri than its document {self.id!r}')
             if chunk.id in seen:
                 raise ValueError(f'duplicate chunk id {chunk.id!r}')
             seen.add(chunk.id)

@@ -10,6 +10,8 @@ protocol           tools
 `TextSearch`       ``text_search`` (+ ``hybrid_search`` with VectorSearch)
 `RegexSearch`      ``regex_search``
 `ResultExpander`   ``broaden_chunk``, ``zoom_out``
+`SectionReader`    ``list_documents``, ``outline``, ``read_section``
+                   (+ ``list_values`` with ``filterable`` keys)
 =================  ===========================================
 
 `HybridSearch` lets a store replace the core's rank fusion with its own, and
@@ -41,6 +43,7 @@ from typing import Protocol, TypeAlias, runtime_checkable
 from .content import Chunk, Document, Entity, Metadata
 from .filters import Filter
 from .search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from .sections import ChunkOutline, DocumentPage, DocumentPageRequest, OutlineRequest, SectionPage, SectionReadRequest
 
 __all__ = [
     'DocumentInfo',
@@ -49,6 +52,7 @@ __all__ = [
     'HybridSearch',
     'RegexSearch',
     'ResultExpander',
+    'SectionReader',
     'StoreCapabilities',
     'StoreLike',
     'TextSearch',
@@ -112,6 +116,34 @@ class ResultExpander(Protocol):
 
 
 @runtime_checkable
+class SectionReader(Protocol):
+    """Navigate a store: list its documents, outline one, read a whole section, all scoped.
+
+    The three requests and their reference semantics are in `toolish_rag.sections`. Unlike the
+    search protocols, a section reader **always honours** ``request.filter``, whatever
+    `FilterPushdown.supports_filter` says: its answers carry counts and pages, which the core
+    cannot re-filter afterwards without reading every record. A filter the store cannot
+    translate is evaluated with `toolish_rag.filters.matches` on the candidates it reads.
+
+    Listing documents and outlining read no chunk text and no vectors: counts and skeletons
+    come from ids and positions (and metadata columns, for the filter). Method names differ
+    from `DocumentStore.list_documents`, the unscoped listing ingestion syncs against.
+    """
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        """One page of the documents with an in-scope chunk, in `toolish_rag.sections.document_order`."""
+        ...
+
+    async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
+        """The in-scope chunks' skeletons the request asks for, by ``(document_id, sequence_number)``."""
+        ...
+
+    async def read_section(self, request: SectionReadRequest) -> SectionPage:
+        """One page of a section's (or document's) in-scope chunks in reading order, and their total."""
+        ...
+
+
+@runtime_checkable
 class HybridSearch(Protocol):
     """A store's own fusion of vector and text search, used instead of the core's.
 
@@ -135,7 +167,7 @@ class FilterPushdown(Protocol):
     def supports_filter(self, filter: Filter) -> bool: ...
 
 
-StoreLike: TypeAlias = VectorSearch | TextSearch | RegexSearch | ResultExpander | HybridSearch
+StoreLike: TypeAlias = VectorSearch | TextSearch | RegexSearch | ResultExpander | HybridSearch | SectionReader
 """Any object implementing at least one capability protocol: what `ToolishRag` and `Retriever` take.
 
 A union of protocols, not a base class: a third-party store subclasses nothing from
@@ -157,6 +189,7 @@ class StoreCapabilities:
     regex: bool
     expand: bool
     native_hybrid: bool
+    sections: bool = False
 
     @classmethod
     def of(cls, store: object) -> StoreCapabilities:
@@ -166,6 +199,7 @@ class StoreCapabilities:
             regex=isinstance(store, RegexSearch),
             expand=isinstance(store, ResultExpander),
             native_hybrid=isinstance(store, HybridSearch),
+            sections=isinstance(store, SectionReader),
         )
 
     @property

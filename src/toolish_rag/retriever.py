@@ -36,7 +36,18 @@ from .content import Chunk, Entity
 from .errors import InvalidRequestError, ToolishRagError, echo
 from .filters import Filter, and_, matches
 from .fusion import FusionConfig, fuse
-from .protocols import FilterPushdown, HybridSearch, RegexSearch, ResultExpander, StoreLike, TextSearch, VectorSearch
+from .grouping import DocumentGroup, group_by_document
+from .navigation import Navigator
+from .protocols import (
+    FilterPushdown,
+    HybridSearch,
+    RegexSearch,
+    ResultExpander,
+    SectionReader,
+    StoreLike,
+    TextSearch,
+    VectorSearch,
+)
 from .search import ID_RULE, PATTERN_RULE, QUERY_RULE, ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 
 __all__ = ['Retriever', 'SectionView']
@@ -145,6 +156,26 @@ class Retriever:
         if not isinstance(self.store, TextSearch):
             raise InvalidRequestError('this store has no text search')
         return await self._scoped(self.store.text_search, SearchRequest(query, top_k))
+
+    async def grouped(
+        self, search: Callable[[Retriever], Callable[[str, int], Awaitable[list[SearchHit]]]], query: str, top_k: int
+    ) -> list[DocumentGroup]:
+        """The best hit of each of the ``top_k`` best documents (see `toolish_rag.grouping`).
+
+        ``search`` picks the leg (``lambda r: r.hybrid_search``); it is asked for a growing number
+        of hits until ``top_k`` documents are found or the store runs out, so a filter or one
+        document holding every good chunk never leaves fewer than ``top_k`` documents.
+        """
+        leg = search(self)
+        return await group_by_document(lambda n: leg(query, n), top_k)
+
+    # -- navigation -----------------------------------------------------------------------
+
+    def navigator(self) -> Navigator:
+        """Scoped navigation (documents, outlines, whole sections), if the store is a `SectionReader`."""
+        if not isinstance(self.store, SectionReader):
+            raise InvalidRequestError('this store cannot list documents or read sections')
+        return Navigator(self.store, self.filter)
 
     # -- expansion ------------------------------------------------------------------------
 

@@ -211,7 +211,7 @@ SCOPES: list[Filter] = [
 ]
 
 
-def _calls(tool_names: Sequence[str], chunk_id: str) -> list[ToolCallPart]:
+def _calls(tool_names: Sequence[str], chunk_id: str, document_id: str) -> list[ToolCallPart]:
     args: dict[str, dict[str, Any]] = {
         'docs_vector_search': {'query': WORD, 'top_k': 50},
         'docs_text_search': {'query': WORD, 'top_k': 50},
@@ -219,6 +219,9 @@ def _calls(tool_names: Sequence[str], chunk_id: str) -> list[ToolCallPart]:
         'docs_regex_search': {'pattern': WORD, 'top_k': 50},
         'docs_broaden_chunk': {'chunk_id': chunk_id, 'chunks_to_add': 1},
         'docs_zoom_out': {'id': chunk_id},
+        'docs_list_documents': {'limit': 100},
+        'docs_outline': {'document': document_id},
+        'docs_read_section': {'section': document_id},
     }
     return [ToolCallPart(name, args[name], tool_call_id=name) for name in tool_names]
 
@@ -232,10 +235,11 @@ def _results(messages: Iterable[ModelMessage]) -> dict[str, ToolReturnPart | Ret
     }
 
 
-async def _check_tools(store: Any, scope: Filter, expected: set[str], chunk_id: str) -> None:
+async def _check_tools(store: Any, scope: Filter, expected: set[str], chunk: Chunk) -> None:
     """One agent turn calling every tool in ``scope``: searches return exactly ``expected``."""
     rag = ToolishRag(store, metadata_filter=scope, max_top_k=50)
-    calls = _calls(rag.tool_names, chunk_id)
+    chunk_id = chunk.id
+    calls = _calls(rag.tool_names, chunk_id, chunk.document_id)
 
     def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
         done = any(isinstance(m, ModelResponse) for m in messages)
@@ -248,6 +252,14 @@ async def _check_tools(store: Any, scope: Filter, expected: set[str], chunk_id: 
         if name.endswith('_search'):
             assert isinstance(part, ToolReturnPart) and part.outcome != 'retried', (name, part)
             assert {h.id for h in part.metadata['hits']} == expected, name
+        elif name.endswith(('_list_documents', '_outline', '_read_section')):
+            # Navigation: the document is listed, outlined and read exactly when a chunk of it is in scope.
+            in_scope = any(i.startswith(f'{chunk.document_id}-') for i in expected)
+            answered = isinstance(part, ToolReturnPart) and part.outcome != 'retried'
+            assert answered is (in_scope or name.endswith('_list_documents')), (name, part)
+            if answered:
+                assert (chunk.document_id in str(part.content)) is in_scope, (name, part)
+                assert {h.id for h in part.metadata['hits']} <= expected, name
         elif chunk_id in expected:  # an expansion: out of scope, it is "not found" (a retry)
             assert isinstance(part, ToolReturnPart) and part.outcome != 'retried', (name, part)
             assert {h.id for h in part.metadata['hits']} <= expected, name
@@ -276,7 +288,7 @@ async def test_filters_holding_unstorable_values_are_evaluated_not_crashed(kind:
             assert around is None if chunk.id not in expected else {c.id for c in around[1]} <= expected
             section = await retriever.section(chunk.id, 10)
             assert section is None if chunk.id not in expected else {c.id for c in section.chunks} <= expected
-        await _check_tools(store, scope, expected, chunks[0].id)
+        await _check_tools(store, scope, expected, chunks[0])
     # The scopes are not vacuous: some select nothing, some a part, some every numeric serial.
     sizes = {len({r.id for r in records if matches(scope, r)}) for scope in SCOPES}
     assert 0 in sizes and len(sizes) >= 4

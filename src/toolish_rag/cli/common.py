@@ -8,9 +8,9 @@ from typing import Any
 
 from ..stores import available_stores, open_store
 from ..stores.registry import default_store_name
-from ..toolset import ToolishRag
+from ..toolset import FilterableKey, ToolishRag
 
-__all__ = ['add_store_arguments', 'default_store_spec', 'open_rag']
+__all__ = ['add_store_arguments', 'default_store_spec', 'filterable_keys', 'open_rag']
 
 STORE_DIR = '.toolish-rag'
 
@@ -35,9 +35,58 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
     )
     group.add_argument('--embedder', default=None, help='embedding model string (default: all-MiniLM-L6-v2, offline)')
     group.add_argument('--name', default='docs', help='tool name prefix (default: docs)')
+    group.add_argument(
+        '--filterable',
+        action='append',
+        default=[],
+        metavar='KEY=TYPE',
+        help='a metadata key the model may filter on (repeatable): TYPE is int, float, str or bool, or '
+        'allowed text values separated by "|" (product=basic|pro); e.g. --filterable year=int --filterable path=str',
+    )
+    group.add_argument(
+        '--group-by-document',
+        action='store_true',
+        help='offer group_by="document" on the ranked search tools (one hit per document)',
+    )
+
+
+_TYPES: dict[str, type[str] | type[int] | type[float] | type[bool]] = {
+    'int': int,
+    'float': float,
+    'str': str,
+    'bool': bool,
+}
+
+
+def filterable_keys(specs: list[str]) -> dict[str, FilterableKey] | None:
+    """``--filterable KEY=TYPE`` options as a ``filterable=`` declaration (``None`` when there are none)."""
+    if not specs:
+        return None
+    keys: dict[str, FilterableKey] = {}
+    for spec in specs:
+        key, sep, kind = spec.partition('=')
+        if not sep or not key or not kind:
+            raise SystemExit(f'--filterable takes KEY=TYPE (TYPE: int, float, str, bool or a|b|c), got {spec!r}')
+        try:
+            if kind in _TYPES:
+                keys[key] = FilterableKey(_TYPES[kind])
+            else:
+                keys[key] = FilterableKey(str, values=tuple(kind.split('|')))
+        except (TypeError, ValueError) as e:
+            raise SystemExit(f'--filterable {spec!r}: {e}') from None
+    return keys
 
 
 def open_rag(args: argparse.Namespace) -> tuple[Any, ToolishRag[Any]]:
     spec = args.store or default_store_spec()
     store = open_store(spec, embedder=args.embedder)
-    return store, ToolishRag(store, name=args.name)
+    try:
+        rag: ToolishRag[Any] = ToolishRag(
+            store,
+            name=args.name,
+            filterable=filterable_keys(getattr(args, 'filterable', [])),
+            allow_grouping=getattr(args, 'group_by_document', False),
+        )
+    except (TypeError, ValueError) as e:
+        raise SystemExit(f'--filterable: {e}') from None
+    return store, rag

@@ -1,6 +1,7 @@
 """The pydantic-ai face of toolish-rag: the `ToolishRag` toolset, its events and rendering."""
 
 from .events import RagEvent, RagListener
+from .filterable import FilterableKey, ModelFilters
 from .names import TOOL_NAMES, ToolName, tool_name
 from .rag import EagerSearch, FilterSource, ToolishRag
 
@@ -8,6 +9,8 @@ __all__ = [
     'TOOL_NAMES',
     'EagerSearch',
     'FilterSource',
+    'FilterableKey',
+    'ModelFilters',
     'RagEvent',
     'RagListener',
     'ToolName',

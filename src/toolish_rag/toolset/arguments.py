@@ -1,6 +1,6 @@
 """The tools' string arguments: the length caps their schemas show a model, and the checks behind them.
 
-Each string parameter of every tool (``query``, ``pattern``, ``chunk_id``, ``id``) is declared
+Each string parameter of every tool (``query``, ``pattern``, ``chunk_id``, ``id``, ``document``...) is declared
 once here, by name, as a `StringArgument`. From that one table the toolset
 
 * adds ``maxLength`` to the parameter in every tool's JSON schema, so a model knows the cap;
@@ -23,10 +23,12 @@ from typing import Any
 from ..errors import InvalidRequestError
 from ..regex import MAX_PATTERN_LENGTH
 
-__all__ = ['MAX_ID_CHARS', 'MAX_PATTERN_CHARS', 'StringArgument', 'StringArguments']
+__all__ = ['MAX_ID_CHARS', 'MAX_NAME_CHARS', 'MAX_PATTERN_CHARS', 'StringArgument', 'StringArguments']
 
 MAX_ID_CHARS = 200
 """The longest chunk or section id a model may send (ids the toolset shows are far shorter)."""
+MAX_NAME_CHARS = 300
+"""The longest document or section reference (an id or a title) and title part a model may send."""
 MAX_PATTERN_CHARS = MAX_PATTERN_LENGTH
 """The longest regex pattern a model may send: the core's RE2 limit, so the schema states the real one."""
 
@@ -63,6 +65,14 @@ def _id_argument(what: str) -> StringArgument:
     )
 
 
+def _name_argument(what: str, send: str) -> StringArgument:
+    return StringArgument(
+        MAX_NAME_CHARS,
+        empty=f'the {what} is empty: send {send}',
+        too_long=f'the {what} is over {MAX_NAME_CHARS} characters: send {send}',
+    )
+
+
 @dataclass(frozen=True, slots=True)
 class StringArguments:
     """Every string parameter of the tools, by parameter name; see the module docstring."""
@@ -89,6 +99,19 @@ class StringArguments:
                 ),
                 'chunk_id': _id_argument('chunk id'),
                 'id': _id_argument('id'),
+                'title_contains': StringArgument(
+                    MAX_NAME_CHARS,
+                    empty='title_contains is empty: omit it to list every document, or send a word of the title',
+                    too_long=f'title_contains is over {MAX_NAME_CHARS} characters: send a word or two of the title',
+                ),
+                'document': _name_argument('document', 'a document id or title from list_documents'),
+                'section': _name_argument('section', 'a section id or title from outline'),
+                'key': _name_argument('key', 'one of the filterable keys the tool description names'),
+                'group_by': StringArgument(
+                    len('document'),
+                    empty='group_by is empty: send "document", or leave it out',
+                    too_long='group_by takes only "document": send that, or leave it out',
+                ),
             }
         )
 
@@ -96,12 +119,22 @@ class StringArguments:
         """A copy of a tool's parameters JSON schema whose string properties state their ``maxLength``."""
         properties = parameters.get('properties', {})
         capped = {
-            name: {**spec, 'maxLength': self.by_name[name].max_chars}
-            if name in self.by_name and spec.get('type') == 'string'
-            else spec
+            name: self._capped(spec, self.by_name[name].max_chars) if name in self.by_name else spec
             for name, spec in properties.items()
         }
         return {**parameters, 'properties': capped}
+
+    @staticmethod
+    def _capped(spec: dict[str, Any], max_chars: int) -> dict[str, Any]:
+        """``spec`` with ``maxLength`` on its string type, also inside an optional's ``anyOf``."""
+        if spec.get('type') == 'string':
+            return {**spec, 'maxLength': max_chars}
+        if 'anyOf' in spec:
+            return {
+                **spec,
+                'anyOf': [{**s, 'maxLength': max_chars} if s.get('type') == 'string' else s for s in spec['anyOf']],
+            }
+        return spec
 
     def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """``arguments`` with every string argument checked and normalised (`StringArgument.check`).

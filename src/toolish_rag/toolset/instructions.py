@@ -56,6 +56,27 @@ def tool_descriptions(store: StoreLike, default_top_k: int, max_top_k: int) -> d
             'Read the whole section a chunk belongs to (pass a chunk id), or the parent of a section '
             '(pass a section id from an earlier zoom_out). Use it to see a topic in full.'
         ),
+        'list_documents': (
+            'List the documents in the collection by title: each with its document id, uri, and how many '
+            'sections and chunks it has, 20 per page (pass offset for the next page, limit for another page size). '
+            'title_contains (optional) keeps titles containing it, ignoring case. Use it to see what the '
+            'collection holds or to find a document to outline.'
+        ),
+        'outline': (
+            "Show one document's section tree in reading order: each section's title, section id and size. "
+            'document: a document id, its exact title, or a part of its title (if several documents match, '
+            'you get a list to choose from). Use it before read_section.'
+        ),
+        'read_section': (
+            'Read a whole section, every chunk of it in reading order (subsections included), with chunk ids to '
+            'cite. section: a section id from outline, or an exact section title (pass document too when several '
+            'documents have a section with that title); a document id reads the whole document. Long sections '
+            'come in pages: call again with the offset the answer gives.'
+        ),
+        'list_values': (
+            'List the values a filterable key takes in this collection, with how many documents have each; '
+            'use it to choose a filter.'
+        ),
     }
 
 
@@ -66,10 +87,25 @@ def _reading_sentence(name: str, tools: Sequence[ToolName]) -> str:
     return f'Use {" and ".join(readers)} to read around a result before relying on a fragment.'
 
 
+def _navigation_sentence(name: str, tools: Sequence[ToolName]) -> str:
+    if 'read_section' not in tools:
+        return ''
+    finders = [tool_name(name, t) for t in ('list_documents', 'outline') if t in tools]
+    find = f'find it with {" and ".join(finders)}, then ' if finders else ''
+    return f'To read a whole section or table, {find}read it with {tool_name(name, "read_section")}.'
+
+
 def build_instructions(
-    name: str, description: str | None, tools: Sequence[ToolName], preloaded: str | None
+    name: str,
+    description: str | None,
+    tools: Sequence[ToolName],
+    preloaded: str | None,
+    filters: str | None = None,
 ) -> str | None:
-    """The instructions for the RAG ``name`` offering ``tools`` (short names); ``None`` if it offers nothing."""
+    """The instructions for the RAG ``name`` offering ``tools`` (short names); ``None`` if it offers nothing.
+
+    ``filters`` describes the keys the model may filter on (`ModelFilters.describe`), if any.
+    """
     if not tools and not preloaded:
         return None
     about = f' It holds: {description.strip()}' if description else ''
@@ -84,6 +120,8 @@ def build_instructions(
             else ''
         ),
         _reading_sentence(name, tools),
+        _navigation_sentence(name, tools),
+        filters or '',
         'Base your answer on what the results say and cite the chunk ids you used, like [chunk <id>]. '
         'If the documents do not cover the question, say so plainly instead of guessing.',
     ]

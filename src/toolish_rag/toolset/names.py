@@ -7,21 +7,23 @@ through `tool_name`, so the naming rule lives here once.
 from __future__ import annotations
 
 from collections.abc import Collection
-from typing import Literal, TypeAlias
+from typing import Literal, TypeAlias, get_args
 
 __all__ = ['TOOL_NAMES', 'ToolName', 'check_tool_names', 'tool_name']
 
 ToolName: TypeAlias = Literal[
-    'vector_search', 'text_search', 'hybrid_search', 'regex_search', 'broaden_chunk', 'zoom_out'
-]
-TOOL_NAMES: tuple[ToolName, ...] = (
     'vector_search',
     'text_search',
     'hybrid_search',
     'regex_search',
     'broaden_chunk',
     'zoom_out',
-)
+    'list_documents',
+    'outline',
+    'read_section',
+    'list_values',
+]
+TOOL_NAMES: tuple[ToolName, ...] = get_args(ToolName)
 """Every short tool name, in the order the tools are offered."""
 
 

@@ -16,7 +16,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Generic, TypeAlias
+from typing import Annotated, Any, Generic, Literal, TypeAlias
 
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_ai import ModelRetry, RunContext, Tool
@@ -32,12 +32,14 @@ from ..fusion import FusionConfig
 from ..protocols import StoreCapabilities, StoreLike
 from ..retriever import Retriever
 from ..search import QUERY_RULE, SearchHit
-from . import render
+from . import navigation_tools, render
 from .arguments import StringArguments
 from .direct import direct_context
 from .events import RagEvent, RagListener
+from .filterable import FilterableSpec, ModelFilters
 from .instructions import build_instructions, tool_descriptions
 from .names import TOOL_NAMES, ToolName, check_tool_names, tool_name
+from .render_navigation import render_groups
 from .retries import BoundedArgsValidator, retry_message, short_repr
 
 __all__ = ['TOOL_NAMES', 'EagerSearch', 'FilterSource', 'ToolName', 'ToolishRag']
@@ -73,6 +75,9 @@ class _Config:
     fusion: FusionConfig = field(default_factory=FusionConfig)
     id: str | None = None
     max_retries: int = 3
+    max_read_chars: int = 12000
+    filterable: ModelFilters | None = None
+    allow_grouping: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -80,6 +85,8 @@ class _Config:
         check_tool_names(self.exclude)
         if not 1 <= self.default_top_k <= self.max_top_k:
             raise ValueError('need 1 <= default_top_k <= max_top_k')
+        if self.max_read_chars < 200:
+            raise ValueError('max_read_chars must be at least 200')
 
 
 # The string parameters' ``maxLength`` is added to the schemas from `StringArguments` (it depends on
@@ -97,6 +104,33 @@ _Threshold = Annotated[
     float | None,
     Field(description='Optional minimum score; see the tool description. Omit it unless results are noisy.'),
 ]
+# `filter` and `group_by` are in every search tool's signature; `get_tools` drops them from the schemas
+# of a toolset without `filterable` / `allow_grouping` (and `_run` refuses them), so enabling neither
+# changes no schema. With `filterable`, the filter's schema is generated from the declaration.
+_ModelFilter = Annotated[dict[str, Any] | None, Field(description='Optional filter; see the tool description.')]
+_GroupBy = Annotated[
+    Literal['document'] | None,
+    Field(
+        description=(
+            'Set to "document" for at most one result per document (its best chunk, with its other matching '
+            'chunks named): top_k documents in all.'
+        )
+    ),
+]
+_Document = Annotated[str, Field(description='A document id, its exact title, or a part of its title.')]
+_Section = Annotated[
+    str,
+    Field(description='A section id from outline, an exact section title, or a document id (the whole document).'),
+]
+_SectionDocument = Annotated[
+    str | None, Field(description='Optional: the document (id or title) when several have a section with that title.')
+]
+_Offset = Annotated[int, Field(description='Where to start: 0 first, then the offset the previous answer gave.')]
+_Limit = Annotated[int, Field(description='How many documents per page (at most 100).')]
+_TitleContains = Annotated[
+    str | None, Field(description='Optional: keep documents whose title contains this, ignoring case.')
+]
+_Key = Annotated[str, Field(description='A filterable key (see the tool description).')]
 
 
 class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
@@ -126,6 +160,14 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             native hybrid search).
         listener: called (sync or async) with a `RagEvent` for every tool call.
         id: the toolset id (for durable execution); defaults to ``name``.
+        max_read_chars: cap on the text one ``read_section`` call returns (it pages the rest).
+        filterable: metadata keys the model may filter on, with their types (``{'year': int,
+            'product': Literal['a', 'b'], 'path': str}``, or `FilterableKey` for allowed values and
+            operators): the search tools and ``list_documents`` then take a ``filter`` argument whose
+            schema lists exactly these, ANDed with the scope (it can only narrow), and a store that
+            can list documents gets ``list_values``. Without it no schema changes.
+        allow_grouping: add ``group_by='document'`` to the vector, text and hybrid search tools
+            (one result per document, ``top_k`` documents). Without it no schema changes.
     """
 
     def __init__(
@@ -145,8 +187,13 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         listener: RagListener | None = None,
         id: str | None = None,
         max_retries: int = 3,
+        max_read_chars: int = 12000,
+        filterable: Mapping[str, FilterableSpec] | ModelFilters | None = None,
+        allow_grouping: bool = False,
     ) -> None:
         filters = tuple(f for f in (metadata_filter, entity_filter) if f is not None)
+        if filterable is not None and not isinstance(filterable, ModelFilters):
+            filterable = ModelFilters.declare(filterable)
         config = _Config(
             store=store,
             name=name,
@@ -161,6 +208,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             fusion=fusion or FusionConfig(),
             id=id,
             max_retries=max_retries,
+            max_read_chars=max_read_chars,
+            filterable=filterable,
+            allow_grouping=allow_grouping,
         )
         self._init(config)
 
@@ -169,6 +219,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         self._store_capabilities = StoreCapabilities.of(config.store)
         self._preloaded = preloaded
         self._arguments = StringArguments.for_toolset(config.max_query_chars)
+        # Built once: the filter's schema is the same for every run (and get_tools runs per model request).
+        self._filter_schema = config.filterable.json_schema() if config.filterable is not None else None
         self._functions: FunctionToolset[AgentDepsT] = FunctionToolset(
             self._build_tools(), max_retries=config.max_retries
         )
@@ -262,6 +314,10 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             'regex_search': caps.regex,
             'broaden_chunk': caps.expand,
             'zoom_out': caps.expand,
+            'list_documents': caps.sections,
+            'outline': caps.sections,
+            'read_section': caps.sections,
+            'list_values': caps.sections and self._config.filterable is not None,
         }
         return [t for t in TOOL_NAMES if available[t] and t not in self._config.exclude]
 
@@ -334,7 +390,12 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self._from(self._config, preloaded='\n\n'.join(blocks))
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | None:
-        return build_instructions(self._config.name, self._config.description, self._offered(), self._preloaded)
+        cfg = self._config
+        filters = cfg.filterable.describe() if cfg.filterable is not None and self._takes_filter() else None
+        return build_instructions(cfg.name, cfg.description, self._offered(), self._preloaded, filters)
+
+    def _takes_filter(self) -> bool:
+        return any(t.endswith('_search') or t == 'list_documents' for t in self._offered())
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         # The tools are built by an inner FunctionToolset; stamp them as ours, as pydantic-ai's own
@@ -347,12 +408,34 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 tool,
                 toolset=self,
                 tool_def=replace(
-                    tool.tool_def, parameters_json_schema=self._arguments.schema(tool.tool_def.parameters_json_schema)
+                    tool.tool_def,
+                    parameters_json_schema=self._arguments.schema(self._optional(tool.tool_def.parameters_json_schema)),
                 ),
                 args_validator=BoundedArgsValidator(tool.args_validator),
             )
             for name, tool in tools.items()
         }
+
+    def _optional(self, parameters: dict[str, Any]) -> dict[str, Any]:
+        """A tool's schema with ``filter`` and ``group_by`` as configured: dropped unless enabled."""
+        properties = dict(parameters.get('properties', {}))
+        cfg = self._config
+        if 'filter' in properties:
+            if cfg.filterable is None:
+                del properties['filter']
+            else:
+                properties['filter'] = {
+                    'anyOf': [self._filter_schema, {'type': 'null'}],
+                    'default': None,
+                    'description': (
+                        'Optional: narrow the results by metadata. Keys and operators are as this schema shows: '
+                        'a value means equals, an object of operators must all hold, any_of matches one of '
+                        'several condition objects, not excludes one.'
+                    ),
+                }
+        if 'group_by' in properties and not cfg.allow_grouping:
+            del properties['group_by']
+        return {**parameters, 'properties': properties}
 
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
@@ -422,7 +505,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """
         start = time.perf_counter()
         retriever = self.retriever(ctx)
+        arguments = {k: v for k, v in arguments.items() if not (k in _OPTIONAL and v is None)}
         try:
+            retriever = self._narrowed(retriever, arguments)
             text, hits = await body(retriever, self._arguments.check(arguments))
         except InvalidRequestError as e:
             sent = [v for v in arguments.values() if isinstance(v, str)]
@@ -452,19 +537,36 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         )
         return ToolReturn(return_value=text, metadata={'hits': list(hits), 'rag': self._config.name, 'tool': tool})
 
-    async def _ranked_search(
-        self, ctx: RunContext[Any], spec: _RankedTool, query: str, top_k: int, threshold: float | None
-    ) -> ToolReturn:
+    def _narrowed(self, retriever: Retriever, arguments: Mapping[str, Any]) -> Retriever:
+        """The run's retriever narrowed by the model's ``filter`` (parsed from the declaration), if sent."""
+        cfg = self._config
+        if arguments.get('group_by') is not None and not cfg.allow_grouping:
+            raise InvalidRequestError('this tool takes no group_by argument: call it without one')
+        sent = arguments.get('filter')
+        if sent is None:
+            return retriever
+        if cfg.filterable is None:
+            raise InvalidRequestError('this tool takes no filter argument: call it without one')
+        return retriever.with_filter(cfg.filterable.parse(sent))
+
+    async def _ranked_search(self, ctx: RunContext[Any], spec: _RankedTool, arguments: dict[str, Any]) -> ToolReturn:
         """One vector, text or hybrid search tool call (they differ only in `_RankedTool`)."""
+        top_k, threshold = arguments['top_k'], arguments['threshold']
 
         async def body(r: Retriever, args: Mapping[str, Any]) -> tuple[str, list[SearchHit]]:
             q = args['query']
             self._check_top_k(top_k)
             self._check_threshold(threshold, spec.low, 1.0, spec.meaning)
+            heading = f'{spec.label} search results for {q!r}:'
+            if args.get('group_by') == 'document':
+                groups = await r.grouped(spec.search, q, top_k)
+                kept = {id(h) for h in _apply_threshold([g.best for g in groups], threshold, relative=spec.relative)}
+                groups = [g for g in groups if id(g.best) in kept]
+                return render_groups(groups, heading=heading), [g.best for g in groups]
             hits = _apply_threshold(await spec.search(r)(q, top_k), threshold, relative=spec.relative)
-            return render.render_hits(hits, heading=f'{spec.label} search results for {q!r}:'), hits
+            return render.render_hits(hits, heading=heading), hits
 
-        return await self._run(ctx, spec.name, {'query': query, 'top_k': top_k, 'threshold': threshold}, body)
+        return await self._run(ctx, spec.name, arguments, body)
 
     def _build_tools(self) -> list[Tool[AgentDepsT]]:
         cfg = self._config
@@ -473,9 +575,15 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
         def ranked(spec: _RankedTool) -> Callable[..., Any]:
             async def search(
-                ctx: RunContext[Any], query: _Query, top_k: _TopK = default_k, threshold: _Threshold = None
+                ctx: RunContext[Any],
+                query: _Query,
+                top_k: _TopK = default_k,
+                threshold: _Threshold = None,
+                filter: _ModelFilter = None,
+                group_by: _GroupBy = None,
             ) -> ToolReturn:
-                return await self._ranked_search(ctx, spec, query, top_k, threshold)
+                arguments = {'query': query, 'top_k': top_k, 'threshold': threshold, 'filter': filter}
+                return await self._ranked_search(ctx, spec, {**arguments, 'group_by': group_by})
 
             return search
 
@@ -485,13 +593,15 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             ctx: RunContext[Any],
             pattern: _Pattern,
             top_k: _TopK = default_k,
+            filter: _ModelFilter = None,
         ) -> ToolReturn:
             async def body(r: Retriever, args: Mapping[str, Any]) -> tuple[str, list[SearchHit]]:
                 self._check_top_k(top_k)
                 hits = await r.regex_search(args['pattern'], top_k)
                 return render.render_hits(hits, heading=f'Regex matches for {args["pattern"]!r}:'), hits
 
-            return await self._run(ctx, 'regex_search', {'pattern': pattern, 'top_k': top_k}, body)
+            arguments = {'pattern': pattern, 'top_k': top_k, 'filter': filter}
+            return await self._run(ctx, 'regex_search', arguments, body)
 
         async def broaden_chunk(
             ctx: RunContext[Any],
@@ -534,11 +644,66 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             'regex_search': regex_search,
             'broaden_chunk': broaden_chunk,
             'zoom_out': zoom_out,
+            **self._navigation_tools(),
         }
         return [
             Tool(tools[t], name=tool_name(cfg.name, t), description=descriptions[t], takes_ctx=True)
             for t in self._offered()
         ]
+
+    def _navigation_tools(self) -> dict[ToolName, Callable[..., Any]]:
+        """``list_documents``, ``outline``, ``read_section`` and ``list_values`` (bodies in `navigation_tools`)."""
+        cfg = self._config
+        names = navigation_tools.ToolNames(
+            list_documents=tool_name(cfg.name, 'list_documents'),
+            outline=tool_name(cfg.name, 'outline'),
+            read_section=tool_name(cfg.name, 'read_section'),
+        )
+        shown = tuple(cfg.filterable.keys) if cfg.filterable is not None else ()
+
+        async def list_documents(
+            ctx: RunContext[Any],
+            title_contains: _TitleContains = None,
+            offset: _Offset = 0,
+            limit: _Limit = navigation_tools.DEFAULT_PAGE,
+            filter: _ModelFilter = None,
+        ) -> ToolReturn:
+            arguments = {'title_contains': title_contains, 'offset': offset, 'limit': limit, 'filter': filter}
+            return await self._run(
+                ctx, 'list_documents', arguments, lambda r, a: navigation_tools.list_documents(r, a, names, shown)
+            )
+
+        async def outline(ctx: RunContext[Any], document: _Document) -> ToolReturn:
+            return await self._run(
+                ctx, 'outline', {'document': document}, lambda r, a: navigation_tools.outline(r, a, names, shown)
+            )
+
+        async def read_section(
+            ctx: RunContext[Any], section: _Section, document: _SectionDocument = None, offset: _Offset = 0
+        ) -> ToolReturn:
+            arguments = {'section': section, 'document': document, 'offset': offset}
+            return await self._run(
+                ctx,
+                'read_section',
+                arguments,
+                lambda r, a: navigation_tools.read_section(r, a, names, shown, cfg.max_read_chars),
+            )
+
+        async def list_values(ctx: RunContext[Any], key: _Key) -> ToolReturn:
+            return await self._run(
+                ctx, 'list_values', {'key': key}, lambda r, a: navigation_tools.list_values(r, a, cfg.filterable)
+            )
+
+        return {
+            'list_documents': list_documents,
+            'outline': outline,
+            'read_section': read_section,
+            'list_values': list_values,
+        }
+
+
+_OPTIONAL = frozenset({'filter', 'group_by', 'title_contains', 'document'})
+"""Optional arguments left out of the checked arguments (and the listener's event) when not sent."""
 
 
 def _apply_threshold(hits: list[SearchHit], threshold: float | None, *, relative: bool) -> list[SearchHit]:

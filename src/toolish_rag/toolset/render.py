@@ -14,7 +14,7 @@ from ..content import Chunk, Entity
 from ..retriever import SectionView
 from ..search import SearchHit
 
-__all__ = ['NO_RESULTS', 'render_hits', 'render_neighbours', 'render_section']
+__all__ = ['NO_RESULTS', 'indent', 'render_hits', 'render_neighbours', 'render_record', 'render_section']
 
 NO_RESULTS = (
     'No results: the documents do not cover this as asked. Try other words or a synonym, '
@@ -31,11 +31,11 @@ def _where(chunk: Chunk) -> str:
     return f'{place} ({chunk.document_uri})'
 
 
-def _indent(text: str) -> str:
+def indent(text: str) -> str:
     return '\n'.join('    ' + line if line else '' for line in text.strip('\n').splitlines())
 
 
-def _record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = None) -> str:
+def render_record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = None) -> str:
     hit = hit_or_record if isinstance(hit_or_record, SearchHit) else None
     record = hit.record if hit else hit_or_record
     assert isinstance(record, (Chunk, Entity))
@@ -46,15 +46,15 @@ def _record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = None) -> 
         head = f'{prefix}chunk {record.id}{score}{matched}\n    from: {_where(record)}'
         if record.page is not None:
             head += f', page {record.page}'
-        return f'{head}\n{_indent(record.urtext)}'
+        return f'{head}\n{indent(record.urtext)}'
     labels = f' | labels: {", ".join(sorted(record.labels))}' if record.labels else ''
-    return f'{prefix}entity {record.id}{score}{labels}\n{_indent(record.text)}'
+    return f'{prefix}entity {record.id}{score}{labels}\n{indent(record.text)}'
 
 
 def render_hits(hits: Sequence[SearchHit], *, heading: str) -> str:
     if not hits:
         return NO_RESULTS
-    body = '\n\n'.join(_record(h, i) for i, h in enumerate(hits, start=1))
+    body = '\n\n'.join(render_record(h, i) for i, h in enumerate(hits, start=1))
     return f'{heading}\n\n{body}'
 
 
@@ -78,7 +78,7 @@ def render_neighbours(anchor: Chunk, chunks: Sequence[Chunk], max_chars: int) ->
     for c in kept:
         mark = '  <- the chunk you asked about' if c.id == anchor.id else ''
         path = ' > '.join(c.section_path)
-        parts.append(f'chunk {c.id} (section: {path or "(document start)"}){mark}\n{_indent(c.urtext)}')
+        parts.append(f'chunk {c.id} (section: {path or "(document start)"}){mark}\n{indent(c.urtext)}')
     if capped:
         first, last = kept[0].id, kept[-1].id
         parts.append(
@@ -97,7 +97,7 @@ def render_section(view: SectionView, max_chars: int) -> str:
     kept, capped = _cap(view.chunks, max_chars)
     for c in kept:
         path = ' > '.join(c.section_path)
-        parts.append(f'chunk {c.id} (section: {path or "(document start)"})\n{_indent(c.urtext)}')
+        parts.append(f'chunk {c.id} (section: {path or "(document start)"})\n{indent(c.urtext)}')
     if capped or view.truncated:
         parts.append(
             f'[Output capped: this section continues after chunk {kept[-1].id}. Call broaden_chunk on '

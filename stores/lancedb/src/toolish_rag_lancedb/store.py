@@ -5,6 +5,7 @@ The store is the public face; the work is split by concern:
 * `toolish_rag_lancedb.schema`: the two tables' Arrow schemas and row conversion;
 * `toolish_rag_lancedb.tables`: the connection and table handles, opened lazily;
 * `toolish_rag_lancedb.queries`: vector, text and regex search, lookup and expansion;
+* `toolish_rag_lancedb.sections`: navigation (document listing, outlines, section reads), scoped;
 * `toolish_rag_lancedb.regex_prefilter`: a regex as a LanceDB prefilter that never loses an RE2 match;
 * `toolish_rag_lancedb.writes`: an upsert's records commit, and the deletes;
 * `toolish_rag_lancedb.settling`: the documents table, kept in step across crashes;
@@ -30,9 +31,17 @@ from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from toolish_rag.sections import (
+    ChunkOutline,
+    DocumentPage,
+    DocumentPageRequest,
+    OutlineRequest,
+    SectionPage,
+    SectionReadRequest,
+)
 from toolish_rag.writes import upsert_batch
 
-from . import queries
+from . import queries, sections
 from .filters import filter_to_where, sql_string
 from .maintenance import IndexPolicy, IndexUpkeep, describe_indexes
 from .schema import check_storable, document_from_row, document_info
@@ -53,7 +62,7 @@ class LanceDBStore:
     ``"gs://..."``, ``"az://..."``) with credentials in ``storage_options`` or the usual
     environment variables. The store opens lazily on first use.
 
-    Implements `VectorSearch`, `TextSearch`, `RegexSearch`, `ResultExpander`,
+    Implements `VectorSearch`, `TextSearch`, `RegexSearch`, `ResultExpander`, `SectionReader`,
     `FilterPushdown` (every filter whose values the store can hold) and `DocumentStore`;
     hybrid search is left to the core's rank fusion of vector and text results.
 
@@ -236,6 +245,28 @@ class LanceDBStore:
         if request.around is None:
             return await queries.expand(self._tables, table, request)
         return await queries.expand_around(await self._pinned(int(await table.version())), request)
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        """One page of the documents with an in-scope chunk, from their rows and the chunks' ids (no text)."""
+        documents = await self._tables.documents_for_read()
+        if documents is None or await self._tables.records_for_read() is None:
+            return DocumentPage(documents=(), total=0)
+        version, rows = await sections.settled_documents(self._tables, self._ledger, documents, request.document_id)
+        return await sections.document_page(await self._pinned(version), rows, request)
+
+    async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
+        """The in-scope chunks' skeletons, by ``(document_id, sequence_number)``, read at one table version."""
+        table = await self._tables.records_for_read()
+        if table is None:
+            return []
+        return await sections.chunk_outlines(await self._pinned(int(await table.version())), request)
+
+    async def read_section(self, request: SectionReadRequest) -> SectionPage:
+        """One page of a section's (or document's) in-scope chunks in reading order, and their total."""
+        table = await self._tables.records_for_read()
+        if table is None:
+            return SectionPage(chunks=(), total=0)
+        return await sections.read_section(await self._pinned(int(await table.version())), request)
 
     async def _pinned(self, version: int) -> queries.PinnedRecords:
         """The records table checked out at ``version``, kept while no newer version is read.

@@ -1,0 +1,169 @@
+"""How navigation answers look to the model: listings, outlines, section pages and choices.
+
+Each answer carries the handle the model needs for its next call (a document id for
+``outline``, a section id for ``read_section``, the ``offset`` of the next page) and says
+plainly when there is more, so a model never mistakes a page for the whole.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+from ..content import Chunk, MetadataValue
+from ..grouping import DocumentGroup
+from ..navigation import Choice, Outline, SectionChoice, SectionTarget
+from ..sections import DocumentPage, DocumentSummary, SectionPage
+from . import render
+
+__all__ = [
+    'render_choice',
+    'render_document_page',
+    'render_groups',
+    'render_outline',
+    'render_section_choice',
+    'render_section_page',
+    'render_values',
+]
+
+
+def _count(n: int, noun: str) -> str:
+    return f'{n} {noun}{"" if n == 1 else "s"}'
+
+
+def _value(value: MetadataValue) -> str:
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def _summary(d: DocumentSummary, shown_keys: Sequence[str]) -> str:
+    sections = f'{_count(d.section_count, "section")}, ' if d.section_count else ''
+    line = f'{d.title} (document id {d.id}) | {sections}{_count(d.chunk_count, "chunk")}'
+    line += f'\n    uri: {d.uri}'
+    values = [f'{k}={_value(d.metadata[k])}' for k in shown_keys if d.metadata.get(k) is not None]
+    if values:
+        line += f'\n    {", ".join(values)}'
+    return line
+
+
+def render_document_page(page: DocumentPage, offset: int, tool: str, shown_keys: Sequence[str]) -> str:
+    """A page of documents; ``tool`` is the full name of ``list_documents`` (for the next-page hint)."""
+    if page.total == 0:
+        return 'No documents match: none in this collection has that in its title (or passes the filter).'
+    if not page.documents:
+        return f'No documents at offset {offset}: there are {page.total}; use an offset from 0 to {page.total - 1}.'
+    first, last = offset + 1, offset + len(page.documents)
+    parts = [f'Documents {first}-{last} of {page.total}, by title:']
+    parts += [f'[{n}] {_summary(d, shown_keys)}' for n, d in enumerate(page.documents, start=first)]
+    if last < page.total:
+        parts.append(f'[More: call {tool} with offset={last} for the next page.]')
+    return '\n'.join(parts)
+
+
+def render_choice(choice: Choice, name: str, shown_keys: Sequence[str]) -> str:
+    parts = [f'{choice.total} documents match {name!r}; call again with the document id of the one you mean:']
+    parts += [f'[{n}] {_summary(d, shown_keys)}' for n, d in enumerate(choice.documents, start=1)]
+    if choice.total > len(choice.documents):
+        parts.append(f'[{choice.total - len(choice.documents)} more: use a longer part of the title.]')
+    return '\n'.join(parts)
+
+
+def render_outline(outline: Outline, read_tool: str) -> str:
+    d = outline.document
+    parts = [f'Outline of {d.title} (document id {d.id}, {d.uri}): {_count(d.chunk_count, "chunk")}.']
+    if outline.preamble_chunks:
+        parts.append(
+            f'({_count(outline.preamble_chunks, "chunk")} before the first heading; {read_tool} with section={d.id!r} '
+            'reads the whole document.)'
+        )
+    if not outline.sections:
+        parts.append('The document has no headings.')
+    for s in outline.sections:
+        indent = '  ' * (s.depth - 1)
+        parts.append(f'{indent}- {s.title} [section {s.id}] ({_count(s.chunk_count, "chunk")})')
+    parts.append(f'[Read a section whole with {read_tool}, passing its section id.]')
+    return '\n'.join(parts)
+
+
+def _place(target: SectionTarget) -> str:
+    path = ' > '.join(target.section_path)
+    return f'{target.document_title} > {path}' if path else target.document_title
+
+
+def render_section_choice(choice: SectionChoice, name: str) -> str:
+    parts = [f'{choice.total} sections are titled {name!r}; call again with the section id of the one you mean:']
+    parts += [
+        f'[{n}] section {t.section_id}: {_place(t)} (document id {t.document_id})'
+        for n, t in enumerate(choice.sections, start=1)
+    ]
+    if choice.total > len(choice.sections):
+        parts.append(f'[{choice.total - len(choice.sections)} more: pass document to narrow it down.]')
+    return '\n'.join(parts)
+
+
+def fit(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
+    """The leading chunks whose text fits in ``max_chars`` (always at least one), and whether one was cut."""
+    kept: list[Chunk] = []
+    used = 0
+    for c in chunks:
+        if kept and used + len(c.urtext) > max_chars:
+            break
+        kept.append(c)
+        used += len(c.urtext)
+    return kept, bool(kept) and len(kept[0].urtext) > max_chars
+
+
+def render_section_page(
+    target: SectionTarget, page: SectionPage, offset: int, max_chars: int, read_tool: str
+) -> tuple[str, list[Chunk]]:
+    """The page's chunks that fit in ``max_chars``, with where to continue; and the chunks shown."""
+    name = target.section_id or target.document_id
+    head = f'Section {target.section_id}: ' if target.section_id else f'Document {target.document_id}: '
+    parts = [f'{head}{_place(target)}']
+    what = 'section' if target.section_id else 'document'
+    if page.total == 0:
+        return f'{parts[0]}\nThis {what} has no text.', []
+    if not page.chunks:
+        parts.append(
+            f'No chunks at offset {offset}: the {what} has {page.total}; use an offset from 0 to {page.total - 1}.'
+        )
+        return '\n'.join(parts), []
+    shown, cut = fit(page.chunks, max_chars)
+    first, last = offset + 1, offset + len(shown)
+    parts.append(f'Showing chunks {first}-{last} of {page.total}, in reading order.')
+    for c in shown:
+        path = ' > '.join(c.section_path)
+        text = c.urtext
+        note = ''
+        if cut and c is shown[0]:
+            text = text[:max_chars]
+            note = f'\n    [Chunk cut: it has {len(c.urtext)} characters and only the first {max_chars} are shown.]'
+        parts.append(f'\nchunk {c.id} (section: {path or "(document start)"})\n{render.indent(text)}{note}')
+    if last < page.total:
+        parts.append(
+            f'\n[Continued: call {read_tool} with section={name!r} and offset={last} '
+            f'for chunks {last + 1}-{page.total}.]'
+        )
+    else:
+        parts.append(f'\n[End of {what}.]')
+    return '\n'.join(parts), shown
+
+
+def render_values(key: str, counts: Mapping[MetadataValue, int], max_values: int) -> str:
+    if not counts:
+        return f'No document in scope has a value for {key}.'
+    ranked = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
+    shown = ', '.join(f'{_value(v)} ({n})' for v, n in ranked[:max_values])
+    more = f'; and {len(ranked) - max_values} more values' if len(ranked) > max_values else ''
+    return f'Values of {key} in scope, with how many documents have each: {shown}{more}.'
+
+
+def render_groups(groups: Sequence[DocumentGroup], *, heading: str) -> str:
+    """Grouped results: one entry per document, its best chunk shown and its other matching chunks named."""
+    if not groups:
+        return render.NO_RESULTS
+    parts = [heading, '']
+    for n, group in enumerate(groups, start=1):
+        block = render.render_record(group.best, n)
+        if group.others:
+            block += f'\n    also matching in this document: {", ".join(f"chunk {h.id}" for h in group.others)}'
+        parts.append(block + '\n')
+    return '\n'.join(parts).rstrip()
