@@ -35,14 +35,24 @@ import numpy.typing as npt
 from pydantic import TypeAdapter
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-from ..content import Chunk, Document, Entity, Record
+from ..content import Chunk, Document, Entity, Metadata, Record
 from ..embedding import resolve_embedder
 from ..filters import Filter, matches
 from ..protocols import DocumentInfo
 from ..regex import compile_request, count_matches, regex_rank_key, regex_text
 from ..search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from ..sections import (
+    ChunkOutline,
+    DocumentPage,
+    DocumentPageRequest,
+    DocumentSummary,
+    OutlineRequest,
+    SectionPage,
+    SectionReadRequest,
+)
 from ..writes import upsert_batch
 from .bm25 import Bm25Index, ScopeStatistics
+from .memory_navigation import NavigationIndex, NavigationScope, positions_of
 
 __all__ = ['InMemoryStore']
 
@@ -126,6 +136,8 @@ class _Snapshot:
     _bm25_lock: threading.Lock = field(default_factory=threading.Lock)
     _masks: _Lru[Filter, npt.NDArray[np.bool_]] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
     _scopes: _Lru[Filter, ScopeStatistics] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
+    _navigation: NavigationIndex | None = None
+    _navigation_lock: threading.Lock = field(default_factory=threading.Lock)
 
     @classmethod
     def build(
@@ -149,6 +161,71 @@ class _Snapshot:
             return cached
         result = np.fromiter((matches(f, r) for r in self.records), dtype=np.bool_, count=len(self.records))
         return self._masks.put(f, result)
+
+    def cached_mask(self, f: Filter) -> npt.NDArray[np.bool_] | None:
+        """``f``'s mask if a search or navigation already computed it, else ``None`` (computes nothing)."""
+        return self._masks.get(f)
+
+    def navigation(self) -> NavigationIndex:
+        """The chunks indexed for navigation, built on first use (one build per version, like BM25)."""
+        with self._navigation_lock:
+            if self._navigation is None:
+                self._navigation = NavigationIndex.build(self.records)
+            return self._navigation
+
+    def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        """One page of the documents in scope (`toolish_rag.sections.reference_document_page`)."""
+        nav = self.navigation()
+        documents = nav.listing
+        if request.document_id is not None:
+            d = nav.slot.get(request.document_id)
+            documents = positions_of([] if d is None else [d])
+        if request.title_contains is not None:
+            folded = request.title_contains.casefold()
+            titled = (folded in nav.folded[d] for d in documents.tolist())
+            documents = documents[np.fromiter(titled, dtype=np.bool_, count=len(documents))]
+        sizes = nav.starts[documents + 1] - nav.starts[documents]
+        scope = NavigationScope.of(self, request.filter, int(sizes.sum()))
+        counts = scope.chunks_in_scope(documents)
+        listed, listed_counts = documents[counts > 0], counts[counts > 0]
+        window = slice(request.offset, request.offset + request.limit)
+        summaries = tuple(
+            DocumentSummary(
+                id=nav.documents[d],
+                title=nav.titles[d],
+                uri=nav.uris[d],
+                chunk_count=count,
+                section_count=scope.sections_in_scope(d),
+                metadata=self.document_metadata(nav.documents[d]),
+            )
+            for d, count in zip(listed[window].tolist(), listed_counts[window].tolist(), strict=True)
+        )
+        return DocumentPage(documents=summaries, total=len(listed))
+
+    def outlines(self, request: OutlineRequest) -> list[ChunkOutline]:
+        """The skeletons of the in-scope chunks a request names (`toolish_rag.sections.reference_outline`)."""
+        nav = self.navigation()
+        candidates = nav.candidates(request.document_id, request.section_id, request.section_title)
+        positions = self.in_scope(candidates, request.filter)[: request.limit]
+        return [ChunkOutline.of(nav.chunks[p]) for p in positions.tolist()]
+
+    def section_page(self, request: SectionReadRequest) -> SectionPage:
+        """A page of in-scope chunks in reading order (`toolish_rag.sections.reference_section_page`)."""
+        nav = self.navigation()
+        positions = self.in_scope(nav.candidates(request.document_id, request.section_id, None), request.filter)
+        page = positions[request.offset : request.offset + request.limit].tolist()
+        return SectionPage(chunks=tuple(nav.chunks[p] for p in page), total=len(positions))
+
+    def in_scope(self, positions: npt.NDArray[np.intp], f: Filter | None) -> npt.NDArray[np.intp]:
+        """The ``positions`` (see `NavigationIndex`) whose chunks ``f`` admits, still in reading order."""
+        if f is None:
+            return positions
+        return positions[NavigationScope.of(self, f, len(positions)).admits(positions)]
+
+    def document_metadata(self, document_id: str) -> Metadata:
+        """A document's own metadata as stored with it (a copy: the snapshot's stays unchanged)."""
+        info = self.documents.get(document_id)
+        return dict(info.metadata) if info is not None else {}
 
     def lookup(self, ids: Sequence[str], f: Filter | None) -> list[Record]:
         """The records with these ids that satisfy ``f``."""
@@ -560,3 +637,15 @@ class InMemoryStore:
                 return []
             request = request.window(anchor)
         return snap.chunks(request)
+
+    # -- navigation (SectionReader) ---------------------------------------------------------
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        """One page of the documents in scope (see `toolish_rag.sections.reference_document_page`)."""
+        return await asyncio.to_thread(self._snapshot.document_page, request)
+
+    async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
+        return await asyncio.to_thread(self._snapshot.outlines, request)
+
+    async def read_section(self, request: SectionReadRequest) -> SectionPage:
+        return await asyncio.to_thread(self._snapshot.section_page, request)

@@ -20,6 +20,7 @@ __all__ = [
     'VERSIONED_CHUNKS',
     'conformance_corpus',
     'conformance_entities',
+    'navigation_corpus',
     'selective_corpus',
     'version_of',
     'versioned_document',
@@ -104,6 +105,59 @@ def conformance_entities() -> list[Entity]:
             metadata={'tenant': 'acme', 'n': 101, 'tags': ['red']},
         ),
     ]
+
+
+_NAVIGATION_TITLES = [
+    'apple notes',
+    'Banana notes',
+    'Banana notes',
+    'Straße zone',
+    'Strassenbahn',
+    'Zeta',
+    'zeta',
+]
+
+
+def navigation_corpus() -> list[Document]:
+    """Seven documents whose titles and metadata probe the navigation requests (`toolish_rag.sections`).
+
+    * titles whose case-folded order differs from code-point order (``'apple notes'`` before
+      ``'Banana notes'``), from ``str.lower`` order (``'Straße zone'`` folds to ``'strasse zone'``,
+      before ``'Strassenbahn'``; lower-cased, ``'ß'`` sorts after ``'s'``) and titles that tie
+      (``'Zeta'``/``'zeta'``, two ``'Banana notes'``) so the id decides;
+    * ``title_contains='STRASSE'`` finds ``'Straße zone'`` only when both sides are case-folded;
+    * document metadata of every type (an int, a whole float, a bool, a mixed list) that chunks
+      override (``region``), so a summary must show the document's own metadata;
+    * a chunk before the first heading (no section), nested sections, a section title that
+      recurs in several documents, and chunks of two regions in one document (a partial scope).
+    """
+    docs: list[Document] = []
+    for d, title in enumerate(_NAVIGATION_TITLES):
+        b = DocumentBuilder(
+            f'file:///navigation/{d}.md',
+            title,
+            metadata={
+                'region': 'north',
+                'rank': d,
+                'weight': 2.0 + d,
+                'draft': d % 2 == 0,
+                'mixed': ['x', d, 0.5, False],
+            },
+            labels={'Note'} if d % 3 else set(),
+        )
+        if d % 2:
+            b.add_chunk(None, f'{COMMON_WORD} preamble of {title}')
+        common = b.section('Common ground')
+        b.add_chunk(
+            common, f'{COMMON_WORD} first words of {title}', metadata={'region': 'south' if d % 3 == 0 else 'north'}
+        )
+        inner = b.section(f'Inner {d}', parent=common)
+        for k in range(d % 3 + 1):
+            b.add_chunk(inner, f'{COMMON_WORD} inner part {k} of {title}', metadata={'part': k})
+        closing = b.section('Closing')
+        b.add_chunk(closing, f'{COMMON_WORD} last words of {title}', metadata={'region': 'south'})
+        docs.append(b.build())
+    return docs
 
 
 def selective_corpus(size: int = 400, selected_every: int = 100) -> list[Document]:

@@ -44,7 +44,15 @@ def test_offers_lexical_tools_and_no_vector_tool() -> None:
     store = TantivyStore()
     assert not isinstance(store, VectorSearch)
     names = ToolishRag(store, name='code').tool_names
-    assert set(names) == {'code_text_search', 'code_regex_search', 'code_broaden_chunk', 'code_zoom_out'}
+    assert set(names) == {
+        'code_text_search',
+        'code_regex_search',
+        'code_broaden_chunk',
+        'code_zoom_out',
+        'code_list_documents',
+        'code_outline',
+        'code_read_section',
+    }
 
 
 def test_entry_point_opens_the_store(tmp_path: Path) -> None:
@@ -303,7 +311,16 @@ async def test_concurrent_upserts_group_commit_and_reject_clashes() -> None:
     stolen = (
         docs[0]
         .chunks[0]
-        .model_copy(update={'document_id': 'thief', 'section_id': None, 'section_ids': (), 'section_path': ()})
+        .model_copy(
+            update={
+                'document_id': 'thief',
+                'document_uri': 'file:///thief',
+                'document_title': 't',
+                'section_id': None,
+                'section_ids': (),
+                'section_path': (),
+            }
+        )
     )
     thief = Document(id='thief', uri='file:///thief', title='t', chunks=(stolen,))
     with pytest.raises(ValueError, match='already belongs'):

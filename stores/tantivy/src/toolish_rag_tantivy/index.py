@@ -160,12 +160,55 @@ class IndexSnapshot:
 
     def documents(self) -> list[DocumentInfo]:
         """Every stored document (with or without chunks), by id."""
+        return sorted(self.document_infos(None).values(), key=lambda d: d.id)
+
+    def document_infos(self, ids: Collection[str] | None) -> dict[str, DocumentInfo]:
+        """The stored documents with one of ``ids`` (``None``: all), by id: one stored read each.
+
+        A document's own facts are kept once, on its first record (``doc_head``), so this reads
+        one stored document per document, never one per chunk.
+        """
+        if self.is_empty or (ids is not None and not ids):
+            return {}
         q = Query.term_query(self.schema, 'doc_head', '1')
-        out: list[DocumentInfo] = []
+        if ids is not None:
+            q = Query.boolean_query(
+                [(Occur.Must, q), (Occur.Must, Query.term_set_query(self.schema, 'document_id', sorted(ids)))]
+            )
+        out: dict[str, DocumentInfo] = {}
         for _, address in all_hits(self.searcher, q):
-            info = json.loads(bytes(self.searcher.doc(address)['doc_info'][0]))
-            out.append(DocumentInfo(**info))
-        out.sort(key=lambda d: d.id)
+            info = DocumentInfo(**json.loads(bytes(self.searcher.doc(address)['doc_info'][0])))
+            out[info.id] = info
+        return out
+
+    def term_counts(self, field: str, prefix: str, query: Query) -> list[tuple[str, int]]:
+        """The terms of ``field`` starting with ``prefix`` that live documents matching ``query`` hold, each
+        with how many hold it (terms no such document holds are left out).
+
+        Reads the term dictionary and postings only, never a stored document (see the navigation
+        terms in `toolish_rag_tantivy.schema`). ``query`` is required: without one, tantivy would
+        count deleted documents too.
+        """
+        if self.is_empty:
+            return []
+        found = self.searcher.terms_with_prefix(field, prefix, filter_query=query)
+        return [(str(term), int(count)) for term, count in found]
+
+    def chunks_by_sequence(self, query: Query, offset: int, limit: int) -> list[Chunk]:
+        """The chunks matching ``query`` in ``sequence_number`` order, from ``offset``, at most ``limit``.
+
+        Ordered and cut on the ``seq`` fast field: only the returned chunks are read from the store.
+        """
+        if self.is_empty or limit <= 0:
+            return []
+        hits = self.searcher.search(
+            query, limit, count=False, order_by_field='seq', order=tantivy.Order.Asc, offset=offset
+        ).hits
+        out: list[Chunk] = []
+        for _, address in hits:
+            record = self.record(address)
+            assert isinstance(record, Chunk)
+            out.append(record)
         return out
 
     def record_count(self) -> int:

@@ -18,6 +18,11 @@ statistics only (nothing crosses partitions), but scores of different partitions
 one scale (like a sharded search without global statistics). Regex hits merge by the regex
 ranking key, which is independent of statistics, so they equal a single index's exactly.
 
+Navigation (`SectionReader`) reads each partition in reach on one snapshot of it and merges
+(`toolish_rag_tantivy.sections`): a listing is merged and sorted before it is paged, and a
+section read counts in every partition first, then reads only the documents its page overlaps.
+Counts are added per document, so they stay right even if a document were found in two.
+
 Writes: a document lives in the partition of its key's value; every chunk must carry the
 same value (the document's), and an entity the value of its own metadata. Records without the
 key share one more partition. A record cannot change partition by an upsert (that would be a
@@ -55,6 +60,14 @@ from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request, regex_rank_key, scan_limit_error
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from toolish_rag.sections import (
+    ChunkOutline,
+    DocumentPage,
+    DocumentPageRequest,
+    OutlineRequest,
+    SectionPage,
+    SectionReadRequest,
+)
 from toolish_rag.writes import upsert_batch
 
 from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
@@ -64,6 +77,7 @@ from .partitions import PartitionId, PartitionPruner
 from .placement import Groups, check_against, place
 from .query import TEXT_QUERY_SYNTAX, TextQueryBuilder
 from .schema import build_schema, check_storable
+from .sections import IndexSections, merged_document_page, merged_outlines, merged_section_page
 from .store import TantivyStore
 
 __all__ = ['PARTITIONS_FILE', 'PartitionedTantivyStore']
@@ -340,6 +354,23 @@ class PartitionedTantivyStore:
             return found[: request.limit]
 
         return await asyncio.to_thread(run)
+
+    # -- navigation (SectionReader): see `toolish_rag_tantivy.sections` -------------------------
+
+    def _sections(self, f: Filter | None) -> list[IndexSections]:
+        """One snapshot of each partition ``f`` can reach (a partition it cannot reach holds nothing in scope)."""
+        return [IndexSections(store.snapshot(), f) for store in self._reached(f)]
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        """The listing merged over the partitions in reach: sorted and paged, then only the page is detailed."""
+        return await asyncio.to_thread(lambda: merged_document_page(self._sections(request.filter), request))
+
+    async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
+        return await asyncio.to_thread(lambda: merged_outlines(self._sections(request.filter), request))
+
+    async def read_section(self, request: SectionReadRequest) -> SectionPage:
+        """Counted in every partition in reach; only the partitions and documents the page overlaps are read."""
+        return await asyncio.to_thread(lambda: merged_section_page(self._sections(request.filter), request))
 
 
 def _regex_key(hit: SearchHit) -> tuple[int, str, int]:

@@ -20,6 +20,26 @@ filter node has an exact native translation (see `toolish_rag_tantivy.filters`):
 
 The exact metadata (types included) lives in the stored ``rec`` JSON.
 
+Navigation (`toolish_rag_tantivy.sections`) lists documents and outlines them without reading
+stored documents: tantivy stores a chunk's fields, text included, in compressed blocks, so
+reading stored fields for every in-scope chunk would decompress all their text. Instead each
+chunk carries untokenised *navigation terms*, whose in-scope counts the term dictionary and
+postings give (`IndexSnapshot.term_counts`). Terms of one document start with its key, the
+`prefixed` id, so one document's terms are one prefix:
+
+=================  ==============================================================
+``doc_title``      key + `prefixed` ``document_title`` + ``document_uri`` of the chunk
+``doc_sections``   key + `bounded_term` of each of its section ids
+``outline``        key + JSON ``[sequence_number, id, document_title, section_ids,
+                   section_path]`` (its `ChunkOutline`)
+``section_titles`` `bounded_term` of each title on its section path
+=================  ==============================================================
+
+A payload longer than `NAV_PAYLOAD_BYTES` (tantivy drops a term beyond 64 KB) is cut to what
+identifies the chunk (``''`` for ``doc_title``, ``[sequence_number, id]`` for ``outline``) and
+the reader takes the rest from the stored record, for that chunk only. `FORMAT_VERSION` 2
+added these fields: an index of format 1 must be rebuilt (`TantivyStore` says so on opening it).
+
 The index holds integers in the signed 64-bit range (tantivy's ``i64``), strings UTF-8 can
 encode (no lone UTF-16 surrogate) and metadata strings of at most `MAX_TERM_BYTES` as one
 term. Beyond that a value is refused, never changed to fit: `check_storable` raises
@@ -28,6 +48,7 @@ term. Beyond that a value is refused, never changed to fit: `check_storable` rai
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Sequence
 from decimal import Decimal
@@ -46,14 +67,19 @@ __all__ = [
     'INT64_MAX',
     'INT64_MIN',
     'RECORD_ADAPTER',
+    'NAV_PAYLOAD_BYTES',
+    'bounded_term',
     'build_schema',
     'canonical_number',
     'check_storable',
+    'prefixed',
+    'split_prefixed',
     'to_tantivy',
     'unstorable',
 ]
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+"""Version of the index layout: 2 added the navigation fields (``doc_title``, ``doc_sections``, ``outline``, ``section_titles``)."""
 KIND_CHUNK, KIND_ENTITY, KIND_DOCUMENT = 'chunk', 'entity', 'document'
 SEP = '\x00'
 MAX_TERM_BYTES = 32_000
@@ -79,6 +105,10 @@ FIELDS = (
     'm_ord',
     'doc_head',
     'doc_info',
+    'doc_title',
+    'doc_sections',
+    'outline',
+    'section_titles',
 )
 
 RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Chunk | Entity)
@@ -89,6 +119,8 @@ def build_schema(text_tokenizer: str) -> tantivy.Schema:
     for name in ('id', 'eid', 'kind', 'document_id', 'section_ids', 'labels', 'doc_head'):
         b.add_text_field(name, stored=False, tokenizer_name='raw', index_option='basic')
     for name in ('m_str', 'm_num', 'm_bool', 'm_keys', 'm_list'):
+        b.add_text_field(name, stored=False, tokenizer_name='raw', index_option='basic')
+    for name in ('doc_title', 'doc_sections', 'outline', 'section_titles'):
         b.add_text_field(name, stored=False, tokenizer_name='raw', index_option='basic')
     b.add_integer_field('seq', stored=True, indexed=True, fast=True)
     b.add_text_field('text', stored=True, tokenizer_name=text_tokenizer, index_option='position')
@@ -203,6 +235,58 @@ def _doc_info(document: Document) -> bytes:
     ).encode('utf-8')
 
 
+NAV_PAYLOAD_BYTES = 16_000
+"""Longest navigation payload (UTF-8 bytes) kept in a term; a longer one is read from the stored record."""
+_BOUNDED_BYTES = 1_000
+
+
+def prefixed(value: str) -> str:
+    """``value`` length-prefixed (``'3:abc'``), so that anything may follow it and `split_prefixed` finds the end.
+
+    A document's id so spelled is the prefix of all its navigation terms (its key).
+    """
+    return f'{len(value)}:{value}'
+
+
+def split_prefixed(term: str) -> tuple[str, str]:
+    """``(value, rest)`` of a term that starts with `prefixed` ``value``."""
+    size, _, body = term.partition(':')
+    n = int(size)
+    return body[:n], body[n:]
+
+
+def bounded_term(value: str) -> str:
+    """``value`` as a term that always fits: itself (``=`` prefixed), or a digest when it is long.
+
+    Distinct values give distinct terms (up to a 128-bit digest collision), which is all that
+    counting distinct sections and finding a section title need.
+    """
+    raw = value.encode('utf-8')
+    if len(raw) <= _BOUNDED_BYTES:
+        return '=' + value
+    return '#' + hashlib.blake2b(raw, digest_size=16).hexdigest()
+
+
+def _fits(payload: str) -> bool:
+    return len(payload.encode('utf-8')) <= NAV_PAYLOAD_BYTES
+
+
+def _add_navigation(doc: tantivy.Document, chunk: Chunk) -> None:
+    key = prefixed(chunk.document_id)
+    title = prefixed(chunk.document_title) + chunk.document_uri
+    doc.add_text('doc_title', key + (title if _fits(title) else ''))
+    for sid in dict.fromkeys(chunk.section_ids):
+        doc.add_text('doc_sections', key + bounded_term(sid))
+    for section_title in dict.fromkeys(chunk.section_path):
+        doc.add_text('section_titles', bounded_term(section_title))
+    outline = json.dumps(
+        [chunk.sequence_number, chunk.id, chunk.document_title, chunk.section_ids, chunk.section_path],
+        ensure_ascii=False,
+    )
+    short = json.dumps([chunk.sequence_number, chunk.id], ensure_ascii=False)
+    doc.add_text('outline', key + (outline if _fits(outline) else short))
+
+
 def chunk_to_tantivy(chunk: Chunk, head_info: bytes | None) -> tantivy.Document:
     doc = tantivy.Document()
     doc.add_text('id', chunk.id)
@@ -216,6 +300,7 @@ def chunk_to_tantivy(chunk: Chunk, head_info: bytes | None) -> tantivy.Document:
     rec = chunk.model_dump(mode='json', exclude={'text', 'urtext'})
     doc.add_bytes('rec', json.dumps(rec, ensure_ascii=False).encode('utf-8'))
     _add_metadata(doc, chunk.metadata, chunk.labels)
+    _add_navigation(doc, chunk)
     if head_info is not None:
         doc.add_text('doc_head', '1')
         doc.add_bytes('doc_info', head_info)

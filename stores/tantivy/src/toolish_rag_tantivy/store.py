@@ -1,10 +1,11 @@
 """`TantivyStore`: lexical retrieval on tantivy, with no embedding model.
 
 Capabilities: `TextSearch` (BM25, tantivy's query language), `RegexSearch` (RE2 over the
-stored source text of the filtered candidates), `ResultExpander`, `FilterPushdown` (every
-filter node, natively) and `DocumentStore`. It deliberately does not implement
+stored source text of the filtered candidates), `ResultExpander`, `SectionReader` (listings
+and outlines from navigation terms, see `toolish_rag_tantivy.sections`), `FilterPushdown`
+(every filter node, natively) and `DocumentStore`. It deliberately does not implement
 `VectorSearch`: a `ToolishRag` over it offers ``text_search``, ``regex_search``,
-``broaden_chunk`` and ``zoom_out``, and never loads an embedder.
+``broaden_chunk``, ``zoom_out`` and the navigation tools, and never loads an embedder.
 
 Concurrency and durability:
 
@@ -39,6 +40,14 @@ from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from toolish_rag.sections import (
+    ChunkOutline,
+    DocumentPage,
+    DocumentPageRequest,
+    OutlineRequest,
+    SectionPage,
+    SectionReadRequest,
+)
 from toolish_rag.writes import upsert_batch
 
 from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
@@ -46,6 +55,7 @@ from .filters import translatable
 from .index import IndexSnapshot, record_owners
 from .query import TEXT_QUERY_SYNTAX, TextQueryBuilder
 from .schema import FORMAT_VERSION, KIND_ENTITY, build_schema, check_storable, to_tantivy
+from .sections import IndexSections, merged_document_page, merged_outlines, merged_section_page
 
 if TYPE_CHECKING:
     from .partitioned import PartitionedTantivyStore
@@ -120,7 +130,11 @@ class TantivyStore:
             config = json.loads(config_path.read_text('utf-8'))
             saved: AnalyzerName = config['analyzer']
             if config.get('format') != FORMAT_VERSION:
-                raise ValueError(f'{self.path} holds a toolish-rag-tantivy index of format {config.get("format")}')
+                raise ValueError(
+                    f'{self.path} holds a toolish-rag-tantivy index of format {config.get("format")}; this '
+                    f'version reads format {FORMAT_VERSION} (format 2 added the fields document listings and '
+                    'outlines are read from): delete the directory and ingest the documents again'
+                )
             if requested is not None and requested != saved:
                 raise ValueError(
                     f'{self.path} was indexed with analyzer {saved!r}; reopen it with that analyzer '
@@ -365,6 +379,23 @@ class TantivyStore:
     async def count(self) -> int:
         """How many records (chunks and entities) the index holds."""
         return await asyncio.to_thread(lambda: self.snapshot().record_count())
+
+    # -- navigation (SectionReader): see `toolish_rag_tantivy.sections` -------------------------
+
+    def _sections(self, f: Filter | None) -> list[IndexSections]:
+        return [IndexSections(self.snapshot(), f)]  # one snapshot: the answer comes from one commit
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        """One page of the documents with an in-scope chunk; reads no chunk text (any filter is honoured)."""
+        return await asyncio.to_thread(lambda: merged_document_page(self._sections(request.filter), request))
+
+    async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
+        """The in-scope chunks' skeletons, from navigation terms (no chunk text is read)."""
+        return await asyncio.to_thread(lambda: merged_outlines(self._sections(request.filter), request))
+
+    async def read_section(self, request: SectionReadRequest) -> SectionPage:
+        """One page of in-scope chunks in reading order; only the page's chunks are read."""
+        return await asyncio.to_thread(lambda: merged_section_page(self._sections(request.filter), request))
 
 
 def _replaced(owner: str, docs_gone: set[str], ents_gone: set[str]) -> bool:
