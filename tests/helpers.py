@@ -54,6 +54,7 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     'text': ('text_search', 'text_query_syntax'),
     'regex': ('regex_search',),
     'expand': ('get_records', 'expand'),
+    'sections': ('document_page', 'chunk_outlines', 'read_section'),
     'hybrid': ('hybrid_search',),
     'pushdown': ('supports_filter',),
 }

@@ -68,6 +68,9 @@ ARGUMENT = {
     'regex_search': 'pattern',
     'broaden_chunk': 'chunk_id',
     'zoom_out': 'id',
+    'list_documents': 'title_contains',
+    'outline': 'document',
+    'read_section': 'section',
 }
 
 
@@ -151,14 +154,17 @@ def test_eager_search_refuses_a_bad_query_when_configured() -> None:
 
 async def test_every_string_parameter_states_its_cap(store: Any) -> None:
     rag: ToolishRag[Any] = ToolishRag(store, name='kb', max_query_chars=300)
-    caps = {'query': 300, 'pattern': 1000, 'chunk_id': 200, 'id': 200}
-    strings = 0
+    caps = {'query': 300, 'pattern': 1000, 'chunk_id': 200, 'id': 200, 'title_contains': 300, 'document': 300}
+    caps |= {'section': 300}
+    with_strings = set()
     for definition in await rag.tool_definitions():
         for name, spec in definition.parameters_json_schema['properties'].items():
-            if spec.get('type') == 'string':
-                strings += 1
-                assert spec['maxLength'] == caps[name], (definition.name, name)
-    assert strings == len(rag.offered_tools)
+            # A required string, or an optional one (``str | None``: a string inside ``anyOf``).
+            for option in [spec, *spec.get('anyOf', [])]:
+                if option.get('type') == 'string':
+                    with_strings.add(definition.name)
+                    assert option['maxLength'] == caps[name], (definition.name, name)
+    assert with_strings == set(rag.tool_names)
 
 
 async def test_over_long_arguments_get_a_short_friendly_retry(store: Any) -> None:
@@ -172,6 +178,9 @@ async def test_over_long_arguments_get_a_short_friendly_retry(store: Any) -> Non
             'pattern': 'the pattern is over 1000 characters: send a short regular expression',
             'chunk_id': 'the chunk id is over 200 characters',
             'id': 'the id is over 200 characters',
+            'title_contains': 'title_contains is over 300 characters: send a word or two of the title',
+            'document': 'the document is over 300 characters',
+            'section': 'the section is over 300 characters',
         }[ARGUMENT[tool]]
         assert friendly in message, (tool, message)
 

@@ -68,3 +68,40 @@ def test_thread_pins_after_numpy_loaded_are_refused(monkeypatch: pytest.MonkeyPa
         monkeypatch.delenv(var, raising=False)
     with pytest.raises(RuntimeError, match='before numpy'):
         set_thread_counts(2, torch=False)
+
+
+def test_navigation_bench_quick_runs() -> None:
+    """`benchmarks/navigation_bench.py --quick`: every store, every navigation row and exact filtered searches."""
+    page = ROOT / 'docs' / 'benchmarks-core.md'
+    before = page.read_text(encoding='utf-8')
+    done = subprocess.run(
+        [sys.executable, str(ROOT / 'benchmarks' / 'navigation_bench.py'), '--quick'],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+        env={**os.environ, 'HF_HUB_OFFLINE': '1'},
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    number = r'[0-9.]+'
+    for store in ('memory', 'lancedb', 'tantivy'):
+        for call in ('list_documents, first page', 'read_section, 30-chunk section', 'outline, whole document'):
+            row = rf'^\| synthetic-\d+ \| {store} \| {call}[^|]* \| {number} / {number} \| {number} \| {number} / {number} \| {number}x \| {number}x \|'
+            assert re.search(row, out, re.MULTILINE), f'no {call} row for {store}:\n{out}'
+    # Model-filtered searches at 1%, 10%, 50%: vector and text (memory, lancedb), text (tantivy),
+    # in the report (rows are also printed as they come).
+    assert 'Searches with a model filter' in out, out
+    exact = re.findall(
+        r'^\| synthetic-\d+ \| \w+ \| \w+_search \| \d+% [^|]+ \| (\d+) \| [^|]+ \| [^|]+ \| (\d+)/(\d+) \|$',
+        out.split('Searches with a model filter', 1)[1],
+        re.MULTILINE,
+    )
+    assert len(exact) == 15, out
+    assert all(calls == good == total for calls, good, total in exact), out
+    assert 'peak RSS' in out and '`.venv/bin/python benchmarks/navigation_bench.py --quick`' in out
+    assert page.read_text(encoding='utf-8') == before  # --quick never rewrites the docs page
+
+
+def test_navigation_bench_really_pins_blas_to_one_thread() -> None:
+    test_speed_scripts_really_pin_blas_to_one_thread('navigation_bench')

@@ -11,7 +11,11 @@ one way:
 * `PostFilteringVectorStore` takes the ``top_k`` best and filters afterwards (fewer hits
   than exist);
 * `LooseMaskCacheStore` filters correctly through a mask cache keyed by a
-  ``model_dump()`` tuple, in which ``True == 1`` and ``False == 0 == -0.0``.
+  ``model_dump()`` tuple, in which ``True == 1`` and ``False == 0 == -0.0``;
+* `LeakyOutlineStore` ignores the filter in ``chunk_outlines``;
+* `OverCountingSectionStore` lists and reads the right chunks but counts out-of-scope ones in
+  its totals and a document's chunk and section counts;
+* `LooseSectionCacheStore` caches document listings under the same loose key.
 
 The same wrapper with no bug (`HonestStore`) passes the whole kit, so each failure is the
 bug's doing. The Retriever-level checks still pass for the leaky stores: that is the point.
@@ -33,6 +37,15 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Filter, PropertyFilter as F
 from toolish_rag.fusion import fuse
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from toolish_rag.sections import (
+    MAX_PAGE_LIMIT,
+    ChunkOutline,
+    DocumentPage,
+    DocumentPageRequest,
+    OutlineRequest,
+    SectionPage,
+    SectionReadRequest,
+)
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.testing import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities
 from toolish_rag.testing.contract import SearchProbe, expansion_problems, received_filter, search_problems
@@ -70,6 +83,15 @@ class HonestStore(InnerWrites):
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
         return await self.inner.expand(request)
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        return await self.inner.document_page(request)
+
+    async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
+        return await self.inner.chunk_outlines(request)
+
+    async def read_section(self, request: SectionReadRequest) -> SectionPage:
+        return await self.inner.read_section(request)
 
 
 class LeakyLookupStore(HonestStore):
@@ -158,6 +180,53 @@ class LooseMaskCacheStore(HonestStore):
         return [c for c in chunks if accepted is None or c.id in accepted][: request.limit]
 
 
+class LeakyOutlineStore(HonestStore):
+    async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
+        return await self.inner.chunk_outlines(replace(request, filter=None))
+
+
+class OverCountingSectionStore(HonestStore):
+    """The right documents and chunks, but counts taken before the filter (as a count query forgetting it)."""
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        page = await self.inner.document_page(request)
+        whole = await self.inner.document_page(DocumentPageRequest(limit=MAX_PAGE_LIMIT))
+        counts = {d.id: d for d in whole.documents}
+        documents = tuple(
+            replace(d, chunk_count=counts[d.id].chunk_count, section_count=counts[d.id].section_count)
+            for d in page.documents
+        )
+        return DocumentPage(documents, page.total)
+
+    async def read_section(self, request: SectionReadRequest) -> SectionPage:
+        page = await self.inner.read_section(request)
+        unscoped = await self.inner.read_section(replace(request, filter=None, offset=0, limit=0))
+        return SectionPage(page.chunks, unscoped.total)
+
+
+class LooseSectionCacheStore(HonestStore):
+    """Lists documents correctly, but caches each listing under `loose_key` of its request."""
+
+    def __init__(self, inner: InMemoryStore) -> None:
+        super().__init__(inner)
+        self._pages: dict[Hashable, DocumentPage] = {}
+
+    async def upsert(self, items: Iterable[Document | Entity]) -> None:
+        self._pages.clear()
+        await self.inner.upsert(items)
+
+    async def delete_documents(self, document_ids: Iterable[str]) -> int:
+        self._pages.clear()
+        return await self.inner.delete_documents(document_ids)
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        f = request.filter.model_dump() if request.filter is not None else None
+        key = loose_key([f, request.title_contains, request.document_id, request.offset, request.limit])
+        if key not in self._pages:
+            self._pages[key] = await self.inner.document_page(request)
+        return self._pages[key]
+
+
 ALL_RECORDS: list[Record] = [*(c for d in conformance_corpus() for c in d.chunks), *conformance_entities()]
 LEAKY_FILTERS = {name for name, f in EDGE_FILTERS if not all(matches(f, r) for r in ALL_RECORDS)}
 """The edge filters that leave some record out: a store ignoring the filter shows on exactly these."""
@@ -173,7 +242,8 @@ RETRIEVER_LEVEL_SCOPE_CHECKS = {
 class KitRun:
     """The outcome of every kit test against one store: test id (``name[param]``) -> failure text or None."""
 
-    def __init__(self, pytester: pytest.Pytester, store: type[HonestStore]) -> None:
+    def __init__(self, pytester: pytest.Pytester, store: type[HonestStore], select: str | None = None) -> None:
+        """Run the kit (only its tests whose names contain ``select``, if given) against ``store``."""
         # pytest-asyncio's default (strict) mode, as a store author's project may have it.
         pytester.makeini('[pytest]\nasyncio_default_fixture_loop_scope = function\n')
         pytester.makepyfile(
@@ -188,7 +258,8 @@ class TestKit(StoreConformance):
         return {store.__name__}(InMemoryStore(embedder))
 """
         )
-        recorder = pytester.inline_run('-p', 'no:cacheprovider', '-W', 'ignore::DeprecationWarning')
+        options = ['-k', select] if select is not None else []
+        recorder = pytester.inline_run('-p', 'no:cacheprovider', '-W', 'ignore::DeprecationWarning', *options)
         self.results: dict[str, str | None] = {}
         for report in recorder.getreports('pytest_runtest_logreport'):
             test_id = report.nodeid.split('::')[-1]
@@ -198,7 +269,7 @@ class TestKit(StoreConformance):
                 self.results[test_id] = crash.message if crash is not None else str(report.longrepr)
             else:
                 self.results.setdefault(test_id, None)
-        assert len(self.results) > 100, f'the kit did not run: {self.results}'
+        assert len(self.results) > (100 if select is None else 0), f'the kit did not run: {self.results}'
 
     @property
     def failed(self) -> dict[str, str]:
@@ -273,6 +344,54 @@ def test_a_mask_cache_that_conflates_true_and_1_fails_the_sequence_check(pyteste
     assert "filter=Eq(key='flag', value=1, op='eq')) returned" in text
     assert "filter=Eq(key='flag', value=False, op='eq')) returned" in text
     assert "filter=In(key='flag', values=(1,), op='in')) returned" in text
+
+
+SECTION_READER_TESTS = {
+    'test_section_reader_honours_every_filter',
+    'test_section_reader_pages',
+    'test_section_reader_outlines',
+    'test_section_reader_titles_order_and_metadata',
+    'test_section_reader_scopes_in_turn_and_foreign_ids',
+    'test_section_reader_after_replace_and_delete',
+}
+"""The kit's SectionReader tests that run on a store that does not persist (all but the reopen test)."""
+
+
+def test_the_honest_wrapper_runs_every_section_reader_test(pytester: pytest.Pytester) -> None:
+    run = KitRun(pytester, HonestStore, select='section_reader')
+    run.assert_passed(SECTION_READER_TESTS)
+
+
+def test_a_section_reader_ignoring_the_filter_in_outlines_fails(pytester: pytest.Pytester) -> None:
+    run = KitRun(pytester, LeakyOutlineStore, select='section_reader')
+    assert set(run.failed) == SECTION_READER_TESTS
+    for text in run.failed.values():
+        assert 'chunk_outlines(OutlineRequest(' in text and 'outside the scope: ' in text
+        assert 'document_page(' not in text and 'read_section(' not in text
+    # Outlines of an out-of-scope document or section are not empty: the foreign-id check names them.
+    assert 'is not empty' in run.failed['test_section_reader_scopes_in_turn_and_foreign_ids']
+
+
+def test_a_section_reader_counting_out_of_scope_chunks_fails(pytester: pytest.Pytester) -> None:
+    run = KitRun(pytester, OverCountingSectionStore, select='section_reader')
+    # Every chunk and document shown is in scope: only the counts are wrong, so every test that runs
+    # a scope cutting through a document fails on them (outlines carry no count).
+    assert set(run.failed) == SECTION_READER_TESTS - {'test_section_reader_outlines'}
+    for text in run.failed.values():
+        assert 'outside the scope' not in text and 'chunk_outlines(' not in text
+    every_filter = run.failed['test_section_reader_honours_every_filter']
+    assert (
+        'first difference: got DocumentSummary(' in every_filter and 'read_section(SectionReadRequest(' in every_filter
+    )
+    assert 'first difference: got DocumentSummary(' in run.failed['test_section_reader_pages']
+
+
+def test_a_section_reader_cache_conflating_true_and_1_fails_the_every_filter_check(pytester: pytest.Pytester) -> None:
+    run = KitRun(pytester, LooseSectionCacheStore, select='section_reader')
+    assert set(run.failed) == {'test_section_reader_honours_every_filter'}
+    text = run.failed['test_section_reader_honours_every_filter']
+    assert "document_page(DocumentPageRequest(filter=Eq(key='flag', value=1, op='eq')" in text
+    assert "document_page(DocumentPageRequest(filter=Eq(key='flag', value=0, op='eq')" in text
 
 
 # -- the direct checks, called on their own ---------------------------------------------------------

@@ -44,10 +44,14 @@ from toolish_rag import (
 from toolish_rag.content import Chunk, Document, Entity
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.testing import selective_corpus
+from toolish_rag.toolset.names import ToolName
 from toolish_rag.toolset.render import NO_RESULTS
 
-BASE_CAPABILITIES = ('vector', 'text', 'regex', 'expand')
-SUBSETS = [frozenset(c) for n in range(5) for c in itertools.combinations(BASE_CAPABILITIES, n)]
+BASE_CAPABILITIES = ('vector', 'text', 'regex', 'expand', 'sections')
+SUBSETS = [
+    frozenset(c) for n in range(len(BASE_CAPABILITIES) + 1) for c in itertools.combinations(BASE_CAPABILITIES, n)
+]
+NAVIGATION_TOOLS: list[ToolName] = ['list_documents', 'outline', 'read_section']
 
 
 @dataclass
@@ -67,6 +71,8 @@ def expected_tools(caps: frozenset[str]) -> list[str]:
         out.append('regex_search')
     if 'expand' in caps:
         out += ['broaden_chunk', 'zoom_out']
+    if 'sections' in caps:
+        out += NAVIGATION_TOOLS
     return out
 
 
@@ -112,6 +118,9 @@ def tool_args(corpus: list[Document]) -> dict[str, dict[str, Any]]:
         'regex_search': {'pattern': 'ERR-[0-9]{4}'},
         'broaden_chunk': {'chunk_id': chunk.id, 'chunks_to_add': 1},
         'zoom_out': {'id': chunk.id},
+        'list_documents': {},
+        'outline': {'document': corpus[0].title},
+        'read_section': {'section': chunk.section_ids[0]},
     }
 
 
@@ -130,15 +139,23 @@ async def test_each_capability_subset_yields_exactly_its_tools(caps: frozenset[s
     # Every offered tool works against the store and returns results.
     assert [r.tool for r in got] == expected
     for r in got:
-        assert hit_ids(r), r.text
+        if r.tool in ('docs_list_documents', 'docs_outline'):  # navigation answers: documents and sections, no hits
+            assert hit_ids(r) == []
+            listed = {d.id for d in corpus if f'(document id {d.id}' in r.text}
+            assert listed == ({d.id for d in corpus} if r.tool == 'docs_list_documents' else {corpus[0].id}), r.text
+        else:
+            assert hit_ids(r), r.text
+    assert SUBSETS.count(caps) == 1 and len(SUBSETS) == 2 ** len(BASE_CAPABILITIES)
     if not caps:
         assert script.instructions is None
         assert store.calls == []
     else:
         assert script.instructions is not None
         for name in expected:
-            if name.endswith('_search'):
+            if name.endswith('_search') or name.removeprefix('docs_') in NAVIGATION_TOOLS:
                 assert name in script.instructions
+    if 'sections' in caps:
+        assert {'document_page', 'chunk_outlines', 'read_section'} <= set(store.calls)
     if caps & {'vector', 'text'}:
         assert rag.with_eager_search_about('refunds').tool_names == expected
     else:
@@ -170,12 +187,21 @@ async def test_exclude_tools_and_without_tools(store: InMemoryStore) -> None:
     rag: ToolishRag[Any] = ToolishRag(store, exclude_tools={'regex_search'})
     narrowed = rag.without_tools('hybrid_search', 'broaden_chunk')
     script, _, _ = await run(narrowed, [])
-    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out']
+    navigation = [f'docs_{t}' for t in NAVIGATION_TOOLS]
+    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out', *navigation]
     assert script.instructions is not None
     assert 'docs_regex_search' not in script.instructions
     assert 'docs_hybrid_search' not in script.instructions
     # The original is unchanged.
     assert 'docs_hybrid_search' in rag.tool_names and 'docs_regex_search' not in rag.tool_names
+    # Navigation tools are excluded like any other; the instructions then do not name them.
+    script, _, _ = await run(narrowed.without_tools('list_documents', 'outline'), [])
+    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out', 'docs_read_section']
+    assert 'docs_list_documents' not in (script.instructions or '')
+    assert 'docs_outline' not in (script.instructions or '')
+    script, _, _ = await run(narrowed.without_tools(*NAVIGATION_TOOLS), [])
+    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out']
+    assert not any(t in (script.instructions or '') for t in navigation)
     with pytest.raises(ValueError, match='unknown tool'):
         ToolishRag(store, exclude_tools={'grep'})
     with pytest.raises(ValueError, match='unknown tool'):
@@ -209,7 +235,7 @@ async def test_search_tools_tell_the_model_the_top_k_maximum(store: InMemoryStor
             )
 
 
-async def test_the_model_cannot_widen_scope_through_arguments(store: InMemoryStore) -> None:
+async def test_the_model_cannot_widen_scope_through_arguments(store: InMemoryStore, corpus: list[Document]) -> None:
     script, _, _ = await run(ToolishRag(store).with_metadata_filter(F.eq('tenant', 'acme')), [])
     params = {t.name: set(t.parameters_json_schema['properties']) for t in script.infos[0].function_tools}
     assert params == {
@@ -219,18 +245,35 @@ async def test_the_model_cannot_widen_scope_through_arguments(store: InMemorySto
         'docs_regex_search': {'pattern', 'top_k'},
         'docs_broaden_chunk': {'chunk_id', 'chunks_to_add'},
         'docs_zoom_out': {'id'},
+        'docs_list_documents': {'title_contains', 'offset', 'limit'},
+        'docs_outline': {'document'},
+        'docs_read_section': {'section', 'document', 'offset'},
     }
-    # A filter smuggled in as an extra argument is rejected, not honoured.
+    # A filter (or group_by) smuggled in as an extra argument is rejected, not honoured, by every tool.
     smuggled = {'op': 'eq', 'key': 'tenant', 'value': 'globex'}
+    globex = corpus[1]
+    calls = [
+        Call('docs_vector_search', {'query': 'refunds', 'filter': smuggled}),
+        Call('docs_text_search', {'query': 'refunds', 'top_k': 20, 'filter': smuggled}),
+        Call('docs_hybrid_search', {'query': 'refunds', 'filter': smuggled}),
+        Call('docs_regex_search', {'pattern': 'refund', 'filter': smuggled}),
+        Call('docs_broaden_chunk', {'chunk_id': corpus[0].chunks[0].id, 'filter': smuggled}),
+        Call('docs_zoom_out', {'id': corpus[0].chunks[0].id, 'filter': smuggled}),
+        Call('docs_list_documents', {'filter': smuggled}),
+        Call('docs_outline', {'document': globex.title, 'filter': smuggled}),
+        Call('docs_read_section', {'section': globex.id, 'filter': smuggled}),
+        Call('docs_text_search', {'query': 'refunds', 'group_by': 'document'}),
+    ]
     _, got, _ = await run(
-        ToolishRag(store).with_metadata_filter(F.eq('tenant', 'acme')),
-        [
-            Call('docs_text_search', {'query': 'refunds', 'top_k': 20, 'filter': smuggled}),
-            Call('docs_text_search', {'query': 'refunds', 'top_k': 20}),
-        ],
+        ToolishRag(store, max_retries=20).with_metadata_filter(F.eq('tenant', 'acme')),
+        [*calls, Call('docs_text_search', {'query': 'refunds', 'top_k': 20})],
     )
-    assert got[0].retried and 'filter' in got[0].text and 'not permitted' in got[0].text
-    assert {h.record.metadata['tenant'] for h in got[1].metadata['hits']} == {'acme'}
+    assert [r.tool for r in got] == [c.tool for c in calls] + ['docs_text_search']
+    for r in got[: len(calls)]:
+        assert r.retried, r.text
+        refused = 'group_by' if r is got[len(calls) - 1] else 'filter'
+        assert refused in r.text and ('not permitted' in r.text or f'takes no {refused} argument' in r.text), r.text
+    assert {h.record.metadata['tenant'] for h in got[-1].metadata['hits']} == {'acme'}
 
 
 # -- 2. two RAGs on one agent -----------------------------------------------------------------------

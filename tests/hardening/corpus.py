@@ -29,6 +29,7 @@ from toolish_rag.content import Document
 from toolish_rag.filters import Filter
 
 __all__ = [
+    'FOREIGN_NAME_PARTS',
     'FOREIGN_TENANT',
     'MAX_RETRY_CHARS',
     'SCOPE',
@@ -50,6 +51,8 @@ MAX_RETRY_CHARS = 2000
 """The longest retry message a model may get (issue 12 item 8: an id echoed whole makes a 1 MB id a 1 MB error)."""
 
 _SERIAL_PREFIX = {SCOPE_TENANT: 'ACM', FOREIGN_TENANT: 'GLX'}
+_REGION = {SCOPE_TENANT: 'Northwind', FOREIGN_TENANT: 'Globex South'}
+"""Each tenant's ``region`` (document metadata, a filterable key): globex's names its tenant, so a leak shows."""
 _COPIES = {SCOPE_TENANT: 1, FOREIGN_TENANT: 3}
 
 # Per topic: sentences both tenants write (same words, so both rank for the same queries).
@@ -92,6 +95,8 @@ _ENTITIES = {
 
 _MISSING_DOCUMENT = 'd' + '0' * 15
 """A document id no document has, of the real ones' shape (``'d'`` and 15 hex digits)."""
+FOREIGN_NAME_PARTS = ('Globex', 'globex refunds', 'Globex shipping guide')
+"""Parts of globex's titles and of no acme title: a name the navigation tools resolve, out of scope."""
 
 
 @dataclass(frozen=True)
@@ -128,12 +133,26 @@ class Corpus:
     def records(self) -> list[Any]:
         return [*(c for d in self.documents for c in d.chunks), *self.entities]
 
+    def titles(self, tenant: str) -> tuple[str, ...]:
+        """The document titles of ``tenant`` (a name the navigation tools take, like an id)."""
+        return tuple(d.title for d in self.documents if d.metadata['tenant'] == tenant)
+
+    @property
+    def section_titles(self) -> tuple[str, ...]:
+        """Every section title (both tenants use the same ones)."""
+        return tuple(sorted({s.title for d in self.documents for s in d.sections}))
+
     def missing_twin(self, record_id: str) -> str:
-        """An id of ``record_id``'s exact shape that no record has: it differs only in existing.
+        """An id (or title) of ``record_id``'s exact shape that no record has: it differs only in existing.
 
         A foreign id's retry must read exactly like its twin's (after swapping the ids), or
-        the message tells the model that the foreign record exists.
+        the message tells the model that the foreign record exists. A title's twin keeps its
+        length, spaces and case pattern, its letters all ``q`` (no title holds one).
         """
+        if record_id in self.titles(FOREIGN_TENANT) or record_id in FOREIGN_NAME_PARTS:
+            twin = ''.join(('Q' if c.isupper() else 'q') if c.isalpha() else c for c in record_id)
+            assert not any(twin.casefold() in t.casefold() for d in self.documents for t in (d.title, d.uri))
+            return twin
         if record_id.startswith('ent-'):
             twin = 'ent-zz' + record_id[len('ent-zz') :]
         elif record_id[:16] in {*self.scope.documents, *self.foreign.documents}:
@@ -152,7 +171,7 @@ def _tenant_documents(tenant: str, rng: random.Random, serials: Iterable[int]) -
             b = DocumentBuilder(
                 f'file:///{tenant}/{topic}-{copy}.md',
                 f'{tenant.title()} {topic} guide {copy + 1}',
-                metadata={'tenant': tenant, 'year': 2023 + copy},
+                metadata={'tenant': tenant, 'year': 2023 + copy, 'region': _REGION[tenant]},
                 labels={'Guide'},
             )
             overview = b.section('Overview')

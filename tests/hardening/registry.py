@@ -2,11 +2,13 @@
 
 `REGISTRY` maps every tool's short name to a `ToolArguments`: one valid baseline call
 (naming every parameter), a hypothesis strategy of the arguments a model plausibly sends
-(mostly valid, some out of range, ids of both tenants and ids that do not exist), and which
-parameters hold record ids. The tests take the tools to call from what each store offers
-(``rag.tool_definitions()``), look each one up here, and fail when one is missing or when
-its parameters differ from the baseline's: a tool or parameter added later cannot slip past
-the scope and hostile-argument checks unexercised.
+(mostly valid, some out of range, ids of both tenants and ids that do not exist; for the
+navigation tools also titles and parts of titles of both tenants), and which parameters hold
+record ids or names. The toolset under test declares `FILTERABLE` keys and allows grouping, so
+the model's ``filter``, ``group_by`` and ``list_values`` are exercised too. The tests take the
+tools to call from what each store offers (``rag.tool_definitions()``), look each one up here,
+and fail when one is missing or when its parameters differ from the baseline's: a tool or
+parameter added later cannot slip past the scope and hostile-argument checks unexercised.
 
 `HOSTILE` holds the hostile values, in named classes (issue 12's list). `hostile_cases`
 puts each value into each parameter of each offered tool in turn, the other arguments
@@ -24,16 +26,19 @@ import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from functools import partial
-from typing import Any
+from typing import Any, TypeAlias
 
 from hypothesis import strategies as st
 
 from toolish_rag import PropertyFilter as F, parse_filter
+from toolish_rag.content import Document
 from toolish_rag.filters import Filter, and_
+from toolish_rag.sections import MAX_PAGE_LIMIT
 
-from .corpus import SCOPE, Corpus, describe
+from .corpus import FOREIGN_NAME_PARTS, FOREIGN_TENANT, SCOPE, SCOPE_TENANT, Corpus, describe
 
 __all__ = [
+    'FILTERABLE',
     'HOSTILE',
     'REGISTRY',
     'HostileCase',
@@ -44,9 +49,17 @@ __all__ = [
     'hostile_scopes',
     'sample_per_class',
     'tool_calls',
+    'tool_rounds',
 ]
 
 # -- the registry of argument generators -----------------------------------------------------------
+
+
+FILTERABLE: dict[str, type] = {'year': int, 'region': str}
+"""The metadata keys the hardening toolset lets the model filter on (so ``filter`` and ``list_values`` are offered)."""
+
+Expectation: TypeAlias = Callable[[Corpus, dict[str, Any]], str | None]
+"""``'found'``, ``'not found'`` (a retry) or ``None`` (either may be right) for one call's arguments."""
 
 
 @dataclass(frozen=True)
@@ -58,7 +71,9 @@ class ToolArguments:
     strategy: Callable[[Corpus], st.SearchStrategy[dict[str, Any]]]
     """The arguments a model plausibly sends: mostly valid, some out of range, ids of both tenants."""
     id_parameters: frozenset[str] = frozenset()
-    """Parameters that hold a record id (a foreign id must come back exactly like a missing one)."""
+    """Parameters that hold a record id or name (a foreign one must come back exactly like a missing one)."""
+    expect: Expectation | None = None
+    """Whether a call must find what it names; ``None``: judged by `id_parameters` as record ids."""
 
 
 _QUERIES = (
@@ -120,21 +135,158 @@ def _ids(corpus: Corpus) -> st.SearchStrategy[str]:
     return st.tuples(_PADDING, named, _PADDING).map(''.join)
 
 
+_MODEL_FILTERS: tuple[dict[str, Any] | None, ...] = (
+    None,
+    {'year': 2023},
+    {'year': {'gte': 2024}},
+    {'region': 'Northwind'},
+    {'region': 'Globex South'},
+    {'region': {'ne': 'Northwind'}},
+    {'any_of': [{'year': 2025}, {'region': 'Globex South'}]},
+    {'not': {'year': 2023}},
+    {'tenant': 'globex'},  # the scope's key: not declared, refused like any other
+    {'year': 'recent'},
+    {},
+)
+
+
+def _model_filters() -> st.SearchStrategy[dict[str, Any] | None]:
+    """What a model sends as ``filter``: on the declared keys (globex's region too), on the scope's key, malformed."""
+    return st.sampled_from(_MODEL_FILTERS)
+
+
 def _ranked(low: float) -> ToolArguments:
-    """The vector, text and hybrid tools: a query, ``top_k`` and an optional score threshold."""
+    """The vector, text and hybrid tools: a query, ``top_k``, an optional threshold, filter and grouping."""
 
     def strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
         thresholds = st.one_of(st.none(), st.floats(low, 1.0), st.sampled_from([low - 0.5, 1.5]))
-        return st.fixed_dictionaries({'query': _queries(corpus)}, optional={'top_k': _top_k(), 'threshold': thresholds})
+        return st.fixed_dictionaries(
+            {'query': _queries(corpus)},
+            optional={
+                'top_k': _top_k(),
+                'threshold': thresholds,
+                'filter': _model_filters(),
+                'group_by': st.sampled_from([None, 'document', 'document', 'chunk']),
+            },
+        )
 
     return ToolArguments(
-        baseline=lambda corpus: {'query': 'refund window', 'top_k': 5, 'threshold': None}, strategy=strategy
+        baseline=lambda corpus: {
+            'query': 'refund window',
+            'top_k': 5,
+            'threshold': None,
+            'filter': None,
+            'group_by': None,
+        },
+        strategy=strategy,
     )
 
 
 def _regex_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
     patterns = st.one_of(st.sampled_from(_PATTERNS), st.sampled_from(corpus.words).map(re.escape))
-    return st.fixed_dictionaries({'pattern': patterns}, optional={'top_k': _top_k()})
+    return st.fixed_dictionaries({'pattern': patterns}, optional={'top_k': _top_k(), 'filter': _model_filters()})
+
+
+# -- the navigation tools: names (ids, titles, parts of titles) of both tenants ---------------------------
+
+
+def _title_parts(corpus: Corpus) -> tuple[str, ...]:
+    """Parts of titles: of one acme title, of several, of globex's only, of none; in other cases."""
+    return ('guide', 'refunds guide', 'ACME', 'acme shipping', 'Guide 1', *FOREIGN_NAME_PARTS, 'guide 3', 'manual')
+
+
+def _document_names(corpus: Corpus) -> st.SearchStrategy[str]:
+    titles = (*corpus.titles(SCOPE_TENANT), *corpus.titles(FOREIGN_TENANT))
+    return st.one_of(
+        _ids(corpus),
+        st.sampled_from(titles),
+        st.sampled_from(titles).map(str.upper),
+        st.sampled_from(_title_parts(corpus)),
+        st.sampled_from([corpus.missing_twin(t) for t in (*corpus.titles(FOREIGN_TENANT), *FOREIGN_NAME_PARTS)]),
+    )
+
+
+def _section_names(corpus: Corpus) -> st.SearchStrategy[str]:
+    titles = corpus.section_titles
+    return st.one_of(
+        _ids(corpus), st.sampled_from(titles), st.sampled_from(titles).map(str.lower), st.just('Warranty terms')
+    )
+
+
+def _offsets() -> st.SearchStrategy[int]:
+    return st.one_of(st.integers(0, 10), st.sampled_from([-1, MAX_PAGE_LIMIT, MAX_PAGE_LIMIT + 1]))
+
+
+def _list_documents_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
+    titles = st.one_of(st.sampled_from(_title_parts(corpus)), st.sampled_from(corpus.titles(FOREIGN_TENANT)))
+    return st.fixed_dictionaries(
+        {},
+        optional={
+            'title_contains': st.one_of(st.none(), titles, st.text(max_size=6)),
+            'offset': _offsets(),
+            'limit': st.one_of(st.integers(1, 100), st.sampled_from([0, 101])),
+            'filter': _model_filters(),
+        },
+    )
+
+
+def _read_section_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries(
+        {'section': _section_names(corpus)},
+        optional={'document': st.one_of(st.none(), _document_names(corpus)), 'offset': _offsets()},
+    )
+
+
+def _resolve_document(corpus: Corpus, name: str) -> str | None:
+    """What ``name`` names in acme: ``'found'`` (one document), ``'not found'``, or ``None`` (a choice)."""
+    name = name.strip()
+    if not name:
+        return 'not found'
+    titles = corpus.titles(SCOPE_TENANT)
+    if name in corpus.scope.documents or name in titles:
+        return 'found'
+    same = [t for t in titles if t.casefold() == name.casefold()]
+    if same:
+        return 'found' if len(same) == 1 else None
+    parts = [t for t in titles if name.casefold() in t.casefold()]
+    return 'not found' if not parts else 'found' if len(parts) == 1 else None
+
+
+def _expect_outline(corpus: Corpus, arguments: dict[str, Any]) -> str | None:
+    return _resolve_document(corpus, arguments['document'])
+
+
+def _acme_document(corpus: Corpus, name: str) -> Document:
+    name = name.strip()
+    acme = [d for d in corpus.documents if d.metadata['tenant'] == SCOPE_TENANT]
+    for same in (lambda d: name in (d.id, d.title), lambda d: d.title.casefold() == name.casefold()):
+        found = [d for d in acme if same(d)]
+        if found:
+            return found[0]
+    return next(d for d in acme if name.casefold() in d.title.casefold())
+
+
+def _expect_read_section(corpus: Corpus, arguments: dict[str, Any]) -> str | None:
+    """A bad offset, an unknown document, or a section not in acme (or not in that document) is a retry."""
+    if not 0 <= arguments.get('offset', 0) <= MAX_PAGE_LIMIT:
+        return 'not found'
+    section = arguments['section'].strip()
+    if not section:
+        return 'not found'
+    document = arguments.get('document')
+    if document is not None:
+        resolved = _resolve_document(corpus, document)
+        if resolved != 'found':
+            return resolved
+        found = _acme_document(corpus, document)
+        names = {s.id for s in found.sections} | {s.title for s in found.sections}
+        return 'found' if section in names else 'not found'
+    if section in corpus.scope.sections or section in corpus.scope.documents:
+        return 'found'
+    shared = sum(
+        1 for d in corpus.documents if d.metadata['tenant'] == SCOPE_TENANT for s in d.sections if s.title == section
+    )
+    return 'not found' if shared == 0 else 'found' if shared == 1 else None
 
 
 def _broaden_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
@@ -147,7 +299,7 @@ REGISTRY: dict[str, ToolArguments] = {
     'text_search': _ranked(0.0),
     'hybrid_search': _ranked(0.0),
     'regex_search': ToolArguments(
-        baseline=lambda corpus: {'pattern': 'ERR-[0-9]{4}', 'top_k': 5},
+        baseline=lambda corpus: {'pattern': 'ERR-[0-9]{4}', 'top_k': 5, 'filter': None},
         strategy=_regex_strategy,
     ),
     'broaden_chunk': ToolArguments(
@@ -160,6 +312,32 @@ REGISTRY: dict[str, ToolArguments] = {
         strategy=lambda corpus: st.fixed_dictionaries({'id': _ids(corpus)}),
         id_parameters=frozenset({'id'}),
     ),
+    'list_documents': ToolArguments(
+        baseline=lambda corpus: {'title_contains': 'guide', 'offset': 0, 'limit': 20, 'filter': None},
+        strategy=_list_documents_strategy,
+    ),
+    'outline': ToolArguments(
+        baseline=lambda corpus: {'document': corpus.scope.documents[0]},
+        strategy=lambda corpus: st.fixed_dictionaries({'document': _document_names(corpus)}),
+        id_parameters=frozenset({'document'}),
+        expect=_expect_outline,
+    ),
+    'read_section': ToolArguments(
+        baseline=lambda corpus: {
+            'section': corpus.scope.sections[0],
+            'document': corpus.scope.documents[0],
+            'offset': 0,
+        },
+        strategy=_read_section_strategy,
+        id_parameters=frozenset({'section', 'document'}),
+        expect=_expect_read_section,
+    ),
+    'list_values': ToolArguments(
+        baseline=lambda corpus: {'key': 'region'},
+        strategy=lambda corpus: st.fixed_dictionaries(
+            {'key': st.sampled_from([*FILTERABLE, 'tenant', 'Region', 'labels', ''])}
+        ),
+    ),
 }
 """Every tool's argument generator, by short tool name."""
 
@@ -169,6 +347,18 @@ def tool_calls(corpus: Corpus, tools: Sequence[str]) -> st.SearchStrategy[tuple[
     return st.sampled_from(list(tools)).flatmap(
         lambda tool: REGISTRY[tool].strategy(corpus).map(lambda arguments: (tool, arguments))
     )
+
+
+def tool_rounds(
+    corpus: Corpus, tools: Sequence[str], per_tool: int
+) -> st.SearchStrategy[list[tuple[str, dict[str, Any]]]]:
+    """``per_tool`` calls to each of ``tools``, shuffled: a batch that exercises every tool, however few batches run."""
+    calls = [
+        REGISTRY[tool].strategy(corpus).map(partial(lambda tool, arguments: (tool, arguments), tool))
+        for tool in tools
+        for _ in range(per_tool)
+    ]
+    return st.tuples(*calls).flatmap(lambda drawn: st.permutations(list(drawn)))
 
 
 # -- hostile values ----------------------------------------------------------------------------------
@@ -446,6 +636,12 @@ def _nested(corpus: Corpus) -> tuple[Any, ...]:
     )
 
 
+def _foreign_names(corpus: Corpus) -> tuple[Any, ...]:
+    """Globex's document titles and parts of them (no acme title holds them), also padded."""
+    names = (*corpus.titles(FOREIGN_TENANT)[::3], *FOREIGN_NAME_PARTS)
+    return (*names, *(f' {n}\n' for n in names[::2]))
+
+
 def _foreign_ids(corpus: Corpus) -> tuple[Any, ...]:
     """Globex ids of every kind (a sample), also padded with whitespace (the tools strip ids)."""
     foreign = corpus.foreign
@@ -472,6 +668,7 @@ HOSTILE: dict[str, HostileClass] = {
     'injection': HostileClass(lambda corpus: _INJECTION),
     'nested_json': HostileClass(_nested, embed=False),
     'foreign_ids': HostileClass(_foreign_ids, embed=False),
+    'foreign_names': HostileClass(_foreign_names, embed=False),
     'missing_ids': HostileClass(_missing_ids, embed=False),
 }
 """The hostile value classes of issue 12, by name (the failure report groups by them)."""

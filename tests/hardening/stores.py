@@ -22,14 +22,15 @@ from pydantic_ai.messages import ToolReturn
 
 from toolish_rag import ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentStore, StoreLike
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset import TOOL_NAMES
 
 from .corpus import SCOPE, Corpus, ScopeOracle, two_tenant_corpus
-from .registry import REGISTRY
+from .registry import FILTERABLE, REGISTRY
 
-__all__ = ['RAG_NAME', 'STORE_NAMES', 'Outcome', 'StoreEnv', 'call', 'offered_tools', 'open_env']
+__all__ = ['RAG_NAME', 'STORE_NAMES', 'Outcome', 'StoreEnv', 'call', 'offered_tools', 'open_env', 'scoped_rag']
 
 RAG_NAME = 'kb'
 STORE_NAMES = ('memory', 'lancedb', 'tantivy')
@@ -51,7 +52,7 @@ def _tantivy(path: Path) -> StoreLike:
     return store
 
 
-_BUILDERS: dict[str, Callable[[Path], StoreLike]] = {'memory': _memory, 'lancedb': _lancedb, 'tantivy': _tantivy}
+STORE_BUILDERS: dict[str, Callable[[Path], StoreLike]] = {'memory': _memory, 'lancedb': _lancedb, 'tantivy': _tantivy}
 
 
 @dataclass(frozen=True)
@@ -69,13 +70,22 @@ class StoreEnv:
         return f'StoreEnv({self.name!r})'
 
 
+def scoped_rag(store: StoreLike, scope: Filter) -> ToolishRag[None]:
+    """The toolset under test, scoped: every option that adds a tool or a parameter is on.
+
+    ``filterable`` adds the model's ``filter`` (and ``list_values``), ``allow_grouping`` adds
+    ``group_by``: the hostile arguments and the scope checks reach them too.
+    """
+    rag: ToolishRag[None] = ToolishRag(store, name=RAG_NAME, filterable=FILTERABLE, allow_grouping=True)
+    return rag.with_metadata_filter(scope)
+
+
 def open_env(name: str, runner: asyncio.Runner, path: Path) -> StoreEnv:
-    store = _BUILDERS[name](path)
+    store = STORE_BUILDERS[name](path)
     corpus = two_tenant_corpus()
     assert isinstance(store, DocumentStore)
     runner.run(store.upsert([*corpus.documents, *corpus.entities]))
-    rag: ToolishRag[None] = ToolishRag(store, name=RAG_NAME).with_metadata_filter(SCOPE)
-    return StoreEnv(name, runner, store, corpus, rag, ScopeOracle(corpus))
+    return StoreEnv(name, runner, store, corpus, scoped_rag(store, SCOPE), ScopeOracle(corpus))
 
 
 def offered_tools(env: StoreEnv) -> list[str]:

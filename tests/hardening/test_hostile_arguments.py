@@ -32,14 +32,16 @@ from collections.abc import Sequence
 
 import pytest
 
-from toolish_rag import ToolishRag, matches
+from toolish_rag import matches
 from toolish_rag.filters import Filter
 
 from .corpus import Failures, describe
 from .registry import REGISTRY, HostileCase, HostileScope, hostile_cases, hostile_scopes, sample_per_class
-from .stores import RAG_NAME, Outcome, StoreEnv, call, offered_tools
+from .stores import Outcome, StoreEnv, call, offered_tools, scoped_rag
 
 FAST_CASES_PER_CLASS = 8
+_FOREIGN_CLASSES = ('foreign_ids', 'foreign_names')
+"""Hostile classes of globex's ids and names: each must be answered exactly like its missing twin."""
 FAST_SCOPES_PER_CLASS = 4
 SLOW_MIN_CASES_PER_STORE = 1_000
 
@@ -87,7 +89,7 @@ def _check_cases(env: StoreEnv, cases: Sequence[HostileCase]) -> tuple[Failures,
         stats['retries' if outcome.retry is not None else 'answers' if outcome.result is not None else 'errors'] += 1
         where = f'{case.tool}.{case.parameter}={describe(case.value)}'
         _judge(env, outcome, case.arguments, case.hostile_class, where, failures)
-        if case.hostile_class == 'foreign_ids' and case.parameter in REGISTRY[case.tool].id_parameters:
+        if case.hostile_class in _FOREIGN_CLASSES and case.parameter in REGISTRY[case.tool].id_parameters:
             stats['calls'] += 1
             _compare_with_missing_twin(env, case, outcome, where, failures)
     return failures, stats
@@ -118,25 +120,26 @@ def _judge(
 def _compare_with_missing_twin(
     env: StoreEnv, case: HostileCase, outcome: Outcome, where: str, failures: Failures
 ) -> None:
-    """A foreign id must be "not found", in exactly the words a missing id of its shape gets."""
+    """A foreign id or name must be "not found", in exactly the words a missing one of its shape gets."""
     assert isinstance(case.value, str)
     foreign = case.value.strip()
     twin = env.corpus.missing_twin(foreign)
     twin_outcome = env.runner.run(
         call(env, case.tool, {**case.arguments, case.parameter: case.value.replace(foreign, twin)})
     )
+    group = case.hostile_class
     if outcome.retry is None:
-        failures.add('foreign_ids: foreign id answered, not "not found"', f'{where} -> {_shown(outcome)}')
+        failures.add(f'{group}: foreign id or name answered, not "not found"', f'{where} -> {_shown(outcome)}')
         return
     if twin_outcome.retry is None:
         failures.add(
-            'missing_ids: missing id answered, not "not found"', f'{where} twin {twin!r} -> {_shown(twin_outcome)}'
+            f'{group}: missing twin answered, not "not found"', f'{where} twin {twin!r} -> {_shown(twin_outcome)}'
         )
         return
     mine, theirs = outcome.retry.replace(foreign, '<id>'), twin_outcome.retry.replace(twin, '<id>')
     if mine != theirs:
         failures.add(
-            "foreign_ids: retry differs from a missing id's",
+            f"{group}: retry differs from a missing one's",
             f'{where}: foreign {describe(mine, 200)} vs missing {describe(theirs, 200)}',
         )
 
@@ -183,7 +186,7 @@ def _check_scopes(env: StoreEnv, scopes: Sequence[HostileScope], *, every_tool: 
             continue
         stats['built'] += 1
         try:
-            rag = ToolishRag(env.store, name=RAG_NAME).with_metadata_filter(f)
+            rag = scoped_rag(env.store, f)
         except Exception as e:
             failures.add(
                 f'{scope.hostile_class}: scoping the toolset raised {type(e).__name__}',

@@ -112,7 +112,7 @@ async def test_list_documents_pages_through_every_document_once(corpus: Corpus) 
 
 _OUTLINE_HEAD = re.compile(r'^Outline of (.+) \(document id (d[0-9a-f]{15}), (\S+)\): (\d+) chunks\.$')
 _OUTLINE_NODE = re.compile(r'^((?:  )*)- (.+) \[section (\S+)\] \((\d+) chunks?\)$')
-_PREAMBLE = re.compile(r'^\((\d+) chunk\(s\) before the first heading;')
+_PREAMBLE = re.compile(r'^\((\d+) chunks? before the first heading;')
 
 # (depth in the section tree, title) of every heading, read off the files by hand. Depth is
 # the nesting, not the Markdown level (md_oscal_identifier_use.md starts at ###); inline

@@ -19,7 +19,7 @@ from pydantic_ai.mcp import MCPToolset
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart, ToolReturnPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from toolish_rag import ToolishRag
+from toolish_rag import ToolishRag, matches
 from toolish_rag.mcp import HITS_META_KEY, build_server
 from toolish_rag.stores import available_stores, open_store
 
@@ -65,7 +65,7 @@ async def test_an_sdk_client_without_a_token_cannot_connect(live_server: LiveSer
 @pytest.mark.parametrize('mode', ['auto', 'legacy'])
 async def test_tools_list_is_the_toolsets_definitions_for_every_token(live_server: LiveServer, mode: str) -> None:
     expected = [(d.name, d.description, d.parameters_json_schema) for d in await live_server.rag.tool_definitions()]
-    assert len(expected) == 6
+    assert len(expected) == 9
     for label in TOKENS:
         async with live_server.client(label, mode=mode) as client:
             tools = (await client.list_tools()).tools
@@ -113,6 +113,30 @@ async def test_expansion_tools_match_the_toolset(live_server: LiveServer) -> Non
             result = await client.call_tool(tool, args)
             assert not result.is_error
             assert result_text(result) == expected.return_value
+
+
+async def test_navigation_tools_are_scoped_per_token(live_server: LiveServer) -> None:
+    """list_documents, outline and read_section over MCP: each token's answers are its scoped toolset's."""
+    for label in TOKENS:
+        rag = live_server.scoped_rag(label)
+        async with live_server.client(label) as client:
+            listing = await client.call_tool('docs_list_documents', {})
+            assert not listing.is_error
+            assert result_text(listing) == (await rag.run_tool('list_documents', {})).return_value
+            scope = rag.retriever().filter
+            visible = {c.document_id for c in live_server.chunks.values() if matches(scope, c)}
+            for document_id in {c.document_id for c in live_server.chunks.values()}:
+                args = {'document': document_id}
+                outline = await client.call_tool('docs_outline', args)
+                read = await client.call_tool('docs_read_section', {'section': document_id})
+                if document_id in visible:
+                    assert result_text(outline) == (await rag.run_tool('outline', args)).return_value
+                    assert not read.is_error and document_id in result_text(read)
+                else:  # another tenant's document answers exactly like one that does not exist
+                    assert outline.is_error and read.is_error
+                    missing = 'd' + '0' * 15
+                    ghost = await client.call_tool('docs_outline', {'document': missing})
+                    assert result_text(outline).replace(document_id, 'X') == result_text(ghost).replace(missing, 'X')
 
 
 @pytest.mark.parametrize(
@@ -307,7 +331,7 @@ async def test_tools_list_follows_the_store_capabilities(store_name: str, tmp_pa
         names = [t.name for t in (await client.list_tools()).tools]
     assert names == rag.tool_names
     if store_name == 'memory':
-        assert len(names) == 6
+        assert len(names) == 9
     if store_name == 'tantivy':
         assert 'kb_vector_search' not in names and 'kb_text_search' in names
     assert all(re.fullmatch(r'kb_[a-z_]+', n) for n in names)
