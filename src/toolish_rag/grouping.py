@@ -51,10 +51,12 @@ async def group_by_document(
     search: Callable[[int], Awaitable[list[SearchHit]]], top_k: int, *, max_window: int = MAX_GROUPING_WINDOW
 ) -> list[DocumentGroup]:
     """The ``top_k`` best documents' groups; ``search(n)`` returns the best ``n`` hits, best first."""
-    window = max(top_k * 4, 16)
+    # The first read is the ungrouped search itself (same hits, same scores: a threshold means the
+    # same with or without grouping whenever the top_k hits already span top_k documents).
+    window = top_k
     while True:
         hits = await search(window)
         groups = group_hits(hits)
         if len(groups) >= top_k or len(hits) < window or window >= max_window:
             return groups[:top_k]
-        window = min(window * 4, max_window)
+        window = min(max(window * 4, 16), max_window)

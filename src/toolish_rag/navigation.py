@@ -19,11 +19,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .content import Metadata, Scalar
 from .errors import InvalidRequestError, ToolishRagError, echo
-from .filters import Filter, matches
+from .filters import Filter, PropertyFilter as F, and_, matches
 from .protocols import SectionReader
 from .search import ID_RULE, QUERY_RULE, ArgumentRule
 from .sections import (
+    MAX_PAGE_LIMIT,
     ChunkOutline,
     DocumentPage,
     DocumentPageRequest,
@@ -160,6 +162,51 @@ class Navigator:
             _TITLE_RULE.check(title_contains)
         request = DocumentPageRequest(self.filter, title_contains=title_contains, offset=offset, limit=limit)
         return await self.store.document_page(request)
+
+    async def holds(self, document_id: str, key: str, value: Scalar) -> bool:
+        """Whether an in-scope chunk of the document has ``key`` equal to ``value`` (or holding it, for a list)."""
+        request = DocumentPageRequest(and_(self.filter, F.eq(key, value)), document_id=document_id, limit=0)
+        return (await self.store.document_page(request)).total > 0
+
+    async def shown_metadata(self, document: DocumentSummary, keys: Sequence[str]) -> Metadata:
+        """The document's values for ``keys`` that an in-scope chunk carries, checked through the scope.
+
+        A store lists a document's *own* metadata, but a chunk may override it: a document with one
+        in-scope chunk could otherwise show values only its out-of-scope chunks carry. Each value
+        shown is therefore confirmed by a scoped count (one small request per value).
+        """
+        shown: Metadata = {}
+        for key in keys:
+            value = document.metadata.get(key)
+            items = value if isinstance(value, list) else [value]
+            kept = [v for v in items if v is not None and await self.holds(document.id, key, v)]
+            if kept:
+                shown[key] = kept if isinstance(value, list) else kept[0]
+        return shown
+
+    async def value_counts(self, key: str, *, candidates: int) -> dict[Scalar, int]:
+        """How many documents in scope have a chunk with each value of ``key``, for the most common values.
+
+        Candidate values come from the documents' own metadata (the most common first, at most
+        ``candidates``); each is counted with a scoped request, so a value only out-of-scope chunks
+        carry counts 0 and is dropped. Values set only on chunks, not on their documents, are not found.
+        """
+        page = await self.store.document_page(DocumentPageRequest(self.filter, limit=MAX_PAGE_LIMIT))
+        seen: dict[Scalar, int] = {}
+        for document in page.documents:
+            value = document.metadata.get(key)
+            for item in value if isinstance(value, list) else [value]:
+                if item is not None:
+                    seen[item] = seen.get(item, 0) + 1
+        ranked = sorted(seen, key=lambda v: (-seen[v], str(v)))[:candidates]
+        counts: dict[Scalar, int] = {}
+        for value in ranked:
+            total = (
+                await self.store.document_page(DocumentPageRequest(and_(self.filter, F.eq(key, value)), limit=0))
+            ).total
+            if total:
+                counts[value] = total
+        return counts
 
     async def document(self, name: str) -> DocumentSummary | Choice | None:
         """The document ``name`` names: by id, exact title, or a title part only one document has.

@@ -164,7 +164,9 @@ class Retriever:
 
         ``search`` picks the leg (``lambda r: r.hybrid_search``); it is asked for a growing number
         of hits until ``top_k`` documents are found or the store runs out, so a filter or one
-        document holding every good chunk never leaves fewer than ``top_k`` documents.
+        document holding every good chunk does not leave fewer than ``top_k`` documents (up to
+        `toolish_rag.grouping.MAX_GROUPING_WINDOW` hits read). Hybrid scores come from fusing the
+        hits read, so once the window grows they can differ from the ungrouped search's.
         """
         leg = search(self)
         return await group_by_document(lambda n: leg(query, n), top_k)

@@ -75,7 +75,7 @@ async def call(rag: ToolishRag[Any], tool: str, **arguments: Any) -> tuple[str, 
 
 _LISTING = re.compile(r'^Documents (\d+)-(\d+) of (\d+), by title:$')
 _LISTED = re.compile(r'^\[(\d+)\] (.+) \(document id (d[0-9a-f]{15})\) \| ')
-_MORE = re.compile(r'^\[More: call docs_list_documents with offset=(\d+) for the next page\.\]$')
+_MORE = re.compile(r'^\[More: call docs_list_documents with offset=(\d+)(?:, limit=\d+)? for the next page\.\]$')
 
 
 async def test_list_documents_pages_through_every_document_once(corpus: Corpus) -> None:

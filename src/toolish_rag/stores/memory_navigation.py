@@ -130,7 +130,7 @@ class NavigationIndex:
             member_starts=np.searchsorted(members, starts).astype(np.intp),
         )
 
-    def documentpositions_of(self, document_id: str) -> npt.NDArray[np.intp]:
+    def document_positions(self, document_id: str) -> npt.NDArray[np.intp]:
         d = self.slot.get(document_id)
         return _NO_POSITIONS if d is None else np.arange(self.starts[d], self.starts[d + 1], dtype=np.intp)
 
@@ -139,7 +139,7 @@ class NavigationIndex:
     ) -> npt.NDArray[np.intp]:
         """Positions of the chunks a request names (``None`` for a criterion it leaves open), in reading order."""
         narrowed = [
-            self.documentpositions_of(document_id) if document_id is not None else None,
+            self.document_positions(document_id) if document_id is not None else None,
             self.by_section.get(section_id, _NO_POSITIONS) if section_id is not None else None,
             self.by_section_title.get(section_title, _NO_POSITIONS) if section_title is not None else None,
         ]

@@ -133,9 +133,9 @@ _SAMPLES: Mapping[type, tuple[Scalar, Scalar]] = {
     bool: (True, False),
 }
 _LISTED_VALUES = 10
+"""How many declared values a message or the instructions list before '…' (the schema lists all)."""
 _MAX_LISTING = 600
 """The longest list of keys an "unknown key" message spells out (it goes back to the model as a retry)."""
-"""How many declared values a message or the instructions list before '…' (the schema lists all)."""
 
 ScalarType: TypeAlias = type[str] | type[int] | type[float] | type[bool]
 

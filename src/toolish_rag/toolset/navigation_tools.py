@@ -10,10 +10,9 @@ alone, so the two cannot be told apart.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
-from ..content import MetadataValue
 from ..errors import InvalidRequestError, echo
 from ..navigation import Choice, SectionChoice
 from ..retriever import Retriever
@@ -73,8 +72,15 @@ async def list_documents(r: Retriever, args: Mapping[str, Any], names: ToolNames
     _check_offset(offset)
     if not 1 <= limit <= MAX_PAGE:
         raise InvalidRequestError(f'limit must be between 1 and {MAX_PAGE}; you sent {short_repr(limit)}')
-    page = await r.navigator().documents(title_contains=args.get('title_contains'), offset=offset, limit=limit)
-    return show.render_document_page(page, offset, names.list_documents, shown), []
+    navigator = r.navigator()
+    page = await navigator.documents(title_contains=args.get('title_contains'), offset=offset, limit=limit)
+    if shown:
+        checked = [replace(d, metadata=await navigator.shown_metadata(d, shown)) for d in page.documents]
+        page = replace(page, documents=tuple(checked))
+    hint = {k: v for k, v in args.items() if k in ('title_contains', 'limit', 'filter') and v is not None}
+    if hint.get('limit') == DEFAULT_PAGE:
+        del hint['limit']
+    return show.render_document_page(page, offset, names.list_documents, shown, hint), []
 
 
 async def _document(r: Retriever, name: str, names: ToolNames) -> DocumentSummary | Choice:
@@ -84,10 +90,19 @@ async def _document(r: Retriever, name: str, names: ToolNames) -> DocumentSummar
     return found
 
 
+async def _checked_choice(r: Retriever, choice: Choice, shown: tuple[str, ...]) -> Choice:
+    """``choice`` with each document's shown values confirmed through the scope (see `Navigator.shown_metadata`)."""
+    if not shown:
+        return choice
+    navigator = r.navigator()
+    documents = [replace(d, metadata=await navigator.shown_metadata(d, shown)) for d in choice.documents]
+    return replace(choice, documents=tuple(documents))
+
+
 async def outline(r: Retriever, args: Mapping[str, Any], names: ToolNames, shown: tuple[str, ...]) -> _Result:
     found = await _document(r, args['document'], names)
     if isinstance(found, Choice):
-        return show.render_choice(found, args['document'], shown), []
+        return show.render_choice(await _checked_choice(r, found, shown), args['document'], shown), []
     return show.render_outline(await r.navigator().outline(found), names.read_section), []
 
 
@@ -101,7 +116,7 @@ async def read_section(
     if args.get('document') is not None:
         document = await _document(r, args['document'], names)
         if isinstance(document, Choice):
-            return show.render_choice(document, args['document'], shown), []
+            return show.render_choice(await _checked_choice(r, document, shown), args['document'], shown), []
         document_id = document.id
     target = await navigator.section(name, document_id)
     if target is None:
@@ -122,11 +137,5 @@ async def list_values(r: Retriever, args: Mapping[str, Any], filterable: ModelFi
     if filterable is None or key not in filterable.keys:
         allowed = ', '.join(filterable.keys) if filterable is not None else ''
         raise InvalidRequestError(f'{echo(key)} is not a filterable key; the keys are: {allowed}.')
-    page = await r.navigator().documents(limit=MAX_PAGE_LIMIT)
-    counts: dict[MetadataValue, int] = {}
-    for document in page.documents:
-        value = document.metadata.get(key)
-        for item in value if isinstance(value, list) else [value]:
-            if item is not None:
-                counts[item] = counts.get(item, 0) + 1
+    counts = await r.navigator().value_counts(key, candidates=MAX_VALUES)
     return show.render_values(key, counts, MAX_VALUES), []

@@ -7,9 +7,10 @@ plainly when there is more, so a model never mistakes a page for the whole.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 
-from ..content import Chunk, MetadataValue
+from ..content import Chunk, MetadataValue, Scalar
 from ..grouping import DocumentGroup
 from ..navigation import Choice, Outline, SectionChoice, SectionTarget
 from ..sections import DocumentPage, DocumentSummary, SectionPage
@@ -24,6 +25,12 @@ __all__ = [
     'render_section_page',
     'render_values',
 ]
+
+
+MAX_OUTLINE_SECTIONS = 300
+"""Sections one outline shows; a larger tree says how many more there are."""
+MAX_ALSO_MATCHING = 10
+"""Other matching chunk ids a grouped result names per document."""
 
 
 def _count(n: int, noun: str) -> str:
@@ -44,17 +51,31 @@ def _summary(d: DocumentSummary, shown_keys: Sequence[str]) -> str:
     return line
 
 
-def render_document_page(page: DocumentPage, offset: int, tool: str, shown_keys: Sequence[str]) -> str:
-    """A page of documents; ``tool`` is the full name of ``list_documents`` (for the next-page hint)."""
+def render_document_page(
+    page: DocumentPage,
+    offset: int,
+    tool: str,
+    shown_keys: Sequence[str],
+    repeat: Mapping[str, object] | None = None,
+) -> str:
+    """A page of documents; ``tool`` is the full name of ``list_documents`` (for the next-page hint).
+
+    ``repeat`` holds the other arguments of the call (``title_contains``, ``limit``, ``filter``), which
+    the next-page hint repeats: a model that follows it literally must get the next page of the same list.
+    """
     if page.total == 0:
-        return 'No documents match: none in this collection has that in its title (or passes the filter).'
+        asked = repeat or {}
+        if 'title_contains' in asked or 'filter' in asked:
+            return 'No documents match: none in this collection has that in its title or passes that filter.'
+        return 'No documents: the collection holds none you can see.'
     if not page.documents:
         return f'No documents at offset {offset}: there are {page.total}; use an offset from 0 to {page.total - 1}.'
     first, last = offset + 1, offset + len(page.documents)
     parts = [f'Documents {first}-{last} of {page.total}, by title:']
     parts += [f'[{n}] {_summary(d, shown_keys)}' for n, d in enumerate(page.documents, start=first)]
     if last < page.total:
-        parts.append(f'[More: call {tool} with offset={last} for the next page.]')
+        again = ''.join(f', {k}={json.dumps(v, ensure_ascii=False)}' for k, v in (repeat or {}).items())
+        parts.append(f'[More: call {tool} with offset={last}{again} for the next page.]')
     return '\n'.join(parts)
 
 
@@ -76,9 +97,14 @@ def render_outline(outline: Outline, read_tool: str) -> str:
         )
     if not outline.sections:
         parts.append('The document has no headings.')
-    for s in outline.sections:
+    for s in outline.sections[:MAX_OUTLINE_SECTIONS]:
         indent = '  ' * (s.depth - 1)
         parts.append(f'{indent}- {s.title} [section {s.id}] ({_count(s.chunk_count, "chunk")})')
+    if len(outline.sections) > MAX_OUTLINE_SECTIONS:
+        parts.append(
+            f'[{len(outline.sections) - MAX_OUTLINE_SECTIONS} more sections not shown: read a section to see its '
+            'subsections, or search.]'
+        )
     parts.append(f'[Read a section whole with {read_tool}, passing its section id.]')
     return '\n'.join(parts)
 
@@ -99,16 +125,29 @@ def render_section_choice(choice: SectionChoice, name: str) -> str:
     return '\n'.join(parts)
 
 
+def _block(chunk: Chunk, text: str | None = None) -> str:
+    """One chunk as ``read_section`` shows it: its id and section path, then its text indented."""
+    path = ' > '.join(chunk.section_path)
+    body = chunk.urtext if text is None else text
+    return f'\nchunk {chunk.id} (section: {path or "(document start)"})\n{render.indent(body)}'
+
+
 def fit(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
-    """The leading chunks whose text fits in ``max_chars`` (always at least one), and whether one was cut."""
+    """The leading chunks whose rendered blocks fit in ``max_chars`` (always at least one), and whether
+    the first had to be cut (it alone is longer than ``max_chars``).
+
+    The blocks are measured as shown (headers and indentation included), so a section of many
+    short rows under deep headings is capped as tightly as one of long paragraphs.
+    """
     kept: list[Chunk] = []
     used = 0
     for c in chunks:
-        if kept and used + len(c.urtext) > max_chars:
+        size = len(_block(c))
+        if kept and used + size > max_chars:
             break
         kept.append(c)
-        used += len(c.urtext)
-    return kept, bool(kept) and len(kept[0].urtext) > max_chars
+        used += size
+    return kept, bool(kept) and len(_block(kept[0])) > max_chars
 
 
 def render_section_page(
@@ -130,13 +169,15 @@ def render_section_page(
     first, last = offset + 1, offset + len(shown)
     parts.append(f'Showing chunks {first}-{last} of {page.total}, in reading order.')
     for c in shown:
-        path = ' > '.join(c.section_path)
-        text = c.urtext
-        note = ''
         if cut and c is shown[0]:
-            text = text[:max_chars]
-            note = f'\n    [Chunk cut: it has {len(c.urtext)} characters and only the first {max_chars} are shown.]'
-        parts.append(f'\nchunk {c.id} (section: {path or "(document start)"})\n{render.indent(text)}{note}')
+            room = max(100, max_chars - len(_block(c, '')) - 200)
+            parts.append(
+                _block(c, c.urtext[:room])
+                + f'\n    [Chunk cut: it has {len(c.urtext)} characters and only the first {room} are shown; '
+                f'the rest of it is not shown here (search for its words to find the passage you need).]'
+            )
+        else:
+            parts.append(_block(c))
     if last < page.total:
         parts.append(
             f'\n[Continued: call {read_tool} with section={name!r} and offset={last} '
@@ -147,7 +188,7 @@ def render_section_page(
     return '\n'.join(parts), shown
 
 
-def render_values(key: str, counts: Mapping[MetadataValue, int], max_values: int) -> str:
+def render_values(key: str, counts: Mapping[Scalar, int], max_values: int) -> str:
     if not counts:
         return f'No document in scope has a value for {key}.'
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
@@ -164,6 +205,8 @@ def render_groups(groups: Sequence[DocumentGroup], *, heading: str) -> str:
     for n, group in enumerate(groups, start=1):
         block = render.render_record(group.best, n)
         if group.others:
-            block += f'\n    also matching in this document: {", ".join(f"chunk {h.id}" for h in group.others)}'
+            named = ', '.join(f'chunk {h.id}' for h in group.others[:MAX_ALSO_MATCHING])
+            more = len(group.others) - MAX_ALSO_MATCHING
+            block += f'\n    also matching in this document: {named}' + (f' and {more} more' if more > 0 else '')
         parts.append(block + '\n')
     return '\n'.join(parts).rstrip()

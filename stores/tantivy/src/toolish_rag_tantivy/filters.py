@@ -201,6 +201,9 @@ class FilterCompiler(FilterVisitor[Query]):
         return _or([as_element, on_scalar])
 
 
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 def translatable(f: Filter) -> bool:
     """Whether every value in ``f`` is one the index can hold (see `toolish_rag_tantivy.schema.unstorable`)."""
     return _Holdable().visit(f)
@@ -213,6 +216,17 @@ class _Holdable(FilterVisitor[bool]):
     def holds(*values: Scalar) -> bool:
         return all(unstorable(v) is None for v in values)
 
+    @classmethod
+    def bound(cls, value: Scalar) -> bool:
+        """A range bound the index compares correctly: a holdable value, and a number within 64-bit range.
+
+        Tantivy's range query on a column holding only integers reads a bound beyond the signed
+        64-bit range wrongly (``gt 1e19`` matched every record); the core evaluates such a filter.
+        """
+        if isinstance(value, bool) or not isinstance(value, int | float):
+            return cls.holds(value)
+        return cls.holds(value) and _INT64_MIN <= value <= _INT64_MAX
+
     def visit_eq(self, node: filters.Eq) -> bool:
         return self.holds(node.value)
 
@@ -220,16 +234,16 @@ class _Holdable(FilterVisitor[bool]):
         return self.holds(node.value)
 
     def visit_gt(self, node: filters.Gt) -> bool:
-        return self.holds(node.value)
+        return self.bound(node.value)
 
     def visit_gte(self, node: filters.Gte) -> bool:
-        return self.holds(node.value)
+        return self.bound(node.value)
 
     def visit_lt(self, node: filters.Lt) -> bool:
-        return self.holds(node.value)
+        return self.bound(node.value)
 
     def visit_lte(self, node: filters.Lte) -> bool:
-        return self.holds(node.value)
+        return self.bound(node.value)
 
     def visit_in(self, node: filters.In) -> bool:
         return self.holds(*node.values)
