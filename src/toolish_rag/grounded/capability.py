@@ -1,0 +1,307 @@
+"""`Grounding`: the pydantic-ai capability that lets no unverified `GroundedAnswer` out of a run.
+
+Attach it with the toolset whose chunks the answer cites::
+
+    agent = Agent(model, toolsets=[rag], output_type=GroundedAnswer, capabilities=[Grounding(rag)])
+
+When the model gives its answer, the capability (in ``after_output_validate``, after pydantic
+has parsed the output) collects the chunk ids that reached the model in this conversation
+through this toolset, fetches the cited ones through the run's scoped retriever, and runs
+`verify_answer`. A verified answer comes back with every citation's ``source`` filled from the
+store; otherwise the model is sent the problems as a ``ModelRetry`` and may repair its answer
+``repairs`` times, after which the run raises `UngroundedAnswerError` with the last draft and
+the problems. The run never returns an answer with an unverified citation.
+
+What counts as "reached the model through this toolset":
+
+* tool returns of this toolset (``ToolReturnPart`` metadata with ``rag`` equal to its name:
+  searches, expansions, navigation, and the chunks ``verify_citations`` checked or named, so
+  that tool and this check agree), in any turn of the message history, whether the hits are
+  `SearchHit` objects (in process) or plain dicts (a history serialised to JSON and loaded back);
+* the chunks an eager search put in this toolset's instructions (``[n] chunk <id> | score``
+  lines in its block of a request's instructions);
+* ``extra_seen``: chunks the caller put in front of the model itself (`ask` does, in its prompt).
+
+Only the ids come from the messages. The chunk itself is read from the store through
+``rag.retriever(ctx)``, so a chunk outside this run's scope (another tenant's, seen in an
+earlier turn under another scope, or named in a forged history) is "not returned in this
+conversation", and a chunk changed since it was shown is checked as it stands now. Only a
+store that cannot look records up by id (no `ResultExpander`) is checked against the record
+carried in the message, and then still against the run's scope.
+
+Retries: pydantic-ai charges each rejection to the run's output-retry budget
+(``Agent(retries={'output': n})``, default 1, which schema errors also draw on). ``repairs``
+is authoritative within it: the capability counts its own rejections (per run, `for_run`) and
+raises `UngroundedAnswerError` rather than a ``ModelRetry`` once ``repairs`` are used, or when
+one more retry would exceed the output budget, in which case pydantic-ai would otherwise end
+the run with a generic ``UnexpectedModelBehavior``. So set the agent's output retries to at
+least ``repairs``; with the defaults (1 and 1) nothing needs setting.
+
+The semantic check (``semantic_model=``) runs once per verified answer with claims: one call to
+that model, charged to the run's usage, whose `SemanticReport` goes to ``on_semantic`` (a
+callback, because a capability has no place on the run result to put it). It never rejects an
+answer. `ask` runs the same check itself and puts the report on `AskResult.semantic`.
+
+One `Grounding` per agent: it verifies every `GroundedAnswer` the agent outputs against its one
+toolset. `Grounding.verify` runs the check alone (no retry, no raise) for callers that want it.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import re
+from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
+from pydantic_ai.models import Model
+from pydantic_ai.output import OutputContext
+from pydantic_ai.tools import AgentDepsT
+
+from ..content import Chunk
+from ..errors import InvalidRequestError
+from ..filters import matches
+from ..retriever import Retriever
+from ..search import SearchHit
+from .model import GroundedAnswer
+from .quotes import DEFAULT_MIN_QUOTE_CHARS
+from .semantic import SemanticReport, judge_claims
+from .verify import NOT_SEEN, UngroundedAnswerError, Verification, verify_answer
+
+if TYPE_CHECKING:
+    from ..toolset import ToolishRag
+
+__all__ = ['DEFAULT_REPAIRS', 'MAX_HINT_CHUNKS', 'Grounding', 'SemanticListener', 'seen_chunk_ids']
+
+DEFAULT_REPAIRS = 1
+MAX_HINT_CHUNKS = 100
+"""After a failed check, up to this many other seen chunks (latest first) are read to improve the
+feedback ("the quote is in chunk X"); the check itself only needs the cited chunks."""
+_FETCH_CONCURRENCY = 8
+
+SemanticListener = Callable[[SemanticReport], Awaitable[None] | None]
+"""Receives the semantic check's report for a verified answer (sync or async)."""
+
+
+@dataclass
+class _RunState:
+    """Per-run counters: a fresh one for every run (`Grounding.for_run`)."""
+
+    rejections: int = 0
+
+
+@dataclass
+class Grounding(AbstractCapability[AgentDepsT]):
+    """Verify a `GroundedAnswer` against what ``rag`` showed the model in this conversation.
+
+    Args:
+        rag: the toolset whose chunks the answer may cite (its run scope applies).
+        min_quote_chars: the shortest quote accepted (after whitespace normalisation).
+        repairs: how many times a failed answer is sent back to the model before
+            `UngroundedAnswerError`; the agent's output retries must be at least this.
+        extra_seen: chunks that reached the model outside the toolset's tools (e.g. in the prompt).
+        semantic_model: a model to judge, in one extra call, whether each claim follows from its
+            quotes; the report goes to ``on_semantic`` and never rejects an answer.
+        on_semantic: receives the `SemanticReport` (ignored without ``semantic_model``).
+    """
+
+    rag: ToolishRag[Any]
+    min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS
+    repairs: int = DEFAULT_REPAIRS
+    extra_seen: Sequence[Chunk] = ()
+    semantic_model: Model | str | None = None
+    on_semantic: SemanticListener | None = None
+    _state: _RunState = field(default_factory=_RunState, init=False, repr=False, compare=False)
+
+    def __post_init__(self) -> None:
+        if self.repairs < 0:
+            raise ValueError('repairs must be 0 or more')
+        if self.min_quote_chars < 1:
+            raise ValueError('min_quote_chars must be at least 1')
+
+    @classmethod
+    def get_serialization_name(cls) -> str | None:
+        return None  # holds a toolset and callables: not spec-serialisable
+
+    async def for_run(self, ctx: RunContext[AgentDepsT]) -> Grounding[AgentDepsT]:
+        # A fresh instance (``replace`` re-creates ``_state``), so one run's repairs never count in another.
+        return replace(self)
+
+    def get_instructions(self) -> str:
+        return (
+            'Answer in the structured answer format. Back every claim with citations: the id of a chunk shown to '
+            f'you in this conversation from the "{self.rag.name}" collection (the id after "chunk" in a search '
+            'result or passage), '
+            f'and an exact quote copied from that chunk, a whole sentence or clause of at least '
+            f'{self.min_quote_chars} characters, never stitched across chunks. If the documents do not cover the '
+            'question, use status insufficient_evidence and say what is missing; if they disagree, use '
+            'conflicting_evidence and cite both sides; if the question is ambiguous, use needs_clarification.'
+        )
+
+    async def after_output_validate(
+        self, ctx: RunContext[AgentDepsT], *, output_context: OutputContext, output: Any
+    ) -> Any:
+        if not isinstance(output, GroundedAnswer) or ctx.partial_output:
+            return output
+        verification = await self.verify(ctx, output)
+        if verification.ok:
+            await self._semantic(ctx, verification.answer)
+            return verification.answer
+        self._state.rejections += 1
+        if self._state.rejections > self.repairs or ctx.retry >= ctx.max_retries:
+            raise UngroundedAnswerError(verification.answer, verification.problems)
+        raise ModelRetry(verification.feedback())
+
+    async def verify(self, ctx: RunContext[Any], answer: GroundedAnswer) -> Verification:
+        """Verify ``answer`` against the chunks this conversation saw through ``rag`` (no retry, no raise)."""
+        seen = seen_chunk_ids(ctx.messages, self.rag.name)
+        for chunk in self.extra_seen:
+            seen.setdefault(chunk.id, chunk)
+        retriever = self.rag.retriever(ctx)
+        cited = [c.chunk_id for c in answer.citations if c.chunk_id in seen]
+        chunks = await self._in_scope(retriever, seen, cited, with_neighbours=True)
+        verification = verify_answer(answer, chunks, min_quote_chars=self.min_quote_chars)
+        if verification.ok or not _worth_hints(verification):
+            return verification
+        # Failed: read more of what the model saw, so the feedback can say where a quote really is.
+        others = [i for i in reversed(seen) if i not in chunks][:MAX_HINT_CHUNKS]
+        chunks.update(await self._in_scope(retriever, seen, others, with_neighbours=False))
+        return verify_answer(answer, chunks, min_quote_chars=self.min_quote_chars)
+
+    async def _in_scope(
+        self,
+        retriever: Retriever,
+        seen: Mapping[str, Chunk | Mapping[str, Any] | None],
+        ids: Collection[str],
+        *,
+        with_neighbours: bool,
+    ) -> dict[str, Chunk]:
+        """The in-scope chunks among ``ids`` (and their seen sequence neighbours), read from the store."""
+        if not self.rag.store_capabilities.expand:
+            return _from_messages(retriever, seen, ids, with_neighbours=with_neighbours)
+        limit = asyncio.Semaphore(_FETCH_CONCURRENCY)
+
+        async def read(chunk_id: str) -> list[Chunk]:
+            async with limit:
+                try:
+                    if not with_neighbours:
+                        record = await retriever.get(chunk_id)
+                        return [record] if isinstance(record, Chunk) else []
+                    found = await retriever.neighbours(chunk_id, 1)
+                except InvalidRequestError:  # an id no store accepts (a forged history): not seen
+                    return []
+                return [] if found is None else [c for c in found[1] if c.id in seen]
+
+        found: dict[str, Chunk] = {}
+        for chunks in await asyncio.gather(*(read(i) for i in dict.fromkeys(ids))):
+            found.update((c.id, c) for c in chunks)
+        return found
+
+    async def _semantic(self, ctx: RunContext[Any], answer: GroundedAnswer) -> None:
+        if self.semantic_model is None or not answer.claims:
+            return
+        report = await judge_claims(answer, self.semantic_model, usage=ctx.usage)
+        if self.on_semantic is not None:
+            outcome = self.on_semantic(report)
+            if inspect.isawaitable(outcome):
+                await outcome
+
+
+def _worth_hints(verification: Verification) -> bool:
+    """Whether reading more seen chunks could improve the feedback (a quote not found where cited)."""
+    return any(p.chunk_id is not None and p.reason != NOT_SEEN for p in verification.problems)
+
+
+def _from_messages(
+    retriever: Retriever,
+    seen: Mapping[str, Chunk | Mapping[str, Any] | None],
+    ids: Collection[str],
+    *,
+    with_neighbours: bool,
+) -> dict[str, Chunk]:
+    """For a store that cannot look records up: the records the messages carried, if in scope now."""
+    known = {i: c for i in seen if (c := _as_chunk(seen[i])) is not None and matches(retriever.filter, c)}
+    found = {i: known[i] for i in ids if i in known}
+    if with_neighbours:
+        positions = {(c.document_id, c.sequence_number) for c in found.values()}
+        near = {(d, n + step) for d, n in positions for step in (-1, 1)}
+        found.update((i, c) for i, c in known.items() if (c.document_id, c.sequence_number) in near)
+    return found
+
+
+def _as_chunk(record: Chunk | Mapping[str, Any] | None) -> Chunk | None:
+    if record is None or isinstance(record, Chunk):
+        return record
+    if record.get('kind', 'chunk') != 'chunk':
+        return None
+    try:
+        return Chunk.model_validate(record)
+    except ValidationError:
+        return None
+
+
+# -- what reached the model ------------------------------------------------------------------
+
+
+def seen_chunk_ids(messages: Iterable[ModelMessage], rag_name: str) -> dict[str, Chunk | Mapping[str, Any] | None]:
+    """The ids of the chunks ``rag_name`` showed the model in ``messages``, in first-seen order.
+
+    Each maps to the record the message carried (a `Chunk`, or its dict after a JSON round
+    trip), or ``None`` when only the id is known (eager-search results in the instructions).
+    Entities are left out: they have no source text to quote.
+    """
+    seen: dict[str, Chunk | Mapping[str, Any] | None] = {}
+    for message in messages:
+        if not isinstance(message, ModelRequest):
+            continue
+        if message.instructions:
+            for chunk_id in _eager_ids(message.instructions, rag_name):
+                seen.setdefault(chunk_id, None)
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart):
+                for chunk_id, record in _tool_return_chunks(part.metadata, rag_name):
+                    if seen.get(chunk_id) is None:
+                        seen[chunk_id] = record
+    return seen
+
+
+def _tool_return_chunks(metadata: Any, rag_name: str) -> Iterable[tuple[str, Chunk | Mapping[str, Any]]]:
+    if not isinstance(metadata, Mapping) or metadata.get('rag') != rag_name:
+        return
+    hits = metadata.get('hits')
+    if not isinstance(hits, list):
+        return
+    for hit in hits:
+        if isinstance(hit, SearchHit):
+            if isinstance(hit.record, Chunk):
+                yield hit.record.id, hit.record
+        elif isinstance(hit, Mapping):
+            record = hit.get('record')
+            if isinstance(record, Mapping) and record.get('kind', 'chunk') == 'chunk':
+                chunk_id = record.get('id')
+                if isinstance(chunk_id, str):
+                    yield chunk_id, record
+
+
+_RAG_BLOCK = 'You have a reference collection "{name}".'
+_NEXT_BLOCK = re.compile(r'^You have a reference collection "', re.MULTILINE)
+_EAGER_HIT = re.compile(r'^\[\d+\] chunk (.+?) \| score -?[0-9]', re.MULTILINE)
+
+
+def _eager_ids(instructions: str, rag_name: str) -> list[str]:
+    """Chunk ids in ``rag_name``'s block of the instructions (its preloaded search results).
+
+    The block runs from the toolset's opening sentence to the next toolset's; result lines
+    start a line (the chunk's own text is indented), so source text cannot forge one.
+    """
+    start = instructions.find(_RAG_BLOCK.format(name=rag_name))
+    if start < 0:
+        return []
+    following = _NEXT_BLOCK.search(instructions, start + 1)
+    block = instructions[start : following.start() if following else len(instructions)]
+    return _EAGER_HIT.findall(block)

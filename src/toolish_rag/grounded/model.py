@@ -1,0 +1,93 @@
+"""The grounded-answer shape: what a model writes, and what verification adds.
+
+A model answering with `GroundedAnswer` writes only a status, its claims, and for each claim
+the chunk ids it relies on with an exact quote from each. Everything else a reader needs to
+check a citation (which document, where in it, which page) is filled in from the store after
+the quote has been found in the chunk (`CitationSource`), never taken from the model: a model
+can invent a plausible uri as easily as a plausible quote.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import SkipJsonSchema
+
+__all__ = [
+    'MAX_CLAIMS',
+    'MAX_QUOTE_CHARS',
+    'AnswerStatus',
+    'Citation',
+    'CitationSource',
+    'Claim',
+    'GroundedAnswer',
+]
+
+MAX_QUOTE_CHARS = 2000
+"""The longest quote a model may write: a sentence or a few, never a whole chunk copied."""
+MAX_CLAIMS = 30
+
+AnswerStatus = Literal['answered', 'insufficient_evidence', 'conflicting_evidence', 'needs_clarification']
+
+
+class CitationSource(BaseModel):
+    """Where a verified quote stands, from the store: filled by verification, never by the model."""
+
+    model_config = ConfigDict(frozen=True)
+
+    document_id: str
+    document_title: str
+    document_uri: str
+    section_path: tuple[str, ...] = ()
+    start_char: int | None = None
+    """Offset of the quote in the document's source text, when the chunk's own offset is known."""
+    end_char: int | None = None
+    chunk_start: int
+    """Offset of the quote within the chunk's source text (``urtext``)."""
+    chunk_end: int
+    page: int | None = None
+
+
+class Citation(BaseModel):
+    """One piece of evidence: a chunk id and an exact quote from that chunk."""
+
+    chunk_id: str = Field(
+        max_length=200, description='The id of a chunk that a search or read in this conversation returned.'
+    )
+    quote: str = Field(
+        max_length=MAX_QUOTE_CHARS,
+        description='An exact quote from that chunk (a full sentence or clause; copy it, do not paraphrase).',
+    )
+    source: SkipJsonSchema[CitationSource | None] = None
+    """Filled by verification from the store; not part of the schema the model sees."""
+
+
+class Claim(BaseModel):
+    """One statement of the answer, with the citations that support it."""
+
+    text: str = Field(max_length=4000, description='One statement of the answer, in your own words.')
+    citations: list[Citation] = Field(
+        default_factory=list, max_length=10, description='The evidence for this statement: at least one citation.'
+    )
+
+
+class GroundedAnswer(BaseModel):
+    """An answer whose every claim is backed by exact quotes from retrieved chunks.
+
+    ``status``: ``answered`` (every claim cited), ``insufficient_evidence`` (the documents do not
+    cover it: say what is ``missing``; any claims made must still be cited),
+    ``conflicting_evidence`` (the documents disagree: cite both sides, from different chunks),
+    ``needs_clarification`` (ask the ``clarifying_question``).
+    """
+
+    status: AnswerStatus = Field(description='How well the retrieved documents answer the question.')
+    claims: list[Claim] = Field(default_factory=list, max_length=MAX_CLAIMS)
+    missing: str | None = Field(default=None, max_length=2000, description='What the documents did not cover.')
+    clarifying_question: str | None = Field(
+        default=None, max_length=1000, description='For needs_clarification: the question to ask the user.'
+    )
+
+    @property
+    def citations(self) -> list[Citation]:
+        return [c for claim in self.claims for c in claim.citations]

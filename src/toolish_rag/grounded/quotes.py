@@ -1,0 +1,309 @@
+"""Finding a model's quote in a chunk's exact source text, and the sentence it most resembles.
+
+A citation is only worth something if its quote really stands in the chunk, so the match is
+exact except for the differences a faithful copy picks up without changing a word:
+
+* whitespace: any run of Unicode whitespace (``str.isspace``: spaces, tabs, newlines,
+  no-break and thin spaces...) is one space, and leading/trailing whitespace is ignored.
+  A run never equals *no* space: ``'a — b'`` does not match ``'a—b'``.
+* invisible format characters: U+200B (zero-width space), U+2060 (word joiner), U+FEFF
+  (zero-width no-break space / BOM) and U+00AD (soft hyphen) are treated as absent. They do
+  not render, so a model copying the text it sees cannot reproduce them, and they carry no
+  meaning; PDF and HTML extraction leaves them in. (ZWJ/ZWNJ are kept: in Persian or Indic
+  text they change how a word is written.)
+* quote marks, in two classes: double (U+0022 and U+201C, U+201D, U+201E, U+201F, U+2033
+  double prime, U+00AB, U+00BB guillemets) and single (U+0027 apostrophe and U+2018, U+2019,
+  U+201A, U+201B, U+2032 prime, U+0060 grave, U+00B4 acute, U+2039, U+203A, U+02BC modifier
+  apostrophe; the full-width U+FF02 and U+FF07 in their classes). The classes stay
+  apart because prime and double prime look like quote marks but differ in meaning (five
+  feet is not five inches).
+* dashes and the minus sign: U+002D hyphen-minus and U+2010 to U+2015 (hyphens, figure, en
+  and em dashes, horizontal bar), U+2212 minus, U+FE63 and U+FF0D (small and full-width
+  hyphen-minus) are one character.
+
+Nothing else: case, letters, digits and other punctuation must match exactly. In particular
+``'…'`` and ``'...'`` are *not* equivalent: the issue's rule set is whitespace, quote marks and
+dashes only, and a ``'...'`` in a quote is usually how a model marks an omission, that is a
+stitched quote, which must fail. Unicode canonical equivalence (NFC vs NFD) is not applied
+either; a decomposed source is rare and applying it would need a second index map.
+
+A match must also start and end on word boundaries: ``'safe to use outdoors'`` is a
+substring of ``'unsafe to use outdoors'`` but not a quote of it, and ``'5 million'`` is not a
+quote of ``'3.5 million'`` or of a negative five million. Scripts written without spaces between words
+(CJK, Thai, ...) have no such boundary and are exempt.
+
+The normalised text keeps a sparse map back to the original (one entry per copied segment),
+so a match gives exact offsets into the original text; normalised chunk texts are cached,
+because the benchmark checks thousands of quotes against the same chunks.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import unicodedata
+from bisect import bisect_right
+from dataclasses import dataclass
+from functools import lru_cache
+
+__all__ = [
+    'CLOSEST_MAX_CHARS',
+    'DEFAULT_MIN_QUOTE_CHARS',
+    'QuoteMatch',
+    'closest_sentence',
+    'find_quote',
+    'normalise_quote',
+]
+
+DEFAULT_MIN_QUOTE_CHARS = 12
+"""The shortest quote accepted: shorter fragments ('not', 'in 2019') prove nothing."""
+
+_WHITESPACE = (
+    '\t\n\x0b\x0c\r\x1c\x1d\x1e\x1f \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005'
+    '\u2006\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000'
+)
+"""Every character for which ``str.isspace()`` is true (a test keeps this list complete)."""
+_ABSENT = '\u200b\u2060\ufeff\u00ad'
+"""Invisible format characters treated as if they were not there."""
+_DOUBLE_QUOTES = '"\u201c\u201d\u201e\u201f\u2033\u00ab\u00bb\uff02'
+_SINGLE_QUOTES = "'\u2018\u2019\u201a\u201b\u2032`\u00b4\u2039\u203a\u02bc\uff07"
+_DASHES = '-\u2010\u2011\u2012\u2013\u2014\u2015\u2212\ufe63\uff0d'
+_TRANSLATION = str.maketrans(
+    {
+        **dict.fromkeys(_DOUBLE_QUOTES, '"'),
+        **dict.fromkeys(_SINGLE_QUOTES, "'"),
+        **dict.fromkeys(_DASHES, '-'),
+    }
+)
+_SKIP = _WHITESPACE + _ABSENT
+_SKIP_CLASS = '[' + re.escape(_SKIP) + ']'
+_RUN = re.compile(f'{_SKIP_CLASS}{{2,}}|[{re.escape(_SKIP.replace(" ", ""))}]')
+"""What normalisation rewrites: a run of 2+ skippable characters, or one that is not a plain space."""
+_HAS_WHITESPACE = re.compile('[' + re.escape(_WHITESPACE) + ']')
+_CACHE_MAX_CHARS = 200_000
+"""Texts longer than this go to a much smaller cache."""
+
+_NO_SPACE_SCRIPTS = (
+    (0x0E00, 0x0EFF),  # Thai, Lao
+    (0x0F00, 0x0FFF),  # Tibetan
+    (0x1000, 0x109F),  # Myanmar
+    (0x1780, 0x17FF),  # Khmer
+    (0x2E80, 0x2FDF),  # CJK radicals
+    (0x3000, 0x31FF),  # CJK punctuation, Hiragana, Katakana, Bopomofo
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xF900, 0xFAFF),  # CJK compatibility ideographs
+    (0xFF66, 0xFF9F),  # half-width Katakana
+    (0x20000, 0x3FFFF),  # CJK extensions B onwards
+)
+
+
+@dataclass(frozen=True, slots=True)
+class QuoteMatch:
+    """Where a quote stands: ``text[start:end]`` is the quoted span of the original text."""
+
+    start: int
+    end: int
+
+
+@dataclass(frozen=True, slots=True)
+class _Normalised:
+    """A normalised text and a sparse map back to the original.
+
+    Normalised positions ``seg_norm[k] <= p < seg_norm[k + 1]`` come from original position
+    ``seg_orig[k] + (p - seg_norm[k])``: each segment is copied one to one (a collapsed
+    whitespace run is a segment of one space mapped to the run's first whitespace character).
+    """
+
+    text: str
+    seg_norm: tuple[int, ...]
+    seg_orig: tuple[int, ...]
+
+    def original(self, position: int) -> int:
+        k = bisect_right(self.seg_norm, position) - 1
+        return self.seg_orig[k] + position - self.seg_norm[k]
+
+
+def normalise_quote(quote: str) -> str:
+    """``quote`` as matching sees it: whitespace collapsed and trimmed, quote marks and dashes unified."""
+    return _normalise(quote).text
+
+
+def _normalise(text: str) -> _Normalised:
+    if len(text) <= _CACHE_MAX_CHARS:
+        return _normalise_cached(text)
+    return _normalise_large(text)
+
+
+@lru_cache(maxsize=2048)
+def _normalise_cached(text: str) -> _Normalised:
+    return _normalise_uncached(text)
+
+
+@lru_cache(maxsize=4)
+def _normalise_large(text: str) -> _Normalised:
+    """Few, so a handful of huge texts checked over and over stay cheap without holding much memory."""
+    return _normalise_uncached(text)
+
+
+def _normalise_uncached(text: str) -> _Normalised:
+    translated = text.translate(_TRANSLATION)  # one character for one: positions unchanged
+    parts: list[str] = []
+    seg_norm: list[int] = []
+    seg_orig: list[int] = []
+    length = 0
+    pending_space: int | None = None  # original position of a whitespace run not yet emitted
+    previous = 0
+
+    def copy(start: int, end: int) -> None:
+        nonlocal length, pending_space
+        if pending_space is not None and length:  # a run between two words: one space
+            parts.append(' ')
+            seg_norm.append(length)
+            seg_orig.append(pending_space)
+            length += 1
+        pending_space = None
+        parts.append(translated[start:end])
+        seg_norm.append(length)
+        seg_orig.append(start)
+        length += end - start
+
+    for run in _RUN.finditer(translated):
+        if run.start() > previous:
+            copy(previous, run.start())
+        space = _HAS_WHITESPACE.search(translated, run.start(), run.end())
+        if space is not None and pending_space is None:
+            pending_space = space.start()
+        previous = run.end()
+    if previous < len(translated):
+        copy(previous, len(translated))
+    joined = ''.join(parts)
+    # A single plain space is copied as is, so one may still stand at either end.
+    if joined.endswith(' '):
+        joined = joined[:-1]
+    if joined.startswith(' '):
+        joined = joined[1:]
+        seg_orig[0] += 1
+        seg_norm = [0] + [p - 1 for p in seg_norm[1:]]
+    return _Normalised(joined, tuple(seg_norm) or (0,), tuple(seg_orig) or (0,))
+
+
+def _in_word(char: str) -> bool:
+    """A letter or digit of a script that separates its words (a quote may not cut between two)."""
+    if not char.isalnum():
+        return False
+    code = ord(char)
+    return not any(low <= code <= high for low, high in _NO_SPACE_SCRIPTS)
+
+
+def _cuts_at_start(text: str, start: int) -> bool:
+    """Would a quote starting at ``start`` of the normalised ``text`` begin in the middle of a word or number?"""
+    first = text[start]
+    if unicodedata.category(first).startswith('M'):
+        return True  # a combining mark cut from its base letter
+    if start == 0:
+        return False
+    before = text[start - 1]
+    if _in_word(before) and _in_word(first):
+        return True
+    # '5 million' is not a quote of '3.5 million', '1,5 million', '-5 million' or '+5 million'.
+    return first.isdigit() and before in '.,-+'
+
+
+def _cuts_at_end(text: str, end: int) -> bool:
+    """Would a quote ending at ``end`` of the normalised ``text`` stop in the middle of a word or number?"""
+    if end >= len(text):
+        return False
+    last, after = text[end - 1], text[end]
+    if unicodedata.category(after).startswith('M'):
+        return True  # 'cafe' is not a quote of 'cafe\u0301'
+    if _in_word(last) and _in_word(after):
+        return True
+    if last.isdigit():
+        if after in '%\u2030':
+            return True
+        if after in '.,' and end + 1 < len(text) and text[end + 1].isdigit():
+            return True  # '3' is not a quote of '3.5'
+    return False
+
+
+def find_quote(quote: str, text: str) -> QuoteMatch | None:
+    """Where ``quote`` stands in ``text`` (the first place), after normalising only whitespace, quote marks and dashes.
+
+    ``None`` when it does not, or when the quote is empty after normalisation. The offsets are
+    into ``text`` as given, so ``text[match.start:match.end]`` is the original span.
+    """
+    needle = _normalise(quote).text
+    if not needle:
+        return None
+    haystack = _normalise(text)
+    position = haystack.text.find(needle)
+    while position >= 0:
+        end = position + len(needle)
+        if not _cuts_at_start(haystack.text, position) and not _cuts_at_end(haystack.text, end):
+            return QuoteMatch(haystack.original(position), haystack.original(end - 1) + 1)
+        position = haystack.text.find(needle, position + 1)
+    return None
+
+
+CLOSEST_MAX_CHARS = 300
+"""The longest sentence `closest_sentence` returns (longer ones are cut around the best match)."""
+_CLOSEST_MIN_COVERAGE = 0.6
+_CLOSEST_CANDIDATES = 8
+_COMPARE_CHARS = 600
+"""difflib is quadratic: quote and sentence are compared on their first 600 characters."""
+_SENTENCE_END = re.compile(r'(?<=[.!?\u2026\u3002\uff01\uff1f])\s+|\n\s*\n')
+_WORD = re.compile(r'\w+')
+
+
+def _sentences(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    if len(text) <= _CACHE_MAX_CHARS:
+        return _sentences_cached(text)
+    return _sentences_large(text)
+
+
+def _split_sentences(text: str) -> tuple[tuple[str, frozenset[str]], ...]:
+    """The sentences of ``text``, each with its lower-cased words (for the cheap first ranking)."""
+    return tuple((s, frozenset(_WORD.findall(s.lower()))) for s in _SENTENCE_END.split(text) if s.strip())
+
+
+_sentences_cached = lru_cache(maxsize=256)(_split_sentences)
+_sentences_large = lru_cache(maxsize=2)(_split_sentences)
+
+
+def closest_sentence(quote: str, text: str) -> str | None:
+    """The sentence of ``text`` most like ``quote``, for feedback; ``None`` when none is reasonably close.
+
+    Candidates are the sentences sharing the most words with the quote (cheap, so a megabyte
+    text costs one pass); the best of them by difflib's matching blocks wins if they cover at
+    least 60% of the quote. The sentence comes back whitespace-collapsed and at most
+    `CLOSEST_MAX_CHARS` long, so feedback stays bounded whatever the chunk.
+    """
+    needle = _normalise(quote).text[:_COMPARE_CHARS]
+    if not needle:
+        return None
+    words = frozenset(_WORD.findall(needle.lower()))
+    scored = sorted(
+        (-len(words & sentence_words), index, sentence)
+        for index, (sentence, sentence_words) in enumerate(_sentences(text))
+        if not words or words & sentence_words
+    )
+    best: tuple[float, float, str, int] | None = None
+    for _, _, sentence in scored[:_CLOSEST_CANDIDATES]:
+        candidate = _normalise(sentence).text[:_COMPARE_CHARS]
+        matcher = difflib.SequenceMatcher(None, needle, candidate, autojunk=False)
+        blocks = matcher.get_matching_blocks()
+        coverage = sum(block.size for block in blocks) / len(needle)
+        if best is None or (coverage, matcher.ratio()) > best[:2]:
+            anchor = next((block.b for block in blocks if block.size), 0)
+            best = (coverage, matcher.ratio(), sentence, anchor)
+    if best is None or best[0] < _CLOSEST_MIN_COVERAGE:
+        return None
+    _, _, sentence, anchor = best
+    # Shown as written (so the model can copy it), only its whitespace collapsed.
+    shown = ' '.join(sentence.split())
+    if len(shown) <= CLOSEST_MAX_CHARS:
+        return shown
+    width = CLOSEST_MAX_CHARS - 2  # room for an ellipsis at each end
+    start = max(0, min(anchor - 40, len(shown) - width))
+    return ('…' if start else '') + shown[start : start + width] + ('…' if start + width < len(shown) else '')
