@@ -1,7 +1,7 @@
 """toolish-rag: retrieval as tools for pydantic-ai agents.
 
 The public API is what this module exports plus the public (non-underscore) modules
-``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.errors``,
+``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.sections``, ``.navigation``, ``.grounded``, ``.errors``,
 ``.embedding``, ``.fusion``, ``.regex``, ``.writes``, ``.builder``, ``.retriever``, ``.stores`` and
 ``.testing``. Store adapters (``toolish-rag-lancedb``, ``toolish-rag-tantivy``) are built on these
 alone: ``.regex`` (compile a request, the text to match, the ranking) and ``.writes`` (upsert
@@ -19,6 +19,7 @@ from .protocols import (
     HybridSearch,
     RegexSearch,
     ResultExpander,
+    SectionReader,
     StoreCapabilities,
     StoreLike,
     TextSearch,
@@ -50,6 +51,7 @@ __all__ = [
     'SearchHit',
     'SearchRequest',
     'Section',
+    'SectionReader',
     'StoreCapabilities',
     'StoreLike',
     'TextSearch',
@@ -63,6 +65,7 @@ __all__ = [
 ]
 
 from .fusion import FusionConfig
+from .grounded import GroundedAnswer, UngroundedAnswerError
 from .retriever import Retriever, SectionView
 from .toolset import EagerSearch, FilterableKey, ModelFilters, RagEvent, RagListener, ToolishRag
 
@@ -70,10 +73,12 @@ __all__ += [
     'EagerSearch',
     'FilterableKey',
     'FusionConfig',
+    'GroundedAnswer',
     'ModelFilters',
     'RagEvent',
     'RagListener',
     'Retriever',
     'SectionView',
     'ToolishRag',
+    'UngroundedAnswerError',
 ]

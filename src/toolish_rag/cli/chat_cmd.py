@@ -18,7 +18,6 @@ object, so tests drive the very same code with a scripted model.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from pathlib import Path
@@ -29,16 +28,14 @@ from pydantic_ai.agent import EventStreamHandler
 from pydantic_ai.messages import AgentStreamEvent, ModelMessage, PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
 from pydantic_ai.models import Model
 
-from ..filters import parse_filter
 from ..toolset import RagEvent, ToolishRag, tool_name
-from .common import open_rag
+from .common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
 
 if TYPE_CHECKING:
     from rich.console import Console
 
 __all__ = ['CHAT_INSTRUCTIONS', 'HISTORY_FILE', 'MODEL_ENV', 'build_agent', 'chat', 'register', 'run', 'tool_line']
 
-MODEL_ENV = 'TOOLISH_RAG_MODEL'
 HISTORY_FILE = 'prompt-history.txt'
 _EXIT_COMMANDS = frozenset({'/exit', '/quit'})
 
@@ -60,23 +57,17 @@ environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...).""
 
 def register(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser('chat', help='chat with an agent that searches the store')
-    parser.add_argument(
-        '--model', '-m', default=None, help=f'pydantic-ai model string, e.g. openai:gpt-5-mini (default: ${MODEL_ENV})'
-    )
-    parser.add_argument('--filter', default=None, help='scope filter JSON the agent cannot leave')
+    add_model_arguments(parser, scope_help='scope filter JSON the agent cannot leave')
     parser.add_argument('--no-stream', action='store_true', help='print each answer when complete instead of streaming')
     parser.set_defaults(run=run)
     return parser
 
 
 async def run(args: argparse.Namespace) -> int:
-    model = args.model or os.environ.get(MODEL_ENV)
-    if not model:
-        print(_NO_MODEL, file=sys.stderr)
+    chosen = model_and_scoped_rag(args, _NO_MODEL)
+    if chosen is None:
         return 2
-    _, rag = open_rag(args)
-    if args.filter:
-        rag = rag.with_metadata_filter(parse_filter(args.filter))
+    model, rag = chosen
     return await chat(rag, model, stream=not args.no_stream)
 
 

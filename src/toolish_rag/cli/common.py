@@ -4,13 +4,26 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from typing import Any
 
+from ..filters import parse_filter
 from ..stores import available_stores, open_store
 from ..stores.registry import default_store_name
 from ..toolset import FilterableKey, ToolishRag
 
-__all__ = ['add_store_arguments', 'default_store_spec', 'filterable_keys', 'open_rag']
+__all__ = [
+    'MODEL_ENV',
+    'add_model_arguments',
+    'add_store_arguments',
+    'default_store_spec',
+    'filterable_keys',
+    'model_and_scoped_rag',
+    'open_rag',
+]
+
+MODEL_ENV = 'TOOLISH_RAG_MODEL'
+"""The environment variable a model-using command (chat, ask) reads when ``--model`` is not given."""
 
 STORE_DIR = '.toolish-rag'
 
@@ -90,3 +103,23 @@ def open_rag(args: argparse.Namespace) -> tuple[Any, ToolishRag[Any]]:
     except (TypeError, ValueError) as e:
         raise SystemExit(f'--filterable: {e}') from None
     return store, rag
+
+
+def add_model_arguments(parser: argparse.ArgumentParser, *, scope_help: str) -> None:
+    """``--model`` and ``--filter``: what every command that runs a model over a scope takes."""
+    parser.add_argument(
+        '--model', '-m', default=None, help=f'pydantic-ai model string, e.g. openai:gpt-5-mini (default: ${MODEL_ENV})'
+    )
+    parser.add_argument('--filter', default=None, help=scope_help)
+
+
+def model_and_scoped_rag(args: argparse.Namespace, no_model: str) -> tuple[str, ToolishRag[Any]] | None:
+    """The model string and the toolset narrowed by ``--filter``; ``None`` (after printing ``no_model``) without a model."""
+    model = args.model or os.environ.get(MODEL_ENV)
+    if not model:
+        print(no_model, file=sys.stderr)
+        return None
+    _, rag = open_rag(args)
+    if args.filter:
+        rag = rag.with_metadata_filter(parse_filter(args.filter))
+    return model, rag

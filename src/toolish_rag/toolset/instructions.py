@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..grounded.quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..protocols import StoreLike, TextSearch
 from .names import ToolName, tool_name
+from .verify_tool import MAX_CITATIONS
 
 __all__ = ['build_instructions', 'tool_descriptions']
 
@@ -72,6 +74,14 @@ def tool_descriptions(store: StoreLike, default_top_k: int, max_top_k: int) -> d
             'cite. section: a section id from outline, or an exact section title (pass document too when several '
             'documents have a section with that title); a document id reads the whole document. Long sections '
             'come in pages: call again with the offset the answer gives.'
+        ),
+        'verify_citations': (
+            'Check the citations of a draft answer before you give it: pass its claims, each with its citations '
+            '(a chunk id and an exact quote from that chunk). For each citation it says whether the quote stands '
+            'in that chunk (the match is exact except for whitespace, quote marks and dashes; quotes shorter than '
+            f'{DEFAULT_MIN_QUOTE_CHARS} characters do not count) and where: document, section, offsets, page; '
+            'if not, why, with the chunk to cite instead or the closest sentence in the chunk. '
+            f'At most {MAX_CITATIONS} citations per call.'
         ),
         'list_values': (
             'List the values a filterable key takes in this collection, with how many documents have each; '

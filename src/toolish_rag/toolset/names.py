@@ -21,6 +21,7 @@ ToolName: TypeAlias = Literal[
     'list_documents',
     'outline',
     'read_section',
+    'verify_citations',
     'list_values',
 ]
 TOOL_NAMES: tuple[ToolName, ...] = get_args(ToolName)

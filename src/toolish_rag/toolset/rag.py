@@ -16,7 +16,7 @@ import inspect
 import time
 from collections.abc import Awaitable, Callable, Collection, Mapping
 from dataclasses import dataclass, field, replace
-from typing import Annotated, Any, Generic, Literal, TypeAlias
+from typing import TYPE_CHECKING, Annotated, Any, Generic, Literal, TypeAlias
 
 from pydantic import BaseModel, Field, ValidationError
 from pydantic_ai import ModelRetry, RunContext, Tool
@@ -29,14 +29,20 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from ..errors import InvalidRequestError, echo
 from ..filters import Filter, combine_all
 from ..fusion import FusionConfig
+from ..grounded.model import MAX_CLAIMS, Claim
 from ..protocols import StoreCapabilities, StoreLike
 from ..retriever import Retriever
 from ..search import QUERY_RULE, SearchHit
-from . import navigation_tools, render
+from . import navigation_tools, render, verify_tool
 from .arguments import StringArguments
 from .direct import direct_context
 from .events import RagEvent, RagListener
 from .filterable import FilterableSpec, ModelFilters
+
+if TYPE_CHECKING:  # the grounded package builds on this toolset: imported where used
+    from pydantic_ai.models import Model
+
+    from ..grounded import AskResult, Grounding, SemanticListener
 from .instructions import build_instructions, tool_descriptions
 from .names import TOOL_NAMES, ToolName, check_tool_names, tool_name
 from .render_navigation import render_groups
@@ -131,6 +137,14 @@ _TitleContains = Annotated[
     str | None, Field(description='Optional: keep documents whose title contains this, ignoring case.')
 ]
 _Key = Annotated[str, Field(description='A filterable key (see the tool description).')]
+# The claims' nested strings (chunk ids, quotes) are bounded by the `Claim` model's own ``max_length``s.
+_Claims = Annotated[
+    list[Claim],
+    Field(
+        max_length=MAX_CLAIMS,
+        description='The claims of your draft answer, each with its citations (a chunk id and an exact quote).',
+    ),
+]
 
 
 class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
@@ -276,6 +290,64 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """A copy that does not offer these tools (short names, e.g. ``'regex_search'``)."""
         return self._with(exclude=self._config.exclude | set(names))
 
+    def grounding(
+        self,
+        *,
+        min_quote_chars: int = 12,
+        repairs: int = 1,
+        semantic_model: Model | str | None = None,
+        on_semantic: SemanticListener | None = None,
+    ) -> Grounding[AgentDepsT]:
+        """A capability that verifies a `GroundedAnswer` output against this toolset's retrievals.
+
+        ``Agent(..., toolsets=[rag], output_type=GroundedAnswer, capabilities=[rag.grounding()])``:
+        every cited chunk must have reached the model through this toolset in the conversation and
+        be in the run's scope, every quote must stand in its chunk; a failed check is sent back for
+        ``repairs`` repairs, then raises `UngroundedAnswerError`. See docs/grounded.md.
+        """
+        from ..grounded import Grounding
+
+        return Grounding(
+            self,
+            min_quote_chars=min_quote_chars,
+            repairs=repairs,
+            semantic_model=semantic_model,
+            on_semantic=on_semantic,
+        )
+
+    async def ask(
+        self,
+        question: str,
+        *,
+        model: Model | str,
+        deps: Any = None,
+        grader_model: Model | str | None = None,
+        semantic_model: Model | str | None = None,
+        top_k: int = 8,
+        evidence_chars: int = 10_000,
+        min_quote_chars: int = 12,
+        grader_timeout: float = 30.0,
+    ) -> AskResult:
+        """Retrieve, grade, rewrite once if needed, answer with verified citations: a bounded loop.
+
+        At most 2 retrievals and 6 model calls; an empty retrieval calls no answer model. See
+        `toolish_rag.grounded.ask` and docs/grounded.md.
+        """
+        from ..grounded import ask
+
+        return await ask(
+            self,
+            question,
+            model=model,
+            deps=deps,
+            grader_model=grader_model,
+            semantic_model=semantic_model,
+            top_k=top_k,
+            evidence_chars=evidence_chars,
+            min_quote_chars=min_quote_chars,
+            grader_timeout=grader_timeout,
+        )
+
     def as_capability(self) -> ToolsetCapability[AgentDepsT]:
         """This toolset as a pydantic-ai capability: ``Agent(capabilities=[rag.as_capability()])``."""
         return ToolsetCapability(self)
@@ -317,6 +389,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             'list_documents': caps.sections,
             'outline': caps.sections,
             'read_section': caps.sections,
+            'verify_citations': caps.expand,
             'list_values': caps.sections and self._config.filterable is not None,
         }
         return [t for t in TOOL_NAMES if available[t] and t not in self._config.exclude]
@@ -637,6 +710,14 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
             return await self._run(ctx, 'zoom_out', {'id': id}, body)
 
+        async def verify_citations(ctx: RunContext[Any], claims: _Claims) -> ToolReturn:
+            # The event shows the claims as the model sent them (plain data); the body checks the models.
+            sent = {'claims': [c.model_dump(exclude={'citations': {'__all__': {'source'}}}) for c in claims]}
+            check_id = self._arguments.by_name['chunk_id']
+            return await self._run(
+                ctx, 'verify_citations', sent, lambda r, a: verify_tool.verify_citations(r, claims, check_id)
+            )
+
         tools: dict[ToolName, Callable[..., Any]] = {
             'vector_search': vector_search,
             'text_search': text_search,
@@ -644,6 +725,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             'regex_search': regex_search,
             'broaden_chunk': broaden_chunk,
             'zoom_out': zoom_out,
+            'verify_citations': verify_citations,
             **self._navigation_tools(),
         }
         return [

@@ -40,7 +40,7 @@ MAX_RETRY_CHARS = 2000
 """The longest retry message a model is sent."""
 MAX_ERRORS = 4
 """How many argument validation errors a model is shown (the rest are counted, not listed)."""
-_MAX_LOC = 3
+_MAX_LOC = 5
 _ELLIPSIS = '…'
 
 

@@ -1,0 +1,178 @@
+"""The body of the ``verify_citations`` tool: does each quote of a draft answer stand in the chunk it cites?
+
+A model that checks its citations before answering can still repair them with its tools; the
+grounding capability checks them again afterwards, and the two must agree. So the verdict is
+`toolish_rag.grounded.verify.verify_answer`'s, run on the chunks this tool fetched through the
+run's scoped `Retriever`: each cited chunk by id and, for a chunk that does not hold a quote cited
+from it, its neighbours in reading order, so that a quote from the next chunk is answered with the
+id to cite instead, and one stitched across two chunks is named as such.
+
+A cited id that is missing, outside the scope, or not a chunk's gets one message built from the id
+alone: the answer cannot tell another tenant's chunk from one that never existed. A problem of one
+citation is reported on that citation's line, not as a retry of the whole call, so the other
+citations still get their verdicts; only a call that cannot be checked as sent (no claims, too many
+citations) is refused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TypeAlias
+
+from ..content import Chunk
+from ..errors import InvalidRequestError, echo
+from ..grounded.model import Citation, CitationSource, Claim, GroundedAnswer
+from ..grounded.quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
+from ..grounded.verify import NOT_SEEN, CitationProblem, Verification, verify_answer
+from ..retriever import Retriever
+from ..search import SearchHit
+from .arguments import StringArgument
+
+__all__ = ['MAX_CITATIONS', 'NOT_FOUND', 'verify_citations']
+
+MAX_CITATIONS = 30
+"""The most citations one call checks: each may cost a store lookup, and each gets a line of the answer."""
+NOT_FOUND = 'no chunk with this id was found: cite a chunk id exactly as a search or read result shows it'
+"""The one reason for a cited id that is missing, outside the run's scope, or not a chunk's."""
+_MAX_SHOWN_CHARS = 200
+"""A title, section path or uri longer than this is cut in a location (they come from the documents)."""
+
+_Result = tuple[str, list[SearchHit]]
+_Looked: TypeAlias = Chunk | str | InvalidRequestError
+"""What a cited id (as sent) came to: its in-scope chunk, the id looked up in vain, or why it is no id."""
+
+
+async def verify_citations(r: Retriever, claims: Sequence[Claim], check_id: StringArgument) -> _Result:
+    """Check every citation of ``claims`` in the run's scope: one line per citation, and the chunks checked.
+
+    ``check_id`` is the toolset's check of a chunk id argument (stripped, non-empty, bounded),
+    applied to each cited id as the other tools apply it to theirs. Hits: each cited chunk found
+    (score 1.0 when a quote verified in it, else 0.0) and each neighbour the answer names.
+    """
+    total = _check_call(claims)
+    ids = await _fetch(r, _ids(claims, check_id))
+    found = {c.id: c for c in ids.values() if isinstance(c, Chunk)}
+    around = await _around_misses(r, claims, ids, found)
+    answer = GroundedAnswer(status='insufficient_evidence', claims=[_looked_up(c, ids) for c in claims])
+    # The status only sets answer-level rules, which are the final answer's business, not this tool's.
+    verification = verify_answer(answer, {**around, **found}, min_quote_chars=DEFAULT_MIN_QUOTE_CHARS)
+    problems = {(p.claim, p.citation): _reported(p, claims, ids) for p in verification.problems if p.claim is not None}
+    verified = {c.chunk_id for c in verification.answer.citations if c.source is not None}
+    named = [c for c in around.values() if c.id not in found and any(echo(c.id) in p.reason for p in problems.values())]
+    hits = [SearchHit(c, 1.0 if c.id in verified else 0.0) for c in [*found.values(), *named]]
+    return _render(verification, problems, total), hits
+
+
+def _check_call(claims: Sequence[Claim]) -> int:
+    """The number of citations, or `InvalidRequestError` for a call that cannot be checked as sent."""
+    if not claims:
+        raise InvalidRequestError(
+            'claims is empty: send the claims of your draft answer, each with its citations '
+            '(a chunk id and an exact quote from that chunk)'
+        )
+    total = sum(len(c.citations) for c in claims)
+    if total > MAX_CITATIONS:
+        raise InvalidRequestError(
+            f'{total} citations are more than one call checks ({MAX_CITATIONS}): '
+            f'send the claims over several calls of at most {MAX_CITATIONS} citations each'
+        )
+    return total
+
+
+def _ids(claims: Sequence[Claim], check_id: StringArgument) -> dict[str, str | InvalidRequestError]:
+    ids: dict[str, str | InvalidRequestError] = {}
+    for citation in (c for claim in claims for c in claim.citations):
+        try:
+            ids[citation.chunk_id] = check_id.check(citation.chunk_id)
+        except InvalidRequestError as e:
+            ids[citation.chunk_id] = e
+    return ids
+
+
+async def _fetch(r: Retriever, ids: Mapping[str, str | InvalidRequestError]) -> dict[str, _Looked]:
+    """Each cited id (as sent) looked up in the run's scope, once per distinct id."""
+    fetched: dict[str, _Looked] = {}
+    for chunk_id in dict.fromkeys(i for i in ids.values() if isinstance(i, str)):
+        try:
+            record = await r.get(chunk_id)
+        except InvalidRequestError as e:  # a control character or surrogate in the id: said of the id alone
+            fetched[chunk_id] = e
+            continue
+        fetched[chunk_id] = record if isinstance(record, Chunk) else chunk_id
+    return {raw: fetched[i] if isinstance(i, str) else i for raw, i in ids.items()}
+
+
+async def _around_misses(
+    r: Retriever, claims: Sequence[Claim], ids: Mapping[str, _Looked], found: Mapping[str, Chunk]
+) -> dict[str, Chunk]:
+    """The neighbours of each cited chunk that does not hold a quote cited from it (its id at the top)."""
+    missed = dict.fromkeys(
+        looked.id
+        for c in (c for claim in claims for c in claim.citations)
+        if isinstance(looked := ids[c.chunk_id], Chunk) and find_quote(c.quote, looked.urtext) is None
+    )
+    around: dict[str, Chunk] = {}
+    for chunk_id in missed:
+        window = await r.neighbours(chunk_id, 1)
+        if window is not None:
+            around.update((c.id, c) for c in window[1] if c.id not in found)
+    return around
+
+
+def _looked_up(claim: Claim, ids: Mapping[str, _Looked]) -> Claim:
+    """``claim`` with each found citation's id as the store has it (stripped), the rest as sent."""
+
+    def citation(c: Citation) -> Citation:
+        looked = ids[c.chunk_id]
+        return c.model_copy(update={'chunk_id': looked.id if isinstance(looked, Chunk) else c.chunk_id})
+
+    return claim.model_copy(update={'citations': [citation(c) for c in claim.citations]})
+
+
+def _reported(problem: CitationProblem, claims: Sequence[Claim], ids: Mapping[str, _Looked]) -> CitationProblem:
+    """``problem`` as this tool says it: an id not fetched is "not found" (or refused for its characters)."""
+    if problem.reason != NOT_SEEN or problem.claim is None or problem.citation is None:
+        return problem
+    looked = ids[claims[problem.claim].citations[problem.citation].chunk_id]
+    return replace(problem, reason=str(looked) if isinstance(looked, InvalidRequestError) else NOT_FOUND)
+
+
+def _cut(text: str) -> str:
+    return text if len(text) <= _MAX_SHOWN_CHARS else text[:_MAX_SHOWN_CHARS] + '…'
+
+
+def _located(source: CitationSource) -> str:
+    path = [s for s in source.section_path if s != source.document_title]
+    place = ' > '.join(_cut(p) for p in [source.document_title, *path])
+    where = f'characters {source.chunk_start}-{source.chunk_end} of the chunk'
+    if source.start_char is not None and source.end_char is not None:
+        where += f' ({source.start_char}-{source.end_char} of the document)'
+    page = f', page {source.page}' if source.page is not None else ''
+    return f'verified: it stands in {place} ({_cut(source.document_uri)}), {where}{page}.'
+
+
+def _render(verification: Verification, problems: Mapping[tuple[int, int | None], CitationProblem], total: int) -> str:
+    """A heading with the count, a line per citation (and per claim without any) in order, what to do next."""
+    lines: list[str] = []
+    verified = 0
+    for n, claim in enumerate(verification.answer.claims):
+        if (n, None) in problems:  # a claim without citations
+            lines.append(problems[n, None].message())
+        for m, citation in enumerate(claim.citations):
+            if citation.source is None:
+                lines.append(problems[n, m].message())
+                continue
+            verified += 1
+            lines.append(
+                f'Claim {n + 1}, citation {m + 1} (chunk {echo(citation.chunk_id)}): {_located(citation.source)}'
+            )
+    head = f'Citation check: {verified} of {total} citations verified.'
+    if problems:
+        tail = (
+            'Fix each citation marked above before answering: copy the quote exactly from the chunk whose id it '
+            'cites (or cite the chunk named), or drop the claim; then check again.'
+        )
+    else:
+        tail = 'Every quote stands in the chunk it cites.'
+    return '\n'.join([head, *lines, tail])
