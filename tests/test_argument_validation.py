@@ -25,6 +25,7 @@ from pydantic_ai import Agent, ModelRetry
 from toolish_rag import Retriever, ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import InvalidRequestError
+from toolish_rag.grounded.model import MAX_QUOTE_CHARS
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset.arguments import StringArguments
 
@@ -71,7 +72,19 @@ ARGUMENT = {
     'list_documents': 'title_contains',
     'outline': 'document',
     'read_section': 'section',
+    'verify_citations': 'chunk_id',
 }
+"""The string argument each tool is tried with (``verify_citations``: a chunk id nested in its claims)."""
+NESTED_CAPS = {'chunk_id': 200, 'quote': MAX_QUOTE_CHARS, 'text': 4000}
+"""The caps of the strings nested in ``verify_citations``'s claims (the `Claim` model's, enforced by pydantic)."""
+
+
+def _with(tool: str, value: Any) -> dict[str, Any]:
+    """Arguments of ``tool`` holding ``value`` in its `ARGUMENT` (inside a claim's citation for verify_citations)."""
+    if tool == 'verify_citations':
+        quote = 'Keep the receipt for every refund claim.'
+        return {'claims': [{'text': 'A claim.', 'citations': [{'chunk_id': value, 'quote': quote}]}]}
+    return {ARGUMENT[tool]: value}
 
 
 async def _retry(rag: ToolishRag[Any], tool: str, arguments: dict[str, Any]) -> str:
@@ -158,12 +171,16 @@ async def test_every_string_parameter_states_its_cap(store: Any) -> None:
     caps |= {'section': 300}
     with_strings = set()
     for definition in await rag.tool_definitions():
-        for name, spec in definition.parameters_json_schema['properties'].items():
-            # A required string, or an optional one (``str | None``: a string inside ``anyOf``).
-            for option in [spec, *spec.get('anyOf', [])]:
-                if option.get('type') == 'string':
-                    with_strings.add(definition.name)
-                    assert option['maxLength'] == caps[name], (definition.name, name)
+        schema = definition.parameters_json_schema
+        # The tool's own parameters, then the strings nested in its models (verify_citations' claims).
+        nested = [(d['properties'], NESTED_CAPS) for d in schema.get('$defs', {}).values()]
+        for properties, limits in [(schema['properties'], caps), *nested]:
+            for name, spec in properties.items():
+                # A required string, or an optional one (``str | None``: a string inside ``anyOf``).
+                for option in [spec, *spec.get('anyOf', [])]:
+                    if option.get('type') == 'string':
+                        with_strings.add(definition.name)
+                        assert option['maxLength'] == limits[name], (definition.name, name)
     assert with_strings == set(rag.tool_names)
 
 
@@ -171,8 +188,11 @@ async def test_over_long_arguments_get_a_short_friendly_retry(store: Any) -> Non
     rag: ToolishRag[Any] = ToolishRag(store, name='kb')
     huge = 'x' * MEGABYTE
     for tool in rag.offered_tools:
-        message = await _retry(rag, tool, {ARGUMENT[tool]: huge})
+        message = await _retry(rag, tool, _with(tool, huge))
         assert 'x' * 61 not in message
+        if tool == 'verify_citations':  # a nested string: pydantic's own refusal, bounded (its location too)
+            assert 'claims.0.citations' in message and 'at most 200 characters' in message, message
+            continue
         friendly = {
             'query': 'the query is over 2000 characters: send a short search query, not a document',
             'pattern': 'the pattern is over 1000 characters: send a short regular expression',

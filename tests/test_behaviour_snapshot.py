@@ -26,6 +26,7 @@ from pydantic_ai import ModelRetry
 
 from tests.helpers import handbook_corpus
 from toolish_rag import PropertyFilter as F, ToolishRag
+from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.stores import InMemoryStore
 
@@ -52,6 +53,36 @@ def _tantivy(path: Path) -> Any:
 STORES: dict[str, Callable[[Path], Any]] = {'memory': _memory, 'lancedb': _lancedb, 'tantivy': _tantivy}
 
 FOREIGN_CHUNK = 'missing'  # replaced by a globex chunk id at run time
+
+
+def _navigation_calls(acme: Document, globex: Document) -> list[tuple[str, dict[str, Any]]]:
+    """Navigation and citation checks: answers, and not-found retries (a foreign id like a missing one)."""
+    chunk = acme.chunks[1]
+    return [
+        ('list_documents', {}),
+        ('list_documents', {'title_contains': 'no such title'}),
+        ('list_documents', {'limit': 0}),
+        ('outline', {'document': acme.id}),
+        ('outline', {'document': acme.title}),
+        ('outline', {'document': globex.id}),
+        ('outline', {'document': 'no-such-document'}),
+        ('read_section', {'section': chunk.section_ids[0]}),
+        ('read_section', {'section': acme.id}),
+        ('read_section', {'section': chunk.section_ids[0], 'offset': 99}),
+        ('read_section', {'section': globex.sections[0].id}),
+        ('read_section', {'section': 'no-such-section'}),
+        (
+            'verify_citations',
+            {
+                'claims': [
+                    {'text': 'genuine', 'citations': [{'chunk_id': chunk.id, 'quote': chunk.urtext[:60]}]},
+                    {'text': 'edited', 'citations': [{'chunk_id': chunk.id, 'quote': 'X' + chunk.urtext[1:60]}]},
+                    {'text': 'foreign', 'citations': [{'chunk_id': globex.chunks[1].id, 'quote': 'some quote here'}]},
+                ]
+            },
+        ),
+        ('verify_citations', {'claims': []}),
+    ]
 
 
 def _calls(chunk_id: str, foreign_id: str) -> list[tuple[str, dict[str, Any]]]:
@@ -106,7 +137,7 @@ async def _render(make: Callable[[Path], Any], path: Path) -> str:
     offered = {d.name for d in definitions}
     eager = rag.with_eager_search_about('refund window', top_k=2)
     out.append('## eager instructions\n' + ((await eager.instructions()) or '(none)'))
-    for tool, arguments in _calls(chunk_id, foreign_id):
+    for tool, arguments in [*_calls(chunk_id, foreign_id), *_navigation_calls(acme, globex)]:
         if f'kb_{tool}' not in offered:
             continue
         heading = f'## call {tool} {json.dumps(arguments, sort_keys=True)[:120]}'

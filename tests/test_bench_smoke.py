@@ -105,3 +105,30 @@ def test_navigation_bench_quick_runs() -> None:
 
 def test_navigation_bench_really_pins_blas_to_one_thread() -> None:
     test_speed_scripts_really_pin_blas_to_one_thread('navigation_bench')
+
+
+def test_grounding_bench_quick_runs() -> None:
+    """`benchmarks/grounding_bench.py --quick` (100 XQuAD questions): every genuine quote accepted, no corruption."""
+    xquad = (ROOT / '..' / 'shared' / 'data' / 'xquad-en').resolve()
+    if not (xquad / 'corpus.jsonl').is_file():
+        pytest.skip(f'XQuAD-en is not at {xquad} (../shared/data next to the repository)')
+    done = subprocess.run(
+        [sys.executable, str(ROOT / 'benchmarks' / 'grounding_bench.py'), '--quick'],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, 'HF_HUB_OFFLINE': '1'},
+    )
+    assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-3000:]
+    out = done.stdout
+    rows = re.findall(
+        r'^\| ([^|]+) \| (genuine|variant|corrupt) \| (\d+) \| \d+ \| (\d+) \| (\d+) \|', out, re.MULTILINE
+    )
+    kinds = {kind for _, kind, _, _, _ in rows}
+    assert kinds == {'genuine', 'variant', 'corrupt'} and len(rows) >= 14, out
+    for rule, kind, generated, accepted, rejected in rows:
+        assert int(generated) > 0, f'{rule}: nothing generated\n{out}'
+        assert int(rejected if kind == 'corrupt' else accepted) == int(generated), f'{rule}: wrong verdicts\n{out}'
+    assert re.search(r'^- PASS: corruptions accepted: 0/\d+', out, re.MULTILINE), out
+    assert 'FAIL' not in out and 'quotes/s' in out and '`.venv/bin/python benchmarks/grounding_bench.py --quick`' in out

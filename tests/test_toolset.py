@@ -73,6 +73,8 @@ def expected_tools(caps: frozenset[str]) -> list[str]:
         out += ['broaden_chunk', 'zoom_out']
     if 'sections' in caps:
         out += NAVIGATION_TOOLS
+    if 'expand' in caps:  # verifying a citation fetches its chunk by id
+        out.append('verify_citations')
     return out
 
 
@@ -121,6 +123,9 @@ def tool_args(corpus: list[Document]) -> dict[str, dict[str, Any]]:
         'list_documents': {},
         'outline': {'document': corpus[0].title},
         'read_section': {'section': chunk.section_ids[0]},
+        'verify_citations': {
+            'claims': [{'text': 'Receipts are kept.', 'citations': [{'chunk_id': chunk.id, 'quote': chunk.urtext}]}]
+        },
     }
 
 
@@ -188,7 +193,8 @@ async def test_exclude_tools_and_without_tools(store: InMemoryStore) -> None:
     narrowed = rag.without_tools('hybrid_search', 'broaden_chunk')
     script, _, _ = await run(narrowed, [])
     navigation = [f'docs_{t}' for t in NAVIGATION_TOOLS]
-    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out', *navigation]
+    verify = 'docs_verify_citations'
+    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out', *navigation, verify]
     assert script.instructions is not None
     assert 'docs_regex_search' not in script.instructions
     assert 'docs_hybrid_search' not in script.instructions
@@ -196,11 +202,17 @@ async def test_exclude_tools_and_without_tools(store: InMemoryStore) -> None:
     assert 'docs_hybrid_search' in rag.tool_names and 'docs_regex_search' not in rag.tool_names
     # Navigation tools are excluded like any other; the instructions then do not name them.
     script, _, _ = await run(narrowed.without_tools('list_documents', 'outline'), [])
-    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out', 'docs_read_section']
+    assert script.tool_names == [
+        'docs_vector_search',
+        'docs_text_search',
+        'docs_zoom_out',
+        'docs_read_section',
+        verify,
+    ]
     assert 'docs_list_documents' not in (script.instructions or '')
     assert 'docs_outline' not in (script.instructions or '')
     script, _, _ = await run(narrowed.without_tools(*NAVIGATION_TOOLS), [])
-    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out']
+    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out', verify]
     assert not any(t in (script.instructions or '') for t in navigation)
     with pytest.raises(ValueError, match='unknown tool'):
         ToolishRag(store, exclude_tools={'grep'})
@@ -248,6 +260,7 @@ async def test_the_model_cannot_widen_scope_through_arguments(store: InMemorySto
         'docs_list_documents': {'title_contains', 'offset', 'limit'},
         'docs_outline': {'document'},
         'docs_read_section': {'section', 'document', 'offset'},
+        'docs_verify_citations': {'claims'},
     }
     # A filter (or group_by) smuggled in as an extra argument is rejected, not honoured, by every tool.
     smuggled = {'op': 'eq', 'key': 'tenant', 'value': 'globex'}
@@ -262,6 +275,7 @@ async def test_the_model_cannot_widen_scope_through_arguments(store: InMemorySto
         Call('docs_list_documents', {'filter': smuggled}),
         Call('docs_outline', {'document': globex.title, 'filter': smuggled}),
         Call('docs_read_section', {'section': globex.id, 'filter': smuggled}),
+        Call('docs_verify_citations', {'claims': [{'text': 'x', 'citations': []}], 'filter': smuggled}),
         Call('docs_text_search', {'query': 'refunds', 'group_by': 'document'}),
     ]
     _, got, _ = await run(

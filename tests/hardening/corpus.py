@@ -237,7 +237,22 @@ _HIDDEN_SQL = ('WHERE', 'SELECT', 'IS NOT NULL', 'md__', 'regexp_like')
 
 
 def _strings(arguments: Mapping[str, Any]) -> list[str]:
-    return [v for v in arguments.values() if isinstance(v, str)]
+    """The strings the model sent, also those inside lists and objects (a claim's chunk ids and quotes)."""
+    found: list[str] = []
+    pending: list[tuple[Any, int]] = [(v, 0) for v in arguments.values()]
+    while pending:  # iterative and depth-bounded: a hostile value may be nested thousands deep
+        value, depth = pending.pop()
+        if isinstance(value, str):
+            found.append(value)
+        elif isinstance(value, (list, tuple)) and depth < _STRING_DEPTH:
+            pending += [(v, depth + 1) for v in value]
+        elif isinstance(value, dict) and depth < _STRING_DEPTH:
+            pending += [(v, depth + 1) for v in value.values()]
+    return found
+
+
+_STRING_DEPTH = 6
+"""How deep `_strings` looks: deep enough for ``verify_citations``'s claims, no deeper."""
 
 
 def _sent(arguments: Mapping[str, Any]) -> str:

@@ -3,16 +3,18 @@
 `REGISTRY` maps every tool's short name to a `ToolArguments`: one valid baseline call
 (naming every parameter), a hypothesis strategy of the arguments a model plausibly sends
 (mostly valid, some out of range, ids of both tenants and ids that do not exist; for the
-navigation tools also titles and parts of titles of both tenants), and which parameters hold
-record ids or names. The toolset under test declares `FILTERABLE` keys and allows grouping, so
+navigation tools also titles and parts of titles of both tenants; for ``verify_citations``
+claims citing chunks of both tenants and unknown ids, with real, edited and made-up quotes),
+and which parameters hold record ids or names (also inside a parameter: a claim's chunk id). The toolset under test declares `FILTERABLE` keys and allows grouping, so
 the model's ``filter``, ``group_by`` and ``list_values`` are exercised too. The tests take the
 tools to call from what each store offers (``rag.tool_definitions()``), look each one up here,
 and fail when one is missing or when its parameters differ from the baseline's: a tool or
 parameter added later cannot slip past the scope and hostile-argument checks unexercised.
 
 `HOSTILE` holds the hostile values, in named classes (issue 12's list). `hostile_cases`
-puts each value into each parameter of each offered tool in turn, the other arguments
-staying at the baseline; free-text classes are also sent embedded in an ordinary query.
+puts each value into each parameter of each offered tool in turn (and into each named place
+inside one, `ToolArguments.nested`), the other arguments staying at the baseline; free-text
+classes are also sent embedded in an ordinary query.
 `hostile_scopes` builds scope filters around hostile values (the values a deployer takes
 from a request, such as a tenant name, reach the store inside the scope filter).
 """
@@ -23,17 +25,21 @@ import decimal
 import json
 import random
 import re
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from functools import partial
 from typing import Any, TypeAlias
 
 from hypothesis import strategies as st
+from pydantic_ai.messages import ToolReturn
 
 from toolish_rag import PropertyFilter as F, parse_filter
-from toolish_rag.content import Document
+from toolish_rag.content import Chunk, Document
+from toolish_rag.errors import echo
 from toolish_rag.filters import Filter, and_
+from toolish_rag.search import ID_RULE
 from toolish_rag.sections import MAX_PAGE_LIMIT
+from toolish_rag.toolset.verify_tool import NOT_FOUND
 
 from .corpus import FOREIGN_NAME_PARTS, FOREIGN_TENANT, SCOPE, SCOPE_TENANT, Corpus, describe
 
@@ -60,6 +66,10 @@ FILTERABLE: dict[str, type] = {'year': int, 'region': str}
 
 Expectation: TypeAlias = Callable[[Corpus, dict[str, Any]], str | None]
 """``'found'``, ``'not found'`` (a retry) or ``None`` (either may be right) for one call's arguments."""
+Judge: TypeAlias = Callable[[Corpus, dict[str, Any], ToolReturn], list[str]]
+"""What is wrong (``'<kind>: <detail>'`` each) with a tool's answer to one call's arguments."""
+Place: TypeAlias = Callable[[dict[str, Any], Any], dict[str, Any]]
+"""Puts a value at one place inside a tool's arguments (a copy: the arguments given are not changed)."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +84,22 @@ class ToolArguments:
     """Parameters that hold a record id or name (a foreign one must come back exactly like a missing one)."""
     expect: Expectation | None = None
     """Whether a call must find what it names; ``None``: judged by `id_parameters` as record ids."""
+    nested: Mapping[str, Place] = field(default_factory=dict)
+    """Places inside a parameter that take hostile values too, by name (``claims[0].citations[0].chunk_id``).
+
+    A name may be in `id_parameters`: the hostile tests then compare a foreign id there with its missing twin.
+    """
+    answers_missing_ids: bool = False
+    """A foreign or missing id is answered (on a line of the result), not refused with a retry."""
+    judge: Judge | None = None
+    """Checks of an answer beyond the scope oracle's: what it must say about the ids and values sent."""
+
+    def with_value(self, corpus: Corpus, parameter: str, value: Any) -> dict[str, Any]:
+        """The baseline call with ``value`` in ``parameter`` (or in the `nested` place of that name)."""
+        baseline = self.baseline(corpus)
+        if parameter in self.nested:
+            return self.nested[parameter](baseline, value)
+        return {**baseline, parameter: value}
 
 
 _QUERIES = (
@@ -294,6 +320,110 @@ def _broaden_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
     return st.fixed_dictionaries({'chunk_id': _ids(corpus)}, optional={'chunks_to_add': counts})
 
 
+# -- verify_citations: claims citing chunks of both tenants and unknown ids ------------------------------
+
+
+def _quote_of(draw: st.DrawFn, corpus: Corpus, chunk: Chunk) -> str:
+    """A quote a model might write for ``chunk``: its text, a part of it (maybe too short or one letter off), or made up.
+
+    Parts are whole words, as a model copies them: whether one stands in a chunk is then a plain
+    search (`_stands_in`), independent of the quote matcher under test.
+    """
+    words = chunk.urtext.split(' ')
+    kind = draw(st.sampled_from(['whole', 'part', 'part', 'short', 'edited', 'made up']))
+    if kind == 'whole':
+        return chunk.urtext
+    if kind == 'made up':
+        return ' '.join(draw(st.lists(st.sampled_from(corpus.words), min_size=3, max_size=8)))
+    start = draw(st.integers(0, len(words) - 1))
+    end = draw(st.integers(start + 1, min(len(words), start + (2 if kind == 'short' else 12))))
+    quote = ' '.join(words[start:end])
+    if kind == 'edited':
+        at = draw(st.integers(0, len(quote) - 1))
+        quote = quote[:at] + ('Z' if quote[at] != 'Z' else 'Q') + quote[at + 1 :]
+    return quote
+
+
+def _chunks(corpus: Corpus) -> list[Chunk]:
+    return [c for d in corpus.documents for c in d.chunks]
+
+
+def _claims_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
+    chunks = _chunks(corpus)
+    acme = [c for c in chunks if c.id in set(corpus.scope.chunks)]
+
+    @st.composite
+    def citation(draw: st.DrawFn) -> dict[str, Any]:
+        # A chunk of either tenant (mostly acme's, whose quotes can verify), cited by its own id or any other.
+        chunk = draw(st.one_of(st.sampled_from(acme), st.sampled_from(acme), st.sampled_from(chunks)))
+        chunk_id = draw(st.one_of(st.just(chunk.id), st.just(chunk.id), _ids(corpus)))
+        return {'chunk_id': chunk_id, 'quote': _quote_of(draw, corpus, chunk)}
+
+    claim = st.fixed_dictionaries(
+        {'text': st.sampled_from(_QUERIES), 'citations': st.lists(citation(), min_size=0, max_size=3)}
+    )
+    return st.fixed_dictionaries({'claims': st.lists(claim, min_size=0, max_size=3)})
+
+
+def _stands_in(quote: str, chunk: Chunk) -> bool:
+    """Whether a `_quote_of` quote stands in ``chunk``: at least the minimum length, not cutting a word.
+
+    The quotes are single-spaced runs of the corpus's words (no quote marks, no dashes but in
+    codes), so no normalisation applies: a plain search with word boundaries decides.
+    """
+    return len(quote) >= 12 and re.search(rf'(?<!\w){re.escape(quote)}(?!\w)', chunk.urtext) is not None
+
+
+def _expect_verify(corpus: Corpus, arguments: dict[str, Any]) -> str | None:
+    """A call with claims is answered (a citation's problem is a line of the answer); one without is a retry."""
+    return 'found' if arguments['claims'] else 'not found'
+
+
+def _judge_verify(corpus: Corpus, arguments: dict[str, Any], result: ToolReturn) -> list[str]:
+    """The chunks marked verified are exactly acme's that hold a quote cited from them; other ids are "not found"."""
+    acme = {c.id: c for c in _chunks(corpus) if c.id in set(corpus.scope.chunks)}
+    text = str(result.return_value)
+    problems: list[str] = []
+    expected: set[str] = set()
+    for n, claim in enumerate(arguments['claims'], 1):
+        for m, citation in enumerate(claim['citations'], 1):
+            sent = citation['chunk_id']
+            chunk_id = sent.strip()
+            if chunk_id in acme:
+                if _stands_in(citation['quote'], acme[chunk_id]):
+                    expected.add(chunk_id)
+            elif chunk_id and not ID_RULE.forbidden.search(chunk_id):
+                line = f'Claim {n}, citation {m} (chunk {echo(sent)}): {NOT_FOUND}'
+                if line not in text:
+                    problems.append(f'unknown id not answered "not found": claim {n}, citation {m} ({sent!r})')
+    verified = {h.id for h in result.metadata['hits'] if h.score == 1.0}
+    if verified != expected:
+        problems.append(f'verified chunks differ: marked {sorted(verified)}, expected {sorted(expected)}')
+    return problems
+
+
+def _citation_place(key: str) -> Place:
+    """Puts a value in the first citation's ``key`` (``chunk_id``, ``quote``) of the baseline's first claim."""
+
+    def put(arguments: dict[str, Any], value: Any) -> dict[str, Any]:
+        claim = arguments['claims'][0]
+        citation = {**claim['citations'][0], key: value}
+        return {**arguments, 'claims': [{**claim, 'citations': [citation]}]}
+
+    return put
+
+
+def _claim_text_place(arguments: dict[str, Any], value: Any) -> dict[str, Any]:
+    return {**arguments, 'claims': [{**arguments['claims'][0], 'text': value}]}
+
+
+def _verify_baseline(corpus: Corpus) -> dict[str, Any]:
+    chunk = next(c for c in _chunks(corpus) if c.id == corpus.scope.chunks[1])
+    return {'claims': [{'text': 'How refunds work.', 'citations': [{'chunk_id': chunk.id, 'quote': chunk.urtext}]}]}
+
+
+_CITED_ID = 'claims[0].citations[0].chunk_id'
+
 REGISTRY: dict[str, ToolArguments] = {
     'vector_search': _ranked(-1.0),
     'text_search': _ranked(0.0),
@@ -331,6 +461,19 @@ REGISTRY: dict[str, ToolArguments] = {
         strategy=_read_section_strategy,
         id_parameters=frozenset({'section', 'document'}),
         expect=_expect_read_section,
+    ),
+    'verify_citations': ToolArguments(
+        baseline=_verify_baseline,
+        strategy=_claims_strategy,
+        id_parameters=frozenset({_CITED_ID}),
+        expect=_expect_verify,
+        nested={
+            _CITED_ID: _citation_place('chunk_id'),
+            'claims[0].citations[0].quote': _citation_place('quote'),
+            'claims[0].text': _claim_text_place,
+        },
+        answers_missing_ids=True,
+        judge=_judge_verify,
     ),
     'list_values': ToolArguments(
         baseline=lambda corpus: {'key': 'region'},
@@ -691,16 +834,19 @@ def hostile_cases(corpus: Corpus, tools: Iterable[str]) -> list[HostileCase]:
     """Every hostile value in every parameter of every tool in ``tools``, the rest at the baseline."""
     cases = []
     for tool in tools:
-        baseline = REGISTRY[tool].baseline(corpus)
-        for parameter, usual in baseline.items():
+        arguments = REGISTRY[tool]
+        baseline = arguments.baseline(corpus)
+        # Each place's usual value: a parameter's, or (for a nested place) a string.
+        places: dict[str, Any] = {**baseline, **dict.fromkeys(arguments.nested, '')}
+        for parameter, usual in places.items():
             for name, hostile in HOSTILE.items():
                 for value in hostile.values(corpus):
                     variants = [value]
                     if hostile.embed and isinstance(value, str) and isinstance(usual, str):
                         variants.append(f'refund {value}')
                     for variant in variants:
-                        arguments = {**baseline, parameter: variant}
-                        cases.append(HostileCase(name, tool, parameter, variant, arguments, isinstance(usual, str)))
+                        sent = arguments.with_value(corpus, parameter, variant)
+                        cases.append(HostileCase(name, tool, parameter, variant, sent, isinstance(usual, str)))
     return cases
 
 

@@ -14,7 +14,8 @@ other arguments valid. Each call must:
 * give a retry message of at most `MAX_RETRY_CHARS` that names neither the hidden scope
   (``acme``, ``tenant``, the store's SQL) nor globex (`ScopeOracle.retry_problems`);
 * for a globex id, read exactly like the retry for a missing id of the same shape (the
-  ids swapped): any difference tells the model the foreign record exists.
+  ids swapped): any difference tells the model the foreign record exists. A tool that
+  answers about each id it was sent (``verify_citations``) answers both, in the same words.
 
 Hostile values also reach the store inside the scope filter, when a deployer builds the
 scope from request data (a tenant name from a header): `registry.hostile_scopes`. Refusing
@@ -34,6 +35,7 @@ import pytest
 
 from toolish_rag import matches
 from toolish_rag.filters import Filter
+from toolish_rag.toolset.verify_tool import NOT_FOUND
 
 from .corpus import Failures, describe
 from .registry import REGISTRY, HostileCase, HostileScope, hostile_cases, hostile_scopes, sample_per_class
@@ -124,10 +126,14 @@ def _compare_with_missing_twin(
     assert isinstance(case.value, str)
     foreign = case.value.strip()
     twin = env.corpus.missing_twin(foreign)
+    tool = REGISTRY[case.tool]
     twin_outcome = env.runner.run(
-        call(env, case.tool, {**case.arguments, case.parameter: case.value.replace(foreign, twin)})
+        call(env, case.tool, tool.with_value(env.corpus, case.parameter, case.value.replace(foreign, twin)))
     )
     group = case.hostile_class
+    if tool.answers_missing_ids:
+        _compare_answers(case, outcome, twin_outcome, (foreign, twin), where, failures)
+        return
     if outcome.retry is None:
         failures.add(f'{group}: foreign id or name answered, not "not found"', f'{where} -> {_shown(outcome)}')
         return
@@ -140,6 +146,27 @@ def _compare_with_missing_twin(
     if mine != theirs:
         failures.add(
             f"{group}: retry differs from a missing one's",
+            f'{where}: foreign {describe(mine, 200)} vs missing {describe(theirs, 200)}',
+        )
+
+
+def _compare_answers(
+    case: HostileCase, outcome: Outcome, twin_outcome: Outcome, ids: tuple[str, str], where: str, failures: Failures
+) -> None:
+    """A tool answering about each id it was sent: the foreign id's answer is the missing twin's, ids swapped."""
+    group = case.hostile_class
+    foreign, twin = ids
+    if outcome.result is None or twin_outcome.result is None:
+        failures.add(
+            f'{group}: foreign id or its missing twin not answered',
+            f'{where} -> {_shown(outcome)} / twin -> {_shown(twin_outcome)}',
+        )
+        return
+    mine = str(outcome.result.return_value).replace(foreign, '<id>')
+    theirs = str(twin_outcome.result.return_value).replace(twin, '<id>')
+    if mine != theirs or outcome.result.metadata['hits'] or NOT_FOUND not in mine:
+        failures.add(
+            f"{group}: answer differs from a missing one's",
             f'{where}: foreign {describe(mine, 200)} vs missing {describe(theirs, 200)}',
         )
 

@@ -65,7 +65,7 @@ async def test_an_sdk_client_without_a_token_cannot_connect(live_server: LiveSer
 @pytest.mark.parametrize('mode', ['auto', 'legacy'])
 async def test_tools_list_is_the_toolsets_definitions_for_every_token(live_server: LiveServer, mode: str) -> None:
     expected = [(d.name, d.description, d.parameters_json_schema) for d in await live_server.rag.tool_definitions()]
-    assert len(expected) == 9
+    assert len(expected) == 10
     for label in TOKENS:
         async with live_server.client(label, mode=mode) as client:
             tools = (await client.list_tools()).tools
@@ -148,6 +148,7 @@ async def test_navigation_tools_are_scoped_per_token(live_server: LiveServer) ->
         ('docs_regex_search', {'pattern': '(unclosed'}),
         ('docs_vector_search', {'query': 'refund', 'threshold': 7}),
         ('docs_broaden_chunk', {'chunk_id': 'no-such-chunk'}),
+        ('docs_verify_citations', {'claims': []}),
         ('docs_hybrid_search', {'query': 'refund', 'filter': {'op': 'eq', 'key': 'tenant', 'value': 'globex'}}),
     ],
 )
@@ -186,6 +187,29 @@ async def test_another_tenants_chunk_is_not_found_by_id(live_server: LiveServer)
             assert result.is_error and 'globex' not in result_text(result)
         result = await client.call_tool('docs_regex_search', {'pattern': 'globex', 'top_k': 50})
         assert not result.is_error and not result.meta[HITS_META_KEY]  # type: ignore[index]
+
+
+async def test_verify_citations_is_scoped_per_token(live_server: LiveServer) -> None:
+    """A quote from acme's chunk verifies for acme; for globex the chunk is not found, like one that never existed."""
+    acme = next(c for c in live_server.chunks.values() if c.metadata['tenant'] == 'acme')
+    missing = 'd' + '0' * 15 + acme.id[16:]
+    assert missing not in live_server.chunks and len(missing) == len(acme.id)
+
+    def claims(chunk_id: str) -> dict[str, Any]:
+        return {'claims': [{'text': 'Refunds.', 'citations': [{'chunk_id': chunk_id, 'quote': acme.urtext}]}]}
+
+    for label, verified in [('acme', True), ('globex', False), ('admin', True)]:
+        async with live_server.client(label) as client:
+            result = await client.call_tool('docs_verify_citations', claims(acme.id))
+            ghost = await client.call_tool('docs_verify_citations', claims(missing))
+        expected = await live_server.scoped_rag(label).run_tool('verify_citations', claims(acme.id))
+        assert not result.is_error and result_text(result) == expected.return_value
+        hits = result.meta[HITS_META_KEY] if result.meta else []
+        assert [(h['id'], h['score']) for h in hits] == ([(acme.id, 1.0)] if verified else [])
+        assert ('1 of 1 citations verified' in result_text(result)) is verified
+        if not verified:
+            assert result_text(result).replace(acme.id, 'X') == result_text(ghost).replace(missing, 'X')
+            assert 'acme' not in result_text(result)
 
 
 async def test_an_unscoped_token_sees_every_tenant(live_server: LiveServer) -> None:
@@ -331,9 +355,10 @@ async def test_tools_list_follows_the_store_capabilities(store_name: str, tmp_pa
         names = [t.name for t in (await client.list_tools()).tools]
     assert names == rag.tool_names
     if store_name == 'memory':
-        assert len(names) == 9
+        assert len(names) == 10
     if store_name == 'tantivy':
         assert 'kb_vector_search' not in names and 'kb_text_search' in names
+    assert 'kb_verify_citations' in names  # both stores fetch records by id
     assert all(re.fullmatch(r'kb_[a-z_]+', n) for n in names)
 
 

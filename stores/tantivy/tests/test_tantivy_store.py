@@ -52,6 +52,7 @@ def test_offers_lexical_tools_and_no_vector_tool() -> None:
         'code_list_documents',
         'code_outline',
         'code_read_section',
+        'code_verify_citations',
     }
 
 

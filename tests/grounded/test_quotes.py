@@ -1,0 +1,230 @@
+"""Quote matching: exact but for whitespace, quote marks and dashes, with exact original offsets."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+import pytest
+from hypothesis import HealthCheck, assume, given, settings, strategies as st
+
+from toolish_rag.grounded.quotes import (
+    _ABSENT,
+    _DASHES,
+    _DOUBLE_QUOTES,
+    _SINGLE_QUOTES,
+    _WHITESPACE,
+    CLOSEST_MAX_CHARS,
+    DEFAULT_MIN_QUOTE_CHARS,
+    QuoteMatch,
+    closest_sentence,
+    find_quote,
+    normalise_quote,
+)
+
+TEXT = (
+    'The warranty covers parts and labour for 24 months.\n\n'
+    'Claims must be filed within 30 days of the fault; the buyer\u2019s receipt is required.  '
+    'The unit is rated for use between \u221220 and 45 °C \u2014 outdoors included.\n'
+    'Paris is the seat of the company, which reported 3.5 million sales.'
+)
+
+
+def span(text: str, match: QuoteMatch | None) -> str:
+    assert match is not None
+    return text[match.start : match.end]
+
+
+def test_whitespace_table_is_every_unicode_space() -> None:
+    assert set(_WHITESPACE) == {chr(c) for c in range(sys.maxunicode + 1) if chr(c).isspace()}
+
+
+@pytest.mark.parametrize(
+    ('quote', 'original'),
+    [
+        # whitespace: runs, newlines, no-break and thin spaces, surrounding space
+        ('labour for 24 months. Claims must', 'labour for 24 months.\n\nClaims must'),
+        ('The  warranty\tcovers\u00a0parts', 'The warranty covers parts'),
+        ('  \n Claims must be filed\u2009within 30 days ', 'Claims must be filed within 30 days'),
+        # quote marks: straight apostrophe for a curly one
+        ("the buyer's receipt is required", 'the buyer\u2019s receipt is required'),
+        ('the buyer\u2032s receipt is required', 'the buyer\u2019s receipt is required'),
+        # dashes: hyphen for minus and em dash
+        ('between -20 and 45 °C - outdoors', 'between \u221220 and 45 °C \u2014 outdoors'),
+        ('between \u201320 and 45 °C \u2013 outdoors', 'between \u221220 and 45 °C \u2014 outdoors'),
+    ],
+)
+def test_variants_are_found_at_exact_offsets(quote: str, original: str) -> None:
+    match = find_quote(quote, TEXT)
+    assert span(TEXT, match) == original
+    assert match == QuoteMatch(TEXT.index(original), TEXT.index(original) + len(original))
+
+
+def test_double_quote_variants() -> None:
+    text = 'He wrote \u00abthe system is stable\u00bb in his report.'
+    assert (
+        span(text, find_quote('He wrote "the system is stable" in', text))
+        == 'He wrote \u00abthe system is stable\u00bb in'
+    )
+    assert (
+        span(text, find_quote('He wrote \u201cthe system is stable\u201d in', text))
+        == 'He wrote \u00abthe system is stable\u00bb in'
+    )
+
+
+def test_invisible_characters_are_absent() -> None:
+    text = 'The de\u00adfault time\u200bout is 30\ufeff seconds.'
+    match = find_quote('The default timeout is 30 seconds.', text)
+    assert match == QuoteMatch(0, len(text))
+    # and the other way round: a quote carrying them still matches the clean text
+    clean = 'The default timeout is 30 seconds.'
+    assert span(clean, find_quote('time\u200bout is 30 sec\u00adonds', clean)) == 'timeout is 30 seconds'
+
+
+@pytest.mark.parametrize(
+    ('kind', 'quote'),
+    [
+        ('number changed', 'labour for 25 months'),
+        ('negation inserted', 'Claims must not be filed within 30 days'),
+        ('two words swapped', 'covers labour and parts for 24 months'),
+        ('entity replaced', 'Lyon is the seat of the company'),
+        ('case changed', 'the warranty covers parts and labour'),
+        ('word missing', 'Claims must filed within 30 days'),
+        ('word added', 'Claims must be filed only within 30 days'),
+        ('ellipsis for an omission', 'The warranty covers ... for 24 months'),
+        ('unicode ellipsis', 'Claims must be filed within 30 days of the fault…'),
+        ('space removed around a dash', 'rated for use between \u221220 and 45 °C\u2014outdoors'),
+        ('space added inside a word', 'The warr anty covers parts'),
+        ('cut inside a number', '5 million sales.'),
+        ('cut inside a word', 'arranty covers parts and labour'),
+        ('single for double quote class', 'the buyer"s receipt is required'),
+    ],
+)
+def test_corruptions_are_rejected(kind: str, quote: str) -> None:
+    assert find_quote(quote, TEXT) is None, kind
+
+
+@pytest.mark.parametrize(
+    ('quote', 'text'),
+    [
+        ('safe to use outdoors', 'The device is unsafe to use outdoors.'),
+        ('5 million units were sold', 'About 3.5 million units were sold.'),
+        ('5 million units were sold', 'About 1,5 million units were sold.'),
+        ('5 degrees in the night', 'It fell to -5 degrees in the night.'),
+        ('The loss was 3 million', 'The loss was 3.5 million.'),
+        ('growth was about 50', 'growth was about 50% last year'),
+        ('the menu of the cafe', 'the menu of the cafe\u0301 was short'),
+    ],
+)
+def test_a_quote_may_not_cut_a_word_or_number(quote: str, text: str) -> None:
+    assert find_quote(quote, text) is None
+
+
+def test_later_occurrence_on_a_boundary_is_found() -> None:
+    text = 'It is unsafe to use outdoors. It is safe to use outdoors when dry.'
+    assert find_quote('safe to use outdoors', text) == QuoteMatch(36, 56)
+
+
+def test_scripts_without_spaces_match_anywhere() -> None:
+    text = '本产品的保修期为二十四个月\uff0c自购买之日起计算。'
+    assert span(text, find_quote('保修期为二十四个月', text)) == '保修期为二十四个月'
+    assert find_quote('保修期为二十五个月', text) is None
+
+
+def test_sentence_end_digit_is_a_boundary() -> None:
+    text = 'The limit is 3. Beyond that, requests are refused.'
+    assert span(text, find_quote('The limit is 3.', text)) == 'The limit is 3.'
+    assert span(text, find_quote('The limit is 3', text)) == 'The limit is 3'
+
+
+def test_empty_and_blank_quotes_match_nothing() -> None:
+    assert find_quote('', TEXT) is None
+    assert find_quote(' \n\u200b ', TEXT) is None
+    assert find_quote('anything at all', '') is None
+
+
+def test_normalise_quote() -> None:
+    assert normalise_quote('  \u201cHi\u201d \u2014\u00a0it\u2019s\n\n me\u200b ') == '"Hi" - it\'s me'
+    assert DEFAULT_MIN_QUOTE_CHARS == 12
+
+
+def test_closest_sentence_names_the_edited_sentence() -> None:
+    assert closest_sentence('Claims must not be filed within 30 days of the fault', TEXT) == (
+        'Claims must be filed within 30 days of the fault; the buyer\u2019s receipt is required.'
+    )
+    assert closest_sentence('labour for 25 months', TEXT) == 'The warranty covers parts and labour for 24 months.'
+
+
+def test_closest_sentence_is_none_when_nothing_is_close() -> None:
+    assert closest_sentence('Dogs bark loudly at the moon every night', TEXT) is None
+    assert closest_sentence('anything', '') is None
+    assert closest_sentence('', TEXT) is None
+
+
+def test_megabyte_texts_are_fast_and_bounded() -> None:
+    filler = ' '.join(f'Sentence number {i} says nothing of interest about item {i}.' for i in range(20_000))
+    text = filler + ' The needle sentence stands here at the very end, after a long run-on clause ' + 'x' * 5000 + '.'
+    assert len(text) > 1_000_000
+    started = time.perf_counter()
+    match = find_quote('The needle sentence stands here', text)
+    assert span(text, match) == 'The needle sentence stands here'
+    assert find_quote('The needle sentence stands there', text) is None
+    closest = closest_sentence('The needle sentence stood here at the very end', text)
+    assert closest is not None and closest.startswith('The needle sentence stands here')
+    assert len(closest) <= CLOSEST_MAX_CHARS
+    assert time.perf_counter() - started < 10
+
+
+# --- property: a faithful copy with typographic variants is always found at the right place ---
+
+_QUOTE_CLASSES = (_DOUBLE_QUOTES, _SINGLE_QUOTES, _DASHES)
+_WORD_CHARS = st.sampled_from(
+    'abcdefghijklmnopqrstuvwxyzABCDEZ0123456789.,;:!?()éßж' + _DOUBLE_QUOTES + _SINGLE_QUOTES + _DASHES
+)
+_words = st.lists(st.text(_WORD_CHARS, min_size=1, max_size=9), min_size=3, max_size=40)
+_separators = st.text(st.sampled_from(_WHITESPACE), min_size=1, max_size=3)
+
+
+def _variant(char: str, draw: st.DrawFn) -> str:
+    for group in _QUOTE_CLASSES:
+        if char in group:
+            return draw(st.sampled_from(group))
+    return char
+
+
+@st.composite
+def _texts_and_quotes(draw: st.DrawFn) -> tuple[str, str, int, int]:
+    words = draw(_words)
+    separators = [draw(_separators) for _ in range(len(words) + 1)]
+    # invisible characters inside words: present in the text, maybe not in the quote
+    words = [w[:1] + (draw(st.sampled_from(['', *_ABSENT])) if len(w) > 1 else '') + w[1:] for w in words]
+    text = separators[0]
+    starts = []
+    for word, separator in zip(words, separators[1:], strict=True):
+        starts.append(len(text))
+        text += word + separator
+    first = draw(st.integers(0, len(words) - 1))
+    last = draw(st.integers(first, len(words) - 1))
+    expected_start, expected_end = starts[first], starts[last] + len(words[last])
+    pieces = []
+    for word in words[first : last + 1]:
+        copied = ''.join(_variant(c, draw) for c in word if c not in _ABSENT or draw(st.booleans()))
+        pieces.append(copied)
+    quote = draw(_separators.map(lambda s: s if len(s) < 2 else '')) + ''
+    for index, piece in enumerate(pieces):
+        quote += piece + (draw(_separators) if index < len(pieces) - 1 else '')
+    return text, quote, expected_start, expected_end
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(_texts_and_quotes())
+def test_property_faithful_copies_are_found(case: tuple[str, str, int, int]) -> None:
+    text, quote, expected_start, expected_end = case
+    assume(len(normalise_quote(quote)) >= DEFAULT_MIN_QUOTE_CHARS)
+    match = find_quote(quote, text)
+    assert match is not None
+    assert normalise_quote(text[match.start : match.end]) == normalise_quote(quote)
+    if normalise_quote(text).count(normalise_quote(quote)) == 1:
+        assert (match.start, match.end) == (expected_start, expected_end)
+    else:  # the first of several equal spans
+        assert match.start <= expected_start
