@@ -5,12 +5,20 @@ Run the demo (needs the ``web`` extra and a model; keys come from the environmen
     pip install "toolish-rag[web]"
     TOOLISH_RAG_MODEL=openai:gpt-5-mini python examples/web_tenants/app.py --port 8000
     curl -s localhost:8000/ask -H 'Authorization: Bearer alice-token' -d '{"question": "How long do refunds take?"}'
+    curl -s localhost:8000/ask/grounded -H 'Authorization: Bearer alice-token' -H 'Accept: text/markdown' \\
+        -d '{"question": "How long do refunds take?"}'
+
+``POST /ask`` runs the agent and answers in free prose with the chunks its tools returned.
+``POST /ask/grounded`` runs `ToolishRag.ask` instead: every claim cites exact quotes that were
+verified in the tenant's own chunks (or the answer says the documents do not cover it), as the
+`AskResult` JSON, or as Markdown with numbered citations when the client sends
+``Accept: text/markdown`` (document text in it is escaped, so a document cannot inject markup).
 
 One `ToolishRag` and one `Agent` serve every request. The scope comes from the run's
 dependencies, ``metadata_filter=lambda ctx: F.eq('tenant', ctx.deps.tenant)``, and the
 tenant comes from the authenticated user, never from the request body or the model: the
 model sees no filter in any tool schema, and a chunk id from another tenant is simply
-"not found".
+"not found" (and a grounded answer citing it fails verification).
 """
 
 from __future__ import annotations
@@ -25,10 +33,11 @@ from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models import Model
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
-from toolish_rag import Chunk, DocumentBuilder, PropertyFilter as F, StoreLike, ToolishRag
+from toolish_rag import Chunk, DocumentBuilder, InvalidRequestError, PropertyFilter as F, StoreLike, ToolishRag
+from toolish_rag.grounded import render_markdown, to_json
 from toolish_rag.stores import InMemoryStore
 
 
@@ -61,15 +70,14 @@ INSTRUCTIONS = (
 )
 
 
-def build_agent(store: StoreLike, model: Model | str | None = None) -> Agent[TenantDeps, str]:
-    """One agent for all users; its RAG tools are scoped per run by ``ctx.deps.tenant``."""
-    rag: ToolishRag[TenantDeps] = ToolishRag(
+def build_rag(store: StoreLike) -> ToolishRag[TenantDeps]:
+    """One toolset for all users, scoped per run by ``ctx.deps.tenant``: the agent's tools and `ask` alike."""
+    return ToolishRag(
         store,
         name='policies',
         description='Company policy documents of the signed-in user',
         metadata_filter=lambda ctx: F.eq('tenant', ctx.deps.tenant),
     )
-    return Agent(model, deps_type=TenantDeps, toolsets=[rag], instructions=INSTRUCTIONS)
 
 
 def _sources(messages: list[Any]) -> list[dict[str, str]]:
@@ -84,17 +92,16 @@ def _sources(messages: list[Any]) -> list[dict[str, str]]:
     return list(seen.values())
 
 
-def create_app(store: StoreLike, model: Model | str | None = None, users: dict[str, User] | None = None) -> Starlette:
-    """The web app: ``POST /ask`` with ``Authorization: Bearer TOKEN`` and ``{"question": "..."}``."""
-    agent = build_agent(store, model)
+def create_app(store: StoreLike, model: Model | str, users: dict[str, User] | None = None) -> Starlette:
+    """The web app: ``POST /ask`` and ``POST /ask/grounded``, each with a bearer token and ``{"question": "..."}``."""
+    rag = build_rag(store)
+    agent = Agent(model, deps_type=TenantDeps, toolsets=[rag], instructions=INSTRUCTIONS)
     known = DEMO_USERS if users is None else users
 
-    def authenticate(request: Request) -> User | None:
+    async def read_question(request: Request) -> tuple[User, str] | Response:
+        """The signed-in user and their question, or the error response to send instead."""
         kind, _, token = request.headers.get('authorization', '').partition(' ')
-        return known.get(token.strip()) if kind.lower() == 'bearer' else None
-
-    async def ask(request: Request) -> JSONResponse:
-        user = authenticate(request)
+        user = known.get(token.strip()) if kind.lower() == 'bearer' else None
         if user is None:
             return JSONResponse({'error': 'sign in first'}, status_code=401, headers={'WWW-Authenticate': 'Bearer'})
         try:
@@ -104,10 +111,33 @@ def create_app(store: StoreLike, model: Model | str | None = None, users: dict[s
         question = body.get('question') if isinstance(body, dict) else None
         if not isinstance(question, str) or not question.strip():
             return JSONResponse({'error': 'send {"question": "..."}'}, status_code=400)
+        return user, question
+
+    async def ask(request: Request) -> Response:
+        asked = await read_question(request)
+        if isinstance(asked, Response):
+            return asked
+        user, question = asked
         result = await agent.run(question, deps=TenantDeps(user))
         return JSONResponse({'user': user.name, 'answer': result.output, 'sources': _sources(result.new_messages())})
 
-    return Starlette(routes=[Route('/ask', ask, methods=['POST'])])
+    async def ask_grounded(request: Request) -> Response:
+        """A verified answer: claims with exact quotes from the tenant's chunks, or why there is none."""
+        asked = await read_question(request)
+        if isinstance(asked, Response):
+            return asked
+        user, question = asked
+        try:
+            result = await rag.ask(question, model=model, deps=TenantDeps(user))
+        except InvalidRequestError as e:  # a question the store cannot search as written
+            return JSONResponse({'error': str(e)}, status_code=400)
+        if 'text/markdown' in request.headers.get('accept', ''):
+            return Response(render_markdown(result), media_type='text/markdown')
+        return Response(to_json(result), media_type='application/json')
+
+    return Starlette(
+        routes=[Route('/ask', ask, methods=['POST']), Route('/ask/grounded', ask_grounded, methods=['POST'])]
+    )
 
 
 async def demo_store() -> InMemoryStore:
