@@ -691,8 +691,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 if found is None:
                     raise InvalidRequestError(_not_found(chunk_id, 'a chunk id'))
                 anchor, chunks = found
-                text = render.render_neighbours(anchor, chunks, cfg.max_expansion_chars)
-                return text, [SearchHit(c, 1.0 if c.id == anchor.id else 0.0) for c in chunks]
+                text, shown = render.render_neighbours(anchor, chunks, cfg.max_expansion_chars)
+                # Only the chunks shown are hits: grounding counts hits as chunks the model has read.
+                return text, [SearchHit(c, 1.0 if c.id == anchor.id else 0.0) for c in shown]
 
             return await self._run(ctx, 'broaden_chunk', {'chunk_id': chunk_id, 'chunks_to_add': chunks_to_add}, body)
 
@@ -705,8 +706,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 view = await r.section(args['id'], max_chunks)
                 if view is None:
                     raise InvalidRequestError(_not_found(id, 'a chunk id or section id'))
-                text = render.render_section(view, cfg.max_expansion_chars)
-                return text, [SearchHit(c, 0.0) for c in view.chunks]
+                text, shown = render.render_section(view, cfg.max_expansion_chars)
+                return text, [SearchHit(c, 0.0) for c in shown]
 
             return await self._run(ctx, 'zoom_out', {'id': id}, body)
 

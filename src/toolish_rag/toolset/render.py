@@ -69,7 +69,8 @@ def _cap(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
     return kept, False
 
 
-def render_neighbours(anchor: Chunk, chunks: Sequence[Chunk], max_chars: int) -> str:
+def render_neighbours(anchor: Chunk, chunks: Sequence[Chunk], max_chars: int) -> tuple[str, list[Chunk]]:
+    """The text ``broaden_chunk`` shows, and the chunks it shows (the cap may leave some out)."""
     # Keep the anchor and grow outwards, so the cap drops the farthest neighbours first.
     ordered = sorted(chunks, key=lambda c: abs(c.sequence_number - anchor.sequence_number))
     kept, capped = _cap(ordered, max_chars)
@@ -85,15 +86,16 @@ def render_neighbours(anchor: Chunk, chunks: Sequence[Chunk], max_chars: int) ->
             f'[Output capped at about {max_chars} characters. Call broaden_chunk on {first} or {last} '
             'with a small chunks_to_add to read further.]'
         )
-    return '\n\n'.join(parts)
+    return '\n\n'.join(parts), kept
 
 
-def render_section(view: SectionView, max_chars: int) -> str:
+def render_section(view: SectionView, max_chars: int) -> tuple[str, list[Chunk]]:
+    """The text ``zoom_out`` shows, and the chunks it shows (the cap may leave some out)."""
     where = ' > '.join(view.section_path) if view.section_path else '(whole document)'
     head = f'Section {view.section_id}: ' if view.section_id else 'Document: '
     parts = [f'{head}{view.document_title} > {where} ({view.document_uri})']
     if not view.chunks:
-        return parts[0] + '\n\n' + NO_RESULTS
+        return parts[0] + '\n\n' + NO_RESULTS, []
     kept, capped = _cap(view.chunks, max_chars)
     for c in kept:
         path = ' > '.join(c.section_path)
@@ -105,4 +107,4 @@ def render_section(view: SectionView, max_chars: int) -> str:
         )
     if view.zoom_id:
         parts.append(f'[To widen further, call zoom_out with id {view.zoom_id}.]')
-    return '\n\n'.join(parts)
+    return '\n\n'.join(parts), kept
