@@ -103,6 +103,15 @@ async def test_a_genuine_quote_is_verified_with_its_location(
     assert _line(result).endswith('page 2.')
 
 
+async def test_a_padded_id_is_stripped_as_the_grounding_check_strips_it(
+    rag: ToolishRag[Any], corpus: tuple[Document, ...]
+) -> None:
+    chunk = corpus[0].chunks[0]
+    result = await _verify(rag, (f'  {chunk.id}\t', WINDOW))
+    assert 'verified: it stands in' in _line(result)
+    assert _line(result).startswith(f"Claim 1, citation 1 (chunk '{chunk.id}')")
+
+
 async def test_a_fabricated_quote_and_a_one_character_edit_are_not_verified(
     rag: ToolishRag[Any], corpus: tuple[Document, ...]
 ) -> None:
@@ -149,8 +158,13 @@ async def test_a_quote_from_the_next_chunk_names_it_and_a_stitched_one_is_refuse
     result = await _verify(rag, (first.id, RECEIPT), (first.id, stitched))
     assert _line(result, 1).endswith(f"the quote is not in this chunk but in chunk '{second.id}': cite that id.")
     assert f"the quote spans two chunks ('{first.id}' and '{second.id}')" in _line(result, 2)
-    # The chunk named as the one to cite reaches the model (so the grounding check accepts it), unverified.
+    # The chunk named is in the hits (for listeners), unverified; the model may never have read it, so it is
+    # told to read it first: the grounding check counts no chunk this tool looked up as seen.
     assert _scores(result) == [(first.id, 0.0), (second.id, 0.0)]
+    assert str(result.return_value).splitlines()[-1] == (
+        f"Read chunk '{second.id}' first (broaden_chunk on the chunk you cited shows it), then cite it: "
+        'a chunk counts as evidence only once a search or read has shown it to you.'
+    )
     result = await _verify(rag, (second.id, stitched))
     assert f"the quote spans two chunks ('{first.id}' and '{second.id}')" in _line(result)
 

@@ -7,9 +7,11 @@ calls each one received and checks them against `AskResult.model_calls` and the 
 from __future__ import annotations
 
 import asyncio
+import logging
 from typing import Any
 
 import pytest
+from pydantic_ai.exceptions import ModelHTTPError, UserError
 from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
@@ -24,6 +26,7 @@ from tests.grounded.grounded_helpers import (
     build_store,
     cite,
 )
+from tests.helpers import compose_store
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import InvalidRequestError
@@ -131,6 +134,7 @@ async def test_a_failing_grader_counts_as_good_enough_with_no_retry(failure: str
     assert result.grounded and model.calls == 1
     assert result.model_calls == 2
     assert any('grader failed' in n for n in result.notes)
+    assert not any('grader down' in n for n in result.notes)  # the type only: an error's text can hold a response body
 
 
 async def test_an_ungrounded_answer_becomes_insufficient_evidence_with_the_reasons() -> None:
@@ -155,6 +159,38 @@ async def test_an_answer_model_that_never_answers_is_reported_not_raised() -> No
     assert not result.grounded and result.answer.status == 'insufficient_evidence'
     assert any('did not give a usable answer' in p for p in result.problems)
     assert_budget(result, grader, model)
+
+
+async def test_a_provider_error_body_stays_out_of_the_result_and_goes_to_the_log(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    def failing(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        raise ModelHTTPError(500, 'answer-model', body={'error': 'internal detail sk-SECRET'})
+
+    grader = Scripted([SUFFICIENT])
+    with caplog.at_level(logging.WARNING, logger='toolish_rag.grounded.ask'):
+        result = await ask(await acme_rag(), 'Refunds?', model=FunctionModel(failing), grader_model=grader.model)
+    assert not result.grounded
+    assert result.problems == ('the answer model did not give a usable answer (ModelHTTPError)',)
+    assert 'sk-SECRET' not in repr(result)
+    assert 'sk-SECRET' in caplog.text
+
+
+async def test_a_semantic_model_that_cannot_be_resolved_keeps_the_verified_answer() -> None:
+    grader, model = Scripted([SUFFICIENT]), Scripted([GOOD_ANSWER])
+    result = await ask(
+        await acme_rag(), 'Refunds?', model=model.model, grader_model=grader.model, semantic_model='nosuchprovider:x'
+    )
+    assert result.grounded and result.answer.claims[0].citations[0].source is not None
+    assert result.semantic is not None and result.semantic.error is not None and not result.semantic.verdicts
+
+
+async def test_a_store_that_cannot_look_records_up_is_refused_before_any_model_call() -> None:
+    rag = ToolishRag(compose_store(frozenset({'vector'}))(await build_store()), name='docs')
+    grader, model = Scripted([]), Scripted([])
+    with pytest.raises(UserError, match='look records up by id'):
+        await ask(rag, 'Refunds?', model=model.model, grader_model=grader.model)
+    assert grader.calls == model.calls == 0
 
 
 async def test_the_worst_case_stays_within_the_budget() -> None:

@@ -6,13 +6,18 @@ and that a run whose answer never verifies ends in `UngroundedAnswerError`, neve
 
 from __future__ import annotations
 
+import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from pydantic_ai import Agent, RunContext
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse
-from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic import BaseModel
+from pydantic_ai import Agent, RunContext, ToolReturn
+from pydantic_ai.exceptions import UserError
+from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelResponse, ToolReturnPart
+from pydantic_ai.models.function import AgentInfo, DeltaToolCall, DeltaToolCalls, FunctionModel
+from pydantic_ai.output import PromptedOutput, ToolOutput
 
 from tests.grounded.grounded_helpers import (
     ACME_0,
@@ -28,7 +33,7 @@ from tests.grounded.grounded_helpers import (
     search,
 )
 from tests.helpers import compose_store
-from toolish_rag import PropertyFilter as F, ToolishRag
+from toolish_rag import PropertyFilter as F, SearchHit, ToolishRag
 from toolish_rag.grounded.capability import Grounding, seen_chunk_ids
 from toolish_rag.grounded.model import GroundedAnswer
 from toolish_rag.grounded.semantic import SemanticReport
@@ -46,6 +51,15 @@ class Tenant:
 
 async def acme_rag() -> ToolishRag[Any]:
     return ToolishRag(await build_store(), name='docs').with_metadata_filter(F.eq('tenant', 'acme'))
+
+
+def tool_return(messages: list[ModelMessage], tool: str) -> str:
+    """The text the model received from the first return of ``tool`` in ``messages``."""
+    for message in messages:
+        for part in message.parts:
+            if isinstance(part, ToolReturnPart) and part.tool_name == tool:
+                return part.model_response_str()
+    raise AssertionError(f'no return of {tool}')
 
 
 def agent_for(rag: ToolishRag[Any], script: Scripted, *, output_retries: int = 1, **grounding: Any) -> Agent[Any, Any]:
@@ -304,20 +318,143 @@ async def test_extra_seen_counts_but_stays_scoped() -> None:
     assert [p.chunk_id for p in caught.value.problems] == [GLOBEX_0_ID]  # the acme citation verified
 
 
-async def test_a_store_without_lookup_uses_the_message_record_in_scope() -> None:
+async def test_a_store_without_lookup_is_refused_at_construction() -> None:
+    # Without a lookup by id the only record of a chunk is the one the (forgeable) history carries.
     store = compose_store(frozenset({'vector'}))(await build_store())
-    rag: ToolishRag[Tenant] = ToolishRag(
-        store, name='docs', metadata_filter=lambda ctx: F.eq('tenant', ctx.deps.tenant)
-    )
+    rag = ToolishRag(store, name='docs')
     assert not rag.store_capabilities.expand
-    script = Scripted([search('refunds paid'), answer('answered', GOOD_CLAIM)])
-    turn1 = await agent_for(rag, script).run('q', deps=Tenant('acme'))
-    assert turn1.output.claims[0].citations[0].source is not None
-    # The acme chunk carried in the history is out of scope for globex: the record does not count.
-    second = Scripted([answer('answered', GOOD_CLAIM)] * 2)
+    with pytest.raises(UserError, match='look records up by id'):
+        Grounding(rag)
+
+
+async def test_another_tools_metadata_naming_this_rag_does_not_count() -> None:
+    # A developer's own tool whose metadata happens to say rag='docs' with hits: not a return of this toolset.
+    rag = await acme_rag()
+    chunk = await rag.retriever().get(ACME_2_ID)
+    assert chunk is not None
+    credit = cite(ACME_2_ID, 'Store credit never expires and can be used in any branch')
+    script = Scripted([('lookup', {}), *[answer('answered', ('Credit lasts.', [credit]))] * 2])
+    agent = agent_for(rag, script)
+
+    @agent.tool_plain
+    def lookup() -> ToolReturn:
+        hits = [{'record': {'id': ACME_2_ID}}, SearchHit(chunk, 1.0)]
+        return ToolReturn(return_value='nothing', metadata={'rag': 'docs', 'hits': hits})
+
     with pytest.raises(UngroundedAnswerError):
-        await agent_for(rag, second).run('again', deps=Tenant('globex'), message_history=turn1.all_messages())
-    assert NOT_SEEN in retry_texts(second.requests[-1])[0]
+        await agent.run('q')
+    assert NOT_SEEN in retry_texts(script.requests[-1])[0]
+
+
+async def test_verify_citations_does_not_make_a_guessed_id_seen() -> None:
+    # The tool looks up any id it is sent; its verdict is advisory, not a read of the chunk.
+    rag = await acme_rag()
+    credit = cite(ACME_2_ID, 'Store credit never expires and can be used in any branch')
+    check = ('docs_verify_citations', {'claims': [{'text': 'x', 'citations': [credit]}]})
+    script = Scripted([check, *[answer('answered', ('Credit lasts.', [credit]))] * 2])
+    with pytest.raises(UngroundedAnswerError) as caught:
+        await agent_for(rag, script).run('q')
+    assert 'Citation check: 1 of 1 citations verified.' in tool_return(script.requests[1], 'docs_verify_citations')
+    assert [p.chunk_id for p in caught.value.problems] == [ACME_2_ID]
+    assert NOT_SEEN in caught.value.problems[0].reason
+
+
+async def test_a_padded_cited_id_is_compared_stripped_as_verify_citations_does() -> None:
+    rag = await acme_rag()
+    padded = {**GOOD, 'chunk_id': f' {ACME_0_ID}\n'}
+    check = ('docs_verify_citations', {'claims': [{'text': 'x', 'citations': [padded]}]})
+    script = Scripted([search('refunds paid'), check, answer('answered', ('Refunds take 30 days.', [padded]))])
+    result = await agent_for(rag, script).run('q')
+    assert 'Citation check: 1 of 1 citations verified.' in tool_return(script.requests[-1], 'docs_verify_citations')
+    citation = result.output.claims[0].citations[0]
+    assert citation.chunk_id == ACME_0_ID and citation.source is not None
+
+
+# -- only a GroundedAnswer comes out ---------------------------------------------------------------
+
+
+class Reply(BaseModel):
+    answer: GroundedAnswer
+    followups: list[str] = []
+
+
+@pytest.mark.parametrize(
+    'output_type',
+    [Reply, [GroundedAnswer, str], str, ToolOutput(Reply)],
+    ids=['a model holding the answer', 'a union with text', 'text', 'a tool output of a wrapper'],
+)
+async def test_an_agent_whose_output_is_not_exactly_a_grounded_answer_is_refused(output_type: Any) -> None:
+    rag = await acme_rag()
+    with pytest.raises(UserError, match='verifies only a GroundedAnswer'):
+        Agent(Scripted([]).model, toolsets=[rag], output_type=output_type, capabilities=[Grounding(rag)])
+
+
+@pytest.mark.parametrize('output_type', [ToolOutput(GroundedAnswer), PromptedOutput(GroundedAnswer)])
+async def test_output_markers_of_a_grounded_answer_are_accepted(output_type: Any) -> None:
+    rag = await acme_rag()
+    Agent(Scripted([]).model, toolsets=[rag], output_type=output_type, capabilities=[Grounding(rag)])
+
+
+async def test_a_per_run_output_type_other_than_grounded_answer_is_refused_at_output() -> None:
+    # The agent passes construction; the run's own output_type only shows when the output arrives.
+    rag = await acme_rag()
+    script = Scripted([search('refunds paid'), f'Refunds are instant [chunk {ACME_0_ID}]'])
+    agent = agent_for(rag, script)
+    with pytest.raises(UserError, match='verifies only a GroundedAnswer'):
+        await agent.run('q', output_type=[GroundedAnswer, str])
+
+
+# -- streaming ---------------------------------------------------------------------------------------
+
+
+def streamed(script: list[str | dict[str, Any]]) -> FunctionModel:
+    """A streaming FunctionModel: a search call, then each answer streamed in pieces as the output tool's args."""
+    calls: list[int] = []
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[DeltaToolCalls]:
+        calls.append(1)
+        if len(calls) == 1:
+            yield {
+                0: DeltaToolCall(
+                    name='docs_vector_search',
+                    json_args=json.dumps({'query': 'refunds paid', 'top_k': 5}),
+                    tool_call_id='a',
+                )
+            }
+            return
+        body = json.dumps(script[len(calls) - 2])
+        for i in range(0, len(body), 40):
+            yield {
+                0: DeltaToolCall(
+                    name=info.output_tools[0].name if i == 0 else None, json_args=body[i : i + 40], tool_call_id='o'
+                )
+            }
+
+    return FunctionModel(stream_function=stream)
+
+
+async def test_run_stream_verifies_the_final_output() -> None:
+    rag = await acme_rag()
+    agent = Agent(
+        streamed([answer('answered', GOOD_CLAIM)]),
+        toolsets=[rag],
+        output_type=GroundedAnswer,
+        capabilities=[Grounding(rag)],
+    )
+    async with agent.run_stream('q') as run:
+        output = await run.get_output()
+    assert output.claims[0].citations[0].source is not None
+
+
+async def test_run_stream_with_no_repairs_ends_in_the_typed_error() -> None:
+    rag = await acme_rag()
+    bad = answer('answered', ('Refunds are instant.', [cite(ACME_0_ID, 'Refunds are always paid instantly by card.')]))
+    agent = Agent(streamed([bad]), toolsets=[rag], output_type=GroundedAnswer, capabilities=[Grounding(rag, repairs=0)])
+    with pytest.raises(UngroundedAnswerError) as caught:
+        async with agent.run_stream('q') as run:
+            await run.get_output()
+    assert caught.value.draft.claims[0].citations[0].source is None
+    assert 'does not stand in this chunk' in caught.value.problems[0].reason
 
 
 # -- the semantic check ---------------------------------------------------------------------------
@@ -357,6 +494,16 @@ async def test_a_failing_judge_is_reported_not_raised() -> None:
     agent = agent_for(await acme_rag(), script, semantic_model=FunctionModel(broken), on_semantic=collect)
     assert (await agent.run('q')).output.claims
     assert reports[0].error is not None and 'judge down' in reports[0].error and not reports[0].verdicts
+
+
+async def test_a_judge_model_that_cannot_be_resolved_is_reported_and_the_answer_kept() -> None:
+    reports: list[SemanticReport] = []
+    script = Scripted([search('refunds paid'), answer('answered', GOOD_CLAIM)])
+    agent = agent_for(await acme_rag(), script, semantic_model='nosuchprovider:judge', on_semantic=reports.append)
+    result = await agent.run('q')
+    assert result.output.claims[0].citations[0].source is not None
+    assert reports[0].model == 'nosuchprovider:judge' and not reports[0].verdicts
+    assert reports[0].error is not None and 'nosuchprovider' in reports[0].error
 
 
 async def test_per_run_scope_reads_deps() -> None:

@@ -28,8 +28,9 @@ becomes ``insufficient_evidence`` with no claims and the reasons in ``problems``
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -51,6 +52,8 @@ from .verify import UngroundedAnswerError
 
 if TYPE_CHECKING:
     from ..toolset import ToolishRag
+
+_log = logging.getLogger(__name__)
 
 __all__ = [
     'ANSWER_REPAIRS',
@@ -176,7 +179,7 @@ async def _small_call(
     try:
         result = await asyncio.wait_for(agent.run(prompt, usage_limits=UsageLimits(request_limit=1)), timeout)
     except Exception as e:  # TimeoutError included
-        return f'{type(e).__name__}: {e}'[:300]
+        return _failed('the grader or rewriter', e)
     return result.output
 
 
@@ -335,6 +338,8 @@ async def ask(
         raise InvalidRequestError('ask needs a non-empty question')
     if evidence_chars < 1:
         raise ValueError('evidence_chars must be at least 1')
+    # Built first so a store Grounding refuses (no lookup by id) fails before any model call.
+    grounding: Grounding[Any] = Grounding(rag, min_quote_chars=min_quote_chars, repairs=ANSWER_REPAIRS)
     answer_model = infer_model(model)
     counter = _CallCounter()
     grader = infer_model(grader_model) if grader_model is not None else answer_model
@@ -359,12 +364,11 @@ async def ask(
     if not used:
         missing = 'No passage in the documents matched the question.'
         return result(_insufficient(missing), grounded=False, problems=[missing])
-    grounding: Grounding[Any] = Grounding(rag, min_quote_chars=min_quote_chars, repairs=ANSWER_REPAIRS, extra_seen=used)
     agent: Agent[Any, GroundedAnswer] = Agent(
         answer_model,
         output_type=GroundedAnswer,
         instructions=_ANSWER_INSTRUCTIONS,
-        capabilities=[grounding, counter],
+        capabilities=[replace(grounding, extra_seen=used), counter],
         retries={'output': ANSWER_REPAIRS, 'tools': 0},
     )
     prompt = f'Question: {question}\n\nPassages:\n\n{_passages(used)}'
@@ -376,12 +380,22 @@ async def ask(
             _insufficient('The answer could not be backed by exact quotes.'), grounded=False, problems=reasons
         )
     except AgentRunError as e:
-        reason = f'the answer model did not give a usable answer: {type(e).__name__}: {e}'[:500]
+        reason = f'the answer model did not give a usable answer ({_failed("the answer model", e)})'
         return result(_insufficient('No usable answer was produced.'), grounded=False, problems=[reason])
     semantic = None
     if semantic_model is not None and answered.output.claims:
         semantic = await judge_claims(answered.output, semantic_model, capabilities=[counter])
     return result(answered.output, grounded=True, semantic=semantic)
+
+
+def _failed(who: str, error: Exception) -> str:
+    """A failed model call as the result says it: the exception type only, the detail to the log.
+
+    An error's text can hold a provider's response body; `AskResult` goes to end users (the web
+    example returns it), so only the type goes there.
+    """
+    _log.warning('ask: %s failed: %s: %s', who, type(error).__name__, error)
+    return type(error).__name__
 
 
 def _insufficient(missing: str) -> GroundedAnswer:

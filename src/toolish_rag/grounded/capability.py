@@ -12,22 +12,44 @@ store; otherwise the model is sent the problems as a ``ModelRetry`` and may repa
 ``repairs`` times, after which the run raises `UngroundedAnswerError` with the last draft and
 the problems. The run never returns an answer with an unverified citation.
 
+The agent's output type must be exactly `GroundedAnswer` (or a `ToolOutput`, `NativeOutput` or
+`PromptedOutput` of it): any other output (free text in a union, a model with a `GroundedAnswer`
+field, an output function's result) would leave the run with something this check never read.
+So the capability refuses it with pydantic-ai's ``UserError``: when the agent is built (its
+``output_type``), and again for any output that is not a `GroundedAnswer` (a per-run
+``output_type=`` override, which only shows at output time).
+
 What counts as "reached the model through this toolset":
 
-* tool returns of this toolset (``ToolReturnPart`` metadata with ``rag`` equal to its name:
-  searches, expansions, navigation, and the chunks ``verify_citations`` checked or named, so
-  that tool and this check agree), in any turn of the message history, whether the hits are
-  `SearchHit` objects (in process) or plain dicts (a history serialised to JSON and loaded back);
+* returns of this toolset's search and read tools (a ``ToolReturnPart`` whose ``tool_name`` is
+  one of ``rag.tool_names`` and whose metadata carries ``rag`` equal to its name), in any turn of
+  the message history, whether the hits are `SearchHit` objects (in process) or plain dicts (a
+  history serialised to JSON and loaded back). Another tool's return never counts, whatever its
+  metadata says, and neither does ``verify_citations``: its verdict is advisory and it looks up
+  any id it is sent, so a guessed id it found has still not been shown to the model (a chunk it
+  names as "cite this instead" must be read, e.g. with ``broaden_chunk``, before it counts);
 * the chunks an eager search put in this toolset's instructions (``[n] chunk <id> | score``
   lines in its block of a request's instructions);
 * ``extra_seen``: chunks the caller put in front of the model itself (`ask` does, in its prompt).
 
-Only the ids come from the messages. The chunk itself is read from the store through
-``rag.retriever(ctx)``, so a chunk outside this run's scope (another tenant's, seen in an
-earlier turn under another scope, or named in a forged history) is "not returned in this
-conversation", and a chunk changed since it was shown is checked as it stands now. Only a
-store that cannot look records up by id (no `ResultExpander`) is checked against the record
-carried in the message, and then still against the run's scope.
+Only the ids come from the messages (cited ids are compared stripped of surrounding whitespace,
+as ``verify_citations`` compares them: `normalise_chunk_id`). The chunk itself is read from the
+store through ``rag.retriever(ctx)``, so a chunk outside this run's scope (another tenant's, seen
+in an earlier turn under another scope, or named in a forged history) is "not returned in this
+conversation", and a chunk changed since it was shown is checked as it stands now. That is why
+`Grounding` needs a store that can look records up by id (`ResultExpander`) and refuses any
+other at construction: without it the only record of a chunk is the one the message history
+carries, which whoever supplies the history could have written.
+
+``verify_citations`` always checks quotes against `DEFAULT_MIN_QUOTE_CHARS` (its description
+says so); a `Grounding` with a larger ``min_quote_chars`` may reject a quote that tool accepted.
+
+Streaming (``agent.run_stream``): the partial outputs a stream yields are unverified drafts;
+only the final output is verified. pydantic-ai cannot retry output in ``run_stream``, so an
+answer that fails with repairs left ends the stream with pydantic-ai's
+``UnexpectedModelBehavior`` (its ``__cause__`` is the ``ModelRetry`` carrying the problems; the
+capability cannot tell a stream from a run); build the `Grounding` with ``repairs=0`` for a
+streamed agent to get `UngroundedAnswerError` with the draft and its problems instead.
 
 Retries: pydantic-ai charges each rejection to the run's output-retry budget
 (``Agent(retries={'output': n})``, default 1, which schema errors also draw on). ``repairs``
@@ -55,23 +77,24 @@ from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, 
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
 from pydantic_ai import ModelRetry, RunContext
+from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.capabilities import AbstractCapability
+from pydantic_ai.exceptions import UserError
 from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
 from pydantic_ai.models import Model
-from pydantic_ai.output import OutputContext
+from pydantic_ai.output import NativeOutput, OutputContext, PromptedOutput, ToolOutput
 from pydantic_ai.tools import AgentDepsT
 
 from ..content import Chunk
 from ..errors import InvalidRequestError
-from ..filters import matches
 from ..retriever import Retriever
 from ..search import SearchHit
+from ..toolset.names import TOOL_NAMES, tool_name
 from .model import GroundedAnswer
 from .quotes import DEFAULT_MIN_QUOTE_CHARS
 from .semantic import SemanticReport, judge_claims
-from .verify import NOT_SEEN, UngroundedAnswerError, Verification, verify_answer
+from .verify import NOT_SEEN, UngroundedAnswerError, Verification, normalise_chunk_id, verify_answer
 
 if TYPE_CHECKING:
     from ..toolset import ToolishRag
@@ -108,6 +131,10 @@ class Grounding(AbstractCapability[AgentDepsT]):
         semantic_model: a model to judge, in one extra call, whether each claim follows from its
             quotes; the report goes to ``on_semantic`` and never rejects an answer.
         on_semantic: receives the `SemanticReport` (ignored without ``semantic_model``).
+
+    Raises:
+        UserError: ``rag``'s store cannot look records up by id (no `ResultExpander`); or, when
+            the agent is built or an output arrives, the output is not exactly a `GroundedAnswer`.
     """
 
     rag: ToolishRag[Any]
@@ -123,10 +150,22 @@ class Grounding(AbstractCapability[AgentDepsT]):
             raise ValueError('repairs must be 0 or more')
         if self.min_quote_chars < 1:
             raise ValueError('min_quote_chars must be at least 1')
+        if not self.rag.store_capabilities.expand:
+            raise UserError(
+                f'Grounding needs a store that can look records up by id (ResultExpander); the store of '
+                f'{self.rag.name!r} cannot, so a citation could only be checked against the record the message '
+                'history carries, which the history could have forged'
+            )
 
     @classmethod
     def get_serialization_name(cls) -> str | None:
         return None  # holds a toolset and callables: not spec-serialisable
+
+    def for_agent(self, agent: AbstractAgent[AgentDepsT, Any]) -> Grounding[AgentDepsT]:
+        # Refuse a misconfigured agent when it is built, before any model call.
+        if not _grounded_only(agent.output_type):
+            raise UserError(_WRONG_OUTPUT.format(got=repr(agent.output_type)))
+        return self
 
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> Grounding[AgentDepsT]:
         # A fresh instance (``replace`` re-creates ``_state``), so one run's repairs never count in another.
@@ -146,7 +185,8 @@ class Grounding(AbstractCapability[AgentDepsT]):
     async def after_output_validate(
         self, ctx: RunContext[AgentDepsT], *, output_context: OutputContext, output: Any
     ) -> Any:
-        if not isinstance(output, GroundedAnswer) or ctx.partial_output:
+        _require_grounded(output)
+        if ctx.partial_output:  # a streamed draft: only the final output is verified
             return output
         verification = await self.verify(ctx, output)
         if verification.ok:
@@ -157,9 +197,17 @@ class Grounding(AbstractCapability[AgentDepsT]):
             raise UngroundedAnswerError(verification.answer, verification.problems)
         raise ModelRetry(verification.feedback())
 
+    async def after_output_process(
+        self, ctx: RunContext[AgentDepsT], *, output_context: OutputContext, output: Any
+    ) -> Any:
+        # Fires for every output (text too, which skips validation): catches a per-run output type.
+        _require_grounded(output)
+        return output
+
     async def verify(self, ctx: RunContext[Any], answer: GroundedAnswer) -> Verification:
         """Verify ``answer`` against the chunks this conversation saw through ``rag`` (no retry, no raise)."""
-        seen = seen_chunk_ids(ctx.messages, self.rag.name)
+        answer = _normalised(answer)
+        seen = seen_chunk_ids(ctx.messages, self.rag.name, self._tool_names())
         for chunk in self.extra_seen:
             seen.setdefault(chunk.id, chunk)
         retriever = self.rag.retriever(ctx)
@@ -182,8 +230,6 @@ class Grounding(AbstractCapability[AgentDepsT]):
         with_neighbours: bool,
     ) -> dict[str, Chunk]:
         """The in-scope chunks among ``ids`` (and their seen sequence neighbours), read from the store."""
-        if not self.rag.store_capabilities.expand:
-            return _from_messages(retriever, seen, ids, with_neighbours=with_neighbours)
         limit = asyncio.Semaphore(_FETCH_CONCURRENCY)
 
         async def read(chunk_id: str) -> list[Chunk]:
@@ -202,6 +248,10 @@ class Grounding(AbstractCapability[AgentDepsT]):
             found.update((c.id, c) for c in chunks)
         return found
 
+    def _tool_names(self) -> frozenset[str]:
+        """The full names of this toolset's tools whose returns show the model chunks."""
+        return frozenset(self.rag.tool_names) - {tool_name(self.rag.name, 'verify_citations')}
+
     async def _semantic(self, ctx: RunContext[Any], answer: GroundedAnswer) -> None:
         if self.semantic_model is None or not answer.claims:
             return
@@ -212,49 +262,67 @@ class Grounding(AbstractCapability[AgentDepsT]):
                 await outcome
 
 
+_WRONG_OUTPUT = (
+    'Grounding verifies only a GroundedAnswer output: give the agent output_type=GroundedAnswer (got {got}). '
+    "Any other output (text, a model holding the answer, an output function's result) would leave the run unverified."
+)
+
+
+def _grounded_only(spec: Any) -> bool:
+    """Whether an output spec yields exactly `GroundedAnswer` (bare, or in one pydantic-ai output marker)."""
+    if isinstance(spec, ToolOutput):
+        spec = spec.output
+    elif isinstance(spec, NativeOutput | PromptedOutput):
+        spec = spec.outputs
+        if isinstance(spec, Sequence) and len(spec) == 1:
+            spec = spec[0]
+    return spec is GroundedAnswer
+
+
+def _require_grounded(output: Any) -> None:
+    # Exactly the class: a subclass could carry fields this check never reads.
+    if type(output) is not GroundedAnswer:
+        raise UserError(_WRONG_OUTPUT.format(got=type(output).__name__))
+
+
+def _normalised(answer: GroundedAnswer) -> GroundedAnswer:
+    """``answer`` with each cited id normalised as ``verify_citations`` normalises it (stripped)."""
+    if all(normalise_chunk_id(c.chunk_id) == c.chunk_id for c in answer.citations):
+        return answer
+    claims = [
+        claim.model_copy(
+            update={
+                'citations': [
+                    c.model_copy(update={'chunk_id': normalise_chunk_id(c.chunk_id)}) for c in claim.citations
+                ]
+            }
+        )
+        for claim in answer.claims
+    ]
+    return answer.model_copy(update={'claims': claims})
+
+
 def _worth_hints(verification: Verification) -> bool:
     """Whether reading more seen chunks could improve the feedback (a quote not found where cited)."""
     return any(p.chunk_id is not None and p.reason != NOT_SEEN for p in verification.problems)
 
 
-def _from_messages(
-    retriever: Retriever,
-    seen: Mapping[str, Chunk | Mapping[str, Any] | None],
-    ids: Collection[str],
-    *,
-    with_neighbours: bool,
-) -> dict[str, Chunk]:
-    """For a store that cannot look records up: the records the messages carried, if in scope now."""
-    known = {i: c for i in seen if (c := _as_chunk(seen[i])) is not None and matches(retriever.filter, c)}
-    found = {i: known[i] for i in ids if i in known}
-    if with_neighbours:
-        positions = {(c.document_id, c.sequence_number) for c in found.values()}
-        near = {(d, n + step) for d, n in positions for step in (-1, 1)}
-        found.update((i, c) for i, c in known.items() if (c.document_id, c.sequence_number) in near)
-    return found
-
-
-def _as_chunk(record: Chunk | Mapping[str, Any] | None) -> Chunk | None:
-    if record is None or isinstance(record, Chunk):
-        return record
-    if record.get('kind', 'chunk') != 'chunk':
-        return None
-    try:
-        return Chunk.model_validate(record)
-    except ValidationError:
-        return None
-
-
 # -- what reached the model ------------------------------------------------------------------
 
 
-def seen_chunk_ids(messages: Iterable[ModelMessage], rag_name: str) -> dict[str, Chunk | Mapping[str, Any] | None]:
+def seen_chunk_ids(
+    messages: Iterable[ModelMessage], rag_name: str, tools: Collection[str] | None = None
+) -> dict[str, Chunk | Mapping[str, Any] | None]:
     """The ids of the chunks ``rag_name`` showed the model in ``messages``, in first-seen order.
 
-    Each maps to the record the message carried (a `Chunk`, or its dict after a JSON round
-    trip), or ``None`` when only the id is known (eager-search results in the instructions).
-    Entities are left out: they have no source text to quote.
+    Only returns of the tools named in ``tools`` count (default: every search and read tool a
+    toolset named ``rag_name`` can offer), so another tool cannot make a chunk "seen" by putting
+    ``rag_name`` in its metadata; ``verify_citations`` is never a search or read. Each id maps to
+    the record the message carried (a `Chunk`, or its dict after a JSON round trip), or ``None``
+    when only the id is known (eager-search results in the instructions). Entities are left out:
+    they have no source text to quote.
     """
+    readers = frozenset(tools) if tools is not None else _readers_of(rag_name)
     seen: dict[str, Chunk | Mapping[str, Any] | None] = {}
     for message in messages:
         if not isinstance(message, ModelRequest):
@@ -263,7 +331,7 @@ def seen_chunk_ids(messages: Iterable[ModelMessage], rag_name: str) -> dict[str,
             for chunk_id in _eager_ids(message.instructions, rag_name):
                 seen.setdefault(chunk_id, None)
         for part in message.parts:
-            if isinstance(part, ToolReturnPart):
+            if isinstance(part, ToolReturnPart) and part.tool_name in readers:
                 for chunk_id, record in _tool_return_chunks(part.metadata, rag_name):
                     if seen.get(chunk_id) is None:
                         seen[chunk_id] = record
@@ -286,6 +354,10 @@ def _tool_return_chunks(metadata: Any, rag_name: str) -> Iterable[tuple[str, Chu
                 chunk_id = record.get('id')
                 if isinstance(chunk_id, str):
                     yield chunk_id, record
+
+
+def _readers_of(rag_name: str) -> frozenset[str]:
+    return frozenset(tool_name(rag_name, t) for t in TOOL_NAMES if t != 'verify_citations')
 
 
 _RAG_BLOCK = 'You have a reference collection "{name}".'

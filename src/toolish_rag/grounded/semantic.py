@@ -6,7 +6,10 @@ saw; it cannot prove that the claim says what the quotes say ("refunds take 30 d
 is evidence, not proof: it is reported beside the answer (`SemanticReport`), never used to
 accept or reject one. One call for the whole answer, whatever the number of claims, so its cost
 is bounded; a judge that fails, times out or answers garbage gives a report with ``error`` set
-and no verdicts, never an exception.
+and no verdicts, never an exception. That includes a judge model that cannot be resolved (an
+unknown provider, a provider package not installed): the model is resolved inside the same
+guard, when an answer is judged, so a mistyped ``semantic_model`` shows as the report's
+``error`` beside an answer that was verified, never destroys that answer.
 """
 
 from __future__ import annotations
@@ -83,6 +86,10 @@ def _prompt(answer: GroundedAnswer) -> str:
     return '\n\n'.join(parts)
 
 
+def _failure(error: Exception) -> str:
+    return f'{type(error).__name__}: {error}'[:500]
+
+
 async def judge_claims(
     answer: GroundedAnswer,
     model: Model | str,
@@ -97,7 +104,10 @@ async def judge_claims(
     judgement is reported, not repaired). ``usage`` is charged with it, as pydantic-ai charges a
     delegated agent run; ``capabilities`` go on the judge's run (`ask` counts calls with one).
     """
-    resolved = infer_model(model)
+    try:
+        resolved = infer_model(model)
+    except Exception as e:  # an unknown provider or a missing provider package: reported like a failed call
+        return SemanticReport(model=model if isinstance(model, str) else type(model).__name__, error=_failure(e))
     name = resolved.model_name
     if not answer.claims:
         return SemanticReport(model=name)
@@ -116,7 +126,7 @@ async def judge_claims(
             timeout_s,
         )
     except Exception as e:  # a quality signal must never break the answer it describes
-        return SemanticReport(model=name, error=f'{type(e).__name__}: {e}'[:500])
+        return SemanticReport(model=name, error=_failure(e))
     by_claim = {j.claim - 1: j for j in result.output.verdicts}
     verdicts = tuple(
         SemanticVerdict(claim=i, verdict=by_claim[i].verdict, reason=by_claim[i].reason)

@@ -26,6 +26,7 @@ __all__ = [
     'UngroundedAnswerError',
     'Verification',
     'check_quote',
+    'normalise_chunk_id',
     'verify_answer',
 ]
 
@@ -42,6 +43,15 @@ _FIX = (
     '{min} characters per citation; drop a claim you cannot cite, or answer with status '
     "'insufficient_evidence' and say what is missing."
 )
+
+
+def normalise_chunk_id(chunk_id: str) -> str:
+    """A cited chunk id as every check compares it: without surrounding whitespace.
+
+    Models often pad an id they copy; ``verify_citations`` (whose id argument is stripped like
+    every tool's) and the grounding capability both go through this one rule, so they agree.
+    """
+    return chunk_id.strip()
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,6 +12,13 @@ alone: the answer cannot tell another tenant's chunk from one that never existed
 citation is reported on that citation's line, not as a retry of the whole call, so the other
 citations still get their verdicts; only a call that cannot be checked as sent (no claims, too many
 citations) is refused.
+
+The verdict is advisory: the grounding capability does not count a chunk this tool looked up as
+shown to the model (it looks up any id it is sent, guessed or not). A neighbour it names as the
+chunk to cite instead is one the model may never have read, so the answer then says to read it
+(with ``broaden_chunk``) before citing it. Ids are compared as the capability compares them
+(`normalise_chunk_id`), and quotes shorter than `DEFAULT_MIN_QUOTE_CHARS` never count here,
+whatever ``min_quote_chars`` a `Grounding` sets (the tool's description says so).
 """
 
 from __future__ import annotations
@@ -24,7 +31,7 @@ from ..content import Chunk
 from ..errors import InvalidRequestError, echo
 from ..grounded.model import Citation, CitationSource, Claim, GroundedAnswer
 from ..grounded.quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
-from ..grounded.verify import NOT_SEEN, CitationProblem, Verification, verify_answer
+from ..grounded.verify import NOT_SEEN, CitationProblem, Verification, normalise_chunk_id, verify_answer
 from ..retriever import Retriever
 from ..search import SearchHit
 from .arguments import StringArgument
@@ -61,7 +68,7 @@ async def verify_citations(r: Retriever, claims: Sequence[Claim], check_id: Stri
     verified = {c.chunk_id for c in verification.answer.citations if c.source is not None}
     named = [c for c in around.values() if c.id not in found and any(echo(c.id) in p.reason for p in problems.values())]
     hits = [SearchHit(c, 1.0 if c.id in verified else 0.0) for c in [*found.values(), *named]]
-    return _render(verification, problems, total), hits
+    return _render(verification, problems, total, [c.id for c in named]), hits
 
 
 def _check_call(claims: Sequence[Claim]) -> int:
@@ -84,7 +91,7 @@ def _ids(claims: Sequence[Claim], check_id: StringArgument) -> dict[str, str | I
     ids: dict[str, str | InvalidRequestError] = {}
     for citation in (c for claim in claims for c in claim.citations):
         try:
-            ids[citation.chunk_id] = check_id.check(citation.chunk_id)
+            ids[citation.chunk_id] = check_id.check(normalise_chunk_id(citation.chunk_id))
         except InvalidRequestError as e:
             ids[citation.chunk_id] = e
     return ids
@@ -152,8 +159,16 @@ def _located(source: CitationSource) -> str:
     return f'verified: it stands in {place} ({_cut(source.document_uri)}), {where}{page}.'
 
 
-def _render(verification: Verification, problems: Mapping[tuple[int, int | None], CitationProblem], total: int) -> str:
-    """A heading with the count, a line per citation (and per claim without any) in order, what to do next."""
+def _render(
+    verification: Verification,
+    problems: Mapping[tuple[int, int | None], CitationProblem],
+    total: int,
+    named: Sequence[str],
+) -> str:
+    """A heading with the count, a line per citation (and per claim without any) in order, what to do next.
+
+    ``named``: the neighbours a problem names as the chunk to cite instead, which the model may not have read.
+    """
     lines: list[str] = []
     verified = 0
     for n, claim in enumerate(verification.answer.claims):
@@ -175,4 +190,11 @@ def _render(verification: Verification, problems: Mapping[tuple[int, int | None]
         )
     else:
         tail = 'Every quote stands in the chunk it cites.'
-    return '\n'.join([head, *lines, tail])
+    if not named:
+        return '\n'.join([head, *lines, tail])
+    chunks, it = ', '.join(f'chunk {echo(i)}' for i in named), 'it' if len(named) == 1 else 'them'
+    read_first = (
+        f'Read {chunks} first (broaden_chunk on the chunk you cited shows {it}), then cite {it}: a chunk counts '
+        'as evidence only once a search or read has shown it to you.'
+    )
+    return '\n'.join([head, *lines, tail, read_first])
