@@ -29,14 +29,18 @@ What it does, and why each step is the real thing rather than a stand-in:
 * Corruptions, each a rule: a number changed (digits or a number word), a negation inserted
   (``not`` after an auxiliary, else ``never`` before a past tense), two adjacent words
   swapped, an entity (capitalised run) replaced by one from another article, one letter
-  changed, a sentence of the neighbouring chunk cited with this chunk's id, the last sentence
-  of this chunk and the first of the next stitched together, the genuine sentence cited with
-  the globex copy's chunk id, and the sentence cut below the minimum length. When a rule
-  does not apply (no number, no neighbour...) it is skipped and counted, and a text
-  corruption found in the cited chunk anyway (under a normalisation more lenient than the
-  verifier's: all quote marks alike, all dashes alike) is not a corruption: skipped and
-  counted too. The truncation and other-tenant rules are present verbatim by design (too
-  short; the right text under the wrong tenant's chunk id).
+  changed, a negation prefix dropped (a sentence of the chunk quoted from just after a
+  hyphenated ``non-``/``un-``/``in-``/``dis-``/``anti-`` or up to the apostrophe of a ``n't``),
+  a number cut (a sentence of the chunk quoted from just after, or up to just before, the
+  joint inside a number: ``/ : . , -`` between digits or a digit-group space), a sentence of
+  the neighbouring chunk cited with this chunk's id, the last sentence of this chunk and the
+  first of the next stitched together, the genuine sentence cited with the globex copy's
+  chunk id, and the sentence cut below the minimum length. When a rule does not apply (no
+  number, no neighbour...) it is skipped and counted, and a text corruption found in the
+  cited chunk anyway (under a normalisation more lenient than the verifier's: all quote marks
+  alike, all dashes alike) is not a corruption: skipped and counted too. The negation, number
+  cut, truncation and other-tenant rules are present verbatim by design (cut inside a word or
+  number; too short; the right text under the wrong tenant's chunk id).
 * Verdict: `toolish_rag.grounded.verify.verify_answer` on a one-claim ``answered`` answer
   citing the quote, with ``seen``. Accepted genuine quotes must also be located: the filled
   ``source`` offsets must point at the quoted text in the chunk and in the article.
@@ -359,6 +363,63 @@ def _truncated(p: Probe, rng: random.Random) -> str | None:
     return cut if len(' '.join(cut.split())) < MIN_CHARS else None
 
 
+_NEGATION_PREFIX = re.compile(r'\b(?:non|un|in|dis|anti)[-\u2010\u2011](?=[^\W\d_])', re.IGNORECASE)
+"""A negating prefix joined by a hyphen: ``non-profit``, ``Anti-inflammatory``."""
+_CONTRACTION = re.compile(r"\b[^\W\d_]+n(['\u2019\u02bc])t\b")
+"""A negative contraction; group 1 is its apostrophe: ``don't``, ``didn\u2019t``."""
+_NUMBER_JOINT = re.compile(r'(?<=\d)[/:.,\-\u2010-\u2015\u2212](?=\d)')
+"""The joint inside one number: ``1/5``, ``12:30``, ``3.5``, ``1,000``, ``1914\u20131918``."""
+_DIGIT_GROUPS = re.compile(r'(?<!\d)\d{1,3}(?:[ \u00a0\u2009\u202f]\d{3})+(?!\d)')
+"""A number written in digit groups: ``12 500 000`` (plain, no-break, thin or narrow no-break spaces)."""
+
+
+def _chunk_sentences(p: Probe) -> list[str]:
+    return [p.chunk.urtext[s:e] for s, e in sentence_spans(p.chunk.urtext)]
+
+
+def _cut_pick(p: Probe, rng: random.Random, cuts: list[str]) -> str | None:
+    """One of the cut quotes that is long enough and stands once in all the seen chunks (so its one place is the cut).
+
+    A cut quote is a substring of the chunk by design, so the lenient guard of the other rules
+    cannot apply; a quote found twice might stand somewhere else on real word boundaries
+    (``'institutional settings.'`` is cut from ``'non-institutional settings.'`` but stands whole
+    in the next chunk).
+    """
+    texts = [lenient(c.urtext) for c in p.seen.values()]
+    pool = [q for q in cuts if len(lenient(q)) >= MIN_CHARS and sum(t.count(lenient(q)) for t in texts) == 1]
+    return rng.choice(pool) if pool else None
+
+
+def _negation_dropped(p: Probe, rng: random.Random) -> str | None:
+    """A sentence of the cited chunk quoted from just after a ``non-``/``un-``/... prefix, or up to a ``n't``.
+
+    Such words are rare (a few dozen in XQuAD), so every sentence of the chunk is a candidate,
+    not only the answer's: ``'refundable after 30 days'`` from ``'non-refundable after 30 days'``,
+    ``'Patients can'`` from ``"Patients can't"``.
+    """
+    cuts = []
+    for sentence in _chunk_sentences(p):
+        cuts += [sentence[m.end() :] for m in _NEGATION_PREFIX.finditer(sentence)]
+        cuts += [sentence[: m.start(1)] for m in _CONTRACTION.finditer(sentence)]
+    return _cut_pick(p, rng, cuts)
+
+
+def _number_cut(p: Probe, rng: random.Random) -> str | None:
+    """A sentence of the cited chunk quoted from inside a number, or up to inside one.
+
+    It starts just after a joint (``'5 of the patients'`` from ``'1/5 of the patients'``,
+    ``'500 000 people'`` from ``'12 500 000 people'``) or ends just before one (``'In 1914'`` from
+    ``'In 1914\u20131918'``). Every sentence of the chunk is a candidate, as for `_negation_dropped`.
+    """
+    cuts = []
+    for sentence in _chunk_sentences(p):
+        joints = [m.start() for m in _NUMBER_JOINT.finditer(sentence)]
+        for m in _DIGIT_GROUPS.finditer(sentence):
+            joints += [m.start() + i for i, c in enumerate(m.group()) if not c.isdigit()]
+        cuts += [sentence[j + 1 :] for j in joints] + [sentence[:j] for j in joints]
+    return _cut_pick(p, rng, cuts)
+
+
 def _neighbours(p: Probe) -> list[Chunk]:
     seq = p.chunk.sequence_number
     return [c for c in p.seen.values() if c.document_id == p.chunk.document_id and abs(c.sequence_number - seq) == 1]
@@ -422,6 +483,8 @@ def corruptions(entities: Rule) -> dict[str, Corruption]:
         'two adjacent words swapped': Corruption(_word_swap),
         'entity from another article': Corruption(entities),
         'one letter changed': Corruption(_char_edit),
+        'negation prefix dropped': Corruption(_negation_dropped, verbatim=True),
+        'number cut': Corruption(_number_cut, verbatim=True),
         'sentence of the neighbouring chunk': Corruption(_neighbour_sentence),
         'stitched across two chunks': Corruption(_stitched),
         "other tenant's copy (globex id)": Corruption(

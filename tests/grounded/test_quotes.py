@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 
@@ -114,10 +115,87 @@ def test_corruptions_are_rejected(kind: str, quote: str) -> None:
         ('The loss was 3 million', 'The loss was 3.5 million.'),
         ('growth was about 50', 'growth was about 50% last year'),
         ('the menu of the cafe', 'the menu of the cafe\u0301 was short'),
+        ('5 million units were sold', 'About .5 million units were sold.'),
+        ('.5 million units were sold', 'About 3.5 million units were sold.'),
     ],
 )
 def test_a_quote_may_not_cut_a_word_or_number(quote: str, text: str) -> None:
     assert find_quote(quote, text) is None
+
+
+@pytest.mark.parametrize(
+    ('quote', 'text'),
+    [
+        # a negation prefix or contraction dropped: the hyphen or apostrophe joins one word
+        ('refundable after 30 days', 'Tickets are non-refundable after 30 days.'),
+        ('smokers have a lower risk of heart disease', 'Non-smokers have a lower risk of heart disease.'),
+        ('toxic to humans in small doses', 'The compound is non-toxic to humans in small doses.'),
+        ('toxic to humans in small doses', 'The compound is non\u2010toxic to humans in small doses.'),
+        ('toxic to humans in small doses', 'The compound is non\u2011toxic to humans in small doses.'),
+        ('-toxic to humans in small doses', 'The compound is non-toxic to humans in small doses.'),
+        ('The compound is non', 'The compound is non-toxic to humans in small doses.'),
+        ('The compound is non-', 'The compound is non-toxic to humans in small doses.'),
+        ('Patients can', "Patients can't take aspirin with this drug."),
+        ('Patients can', 'Patients can\u2019t take aspirin with this drug.'),
+        ("Patients can'", 'Patients can\u2019t take aspirin with this drug.'),
+        ('t take aspirin with this drug', "Patients can't take aspirin with this drug."),
+        ('It is state-of-the-art', 'It is state-of-the-art-ish equipment.'),
+        ('It is state', 'It is state-of-the-art equipment.'),
+        ('art equipment in the lab', 'It is state-of-the-art equipment in the lab.'),
+        ('Morley experiment failed', 'The Michelson\u2013Morley experiment failed.'),
+        # a number cut: after a fraction bar, colon, decimal point, thousands separator, date dash
+        ('5 of the patients recovered fully', 'Only 1/5 of the patients recovered fully.'),
+        ('/5 of the patients recovered fully', 'Only 1/5 of the patients recovered fully.'),
+        ('Of them, only 1', 'Of them, only 1/5 recovered fully.'),
+        ('30 the doors open', 'At 12:30 the doors open.'),
+        ('The doors open at 12', 'The doors open at 12:30 sharp.'),
+        ('000 people came to see it', 'About 1,000 people came to see it.'),
+        ('01-05 the sale began', 'On 2020-01-05 the sale began.'),
+        ('The sale began on 2020', 'The sale began on 2020-01-05.'),
+        ('The sale lasted from 10', 'The sale lasted from 10\u201320 May.'),
+        # a number cut between digit groups: plain, no-break, thin and narrow no-break spaces
+        ('500 000 inhabitants', 'The city has 12 500 000 inhabitants.'),
+        ('500 000 inhabitants', 'The city has 12\u00a0500\u00a0000 inhabitants.'),
+        ('500 000 inhabitants', 'The city has 12\u2009500\u2009000 inhabitants.'),
+        ('000 inhabitants in all', 'The city has 12\u202f500\u202f000 inhabitants in all.'),
+        ('The city has 12', 'The city has 12\u00a0500\u00a0000 inhabitants.'),
+        ('The city has 12 500', 'The city has 12 500 000 inhabitants.'),
+    ],
+)
+def test_a_quote_may_not_drop_a_negation_or_cut_a_number(quote: str, text: str) -> None:
+    assert find_quote(quote, text) is None
+
+
+@pytest.mark.parametrize(
+    ('quote', 'text'),
+    [
+        ('Tickets are non-refundable after 30 days.', 'Tickets are non-refundable after 30 days.'),
+        ('non-refundable after 30 days', 'Tickets are non-refundable after 30 days.'),
+        ('Patients can\u2019t take aspirin', "Patients can't take aspirin with this drug."),
+        ('state-of-the-art equipment', 'It is state-of-the-art equipment.'),
+        ('It is state-of-the-art', 'It is state-of-the-art equipment.'),
+        ('non-toxic) is safe to use', 'The drug (non-toxic) is safe to use.'),
+        ('is safe to use', 'The drug (non-toxic) is safe to use.'),
+        ('quietly at dawn', 'He left\u2014quietly at dawn.'),
+        ('He left', 'He left\u2014quietly at dawn.'),
+        ('hello there', "He said 'hello there' to me."),
+        ('The students', "The students' books were old."),
+        ('Only 1/5 of the patients', 'Only 1/5 of the patients recovered fully.'),
+        ('12 500 000 inhabitants', 'The city has 12\u00a0500\u00a0000 inhabitants.'),
+        ('The city has 12 500 000', 'The city has 12\u202f500\u202f000 inhabitants.'),
+        ('500 people came', 'In 2019 500 people came.'),  # a four-digit group is no thousands group
+        ('In 2019', 'In 2019 500 people came.'),
+        ('500 people came', 'In 12\n500 people came.'),  # a line break is no group separator
+        ('In 12', 'In 12  500 people came.'),  # nor are two spaces
+        ('The limit is 3.', 'The limit is 3. 5 more were refused.'),
+        ('5 more were refused.', 'The limit is 3. 5 more were refused.'),
+        ('12:30 the doors open', 'At 12:30 the doors open.'),
+    ],
+)
+def test_a_quote_may_start_and_end_at_any_real_boundary(quote: str, text: str) -> None:
+    match = find_quote(quote, text)
+    assert match is not None
+    assert normalise_quote(text[match.start : match.end]) == normalise_quote(quote)
 
 
 def test_later_occurrence_on_a_boundary_is_found() -> None:
@@ -183,6 +261,7 @@ _WORD_CHARS = st.sampled_from(
 )
 _words = st.lists(st.text(_WORD_CHARS, min_size=1, max_size=9), min_size=3, max_size=40)
 _separators = st.text(st.sampled_from(_WHITESPACE), min_size=1, max_size=3)
+_DIGIT_GROUP = re.compile('\\d[ \u00a0\u2009\u202f]\\d')
 
 
 def _variant(char: str, draw: st.DrawFn) -> str:
@@ -221,6 +300,9 @@ def _texts_and_quotes(draw: st.DrawFn) -> tuple[str, str, int, int]:
 def test_property_faithful_copies_are_found(case: tuple[str, str, int, int]) -> None:
     text, quote, expected_start, expected_end = case
     assume(len(normalise_quote(quote)) >= DEFAULT_MIN_QUOTE_CHARS)
+    # 'a 12' and '345 b' are cuts of the number '12 345' (digit groups): not a boundary
+    assume(not _DIGIT_GROUP.search(text[max(0, expected_start - 2) : expected_start + 1]))
+    assume(not _DIGIT_GROUP.search(text[max(0, expected_end - 1) : expected_end + 2]))
     match = find_quote(quote, text)
     assert match is not None
     assert normalise_quote(text[match.start : match.end]) == normalise_quote(quote)

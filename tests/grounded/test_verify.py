@@ -167,6 +167,31 @@ def test_edited_quote_is_rejected_with_the_closest_sentence(kind: str, quote: st
     assert isinstance(reason, str) and 'closest sentence' in reason
 
 
+@pytest.mark.parametrize(
+    'quote',
+    [
+        'refundable and cannot be exchanged for cash.',  # 'non-' dropped
+        'Opened software can',  # "n't" cut off
+        '5 of the boxes may be returned.',  # a number cut after its fraction bar
+        '000 units are sold each year.',  # a number cut after a thin-space digit group
+    ],
+)
+def test_quote_dropping_a_negation_or_cutting_a_number_is_rejected(quote: str) -> None:
+    text = (
+        "Gift cards are non-refundable and cannot be exchanged for cash. Opened software can't be returned. "
+        'Only 1/5 of the boxes may be returned. About 12\u2009000 units are sold each year.'
+    )
+    builder = DocumentBuilder('file:///cuts.md', 'Cuts')
+    builder.add_chunk(None, text)
+    chunk = builder.build().chunks[0]
+    problem = only_problem(verify_answer(answer([cite(chunk.id, quote)]), seen(chunk)))
+    assert problem.reason.startswith('the quote does not stand in this chunk')
+    whole = verify_answer(
+        answer([cite(chunk.id, 'Gift cards are non-refundable and cannot be exchanged for cash.')]), seen(chunk)
+    )
+    assert whole.ok
+
+
 def test_fabricated_quote_has_no_closest_sentence() -> None:
     problem = only_problem(
         verify_answer(answer([cite(C0.id, 'All purchases come with a lifetime warranty.')]), seen(C0))

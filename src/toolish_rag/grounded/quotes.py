@@ -29,8 +29,14 @@ either; a decomposed source is rare and applying it would need a second index ma
 
 A match must also start and end on word boundaries: ``'safe to use outdoors'`` is a
 substring of ``'unsafe to use outdoors'`` but not a quote of it, and ``'5 million'`` is not a
-quote of ``'3.5 million'`` or of a negative five million. Scripts written without spaces between words
-(CJK, Thai, ...) have no such boundary and are exempt.
+quote of ``'3.5 million'`` or of a negative five million. A hyphen or apostrophe between two
+letters or digits is inside the word (``'refundable'`` is not a quote of ``'non-refundable'``,
+nor ``'Patients can'`` of ``"Patients can't"``; ``'state-of-the-art'`` quoted whole is fine),
+and so are ``/ : . , -`` between two digits and a single space between digit groups
+(``'5 of them'`` is not a quote of ``'1/5 of them'``, nor ``'500 000'`` of ``'12 500 000'``).
+An em dash is punctuation, not a joint: a quote may start right after ``'left\u2014'``.
+Scripts written without spaces between words (CJK, Thai, ...) have no such boundary and are
+exempt.
 
 The normalised text keeps a sparse map back to the original (one entry per copied segment),
 so a match gives exact offsets into the original text; normalised chunk texts are cached,
@@ -196,8 +202,62 @@ def _in_word(char: str) -> bool:
     return not any(low <= code <= high for low, high in _NO_SPACE_SCRIPTS)
 
 
-def _cuts_at_start(text: str, start: int) -> bool:
-    """Would a quote starting at ``start`` of the normalised ``text`` begin in the middle of a word or number?"""
+_WORD_JOINERS = '-\u2010\u2011\u2013\ufe63\uff0d' + "'\u2018\u2019\u201b`\u00b4\u02bc\uff07"
+"""Characters that join two word characters into one word: hyphens (``non-toxic``) and apostrophes (``can't``).
+
+The en dash is one too (``Michelson\u2013Morley``), but not the em dash or horizontal bar: an
+unspaced em dash is punctuation between two phrases (``he left\u2014quietly``), so a quote may
+start or end next to it. Primes and single guillemets are never apostrophes.
+"""
+_NUMBER_JOINERS = '/:.,-'
+"""Between two digits these make one number: ``1/5``, ``12:30``, ``3.5``, ``1,000``, ``2020-01`` (all dashes are ``-`` here)."""
+_GROUP_SPACES = ' \u00a0\u2009\u202f'
+"""A single one of these between digit groups makes one number: ``12 500 000`` (``\\d{1,3}( \\d{3})+``)."""
+
+
+def _digit_run(text: str, start: int, step: int) -> int:
+    """How many digits stand in a row from ``start`` going in direction ``step`` (1 or -1)."""
+    count = 0
+    while 0 <= start < len(text) and text[start].isdigit():
+        count += 1
+        start += step
+    return count
+
+
+def _joins(normalised: _Normalised, source: str, position: int) -> bool:
+    """Is the character at ``position`` of the normalised text the joint inside one word or number?
+
+    A quote may neither start nor end on either side of such a joint: ``'refundable'`` is not a
+    quote of ``'non-refundable'``, ``'Patients can'`` not of ``"Patients can't"``, ``'5 of the
+    patients'`` not of ``'1/5 of the patients'``, ``'500 000'`` not of ``'12 500 000'``. The
+    normalised text has unified dashes, quote marks and whitespace, so which joint it is is
+    read from the ``source`` character.
+    """
+    text = normalised.text
+    if not 0 < position < len(text) - 1:
+        return False
+    joint, before, after = text[position], text[position - 1], text[position + 1]
+    word_joint = joint in "-'" and source[normalised.original(position)] in _WORD_JOINERS
+    if word_joint and _in_word(before) and _in_word(after):
+        return True
+    if not (before.isdigit() and after.isdigit()):
+        return False
+    if joint in _NUMBER_JOINERS:
+        return True
+    if joint != ' ':
+        return False
+    original = normalised.original(position)
+    return (
+        source[original] in _GROUP_SPACES
+        and normalised.original(position + 1) == original + 1  # one separator, not a run
+        and 1 <= _digit_run(text, position - 1, -1) <= 3
+        and _digit_run(text, position + 1, 1) == 3
+    )
+
+
+def _cuts_at_start(normalised: _Normalised, source: str, start: int) -> bool:
+    """Would a quote starting at ``start`` of the normalised text begin in the middle of a word or number?"""
+    text = normalised.text
     first = text[start]
     if unicodedata.category(first).startswith('M'):
         return True  # a combining mark cut from its base letter
@@ -206,12 +266,15 @@ def _cuts_at_start(text: str, start: int) -> bool:
     before = text[start - 1]
     if _in_word(before) and _in_word(first):
         return True
-    # '5 million' is not a quote of '3.5 million', '1,5 million', '-5 million' or '+5 million'.
+    if _joins(normalised, source, start - 1) or _joins(normalised, source, start):
+        return True
+    # '5 million' is not a quote of '.5 million', '-5 million' or '+5 million' either.
     return first.isdigit() and before in '.,-+'
 
 
-def _cuts_at_end(text: str, end: int) -> bool:
-    """Would a quote ending at ``end`` of the normalised ``text`` stop in the middle of a word or number?"""
+def _cuts_at_end(normalised: _Normalised, source: str, end: int) -> bool:
+    """Would a quote ending at ``end`` of the normalised text stop in the middle of a word or number?"""
+    text = normalised.text
     if end >= len(text):
         return False
     last, after = text[end - 1], text[end]
@@ -219,12 +282,9 @@ def _cuts_at_end(text: str, end: int) -> bool:
         return True  # 'cafe' is not a quote of 'cafe\u0301'
     if _in_word(last) and _in_word(after):
         return True
-    if last.isdigit():
-        if after in '%\u2030':
-            return True
-        if after in '.,' and end + 1 < len(text) and text[end + 1].isdigit():
-            return True  # '3' is not a quote of '3.5'
-    return False
+    if _joins(normalised, source, end) or _joins(normalised, source, end - 1):
+        return True  # 'Patients can' is not a quote of "Patients can't", nor '3' of '3.5'
+    return last.isdigit() and after in '%\u2030'
 
 
 def find_quote(quote: str, text: str) -> QuoteMatch | None:
@@ -240,7 +300,7 @@ def find_quote(quote: str, text: str) -> QuoteMatch | None:
     position = haystack.text.find(needle)
     while position >= 0:
         end = position + len(needle)
-        if not _cuts_at_start(haystack.text, position) and not _cuts_at_end(haystack.text, end):
+        if not _cuts_at_start(haystack, text, position) and not _cuts_at_end(haystack, text, end):
             return QuoteMatch(haystack.original(position), haystack.original(end - 1) + 1)
         position = haystack.text.find(needle, position + 1)
     return None
