@@ -364,13 +364,7 @@ async def ask(
     if not used:
         missing = 'No passage in the documents matched the question.'
         return result(_insufficient(missing), grounded=False, problems=[missing])
-    agent: Agent[Any, GroundedAnswer] = Agent(
-        answer_model,
-        output_type=GroundedAnswer,
-        instructions=_ANSWER_INSTRUCTIONS,
-        capabilities=[replace(grounding, extra_seen=used), counter],
-        retries={'output': ANSWER_REPAIRS, 'tools': 0},
-    )
+    agent = _answer_agent(answer_model, replace(grounding, extra_seen=used), counter)
     prompt = f'Question: {question}\n\nPassages:\n\n{_passages(used)}'
     try:
         answered = await agent.run(prompt, deps=deps, usage_limits=UsageLimits(request_limit=1 + ANSWER_REPAIRS))
@@ -386,6 +380,17 @@ async def ask(
     if semantic_model is not None and answered.output.claims:
         semantic = await judge_claims(answered.output, semantic_model, capabilities=[counter])
     return result(answered.output, grounded=True, semantic=semantic)
+
+
+def _answer_agent(model: Model, grounding: Grounding[Any], counter: _CallCounter) -> Agent[Any, GroundedAnswer]:
+    """The answer agent: no tools (the passages are in its prompt), verified output, one repair, counted calls."""
+    return Agent(
+        model,
+        output_type=GroundedAnswer,
+        instructions=_ANSWER_INSTRUCTIONS,
+        capabilities=[grounding, counter],
+        retries={'output': ANSWER_REPAIRS, 'tools': 0},
+    )
 
 
 def _failed(who: str, error: Exception) -> str:

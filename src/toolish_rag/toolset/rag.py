@@ -644,7 +644,19 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     def _build_tools(self) -> list[Tool[AgentDepsT]]:
         cfg = self._config
         descriptions = tool_descriptions(cfg.store, cfg.default_top_k, cfg.max_top_k)
-        default_k = cfg.default_top_k
+        tools: dict[ToolName, Callable[..., Any]] = {
+            **self._search_tools(),
+            **self._reading_tools(),
+            **self._navigation_tools(),
+        }
+        return [
+            Tool(tools[t], name=tool_name(cfg.name, t), description=descriptions[t], takes_ctx=True)
+            for t in self._offered()
+        ]
+
+    def _search_tools(self) -> dict[ToolName, Callable[..., Any]]:
+        """``vector_search``, ``text_search``, ``hybrid_search`` (one `_RankedTool` each) and ``regex_search``."""
+        default_k = self._config.default_top_k
 
         def ranked(spec: _RankedTool) -> Callable[..., Any]:
             async def search(
@@ -675,6 +687,17 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
             arguments = {'pattern': pattern, 'top_k': top_k, 'filter': filter}
             return await self._run(ctx, 'regex_search', arguments, body)
+
+        return {
+            'vector_search': vector_search,
+            'text_search': text_search,
+            'hybrid_search': hybrid_search,
+            'regex_search': regex_search,
+        }
+
+    def _reading_tools(self) -> dict[ToolName, Callable[..., Any]]:
+        """``broaden_chunk`` and ``zoom_out`` (reading around a hit) and ``verify_citations``."""
+        cfg = self._config
 
         async def broaden_chunk(
             ctx: RunContext[Any],
@@ -719,20 +742,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 ctx, 'verify_citations', sent, lambda r, a: verify_tool.verify_citations(r, claims, check_id)
             )
 
-        tools: dict[ToolName, Callable[..., Any]] = {
-            'vector_search': vector_search,
-            'text_search': text_search,
-            'hybrid_search': hybrid_search,
-            'regex_search': regex_search,
-            'broaden_chunk': broaden_chunk,
-            'zoom_out': zoom_out,
-            'verify_citations': verify_citations,
-            **self._navigation_tools(),
-        }
-        return [
-            Tool(tools[t], name=tool_name(cfg.name, t), description=descriptions[t], takes_ctx=True)
-            for t in self._offered()
-        ]
+        return {'broaden_chunk': broaden_chunk, 'zoom_out': zoom_out, 'verify_citations': verify_citations}
 
     def _navigation_tools(self) -> dict[ToolName, Callable[..., Any]]:
         """``list_documents``, ``outline``, ``read_section`` and ``list_values`` (bodies in `navigation_tools`)."""
