@@ -32,7 +32,7 @@ from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, Search
 from .filters import FilterCompiler
 from .schema import KIND_CHUNK, KIND_DOCUMENT, from_stored, scan_text
 
-__all__ = ['IndexSnapshot', 'all_hits', 'count_hits', 'record_owners']
+__all__ = ['IndexSnapshot', 'all_hits', 'count_hits', 'ids_query', 'record_owners']
 
 
 @dataclass(frozen=True)
@@ -172,9 +172,7 @@ class IndexSnapshot:
             return {}
         q = Query.term_query(self.schema, 'doc_head', '1')
         if ids is not None:
-            q = Query.boolean_query(
-                [(Occur.Must, q), (Occur.Must, Query.term_set_query(self.schema, 'document_id', sorted(ids)))]
-            )
+            q = Query.boolean_query([(Occur.Must, q), (Occur.Must, ids_query(self.schema, 'document_id', ids))])
         out: dict[str, DocumentInfo] = {}
         for _, address in all_hits(self.searcher, q):
             info = DocumentInfo(**json.loads(bytes(self.searcher.doc(address)['doc_info'][0])))
@@ -283,3 +281,10 @@ def all_hits(
         return []
     hits = searcher.search(query, limit, count=False).hits
     return sorted(hits, key=lambda h: (h[1].segment_ord, h[1].doc))
+
+
+def ids_query(schema: tantivy.Schema, field: str, ids: Collection[str]) -> Query:
+    """Records whose ``field`` is one of ``ids``: a term query for one id (a term set of one is ~20x slower)."""
+    if len(ids) == 1:
+        return Query.term_query(schema, field, next(iter(ids)))
+    return Query.term_set_query(schema, field, sorted(ids))

@@ -52,7 +52,7 @@ from toolish_rag.sections import (
 )
 
 from .filters import translatable
-from .index import IndexSnapshot, all_hits
+from .index import IndexSnapshot, all_hits, ids_query
 from .schema import KIND_CHUNK, bounded_term, prefixed, split_prefixed
 
 __all__ = [
@@ -125,7 +125,7 @@ class IndexSections:
         schema = self._snapshot.schema
         parts: list[Query] = []
         if document_ids is not None:
-            parts.append(Query.term_set_query(schema, 'document_id', sorted(document_ids)))
+            parts.append(ids_query(schema, 'document_id', document_ids))
         if section_id is not None:
             parts.append(Query.term_query(schema, 'section_ids', section_id))
         if section_title is not None:
