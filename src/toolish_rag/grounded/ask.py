@@ -209,14 +209,8 @@ def _within_budget(chunks: Sequence[Chunk], budget: int) -> tuple[list[Chunk], l
     The first passage is always used, even alone over budget: an answer from one whole passage
     beats no answer, and a passage is never cut.
     """
-    used: list[Chunk] = []
-    spent = 0
-    for i, chunk in enumerate(chunks):
-        if used and spent + len(chunk.urtext) > budget:
-            return used, list(chunks[i:])
-        used.append(chunk)
-        spent += len(chunk.urtext)
-    return used, []
+    n = render.fitting(chunks, budget, lambda c: len(c.urtext))
+    return list(chunks[:n]), list(chunks[n:])
 
 
 def _passages(chunks: Sequence[Chunk]) -> str:

@@ -8,13 +8,16 @@ Empty results say so plainly: an empty string invites a model to invent an answe
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from ..content import Chunk, Entity
 from ..retriever import SectionView
 from ..search import SearchHit
 
-__all__ = ['NO_RESULTS', 'indent', 'render_hits', 'render_neighbours', 'render_record', 'render_section']
+__all__ = ['NO_RESULTS', 'fitting', 'indent', 'render_hits', 'render_neighbours', 'render_record', 'render_section']
+
+T = TypeVar('T')
 
 NO_RESULTS = (
     'No results: the documents do not cover this as asked. Try other words or a synonym, '
@@ -58,15 +61,24 @@ def render_hits(hits: Sequence[SearchHit], *, heading: str) -> str:
     return f'{heading}\n\n{body}'
 
 
-def _cap(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
-    kept: list[Chunk] = []
+def fitting(items: Sequence[T], budget: int, size: Callable[[T], int]) -> int:
+    """How many leading ``items`` fit in ``budget`` when each costs ``size(item)``: at least one, if any.
+
+    The one rule every capped output follows (expansions, section pages, ``ask``'s evidence): whole
+    items in order, never one cut to fit, and never nothing when there is something to show.
+    """
     used = 0
-    for c in chunks:
-        if kept and used + len(c.urtext) > max_chars:
-            return kept, True
-        kept.append(c)
-        used += len(c.urtext)
-    return kept, False
+    for n, item in enumerate(items):
+        cost = size(item)
+        if n and used + cost > budget:
+            return n
+        used += cost
+    return len(items)
+
+
+def _cap(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
+    n = fitting(chunks, max_chars, lambda c: len(c.urtext))
+    return list(chunks[:n]), n < len(chunks)
 
 
 def render_neighbours(anchor: Chunk, chunks: Sequence[Chunk], max_chars: int) -> tuple[str, list[Chunk]]:

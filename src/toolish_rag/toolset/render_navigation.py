@@ -139,14 +139,7 @@ def fit(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
     The blocks are measured as shown (headers and indentation included), so a section of many
     short rows under deep headings is capped as tightly as one of long paragraphs.
     """
-    kept: list[Chunk] = []
-    used = 0
-    for c in chunks:
-        size = len(_block(c))
-        if kept and used + size > max_chars:
-            break
-        kept.append(c)
-        used += size
+    kept = list(chunks[: render.fitting(chunks, max_chars, lambda c: len(_block(c)))])
     return kept, bool(kept) and len(_block(kept[0])) > max_chars
 
 
