@@ -92,7 +92,7 @@ from toolish_rag.grounded.model import Citation, Claim, GroundedAnswer  # noqa: 
 from toolish_rag.grounded.quotes import DEFAULT_MIN_QUOTE_CHARS  # noqa: E402
 from toolish_rag.grounded.verify import Verification, verify_answer  # noqa: E402
 from toolish_rag.ingest import Chunker, OutlineBuilder, ParsedDocument  # noqa: E402
-from toolish_rag.ingest.readers.text import paragraph_spans  # noqa: E402
+from toolish_rag.ingest.readers.text import paragraph_spans, trim_spans  # noqa: E402
 from toolish_rag.stores import InMemoryStore  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402
 
@@ -211,15 +211,7 @@ def sentence_spans(text: str) -> list[tuple[int, int]]:
         spans.append((start, m.end() if m.group().strip() else m.start()))
         start = m.end()
     spans.append((start, len(text)))
-    out = []
-    for s, e in spans:
-        while s < e and text[s].isspace():
-            s += 1
-        while e > s and text[e - 1].isspace():
-            e -= 1
-        if e > s:
-            out.append((s, e))
-    return out
+    return trim_spans(text, spans)
 
 
 def lenient(text: str) -> str:

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Iterable
 from pathlib import Path
 
 from ..model import OutlineBuilder, ParsedDocument, ReadError
 
-__all__ = ['decode_text', 'read_text', 'title_from_path', 'paragraph_spans']
+__all__ = ['decode_text', 'paragraph_spans', 'read_text', 'title_from_path', 'trim_spans']
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, 'utf-32-le'),
@@ -72,6 +73,11 @@ def paragraph_spans(text: str, start: int = 0, end: int | None = None) -> list[t
         spans.append((pos, m.start()))
         pos = m.end()
     spans.append((pos, end))
+    return trim_spans(text, spans)
+
+
+def trim_spans(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """``spans`` of ``text`` without their leading and trailing whitespace; spans left empty are dropped."""
     out = []
     for s, e in spans:
         while s < e and text[s].isspace():
