@@ -20,7 +20,7 @@ out-of-scope chunk, so an answer reveals nothing about records outside the scope
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from .content import Chunk, Metadata
@@ -39,7 +39,6 @@ __all__ = [
     'reference_document_page',
     'reference_outline',
     'reference_section_page',
-    'summaries_in_order',
     'title_matches',
 ]
 
@@ -116,8 +115,8 @@ class OutlineRequest:
             raise ValueError('an OutlineRequest needs a document_id, a section_id or a section_title')
         _check_page(0, self.limit)
 
-    def holds(self, chunk: Chunk) -> bool:
-        """Whether ``chunk`` is one this request asks about (``filter`` aside)."""
+    def holds(self, chunk: Chunk | ChunkOutline) -> bool:
+        """Whether ``chunk`` (or its skeleton) is one this request asks about (``filter`` aside)."""
         return (
             self.document_id in (None, chunk.document_id)
             and (self.section_id is None or self.section_id in chunk.section_ids)
@@ -238,8 +237,3 @@ def reference_section_page(records: Iterable[object], request: SectionReadReques
     chunks = [c for c in _scoped_chunks(records, request.filter) if request.holds(c)]
     chunks.sort(key=lambda c: (c.document_id, c.sequence_number))
     return SectionPage(chunks=tuple(chunks[request.offset : request.offset + request.limit]), total=len(chunks))
-
-
-def summaries_in_order(summaries: Sequence[DocumentSummary]) -> list[DocumentSummary]:
-    """``summaries`` in `document_order` (for stores that collect them unordered)."""
-    return sorted(summaries, key=lambda s: document_order(s.title, s.id))

@@ -240,7 +240,7 @@ class IndexSections:
         for n, doc_id in enumerate(ids):
             batch = ids[n:] if n == _PER_DOCUMENT else [doc_id]
             for d, payloads in self._terms_by_document('outline', query, batch).items():
-                found += [o for o in (self._outline(d, payload) for payload, _ in payloads) if _holds(request, o)]
+                found += [o for o in (self._outline(d, payload) for payload, _ in payloads) if request.holds(o)]
             if n == _PER_DOCUMENT or len(found) >= request.limit:
                 break
         return found
@@ -280,15 +280,6 @@ class IndexSections:
             chunks = sorted(self._chunks(query), key=lambda c: c.sequence_number)
             return chunks[offset : offset + limit]
         return self._snapshot.chunks_by_sequence(query, offset, limit)
-
-
-def _holds(request: OutlineRequest, outline: ChunkOutline) -> bool:
-    """``request.holds`` for an outline (the index narrowed by a section title's term; this is exact)."""
-    return (
-        request.document_id in (None, outline.document_id)
-        and (request.section_id is None or request.section_id in outline.section_ids)
-        and (request.section_title is None or request.section_title in outline.section_path)
-    )
 
 
 def _tally(chunks: Sequence[Chunk]) -> list[DocumentTally]:
