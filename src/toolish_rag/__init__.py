@@ -1,7 +1,7 @@
 """toolish-rag: retrieval as tools for pydantic-ai agents.
 
 The public API is what this module exports plus the public (non-underscore) modules
-``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.sections``, ``.navigation``, ``.grounded``, ``.errors``,
+``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.sections``, ``.navigation``, ``.graph``, ``.grounded``, ``.errors``,
 ``.embedding``, ``.fusion``, ``.regex``, ``.writes``, ``.builder``, ``.retriever``, ``.stores`` and
 ``.testing``. Store adapters (``toolish-rag-lancedb``, ``toolish-rag-tantivy``) are built on these
 alone: ``.regex`` (compile a request, the text to match, the ranking) and ``.writes`` (upsert
@@ -9,13 +9,15 @@ batching) hold what every adapter would otherwise write again.
 """
 
 from .builder import DocumentBuilder
-from .content import Chunk, Document, Entity, Metadata, MetadataValue, Record, Section
+from .content import Chunk, Document, Entity, Metadata, MetadataValue, Record, Relation, Section
 from .errors import InvalidRequestError, QuerySyntaxError, ToolishRagError
 from .filters import EntityFilter, Filter, PropertyFilter, and_, matches, not_, or_, parse_filter
 from .protocols import (
     DocumentInfo,
     DocumentStore,
     FilterPushdown,
+    GraphSearch,
+    GraphStore,
     HybridSearch,
     RegexSearch,
     ResultExpander,
@@ -38,6 +40,8 @@ __all__ = [
     'ExpansionRequest',
     'Filter',
     'FilterPushdown',
+    'GraphSearch',
+    'GraphStore',
     'HybridSearch',
     'InvalidRequestError',
     'Metadata',
@@ -47,6 +51,7 @@ __all__ = [
     'Record',
     'RegexRequest',
     'RegexSearch',
+    'Relation',
     'ResultExpander',
     'SearchHit',
     'SearchRequest',

@@ -25,13 +25,18 @@ __all__ = [
     'Chunk',
     'Document',
     'Entity',
+    'RELATION_TYPE_PATTERN',
     'Metadata',
     'MetadataValue',
+    'NodeKind',
     'Record',
+    'Relation',
     'Retrievable',
     'Scalar',
     'Section',
     'document_id_for',
+    'relation_id_for',
+    'relation_type_for',
     'validate_metadata_key',
 ]
 
@@ -206,6 +211,8 @@ class Entity(Retrievable):
     kind: Literal['entity'] = 'entity'
     name: str
     description: str = ''
+    aliases: tuple[str, ...] = ()
+    """Other names of the entity: the exact-name linker matches them like ``name``."""
 
     @property
     def text(self) -> str:
@@ -216,6 +223,100 @@ class Entity(Retrievable):
     def properties(self) -> Metadata:
         """Alias of ``metadata``: an entity's properties are what filters see."""
         return self.metadata
+
+
+NodeKind: TypeAlias = Literal['chunk', 'section', 'document', 'entity']
+"""What a graph node is. Chunks, sections and documents are nodes by their existing ids."""
+
+RELATION_TYPE_PATTERN = re.compile(r'^[A-Z][A-Z0-9_]{0,63}$')
+"""Relation types are upper-case identifiers (``MENTIONS``, ``PART_OF``, ``WORKS_FOR``): every store can
+compare them exactly and a tool's ``edge_types`` argument can be validated against one rule."""
+
+
+def relation_type_for(text: str) -> str:
+    """An upper-case relation type from free text: ``'works for'`` -> ``'WORKS_FOR'``.
+
+    Raises ``ValueError`` when nothing usable is left (no letter to start with).
+    """
+    words = re.findall(r'[A-Za-z0-9]+', text)
+    candidate = '_'.join(words).upper()[:64]
+    if not RELATION_TYPE_PATTERN.match(candidate):
+        raise ValueError(f'cannot make a relation type of {text!r}: it needs a letter first')
+    return candidate
+
+
+def relation_id_for(origin: str, source: str, type: str, target: str, provenance: str | None = None) -> str:
+    """The default relation id: a digest of who wrote it and what it says.
+
+    The writer (``origin``) is part of it, so two builders stating the same edge keep two records
+    and each can replace its own without touching the other's.
+    """
+    key = '\x1f'.join((origin, source, type, target, provenance or ''))
+    return 'r' + hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:23]
+
+
+class Relation(_Model):
+    """A typed, directed edge between two graph nodes, stored like any record.
+
+    ``source``/``target`` name a chunk, section, document or entity by id, with its kind so a store
+    resolves it without guessing. Scope filters apply to a relation's ``metadata`` and ``labels``
+    exactly as to a chunk's, and a walk also requires both endpoints in scope: an edge to a foreign
+    node is no edge. A relation with a ``document_id`` belongs to that document: replacing or
+    deleting the document removes it (builders then rebuild it); one without lives until deleted.
+    """
+
+    kind: Literal['relation'] = 'relation'
+    id: str = ''
+    """Empty means the default, `relation_id_for` of origin, source, type, target and provenance."""
+    source: str
+    source_kind: NodeKind
+    target: str
+    target_kind: NodeKind
+    type: str
+    weight: float = 1.0
+    metadata: _MetadataField
+    labels: frozenset[str] = frozenset()
+    provenance: str | None = None
+    """The chunk the relation was read from, when there is one."""
+    document_id: str | None = None
+    """The document the relation belongs to: it is replaced and deleted with it."""
+    origin: str = ''
+    """Who wrote it: a builder's name (``'exact'``, ``'structure'``...), ``''`` by hand."""
+
+    @field_serializer('labels')
+    def _sorted_labels(self, labels: frozenset[str]) -> list[str]:
+        return _sorted(labels)
+
+    @field_validator('metadata')
+    @classmethod
+    def _check_metadata(cls, value: Metadata) -> Metadata:
+        return _validate_metadata(value)
+
+    @field_validator('type')
+    @classmethod
+    def _check_type(cls, value: str) -> str:
+        if not RELATION_TYPE_PATTERN.match(value):
+            raise ValueError(
+                f'invalid relation type {value!r}: types match {RELATION_TYPE_PATTERN.pattern} '
+                "(upper-case; relation_type_for('works for') gives 'WORKS_FOR')"
+            )
+        return value
+
+    @field_validator('weight')
+    @classmethod
+    def _check_weight(cls, value: float) -> float:
+        if not math.isfinite(value) or value < 0:
+            raise ValueError(f'relation weight must be a finite number >= 0, got {value!r}')
+        return value
+
+    @model_validator(mode='after')
+    def _default_id(self) -> Relation:
+        if not self.source or not self.target:
+            raise ValueError('a relation needs a source and a target id')
+        if not self.id:
+            default = relation_id_for(self.origin, self.source, self.type, self.target, self.provenance)
+            object.__setattr__(self, 'id', default)
+        return self
 
 
 Record: TypeAlias = Annotated[Chunk | Entity, Field(discriminator='kind')]
@@ -278,8 +379,8 @@ class Document(_Model):
         return next((s for s in self.sections if s.id == section_id), None)
 
 
-def split_items(items: Iterable[Document | Entity]) -> tuple[list[Document], list[Entity]]:
-    """Separate an upsert batch into documents and entities, rejecting anything else."""
+def split_items(items: Iterable[Document | Entity | Relation]) -> tuple[list[Document], list[Entity]]:
+    """Separate an upsert batch into documents and entities, rejecting anything else (relations too)."""
     documents: list[Document] = []
     entities: list[Entity] = []
     for item in items:
@@ -287,14 +388,35 @@ def split_items(items: Iterable[Document | Entity]) -> tuple[list[Document], lis
             documents.append(item)
         elif isinstance(item, Entity):
             entities.append(item)
+        elif isinstance(item, Relation):
+            raise TypeError('this store holds no relations: write them to a store implementing GraphStore')
         else:
             raise TypeError(f'upsert takes Document or Entity objects, got {type(item).__name__}')
     return documents, entities
 
 
-def dedupe_last(items: Sequence[Document | Entity]) -> list[Document | Entity]:
+def split_graph_items(
+    items: Iterable[Document | Entity | Relation],
+) -> tuple[list[Document], list[Entity], list[Relation]]:
+    """Separate an upsert batch of a graph store into documents, entities and relations."""
+    documents: list[Document] = []
+    entities: list[Entity] = []
+    relations: list[Relation] = []
+    for item in items:
+        if isinstance(item, Document):
+            documents.append(item)
+        elif isinstance(item, Entity):
+            entities.append(item)
+        elif isinstance(item, Relation):
+            relations.append(item)
+        else:
+            raise TypeError(f'upsert takes Document, Entity or Relation objects, got {type(item).__name__}')
+    return documents, entities, relations
+
+
+def dedupe_last(items: Sequence[Document | Entity | Relation]) -> list[Document | Entity | Relation]:
     """Keep the last occurrence of each id: an upsert batch naming one id twice means the later one."""
-    by_id: dict[tuple[str, str], Document | Entity] = {}
+    by_id: dict[tuple[str, str], Document | Entity | Relation] = {}
     for item in items:
         by_id.pop((type(item).__name__, item.id), None)
         by_id[(type(item).__name__, item.id)] = item

@@ -12,13 +12,15 @@ protocol           tools
 `ResultExpander`   ``broaden_chunk``, ``zoom_out``
 `SectionReader`    ``list_documents``, ``outline``, ``read_section``
                    (+ ``list_values`` with ``filterable`` keys)
+`GraphSearch`      ``graph_context``
 =================  ===========================================
 
 `HybridSearch` lets a store replace the core's rank fusion with its own, and
 `FilterPushdown` says which filters a store evaluates natively. `DocumentStore` is the
 write side that ingestion and ``upsert`` use. `StoreLike` is the type of "a store": any
 object implementing at least one of the search or expansion protocols, and
-`StoreCapabilities` records which.
+`StoreCapabilities` records which. `GraphStore` is the graph's write side (relations and the
+builders' ledger) that `toolish_rag.graph.builders` use.
 
 Every method is ``async``: a store wrapping a blocking library runs it in a thread
 (``asyncio.to_thread``) so searches never stall the agent's event loop.
@@ -36,12 +38,13 @@ checks them):
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Protocol, TypeAlias, runtime_checkable
 
-from .content import Chunk, Document, Entity, Metadata
+from .content import Chunk, Document, Entity, Metadata, Relation
 from .filters import Filter
+from .graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from .search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from .sections import ChunkOutline, DocumentPage, DocumentPageRequest, OutlineRequest, SectionPage, SectionReadRequest
 
@@ -49,6 +52,8 @@ __all__ = [
     'DocumentInfo',
     'DocumentStore',
     'FilterPushdown',
+    'GraphSearch',
+    'GraphStore',
     'HybridSearch',
     'RegexSearch',
     'ResultExpander',
@@ -144,6 +149,26 @@ class SectionReader(Protocol):
 
 
 @runtime_checkable
+class GraphSearch(Protocol):
+    """Resolve graph nodes and read one hop of edges around them, always scoped.
+
+    The two requests and the scope rules are in `toolish_rag.graph.model` (reference semantics in
+    `toolish_rag.graph.reference`); the walk is the core's (`toolish_rag.graph.walk`). Like a
+    section reader, a graph store **always honours** ``request.filter``: an edge's visibility
+    depends on both endpoints, which the core cannot re-check without a second round trip, and
+    ``truncated`` must not count what the filter hides.
+    """
+
+    async def graph_nodes(self, request: NodeRequest) -> Sequence[GraphNode]:
+        """The in-scope nodes among ``request.ids`` (chunks, sections, documents, entities), any order."""
+        ...
+
+    async def neighbours(self, request: NeighbourRequest) -> Neighbours:
+        """The in-scope edges around ``request.ids`` and their in-scope far endpoints (see `NeighbourRequest`)."""
+        ...
+
+
+@runtime_checkable
 class HybridSearch(Protocol):
     """A store's own fusion of vector and text search, used instead of the core's.
 
@@ -167,7 +192,9 @@ class FilterPushdown(Protocol):
     def supports_filter(self, filter: Filter) -> bool: ...
 
 
-StoreLike: TypeAlias = VectorSearch | TextSearch | RegexSearch | ResultExpander | HybridSearch | SectionReader
+StoreLike: TypeAlias = (
+    VectorSearch | TextSearch | RegexSearch | ResultExpander | HybridSearch | SectionReader | GraphSearch
+)
 """Any object implementing at least one capability protocol: what `ToolishRag` and `Retriever` take.
 
 A union of protocols, not a base class: a third-party store subclasses nothing from
@@ -190,6 +217,7 @@ class StoreCapabilities:
     expand: bool
     native_hybrid: bool
     sections: bool = False
+    graph: bool = False
 
     @classmethod
     def of(cls, store: object) -> StoreCapabilities:
@@ -200,6 +228,7 @@ class StoreCapabilities:
             expand=isinstance(store, ResultExpander),
             native_hybrid=isinstance(store, HybridSearch),
             sections=isinstance(store, SectionReader),
+            graph=isinstance(store, GraphSearch),
         )
 
     @property
@@ -242,3 +271,45 @@ class DocumentStore(Protocol):
     async def delete_entities(self, entity_ids: Iterable[str]) -> int: ...
 
     async def list_documents(self) -> Sequence[DocumentInfo]: ...
+
+
+@runtime_checkable
+class GraphStore(Protocol):
+    """The graph's write side, beside `DocumentStore`: relations and the builders' ledger.
+
+    Relations are written with ``upsert`` like documents and entities (a graph store's ``upsert``
+    takes `Relation` objects too; start it with `toolish_rag.writes.graph_upsert_batch`). A
+    relation with a ``document_id`` belongs to that document: upserting or deleting the document
+    removes its relations (those in the same upsert batch are written after the removal).
+
+    The **ledger** lets builders skip unchanged input: per builder name, a map of keys to strings
+    (a builder stores a fingerprint of its input, or a cached model answer). A key equal to a
+    document id is bound to that document and removed with it whenever the document is upserted or
+    deleted, so a replaced document is always rebuilt; other keys live until the builder clears
+    them (``None`` as a value deletes a key). None of this is scoped: it is for builders, never
+    shown to a model.
+    """
+
+    async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None: ...
+
+    async def list_relations(
+        self, *, document_ids: Sequence[str] | None = None, origin: str | None = None
+    ) -> Sequence[Relation]:
+        """Stored relations, unscoped: of these documents (``None``: all, standalone ones included) and origin."""
+        ...
+
+    async def delete_relations(self, ids: Iterable[str]) -> int:
+        """Delete relations by id; returns how many existed."""
+        ...
+
+    async def list_entities(self) -> Sequence[Entity]:
+        """Every stored entity, unscoped (the exact-name linker's dictionary, extraction's merge)."""
+        ...
+
+    async def graph_marks(self, builder: str) -> dict[str, str]:
+        """The ledger of ``builder``: key -> value."""
+        ...
+
+    async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
+        """Set (or, with ``None``, delete) ledger keys of ``builder``."""
+        ...

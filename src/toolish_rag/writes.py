@@ -19,10 +19,19 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
-from .content import Document, Entity, Metadata, Scalar, dedupe_last, split_items
+from .content import Document, Entity, Metadata, Relation, Scalar, dedupe_last, split_graph_items, split_items
 from .errors import UnsupportedValueError
 
-__all__ = ['INT64_MAX', 'INT64_MIN', 'ValueProblem', 'check_storable', 'describe_int', 'int64_problem', 'upsert_batch']
+__all__ = [
+    'INT64_MAX',
+    'INT64_MIN',
+    'ValueProblem',
+    'check_storable',
+    'describe_int',
+    'graph_upsert_batch',
+    'int64_problem',
+    'upsert_batch',
+]
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 """The integers of a signed 64-bit column: what LanceDB and Tantivy hold (Python ints are unbounded)."""
@@ -33,12 +42,23 @@ ValueProblem = Callable[[str, Scalar], str | None]
 _SURROGATE = re.compile('[\ud800-\udfff]')
 
 
-def upsert_batch(items: Iterable[Document | Entity]) -> tuple[list[Document], list[Entity]]:
+def upsert_batch(items: Iterable[Document | Entity | Relation]) -> tuple[list[Document], list[Entity]]:
     """The documents and entities of an upsert: of an id named twice, the last occurrence, in its place.
 
-    Raises ``TypeError`` for an item that is neither a `Document` nor an `Entity`.
+    Raises ``TypeError`` for an item that is neither a `Document` nor an `Entity` (a `Relation`
+    included: a store using this holds no graph; see `graph_upsert_batch`).
     """
     return split_items(dedupe_last(list(items)))
+
+
+def graph_upsert_batch(
+    items: Iterable[Document | Entity | Relation],
+) -> tuple[list[Document], list[Entity], list[Relation]]:
+    """`upsert_batch` for a graph store: documents, entities and relations, the last of each id in its place.
+
+    Relations are a third id space. Raises ``TypeError`` for anything else.
+    """
+    return split_graph_items(dedupe_last(list(items)))
 
 
 def describe_int(value: int) -> str:
