@@ -149,22 +149,26 @@ class Section(_Model):
     """Depth in the tree: 1 for a top-level section."""
 
 
-class Retrievable(_Model):
+class _Scoped(_Model):
+    """Metadata and labels checked and serialised one way: what scope filters read on every record."""
+
+    @field_serializer('labels', check_fields=False)
+    def _sorted_labels(self, labels: frozenset[str]) -> list[str]:
+        return _sorted(labels)
+
+    @field_validator('metadata', check_fields=False)
+    @classmethod
+    def _check_metadata(cls, value: Metadata) -> Metadata:
+        return _validate_metadata(value)
+
+
+class Retrievable(_Scoped):
     """Fields every searchable record shares: what filters see."""
 
     id: str
     metadata: _MetadataField
     labels: frozenset[str] = frozenset()
     """Labels for `EntityFilter`: a chunk carries its document's labels, an entity its own."""
-
-    @field_serializer('labels')
-    def _sorted_labels(self, labels: frozenset[str]) -> list[str]:
-        return _sorted(labels)
-
-    @field_validator('metadata')
-    @classmethod
-    def _check_metadata(cls, value: Metadata) -> Metadata:
-        return _validate_metadata(value)
 
 
 class Chunk(Retrievable):
@@ -255,7 +259,7 @@ def relation_id_for(origin: str, source: str, type: str, target: str, provenance
     return 'r' + hashlib.sha256(key.encode('utf-8', 'surrogatepass')).hexdigest()[:23]
 
 
-class Relation(_Model):
+class Relation(_Scoped):
     """A typed, directed edge between two graph nodes, stored like any record.
 
     ``source``/``target`` name a chunk, section, document or entity by id, with its kind so a store
@@ -282,15 +286,6 @@ class Relation(_Model):
     """The document the relation belongs to: it is replaced and deleted with it."""
     origin: str = ''
     """Who wrote it: a builder's name (``'exact'``, ``'structure'``...), ``''`` by hand."""
-
-    @field_serializer('labels')
-    def _sorted_labels(self, labels: frozenset[str]) -> list[str]:
-        return _sorted(labels)
-
-    @field_validator('metadata')
-    @classmethod
-    def _check_metadata(cls, value: Metadata) -> Metadata:
-        return _validate_metadata(value)
 
     @field_validator('type')
     @classmethod
@@ -328,7 +323,7 @@ the model by ``kind``, so ``TypeAdapter(Record)`` round-trips stored JSON to the
 """
 
 
-class Document(_Model):
+class Document(_Scoped):
     """A source document: its identity, metadata, section tree and chunks.
 
     Build one with `DocumentBuilder` (or the ingestion pipeline) rather than by hand: the
@@ -344,15 +339,6 @@ class Document(_Model):
     chunks: tuple[Chunk, ...] = ()
     fingerprint: str | None = None
     """Content digest used by ingestion to skip unchanged documents."""
-
-    @field_serializer('labels')
-    def _sorted_labels(self, labels: frozenset[str]) -> list[str]:
-        return _sorted(labels)
-
-    @field_validator('metadata')
-    @classmethod
-    def _check_metadata(cls, value: Metadata) -> Metadata:
-        return _validate_metadata(value)
 
     @model_validator(mode='after')
     def _consistent(self) -> Document:
