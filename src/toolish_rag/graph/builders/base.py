@@ -1,0 +1,353 @@
+"""The builders' driver and ledger: read each document, skip what is unchanged, write only the difference.
+
+Every builder is idempotent by the same rule (`GraphStore`'s ledger). Per document, the builder
+stores a **fingerprint** of all it read to build that document's relations: its own configuration,
+the document's chunks (ids, texts, metadata) and any global input (the exact-name linker's name
+dictionary, the vector linker's entities). On the next run an equal mark means the document is
+skipped before anything is computed; otherwise the builder computes the relations it wants
+(`DocumentGraph`), and `DocumentSync` diffs them against what the store holds for that document and
+origin, upserting only new or changed relations and entities and deleting stale ones. A second run
+over an unchanged store therefore writes nothing, which `BuildReport.writes` counts and the store's
+contents confirm.
+
+A document-bound mark is removed by the store whenever the document is upserted or deleted, so a
+replaced document is always rebuilt; the driver also clears marks of documents no longer stored (a
+store restored from elsewhere, a ledger written by hand). Keys that are not document ids (a cache of
+model answers, say) start with `CACHE_KEY_PREFIX` and are left alone.
+
+Writes are batched (one ``upsert``, one ``delete_relations`` and one ``set_graph_marks`` per batch
+of documents) because a table store writes a version per call. A mark is written only after its
+relations, so a crash leaves at worst documents rebuilt next time, and the diff then finds nothing
+to write.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any, Protocol, runtime_checkable
+
+from ...content import Chunk, Document, Entity, Metadata, Relation
+from ...protocols import DocumentInfo, DocumentStore, GraphStore, ResultExpander
+from ...search import ExpansionRequest
+
+__all__ = [
+    'CACHE_KEY_PREFIX',
+    'BuildReport',
+    'DocumentGraph',
+    'DocumentInput',
+    'DocumentSync',
+    'GraphBuildStore',
+    'GraphBuilder',
+    'SyncCounts',
+    'build_documents',
+    'build_graph',
+    'cache_key',
+    'chunks_digest',
+    'fingerprint',
+    'iter_documents',
+    'read_chunks',
+    'scope_group',
+    'scope_of',
+    'sync_document_relations',
+    'with_model_calls',
+]
+
+CACHE_KEY_PREFIX = 'cache:'
+"""Ledger keys starting with this are a builder's own (a cache), never taken for a document id."""
+
+CHUNK_PAGE = 500
+"""How many chunks one ``expand`` call reads while paging through a document."""
+
+BATCH_DOCUMENTS = 256
+"""Documents whose writes go out together (one upsert, one delete, one ledger write)."""
+
+
+@dataclass(frozen=True, slots=True)
+class BuildReport:
+    """What one builder run did; ``writes == 0`` on a second run over an unchanged store."""
+
+    builder: str
+    documents_seen: int
+    documents_built: int
+    relations_written: int
+    relations_deleted: int
+    entities_written: int
+    model_calls: int = 0
+    failures: tuple[str, ...] = ()
+    """One line per document that could not be built (``'<document id>: <why>'``); the others were."""
+
+    @property
+    def writes(self) -> int:
+        return self.relations_written + self.relations_deleted + self.entities_written
+
+
+@runtime_checkable
+class GraphBuildStore(GraphStore, DocumentStore, ResultExpander, Protocol):
+    """What a builder needs: the graph's write side, the document listing, and chunks by document."""
+
+    async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None: ...
+
+
+@runtime_checkable
+class GraphBuilder(Protocol):
+    """Writes part of the graph. ``name`` is the relations' ``origin`` and the ledger's key."""
+
+    @property
+    def name(self) -> str: ...
+
+    async def build(self, store: GraphBuildStore) -> BuildReport: ...
+
+
+async def build_graph(store: GraphBuildStore, *builders: GraphBuilder) -> list[BuildReport]:
+    """Run ``builders`` one after another, in the order given, and report each.
+
+    Sequential on purpose: a later builder reads what an earlier one wrote (the exact-name
+    linker matches the entities extraction created).
+    """
+    return [await builder.build(store) for builder in builders]
+
+
+# -- reading -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentInput:
+    """A stored document and its chunks in reading order: what a document-wise builder reads."""
+
+    info: DocumentInfo
+    chunks: tuple[Chunk, ...]
+
+    @property
+    def id(self) -> str:
+        return self.info.id
+
+
+async def read_chunks(store: ResultExpander, document_id: str) -> list[Chunk]:
+    """Every chunk of a document in ``sequence_number`` order, paged so no single read is huge."""
+    chunks: list[Chunk] = []
+    first: int | None = None
+    while True:
+        page = await store.expand(ExpansionRequest(document_id=document_id, first=first, limit=CHUNK_PAGE))
+        chunks.extend(page)
+        if len(page) < CHUNK_PAGE:
+            return chunks
+        first = page[-1].sequence_number + 1
+
+
+async def iter_documents(store: GraphBuildStore) -> AsyncIterator[DocumentInput]:
+    """Every stored document with its chunks, by document id (a stable order for reports and tests)."""
+    for info in sorted(await store.list_documents(), key=lambda d: d.id):
+        yield DocumentInput(info, tuple(await read_chunks(store, info.id)))
+
+
+# -- fingerprints and scope --------------------------------------------------------------
+
+
+def _json(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(',', ':'), default=repr)
+
+
+def fingerprint(*parts: Any) -> str:
+    """A digest of JSON-able ``parts`` (config, digests of inputs): a ledger value."""
+    return hashlib.sha256(_json(parts).encode('utf-8', 'surrogatepass')).hexdigest()[:32]
+
+
+def chunks_digest(chunks: Iterable[Chunk]) -> str:
+    """A digest of everything a builder may read of chunks (ids, texts, sections, metadata, labels)."""
+    digest = hashlib.sha256()
+    for chunk in chunks:
+        digest.update(chunk.model_dump_json().encode('utf-8', 'surrogatepass'))
+        digest.update(b'\x1e')
+    return digest.hexdigest()[:32]
+
+
+def cache_key(*parts: Any) -> str:
+    """A ledger key for a builder's own cache entry: never mistaken for a document id."""
+    return CACHE_KEY_PREFIX + fingerprint(*parts)
+
+
+def scope_of(metadata: Metadata, scope_keys: Sequence[str]) -> Metadata:
+    """The scope metadata a derived relation or entity carries: the ``scope_keys`` set in ``metadata``."""
+    return {k: metadata[k] for k in scope_keys if metadata.get(k) is not None}
+
+
+def scope_group(metadata: Metadata, scope_keys: Sequence[str]) -> str:
+    """A key equal exactly for records of identical scope metadata: linking happens only within one group."""
+    return _json(scope_of(metadata, scope_keys))
+
+
+# -- writing -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class DocumentGraph:
+    """What a builder wants stored for one document: its relations (all with ``document_id`` set to it
+    and ``origin`` the builder's name) and the entities they need (written when new or changed)."""
+
+    relations: tuple[Relation, ...] = ()
+    entities: tuple[Entity, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class SyncCounts:
+    relations_written: int = 0
+    relations_deleted: int = 0
+    entities_written: int = 0
+
+    def __add__(self, other: SyncCounts) -> SyncCounts:
+        return SyncCounts(
+            self.relations_written + other.relations_written,
+            self.relations_deleted + other.relations_deleted,
+            self.entities_written + other.entities_written,
+        )
+
+
+@dataclass(slots=True)
+class DocumentSync:
+    """Brings documents' relations to what a builder wants, writing only the difference, in batches.
+
+    ``stage`` records one document's desired graph and its new mark; ``flush`` diffs every staged
+    document against the store (one ``list_relations`` for the batch), writes, then sets the marks.
+    ``known_entities`` (read once from the store when not given) decides which entities are new or
+    changed, and is kept current as entities are written.
+    """
+
+    store: GraphBuildStore
+    builder: str
+    known_entities: dict[str, Entity] | None = None
+    _graphs: dict[str, DocumentGraph] = field(default_factory=dict)
+    _marks: dict[str, str | None] = field(default_factory=dict)
+
+    @property
+    def pending(self) -> int:
+        return len(self._graphs)
+
+    def stage(self, document_id: str, mark: str, graph: DocumentGraph) -> None:
+        """Queue ``graph`` as the whole of ``document_id``'s relations of this builder (``ValueError`` if foreign)."""
+        for relation in graph.relations:
+            if relation.document_id != document_id or relation.origin != self.builder:
+                raise ValueError(
+                    f'relation {relation.id!r} must belong to document {document_id!r} and origin {self.builder!r}'
+                )
+        self._graphs[document_id] = graph
+        self._marks[document_id] = mark
+
+    def clear_mark(self, key: str) -> None:
+        """Queue the removal of a ledger key (a document no longer stored)."""
+        self._marks[key] = None
+
+    async def flush(self) -> SyncCounts:
+        graphs, marks = self._graphs, self._marks
+        self._graphs, self._marks = {}, {}
+        counts = SyncCounts()
+        if graphs:
+            counts = await self._write(graphs)
+        if marks:
+            await self.store.set_graph_marks(self.builder, marks)
+        return counts
+
+    async def _write(self, graphs: Mapping[str, DocumentGraph]) -> SyncCounts:
+        if self.known_entities is None:
+            self.known_entities = {e.id: e for e in await self.store.list_entities()}
+        stored = await self.store.list_relations(document_ids=sorted(graphs), origin=self.builder)
+        existing = {r.id: r for r in stored if r.document_id in graphs}
+        desired = {r.id: r for graph in graphs.values() for r in graph.relations}
+        relations = [r for rid, r in desired.items() if existing.get(rid) != r]
+        stale = sorted(rid for rid in existing if rid not in desired)
+        entities: dict[str, Entity] = {}
+        for graph in graphs.values():
+            for entity in graph.entities:
+                if self.known_entities.get(entity.id) != entity:
+                    entities[entity.id] = entity
+        if entities or relations:
+            await self.store.upsert([*entities.values(), *relations])
+            self.known_entities.update(entities)
+        if stale:
+            await self.store.delete_relations(stale)
+        return SyncCounts(len(relations), len(stale), len(entities))
+
+
+async def sync_document_relations(
+    store: GraphBuildStore,
+    builder: str,
+    document_id: str,
+    mark: str,
+    relations: Iterable[Relation],
+    entities: Iterable[Entity] = (),
+) -> SyncCounts:
+    """One document's relations of ``builder`` made equal to ``relations`` (diffed), then its mark set.
+
+    For a builder that does not go through `build_documents`; a loop over many documents should
+    stage them on one `DocumentSync` instead, which batches the writes.
+    """
+    sync = DocumentSync(store, builder)
+    sync.stage(document_id, mark, DocumentGraph(tuple(relations), tuple(entities)))
+    return await sync.flush()
+
+
+async def build_documents(
+    store: GraphBuildStore,
+    builder: str,
+    documents: AsyncIterable[DocumentInput] | Iterable[DocumentInput],
+    mark_of: Callable[[DocumentInput], str],
+    graph_of: Callable[[DocumentInput], Awaitable[DocumentGraph]],
+    *,
+    known_entities: dict[str, Entity] | None = None,
+) -> BuildReport:
+    """The document-wise driver: skip documents whose mark is unchanged, build and diff the others.
+
+    ``documents`` must be every stored document (marks of ids it does not yield are cleared).
+    ``mark_of`` is the document's fingerprint (config, chunks, global inputs); ``graph_of`` computes
+    its desired relations. A document whose ``graph_of`` raises is reported in ``failures`` and
+    left as it was (its old mark stays, so it is retried next run); the others are built.
+    """
+    marks = await store.graph_marks(builder)
+    sync = DocumentSync(store, builder, known_entities)
+    seen: set[str] = set()
+    built = 0
+    failures: list[str] = []
+    counts = SyncCounts()
+    async for document in _aiter(documents):
+        seen.add(document.id)
+        mark = mark_of(document)
+        if marks.get(document.id) == mark:
+            continue
+        try:
+            graph = await graph_of(document)
+            sync.stage(document.id, mark, graph)
+        except Exception as e:  # one document's failure must not stop the others (reported)
+            failures.append(f'{document.id}: {type(e).__name__}: {e}')
+            continue
+        built += 1
+        if sync.pending >= BATCH_DOCUMENTS:
+            counts += await sync.flush()
+    for key in marks:
+        if key not in seen and not key.startswith(CACHE_KEY_PREFIX):
+            sync.clear_mark(key)
+    counts += await sync.flush()
+    return BuildReport(
+        builder=builder,
+        documents_seen=len(seen),
+        documents_built=built,
+        relations_written=counts.relations_written,
+        relations_deleted=counts.relations_deleted,
+        entities_written=counts.entities_written,
+        failures=tuple(failures),
+    )
+
+
+async def _aiter(items: AsyncIterable[DocumentInput] | Iterable[DocumentInput]) -> AsyncIterator[DocumentInput]:
+    if isinstance(items, AsyncIterable):
+        async for item in items:
+            yield item
+    else:
+        for item in items:
+            yield item
+
+
+def with_model_calls(report: BuildReport, model_calls: int) -> BuildReport:
+    """``report`` with its model call count set (a builder counts its own calls)."""
+    return replace(report, model_calls=model_calls)

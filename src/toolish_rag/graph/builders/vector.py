@@ -1,0 +1,141 @@
+"""The vector linker: MENTIONS from a chunk to the entities most similar to it, weighted by cosine.
+
+For each chunk, the ``top_k`` entities of its scope group (identical `scope_keys` metadata) whose
+cosine with the chunk is at least ``threshold``, best first, ties by entity id; the edge's weight
+is that cosine (rounded to 6 decimals so a rebuild on another machine states the same edge).
+Chunks are embedded by their indexed ``text``, entities by theirs (``name: description``), both
+with one embedder: the store's (``store.embedder``) unless one is given.
+
+A vector whose dimension differs from the entities' (an embedder that changed under a store, a
+model answering with odd shapes) cannot be compared: that chunk is skipped and named in the
+report's ``failures``, the rest of the document is linked. A zero vector links to nothing.
+
+Entities are embedded only when some document needs building, once per run. A document's mark
+covers the configuration, the embedding model's name, its chunks and a digest of its scope
+group's entities, so adding an entity rebuilds that group's documents and nothing else.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+import numpy.typing as npt
+from pydantic_ai.embeddings import Embedder
+
+from ...content import Chunk, Entity, Relation
+from .base import (
+    BuildReport,
+    DocumentGraph,
+    DocumentInput,
+    GraphBuildStore,
+    build_documents,
+    chunks_digest,
+    fingerprint,
+    iter_documents,
+    scope_group,
+    scope_of,
+)
+
+__all__ = ['VectorLinker']
+
+_EMBED_BATCH = 64
+
+Matrix = npt.NDArray[np.float64]
+
+
+@dataclass(slots=True)
+class _EntityVectors:
+    """One scope group's entities and their unit vectors, embedded on first use."""
+
+    entities: list[Entity]
+    matrix: Matrix | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class VectorLinker:
+    """MENTIONS from chunks to similar entities (see the module). ``embedder`` overrides the store's."""
+
+    top_k: int = 3
+    threshold: float = 0.5
+    scope_keys: tuple[str, ...] = ()
+    embedder: Embedder | None = field(default=None, compare=False)
+    name: str = 'vector'
+
+    def __post_init__(self) -> None:
+        if self.top_k < 1:
+            raise ValueError('top_k must be at least 1')
+
+    def _embedder(self, store: GraphBuildStore) -> Embedder:
+        embedder = self.embedder if self.embedder is not None else getattr(store, 'embedder', None)
+        if not isinstance(embedder, Embedder):
+            raise TypeError('the vector linker needs an Embedder: the store has none (pass embedder=)')
+        return embedder
+
+    async def build(self, store: GraphBuildStore) -> BuildReport:
+        embedder = self._embedder(store)
+        model = embedder.model
+        model_name = model if isinstance(model, str) else f'{model.system}:{model.model_name}'
+        groups: dict[str, _EntityVectors] = defaultdict(lambda: _EntityVectors([]))
+        for entity in sorted(await store.list_entities(), key=lambda e: e.id):
+            groups[scope_group(entity.metadata, self.scope_keys)].entities.append(entity)
+        digests = {group: fingerprint([(e.id, e.text) for e in vectors.entities]) for group, vectors in groups.items()}
+        config = (self.name, self.top_k, self.threshold, self.scope_keys, model_name)
+        skipped: list[str] = []
+
+        def mark_of(document: DocumentInput) -> str:
+            keys = sorted({scope_group(chunk.metadata, self.scope_keys) for chunk in document.chunks})
+            return fingerprint(config, chunks_digest(document.chunks), [(k, digests.get(k, '')) for k in keys])
+
+        async def graph_of(document: DocumentInput) -> DocumentGraph:
+            linkable = [
+                (c, groups[g]) for c in document.chunks if (g := scope_group(c.metadata, self.scope_keys)) in groups
+            ]
+            relations: list[Relation] = []
+            vectors = await _embed(embedder, [chunk.text for chunk, _ in linkable])
+            for (chunk, group), vector in zip(linkable, vectors, strict=True):
+                if group.matrix is None:
+                    group.matrix = np.vstack(await _embed(embedder, [e.text for e in group.entities]))
+                if vector.shape[0] != group.matrix.shape[1]:
+                    skipped.append(f"{chunk.id}: dimension {vector.shape[0]} != the entities' {group.matrix.shape[1]}")
+                    continue
+                relations.extend(self._mentions(chunk, vector, group))
+            return DocumentGraph(tuple(relations))
+
+        report = await build_documents(store, self.name, iter_documents(store), mark_of, graph_of)
+        return replace(report, failures=(*report.failures, *skipped)) if skipped else report
+
+    def _mentions(self, chunk: Chunk, vector: Matrix, group: _EntityVectors) -> Iterator[Relation]:
+        assert group.matrix is not None
+        cosines = group.matrix @ vector
+        ranked = sorted(range(len(group.entities)), key=lambda i: (-cosines[i], group.entities[i].id))
+        for i in ranked[: self.top_k]:
+            cosine = round(float(cosines[i]), 6)
+            if cosine < self.threshold:
+                break
+            yield Relation(
+                source=chunk.id,
+                source_kind='chunk',
+                target=group.entities[i].id,
+                target_kind='entity',
+                type='MENTIONS',
+                weight=max(cosine, 0.0),
+                metadata=scope_of(chunk.metadata, self.scope_keys),
+                provenance=chunk.id,
+                document_id=chunk.document_id,
+                origin=self.name,
+            )
+
+
+async def _embed(embedder: Embedder, texts: Sequence[str]) -> list[Matrix]:
+    """Unit vectors of ``texts`` (a zero vector stays zero, and so matches nothing)."""
+    vectors: list[Matrix] = []
+    for start in range(0, len(texts), _EMBED_BATCH):
+        result = await embedder.embed_documents(list(texts[start : start + _EMBED_BATCH]))
+        for embedding in result.embeddings:
+            vector = np.asarray(embedding, dtype=np.float64)
+            norm = float(np.linalg.norm(vector))
+            vectors.append(vector / norm if norm else vector)
+    return vectors

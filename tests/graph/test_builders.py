@@ -1,0 +1,485 @@
+"""Graph builders on a real `InMemoryStore`: what each writes, and that a second run writes nothing.
+
+The corpora are hand-built so every expected edge can be read off the test: ``(source, TYPE, target)``
+triples, compared as sets. Idempotency is checked twice over: the report says ``writes == 0`` and
+the store's relations and ledger marks are equal before and after.
+"""
+
+from __future__ import annotations
+
+import unicodedata
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import pytest
+from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings
+from pydantic_ai.embeddings.result import EmbedInputType
+
+from toolish_rag import DocumentBuilder, Entity
+from toolish_rag.content import Document, Relation
+from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.graph.builders import BuildReport, ExactNameLinker, StructureBuilder, VectorLinker, build_graph
+from toolish_rag.graph.builders.base import (
+    CACHE_KEY_PREFIX,
+    DocumentGraph,
+    DocumentInput,
+    GraphBuildStore,
+    build_documents,
+    chunks_digest,
+    fingerprint,
+    iter_documents,
+    read_chunks,
+)
+from toolish_rag.stores import InMemoryStore
+
+pytestmark = pytest.mark.asyncio
+
+Triple = tuple[str, str, str]
+
+
+def _store() -> InMemoryStore:
+    return InMemoryStore(HashingEmbeddingModel(64))
+
+
+def _triples(relations: Sequence[Relation], type: str | None = None) -> set[Triple]:
+    return {(r.source, r.type, r.target) for r in relations if type is None or r.type == type}
+
+
+async def _state(store: InMemoryStore, builder: str) -> tuple[list[str], dict[str, str]]:
+    relations = await store.list_relations(origin=builder)
+    return sorted(r.model_dump_json() for r in relations), await store.graph_marks(builder)
+
+
+async def _assert_idempotent(store: InMemoryStore, builder: ExactNameLinker | StructureBuilder | VectorLinker) -> None:
+    before = await _state(store, builder.name)
+    report = await builder.build(store)
+    assert (report.writes, report.documents_built, report.failures) == (0, 0, ())
+    assert await _state(store, builder.name) == before
+
+
+def _doc(doc_id: str, title: str, texts: Sequence[str], *, uri: str | None = None, **metadata: str) -> Document:
+    builder = DocumentBuilder(uri or f'file:///docs/{doc_id}.md', title, id=doc_id, metadata=metadata)
+    for text in texts:
+        builder.add_chunk(None, text)
+    return builder.build()
+
+
+# -- the driver ------------------------------------------------------------------------------
+
+
+async def test_read_chunks_pages_through_a_long_document_in_order() -> None:
+    store = _store()
+    await store.upsert([_doc('long', 'Long', [f'part {i}' for i in range(1203)])])
+    chunks = await read_chunks(store, 'long')
+    assert [c.sequence_number for c in chunks] == list(range(1203))
+
+
+class _Failing:
+    """A document-wise builder (through the shared driver) whose build of one document raises."""
+
+    name = 'failing'
+
+    def __init__(self, bad: str) -> None:
+        self.bad = bad
+
+    async def build(self, store: GraphBuildStore) -> BuildReport:
+        async def graph_of(document: DocumentInput) -> DocumentGraph:
+            if document.id == self.bad:
+                raise RuntimeError('cannot read this one')
+            chunk = document.chunks[0]
+            return DocumentGraph(
+                (
+                    Relation(
+                        source=chunk.id,
+                        source_kind='chunk',
+                        target=document.id,
+                        target_kind='document',
+                        type='PART_OF',
+                        document_id=document.id,
+                        origin=self.name,
+                    ),
+                )
+            )
+
+        def mark_of(document: DocumentInput) -> str:
+            return fingerprint(chunks_digest(document.chunks))
+
+        return await build_documents(store, self.name, iter_documents(store), mark_of, graph_of)
+
+
+async def test_a_failing_document_is_reported_and_the_others_are_built() -> None:
+    store = _store()
+    await store.upsert([_doc('a', 'A', ['one']), _doc('b', 'B', ['two']), _doc('c', 'C', ['three'])])
+    report = (await build_graph(store, _Failing('b')))[0]
+    assert report.failures == ('b: RuntimeError: cannot read this one',)
+    assert (report.documents_seen, report.documents_built, report.relations_written) == (3, 2, 2)
+    assert {r.document_id for r in await store.list_relations(origin='failing')} == {'a', 'c'}
+    assert set(await store.graph_marks('failing')) == {'a', 'c'}
+    # Retried next run (no mark), still failing; the built ones are skipped.
+    again = await _Failing('b').build(store)
+    assert (again.documents_built, again.writes, again.failures) == (0, 0, report.failures)
+
+
+async def test_marks_of_documents_no_longer_stored_are_cleared_and_cache_keys_kept() -> None:
+    store = _store()
+    await store.upsert([_doc('a', 'A', ['one'])])
+    await store.set_graph_marks('structure', {'ghost': 'x', f'{CACHE_KEY_PREFIX}answer': 'y'})
+    await StructureBuilder().build(store)
+    assert set(await store.graph_marks('structure')) == {'a', f'{CACHE_KEY_PREFIX}answer'}
+
+
+# -- structure -------------------------------------------------------------------------------
+
+
+def _handbook() -> list[Document]:
+    guide = DocumentBuilder('file:///site/docs/guide.md', 'Guide', id='guide', metadata={'path': 'docs/guide.md'})
+    intro = guide.section('Intro')
+    setup = guide.section('Setup', parent=intro)
+    guide.add_chunk(None, 'Preface without a heading.')
+    guide.add_chunk(intro, 'Read [the API](../api/auth.md#tokens) and [setup](setup) first.')
+    guide.add_chunk(setup, 'See ../api/auth.md, e.g. twice; also ./guide.md and https://example.org/x.md.')
+    guide.add_chunk(setup, '[faq]: faq.md "Questions"')
+    auth = _doc('auth', 'Auth', ['Tokens expire.'], uri='file:///site/api/auth.md')
+    setup_doc = _doc('setup', 'Setup', ['Install it.'], uri='file:///site/docs/setup.md')
+    faq = _doc('faq', 'FAQ', ['Ask.'], uri='file:///site/elsewhere/faq.md', path='docs/faq.md')
+    return [guide.build(), auth, setup_doc, faq]
+
+
+async def test_structure_part_of_the_section_tree_and_links_between_stored_documents() -> None:
+    store = _store()
+    await store.upsert(_handbook())
+    report = await StructureBuilder().build(store)
+    relations = await store.list_relations(origin='structure')
+    assert _triples(relations, 'PART_OF') == {
+        ('guide-0', 'PART_OF', 'guide'),
+        ('guide-1', 'PART_OF', 'guide-s0'),
+        ('guide-2', 'PART_OF', 'guide-s1'),
+        ('guide-3', 'PART_OF', 'guide-s1'),
+        ('guide-s0', 'PART_OF', 'guide'),
+        ('guide-s1', 'PART_OF', 'guide-s0'),
+        ('auth-0', 'PART_OF', 'auth'),
+        ('setup-0', 'PART_OF', 'setup'),
+        ('faq-0', 'PART_OF', 'faq'),
+    }
+    # Markdown link with a fragment; suffixless link; a bare relative path resolved against the uri;
+    # a reference definition resolved against the `path` metadata; no self link, no unknown target.
+    assert _triples(relations, 'LINKS_TO') == {
+        ('guide-1', 'LINKS_TO', 'auth'),
+        ('guide-1', 'LINKS_TO', 'setup'),
+        ('guide-2', 'LINKS_TO', 'auth'),
+        ('guide-3', 'LINKS_TO', 'faq'),
+    }
+    by_triple = {(r.source, r.type, r.target): r for r in relations}
+    assert by_triple[('guide-s1', 'PART_OF', 'guide-s0')].provenance is None
+    assert by_triple[('guide-s1', 'PART_OF', 'guide-s0')].document_id == 'guide'
+    assert by_triple[('guide-2', 'LINKS_TO', 'auth')].provenance == 'guide-2'
+    assert {(r.document_id, r.origin) for r in relations if r.source.startswith('guide')} == {('guide', 'structure')}
+    assert (report.documents_seen, report.documents_built, report.relations_written) == (4, 4, 13)
+    await _assert_idempotent(store, StructureBuilder())
+
+
+async def test_structure_reads_the_links_of_a_local_html_file(tmp_path: Path) -> None:
+    page = tmp_path / 'index.html'
+    page.write_text(
+        '<html><body><p>Welcome.</p><p>Read <a href="notes/setup.html">the   setup notes</a>.</p>'
+        '<a href="#top">top</a><a href="missing.html">gone</a></body></html>',
+        encoding='utf-8',
+    )
+    index = DocumentBuilder(page.as_uri(), 'Index', id='index', metadata={'source_format': 'html'})
+    index.add_chunk(None, 'Welcome.')
+    index.add_chunk(None, 'Read the setup\nnotes.')
+    notes = _doc('notes', 'Setup notes', ['Steps.'], uri=(tmp_path / 'notes' / 'setup.html').as_uri())
+    store = _store()
+    await store.upsert([index.build(), notes])
+    await StructureBuilder().build(store)
+    links = [r for r in await store.list_relations(origin='structure') if r.type == 'LINKS_TO']
+    assert [(r.source, r.target, r.provenance) for r in links] == [('index-1', 'notes', 'index-1')]
+    # The file's links are part of the mark: a new link in the file rebuilds the page.
+    page.write_text('<a href="notes/setup.html">Welcome</a>', encoding='utf-8')
+    report = await StructureBuilder().build(store)
+    assert report.documents_built == 1
+    links = [r for r in await store.list_relations(origin='structure') if r.type == 'LINKS_TO']
+    assert [(r.source, r.target) for r in links] == [('index-0', 'notes')]
+
+
+async def test_a_new_link_target_rebuilds_only_the_linking_document() -> None:
+    store = _store()
+    docs = _handbook()
+    await store.upsert([d for d in docs if d.id != 'auth'])
+    await StructureBuilder().build(store)
+    assert not any(r.target == 'auth' for r in await store.list_relations(origin='structure'))
+    await store.upsert([d for d in docs if d.id == 'auth'])
+    report = await StructureBuilder().build(store)
+    assert report.documents_built == 2  # auth itself, and the guide that links to it
+    assert {('guide-1', 'LINKS_TO', 'auth'), ('guide-2', 'LINKS_TO', 'auth')} <= _triples(
+        await store.list_relations(origin='structure')
+    )
+
+
+async def test_structure_links_only_within_a_scope() -> None:
+    store = _store()
+    await store.upsert(
+        [
+            _doc('a1', 'A1', ['See [b](b.md).'], uri='file:///a/a1.md', tenant='a'),
+            _doc('b', 'B', ['Mine.'], uri='file:///a/b.md', tenant='b'),
+        ]
+    )
+    await StructureBuilder(scope_keys=('tenant',)).build(store)
+    relations = await store.list_relations(origin='structure')
+    assert not _triples(relations, 'LINKS_TO')
+    assert {r.metadata['tenant'] for r in relations if r.document_id == 'a1'} == {'a'}
+    await StructureBuilder().build(store)  # without scope keys the link counts (same builder name: rebuilt)
+    assert _triples(await store.list_relations(origin='structure'), 'LINKS_TO') == {('a1-0', 'LINKS_TO', 'b')}
+
+
+# -- exact names -----------------------------------------------------------------------------
+
+
+def _encyclopedia() -> list[Document | Entity]:
+    mercury = _doc('mercury', 'Mercury (planet)', ['Mercury is the smallest planet.'])
+    band = _doc('band', 'The Beatles', ['The Beatles played in Hamburg; Mercuryville is a town.'])
+    nyc = _doc('nyc', 'New York City', ['A city.'])
+    ny = _doc('ny', 'New York', ['A state.'])
+    trip = _doc(
+        'trip',
+        'Trip',
+        [
+            'We flew over mercury, then Mercury, to New York City and saw the beatles.',
+            'Zürich, not Zürichsee; ACME Corp. and Acmes; an Acme Rocketship.',
+        ],
+    )
+    return [
+        mercury,
+        band,
+        nyc,
+        ny,
+        trip,
+        Entity(id='zurich', name=unicodedata.normalize('NFD', 'Zürich')),
+        Entity(id='acme', name='Acme', aliases=('ACME Corp.',)),
+        Entity(id='ab', name='AB'),
+        Entity(id='yc', name='York City'),
+        Entity(id='rockets', name='Acme Rockets'),
+    ]
+
+
+async def test_exact_links_whole_names_titles_aliases_and_qualifier_free_titles() -> None:
+    store = _store()
+    await store.upsert(_encyclopedia())
+    report = await ExactNameLinker().build(store)
+    assert _triples(await store.list_relations(origin='exact')) == {
+        # "Mercury" matches "Mercury (planet)" without its qualifier; "mercury" does not (case);
+        # the longest name wins and matches never overlap ("New York City", not also "New York" or
+        # "York City"); "Zürich" (NFD name, NFC text) as a whole word only; an alias ending in
+        # punctuation; "Acmes" is not "Acme", "Acme Rocketship" is not "Acme Rockets".
+        ('trip-0', 'MENTIONS', 'mercury'),
+        ('trip-0', 'MENTIONS', 'nyc'),
+        ('trip-1', 'MENTIONS', 'zurich'),
+        ('trip-1', 'MENTIONS', 'acme'),
+    }
+    # A chunk never links to its own document ("Mercury is ..." inside Mercury (planet)).
+    assert report.relations_written == 4
+    relation = next(iter(await store.list_relations(origin='exact')))
+    assert (relation.weight, relation.provenance, relation.document_id) == (1.0, relation.source, 'trip')
+    await _assert_idempotent(store, ExactNameLinker())
+
+
+async def test_exact_case_insensitive_and_without_titles() -> None:
+    store = _store()
+    await store.upsert(_encyclopedia())
+    await ExactNameLinker(case_sensitive=False).build(store)
+    assert ('trip-0', 'MENTIONS', 'band') in _triples(await store.list_relations(origin='exact'))
+    # min_name_length: "AB" (2) never matches even as a word; a 2-letter minimum lets it.
+    await store.upsert([_doc('ab-doc', 'Letters', ['AB and ab.'])])
+    await ExactNameLinker(include_titles=False, min_name_length=2, name='entities-only').build(store)
+    assert _triples(await store.list_relations(origin='entities-only')) == {
+        ('trip-0', 'MENTIONS', 'yc'),  # no title "New York City" to take the words first
+        ('trip-1', 'MENTIONS', 'zurich'),
+        ('trip-1', 'MENTIONS', 'acme'),
+        ('ab-doc-0', 'MENTIONS', 'ab'),
+    }
+
+
+async def test_exact_section_titles_are_names_but_never_the_chunks_own_sections() -> None:
+    builder = DocumentBuilder('file:///h.md', 'Handbook', id='h')
+    refunds = builder.section('Refunds')
+    builder.add_chunk(refunds, 'Refunds take a week.')
+    shipping = builder.section('Shipping')
+    builder.add_chunk(shipping, 'Shipping is free; for returns see Refunds in the Handbook.')
+    store = _store()
+    await store.upsert([builder.build()])
+    await ExactNameLinker().build(store)
+    assert _triples(await store.list_relations(origin='exact')) == {('h-1', 'MENTIONS', 'h-s0')}
+
+
+async def test_two_tenants_naming_acme_get_two_nodes_and_edges_never_cross() -> None:
+    store = _store()
+    await store.upsert(
+        [
+            _doc('a', 'Notes A', ['Acme ships on Fridays.'], tenant='a'),
+            _doc('b', 'Notes B', ['Acme ships on Mondays.'], tenant='b'),
+            _doc('c', 'Notes C', ['Acme, untenanted.']),
+            Entity(id='acme-a', name='Acme', metadata={'tenant': 'a'}),
+            Entity(id='acme-b', name='Acme', metadata={'tenant': 'b'}),
+        ]
+    )
+    await ExactNameLinker(scope_keys=('tenant',)).build(store)
+    relations = await store.list_relations(origin='exact')
+    assert _triples(relations) == {('a-0', 'MENTIONS', 'acme-a'), ('b-0', 'MENTIONS', 'acme-b')}
+    assert {r.target: r.metadata for r in relations} == {'acme-a': {'tenant': 'a'}, 'acme-b': {'tenant': 'b'}}
+
+
+async def test_exact_rebuilds_only_a_reupserted_document_and_forgets_a_deleted_one() -> None:
+    store = _store()
+    await store.upsert(_encyclopedia())
+    await ExactNameLinker().build(store)
+    others = [r for r in await store.list_relations(origin='exact') if r.document_id != 'trip']
+    # Re-upserting `trip` with the same text: only it is rebuilt (its relations went with its old version).
+    trip = next(d for d in _encyclopedia() if isinstance(d, Document) and d.id == 'trip')
+    await store.upsert([trip])
+    report = await ExactNameLinker().build(store)
+    assert (report.documents_built, report.relations_written, report.relations_deleted) == (1, 4, 0)
+    assert [r for r in await store.list_relations(origin='exact') if r.document_id != 'trip'] == others
+    # A deleted document's mark and relations are gone; it is no longer a name either.
+    await store.delete_documents(['nyc'])
+    report = await ExactNameLinker().build(store)
+    assert 'nyc' not in await store.graph_marks('exact')
+    assert not any(r.target == 'nyc' for r in await store.list_relations(origin='exact'))
+    assert (report.relations_deleted, report.relations_written) == (1, 1)  # trip-0 now names "New York"
+
+
+async def test_a_new_entity_rebuilds_its_scope_and_writes_only_new_edges() -> None:
+    store = _store()
+    await store.upsert(_encyclopedia())
+    await ExactNameLinker().build(store)
+    await store.upsert([Entity(id='hamburg', name='Hamburg')])
+    report = await ExactNameLinker().build(store)
+    assert (report.relations_written, report.relations_deleted, report.entities_written) == (1, 0, 0)
+    assert ('band-0', 'MENTIONS', 'hamburg') in _triples(await store.list_relations(origin='exact'))
+
+
+async def test_thousands_of_names_over_thousands_of_chunks() -> None:
+    """~5k names over ~5k chunks: the dictionary scan must not be quadratic (a few seconds at most)."""
+    linker = ExactNameLinker()
+    names = [f'Place{i} Town' for i in range(5000)]
+    entities = [Entity(id=f'e{i}', name=name) for i, name in enumerate(names)]
+    dictionary = linker.dictionaries(entities, [])['{}']
+    texts = [f'From Place{i} Town to Place{(i * 7) % 5000} Town, past Place{i}Town. ' * 5 for i in range(5000)]
+    found = [{t.id for t in dictionary.matches(text)} for text in texts]
+    assert found[3] == {'e3', 'e21'}
+    assert all(len(ids) in (1, 2) for ids in found)
+
+
+# -- vectors ---------------------------------------------------------------------------------
+
+
+async def _cosine(embedder: Embedder, a: str, b: str) -> float:
+    vectors = (await embedder.embed_documents([a, b])).embeddings
+    x, y = np.asarray(vectors[0]), np.asarray(vectors[1])
+    return float(x @ y / (np.linalg.norm(x) * np.linalg.norm(y)))
+
+
+async def test_vector_links_the_top_k_entities_above_the_threshold_weighted_by_cosine() -> None:
+    store = _store()
+    await store.upsert(
+        [
+            _doc('k8s', 'Ops', ['kubernetes cluster autoscaler scales nodes', 'lunch menu soup']),
+            Entity(id='auto', name='kubernetes cluster autoscaler'),
+            Entity(id='nodes', name='cluster nodes scales'),
+            Entity(id='soup', name='tomato soup recipe'),
+        ]
+    )
+    chunks = await read_chunks(store, 'k8s')
+    embedder = store.embedder
+    expected = {
+        (chunk.id, entity_id): await _cosine(embedder, chunk.text, name)
+        for chunk in chunks
+        for entity_id, name in (
+            ('auto', 'kubernetes cluster autoscaler'),
+            ('nodes', 'cluster nodes scales'),
+            ('soup', 'tomato soup recipe'),
+        )
+    }
+    threshold = 0.3
+    report = await VectorLinker(top_k=1, threshold=threshold).build(store)
+    relations = await store.list_relations(origin='vector')
+    wanted = {}
+    for chunk in chunks:
+        best = max((c, e) for (ch, e), c in expected.items() if ch == chunk.id)
+        if best[0] >= threshold:
+            wanted[(chunk.id, best[1])] = best[0]
+    assert wanted  # the corpus is built so at least one chunk links
+    assert {(r.source, r.target): r.weight for r in relations} == pytest.approx(wanted, abs=1e-5)
+    assert all(r.type == 'MENTIONS' and r.target_kind == 'entity' for r in relations)
+    assert report.relations_written == len(wanted)
+    await _assert_idempotent(store, VectorLinker(top_k=1, threshold=threshold))
+
+
+async def test_vector_links_only_within_a_scope() -> None:
+    store = _store()
+    await store.upsert(
+        [
+            _doc('a', 'A', ['acme rockets'], tenant='a'),
+            _doc('b', 'B', ['acme rockets'], tenant='b'),
+            Entity(id='acme-a', name='acme rockets', metadata={'tenant': 'a'}),
+            Entity(id='acme-b', name='acme rockets', metadata={'tenant': 'b'}),
+        ]
+    )
+    await VectorLinker(top_k=5, threshold=0.0, scope_keys=('tenant',)).build(store)
+    assert _triples(await store.list_relations(origin='vector')) == {
+        ('a-0', 'MENTIONS', 'acme-a'),
+        ('b-0', 'MENTIONS', 'acme-b'),
+    }
+
+
+class _TwoSizes(EmbeddingModel):
+    """A real embedding model whose vectors for texts naming ``alpha`` are shorter than the rest."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._short, self._long = HashingEmbeddingModel(8), HashingEmbeddingModel(16)
+
+    @property
+    def model_name(self) -> str:
+        return 'two-sizes'
+
+    @property
+    def system(self) -> str:
+        return 'test'
+
+    async def embed(
+        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
+    ) -> EmbeddingResult:
+        inputs, settings = self.prepare_embed(inputs, settings)
+        vectors = []
+        for text in inputs:
+            model = self._short if 'alpha' in text else self._long
+            vectors.extend((await model.embed([text], input_type=input_type)).embeddings)
+        return EmbeddingResult(
+            embeddings=vectors, inputs=inputs, input_type=input_type, model_name='two-sizes', provider_name='test'
+        )
+
+    async def max_input_tokens(self) -> int | None:
+        return None
+
+    async def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+
+async def test_vector_skips_a_dimension_mismatch_and_reports_it() -> None:
+    store = _store()
+    await store.upsert([_doc('d', 'D', ['entity alpha', 'other text']), Entity(id='x', name='entity alpha')])
+    report = await VectorLinker(threshold=0.0, embedder=Embedder(_TwoSizes())).build(store)
+    # 'entity alpha' embeds at 8 like the entity and links; 'other text' (16) is skipped and named.
+    assert _triples(await store.list_relations(origin='vector')) == {('d-0', 'MENTIONS', 'x')}
+    assert report.failures == ("d-1: dimension 16 != the entities' 8",)
+
+
+async def test_build_graph_runs_every_builder_in_order() -> None:
+    store = _store()
+    await store.upsert(_encyclopedia())
+    reports = await build_graph(store, StructureBuilder(), ExactNameLinker(), VectorLinker(threshold=0.9))
+    assert [r.builder for r in reports] == ['structure', 'exact', 'vector']
+    assert all(r.documents_seen == 5 and not r.failures for r in reports)
+    second = await build_graph(store, StructureBuilder(), ExactNameLinker(), VectorLinker(threshold=0.9))
+    assert [r.writes for r in second] == [0, 0, 0]
