@@ -8,7 +8,9 @@
 * regex search: RE2 (``google-re2``), linear time, so no pattern can hang a search;
 * expansion by sequence range and by section, and around an anchor (read from one snapshot);
 * filters evaluated with the reference evaluator *before* ranking, so every search
-  returns exactly ``top_k`` hits whenever that many in-scope records exist.
+  returns exactly ``top_k`` hits whenever that many in-scope records exist;
+* a graph (`GraphSearch`, `GraphStore`): relations and the builders' ledger kept in the snapshot
+  beside the records (`toolish_rag.stores.memory_graph`).
 
 Concurrency: the store's state is an immutable snapshot. A writer (one at a time, under
 an ``asyncio.Lock``) builds the next snapshot and swaps it in with one assignment, so
@@ -25,7 +27,7 @@ import shutil
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Generic, Literal, TypeVar
@@ -35,9 +37,10 @@ import numpy.typing as npt
 from pydantic import TypeAdapter
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-from ..content import Chunk, Document, Entity, Metadata, Record
+from ..content import Chunk, Document, Entity, Metadata, Record, Relation
 from ..embedding import resolve_embedder
 from ..filters import Filter, matches
+from ..graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from ..protocols import DocumentInfo
 from ..regex import compile_request, count_matches, regex_rank_key, regex_text
 from ..search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -50,8 +53,9 @@ from ..sections import (
     SectionPage,
     SectionReadRequest,
 )
-from ..writes import upsert_batch
+from ..writes import graph_upsert_batch
 from .bm25 import Bm25Index, ScopeStatistics
+from .memory_graph import GraphState, entities_of, neighbours_of, nodes_of
 from .memory_navigation import NavigationIndex, NavigationScope, positions_of
 
 __all__ = ['InMemoryStore']
@@ -96,6 +100,24 @@ class _Lru(Generic[_K, _V]):
         return value
 
 
+@dataclass
+class _Once(Generic[_V]):
+    """A value built on first use, once, whichever thread asks first.
+
+    Snapshots with the same records share their cells (see `_Snapshot.with_graph`), so an index one
+    of them built serves the other: a graph-only write neither rebuilds nor re-triggers it.
+    """
+
+    _value: _V | None = None
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get(self, build: Callable[[], _V]) -> _V:
+        with self._lock:
+            if self._value is None:
+                self._value = build()
+            return self._value
+
+
 def _tokenizer() -> Any:
     import Stemmer
 
@@ -127,21 +149,30 @@ _STATISTICS: tuple[Statistics, ...] = ('scope', 'store')
 
 @dataclass
 class _Snapshot:
+    """One version of the store. Everything but ``graph`` derives from ``records``, as do the caches below.
+
+    The caches (BM25, navigation, filter masks and scope statistics) are pure functions of the
+    records, so `with_graph` shares them with the next version when a write changes only the graph.
+    """
+
     records: tuple[Record, ...] = ()
     vectors: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
     documents: dict[str, DocumentInfo] = field(default_factory=dict)
     index: dict[str, int] = field(default_factory=dict)
     by_document: dict[str, list[int]] = field(default_factory=dict)
-    _bm25: Bm25Index | None = None
-    _bm25_lock: threading.Lock = field(default_factory=threading.Lock)
+    graph: GraphState = field(default_factory=GraphState)
+    _bm25: _Once[Bm25Index] = field(default_factory=_Once)
     _masks: _Lru[Filter, npt.NDArray[np.bool_]] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
     _scopes: _Lru[Filter, ScopeStatistics] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
-    _navigation: NavigationIndex | None = None
-    _navigation_lock: threading.Lock = field(default_factory=threading.Lock)
+    _navigation: _Once[NavigationIndex] = field(default_factory=_Once)
 
     @classmethod
     def build(
-        cls, records: list[Record], vectors: npt.NDArray[np.float32], documents: dict[str, DocumentInfo]
+        cls,
+        records: list[Record],
+        vectors: npt.NDArray[np.float32],
+        documents: dict[str, DocumentInfo],
+        graph: GraphState | None = None,
     ) -> _Snapshot:
         index = {r.id: i for i, r in enumerate(records)}
         by_document: dict[str, list[int]] = {}
@@ -150,7 +181,11 @@ class _Snapshot:
                 by_document.setdefault(r.document_id, []).append(i)
         for positions in by_document.values():
             positions.sort(key=lambda i: records[i].sequence_number)  # type: ignore[union-attr]
-        return cls(tuple(records), vectors, documents, index, by_document)
+        return cls(tuple(records), vectors, documents, index, by_document, graph or GraphState())
+
+    def with_graph(self, graph: GraphState) -> _Snapshot:
+        """The next version when only the graph changed: the same records, vectors and caches, shared."""
+        return dataclasses.replace(self, graph=graph)
 
     def mask(self, f: Filter | None) -> npt.NDArray[np.bool_] | None:
         """Which records satisfy ``f`` (cached for the few filters a deployment repeats)."""
@@ -168,10 +203,7 @@ class _Snapshot:
 
     def navigation(self) -> NavigationIndex:
         """The chunks indexed for navigation, built on first use (one build per version, like BM25)."""
-        with self._navigation_lock:
-            if self._navigation is None:
-                self._navigation = NavigationIndex.build(self.records)
-            return self._navigation
+        return self._navigation.get(lambda: NavigationIndex.build(self.records))
 
     def document_page(self, request: DocumentPageRequest) -> DocumentPage:
         """One page of the documents in scope (`toolish_rag.sections.reference_document_page`)."""
@@ -264,10 +296,7 @@ class _Snapshot:
 
     def bm25(self, stemmer: Any) -> Bm25Index:
         """The BM25 index of this snapshot, built on first use (one build per version)."""
-        with self._bm25_lock:
-            if self._bm25 is None:
-                self._bm25 = build_bm25([r.text for r in self.records], stemmer)
-            return self._bm25
+        return self._bm25.get(lambda: build_bm25([r.text for r in self.records], stemmer))
 
     def scope_statistics(self, index: Bm25Index, f: Filter | None) -> ScopeStatistics:
         """BM25's record count and mean length over the records ``f`` admits (cached like masks)."""
@@ -307,25 +336,39 @@ def _model_id(model: Any) -> str:
     return f'{getattr(model, "system", "?")}:{getattr(model, "model_name", "?")}'
 
 
-def _save(path: Path, snap: _Snapshot, model: Any) -> None:
+_RECORD_FILES = ('records.jsonl', 'vectors.npy', 'documents.json')
+"""The files derived from the records. A version whose records are its predecessor's (a write that
+changed only the graph) hard-links them from there instead of writing them again."""
+_RELATIONS, _MARKS = 'relations.jsonl', 'marks.json'
+"""The graph's files; a version saved before the graph existed has neither, and loads with an empty graph."""
+
+
+def _save(path: Path, snap: _Snapshot, model: Any, previous: Path | None = None) -> Path:
     """Write a new version directory, then switch the CURRENT pointer with one atomic rename.
 
-    A crash at any point leaves the previous version in place and readable.
+    A crash at any point leaves the previous version in place and readable. ``previous`` is the
+    directory of a version with the same records as ``snap``, whose record files are linked, not
+    rewritten. Returns the new version's directory.
     """
     path.mkdir(parents=True, exist_ok=True)
     version = f'v{time.time_ns()}'
     target = path / version
     target.mkdir()
-    with open(target / 'records.jsonl', 'wb') as f:
-        for r in snap.records:
-            f.write(_RECORD_ADAPTER.dump_json(r))
+    if previous is None or not _linked(previous, target):
+        _write_records(target, snap)
+    with open(target / _RELATIONS, 'wb') as f:
+        for relation in snap.graph.relations.values():
+            f.write(relation.model_dump_json().encode('utf-8'))
             f.write(b'\n')
-    np.save(target / 'vectors.npy', snap.vectors)
-    documents = [dataclasses.asdict(d) for d in snap.documents.values()]
-    manifest = {'format': _FORMAT, 'embedder': _model_id(model), 'records': len(snap.records)}
-    (target / 'documents.json').write_text(json.dumps(documents), encoding='utf-8')
+    (target / _MARKS).write_text(json.dumps(snap.graph.marks), encoding='utf-8')
+    manifest = {
+        'format': _FORMAT,
+        'embedder': _model_id(model),
+        'records': len(snap.records),
+        'relations': len(snap.graph.relations),
+    }
     (target / 'manifest.json').write_text(json.dumps(manifest), encoding='utf-8')
-    for name in ('records.jsonl', 'vectors.npy', 'documents.json', 'manifest.json'):
+    for name in (*_RECORD_FILES, _RELATIONS, _MARKS, 'manifest.json'):
         with open(target / name, 'rb') as fh:
             os.fsync(fh.fileno())
     pointer = path / 'CURRENT.tmp'
@@ -334,12 +377,36 @@ def _save(path: Path, snap: _Snapshot, model: Any) -> None:
     for old in path.iterdir():
         if old.is_dir() and old.name.startswith('v') and old.name != version:
             shutil.rmtree(old, ignore_errors=True)
+    return target
 
 
-def _load(path: Path) -> _Snapshot:
+def _write_records(target: Path, snap: _Snapshot) -> None:
+    with open(target / 'records.jsonl', 'wb') as f:
+        for r in snap.records:
+            f.write(_RECORD_ADAPTER.dump_json(r))
+            f.write(b'\n')
+    np.save(target / 'vectors.npy', snap.vectors)
+    documents = [dataclasses.asdict(d) for d in snap.documents.values()]
+    (target / 'documents.json').write_text(json.dumps(documents), encoding='utf-8')
+
+
+def _linked(previous: Path, target: Path) -> bool:
+    """Hard-link the record files of ``previous`` into ``target``; ``False`` (and none linked) if it cannot."""
+    try:
+        for name in _RECORD_FILES:
+            os.link(previous / name, target / name)
+    except OSError:  # no hard links on this file system, or the version is gone: write the files instead
+        for name in _RECORD_FILES:
+            (target / name).unlink(missing_ok=True)
+        return False
+    return True
+
+
+def _load(path: Path) -> tuple[_Snapshot, Path | None]:
+    """The current version at ``path`` and its directory (an empty store and ``None`` if there is none)."""
     current = path / 'CURRENT'
     if not current.exists():
-        return _Snapshot()
+        return _Snapshot(), None
     source = path / current.read_text(encoding='utf-8').strip()
     manifest = json.loads((source / 'manifest.json').read_text(encoding='utf-8'))
     if manifest.get('format') != _FORMAT:
@@ -350,7 +417,17 @@ def _load(path: Path) -> _Snapshot:
     documents = {
         d['id']: DocumentInfo(**d) for d in json.loads((source / 'documents.json').read_text(encoding='utf-8'))
     }
-    return _Snapshot.build(records, vectors, documents)
+    return _Snapshot.build(records, vectors, documents, _load_graph(source)), source
+
+
+def _load_graph(source: Path) -> GraphState:
+    relations: dict[str, Relation] = {}
+    if (source / _RELATIONS).exists():
+        with open(source / _RELATIONS, 'rb') as f:
+            relations = {r.id: r for r in (Relation.model_validate_json(line) for line in f if line.strip())}
+    marks_file = source / _MARKS
+    marks = json.loads(marks_file.read_text(encoding='utf-8')) if marks_file.exists() else {}
+    return GraphState(relations, marks)
 
 
 def _saved_statistics(path: Path | None) -> Statistics | None:
@@ -372,7 +449,7 @@ def _save_statistics(path: Path, statistics: Statistics) -> None:
 
 
 class InMemoryStore:
-    """All four capabilities in process memory; the reference every other store matches.
+    """Every capability in process memory, the graph included; the reference every other store matches.
 
     Args:
         embedder: an embedding model string, ``EmbeddingModel`` or ``Embedder``; ``None``
@@ -381,7 +458,8 @@ class InMemoryStore:
             switches to it atomically, so a crash leaves the last complete version; a new
             process opening the same path sees the same records, vectors and metadata
             types. Saving rewrites the whole store, which suits collections up to some
-            tens of thousands of chunks; use the LanceDB store beyond that.
+            tens of thousands of chunks; use the LanceDB store beyond that. (A write of
+            relations or ledger marks alone links the record files of the last version.)
         statistics: whose corpus statistics (record count, mean length, word frequencies)
             BM25 ranks with. ``'scope'``: those of the records the search's filter admits, so
             a tenant's scores never reveal what other tenants hold. ``'store'``: the whole
@@ -412,7 +490,7 @@ class InMemoryStore:
         self._stemmer = _tokenizer()
         self._path = Path(path) if path is not None else None
         self._query_cache: _Lru[str, npt.NDArray[np.float32]] = _Lru(_QUERY_CACHE_SIZE)
-        self._snapshot = _load(self._path) if self._path is not None else _Snapshot()
+        self._snapshot, self._version = _load(self._path) if self._path is not None else (_Snapshot(), None)
         saved = _saved_statistics(self._path)
         self._statistics: Statistics = statistics or saved or 'scope'
         if self._path is not None and statistics is not None and statistics != saved:
@@ -431,7 +509,8 @@ class InMemoryStore:
     async def _commit(self, snapshot: _Snapshot) -> None:
         """Persist (when a path is set), then publish ``snapshot`` to readers."""
         if self._path is not None:
-            await asyncio.to_thread(_save, self._path, snapshot, self.embedder.model)
+            same_records = self._version if snapshot.records is self._snapshot.records else None
+            self._version = await asyncio.to_thread(_save, self._path, snapshot, self.embedder.model, same_records)
         self._snapshot = snapshot
 
     @property
@@ -463,55 +542,72 @@ class InMemoryStore:
         normalised: npt.NDArray[np.float32] = (matrix / norms).astype(np.float32)
         return normalised
 
-    async def upsert(self, items: Iterable[Document | Entity]) -> None:
-        """Insert or replace documents (whole) and entities; embeds only changed text."""
-        documents, entities = upsert_batch(items)
+    async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None:
+        """Insert or replace documents (whole), entities and relations; embeds only changed text.
+
+        A document takes its relations and ledger keys with its old version (the batch's relations
+        are written after that). A batch of relations alone touches no record: it embeds nothing
+        and indexes no text, the next version shares them all with this one.
+        """
+        documents, entities, relations = graph_upsert_batch(items)
         async with self._write_lock:
             old = self._snapshot
-            replaced_docs = {d.id for d in documents}
-            replaced_entities = {e.id for e in entities}
-            keep = [
-                i
-                for i, r in enumerate(old.records)
-                if not (isinstance(r, Chunk) and r.document_id in replaced_docs) and r.id not in replaced_entities
-            ]
-            new_records: list[Record] = [c for d in documents for c in d.chunks]
-            new_records.extend(entities)
-            kept_ids = {old.records[i].id for i in keep}
-            clash = next((r.id for r in new_records if r.id in kept_ids), None)
-            if clash is not None:
-                raise ValueError(f'record id {clash!r} already belongs to another document or entity')
-            # Reuse vectors of records whose indexed text did not change.
-            reuse: dict[int, npt.NDArray[np.float32]] = {}
-            to_embed: list[int] = []
-            for j, r in enumerate(new_records):
-                i = old.index.get(r.id)
-                if i is not None and old.records[i].text == r.text and old.vectors.shape[0] > i:
-                    reuse[j] = old.vectors[i]
-                else:
-                    to_embed.append(j)
-            fresh = await self._embed([new_records[j].text for j in to_embed]) if to_embed else None
-            width = fresh.shape[1] if fresh is not None else old.vectors.shape[1] if old.vectors.shape[0] else 0
-            new_vectors = np.zeros((len(new_records), width), dtype=np.float32)
-            for j, v in reuse.items():
-                new_vectors[j] = v
-            if fresh is not None:
-                new_vectors[to_embed] = fresh
-            if old.vectors.shape[0] and new_vectors.shape[0] and old.vectors.shape[1] != new_vectors.shape[1]:
-                raise ValueError('the embedder changed dimensions: use a new store for a new model')
-            kept_vectors = old.vectors[keep] if keep else np.zeros((0, width), dtype=np.float32)
-            vectors = np.vstack([kept_vectors, new_vectors]) if width else np.zeros((0, 0), dtype=np.float32)
-            docs = {k: v for k, v in old.documents.items() if k not in replaced_docs}
-            for d in documents:
-                docs[d.id] = DocumentInfo(
-                    id=d.id,
-                    uri=d.uri,
-                    title=d.title,
-                    fingerprint=d.fingerprint,
-                    chunk_count=len(d.chunks),
-                    metadata=dict(d.metadata),
-                )
-            await self._commit(_Snapshot.build([old.records[i] for i in keep] + new_records, vectors, docs))
+            if not documents and not entities:
+                graph = old.graph.with_relations(relations)
+                if graph is not old.graph:
+                    await self._commit(old.with_graph(graph))
+                return
+            graph = old.graph.without_documents({d.id for d in documents}).with_relations(relations)
+            await self._commit(await self._with_records(old, documents, entities, graph))
+
+    async def _with_records(
+        self, old: _Snapshot, documents: list[Document], entities: list[Entity], graph: GraphState
+    ) -> _Snapshot:
+        """The next version with these documents and entities written: vectors of unchanged text reused."""
+        replaced_docs = {d.id for d in documents}
+        replaced_entities = {e.id for e in entities}
+        keep = [
+            i
+            for i, r in enumerate(old.records)
+            if not (isinstance(r, Chunk) and r.document_id in replaced_docs) and r.id not in replaced_entities
+        ]
+        new_records: list[Record] = [c for d in documents for c in d.chunks]
+        new_records.extend(entities)
+        kept_ids = {old.records[i].id for i in keep}
+        clash = next((r.id for r in new_records if r.id in kept_ids), None)
+        if clash is not None:
+            raise ValueError(f'record id {clash!r} already belongs to another document or entity')
+        # Reuse vectors of records whose indexed text did not change.
+        reuse: dict[int, npt.NDArray[np.float32]] = {}
+        to_embed: list[int] = []
+        for j, r in enumerate(new_records):
+            i = old.index.get(r.id)
+            if i is not None and old.records[i].text == r.text and old.vectors.shape[0] > i:
+                reuse[j] = old.vectors[i]
+            else:
+                to_embed.append(j)
+        fresh = await self._embed([new_records[j].text for j in to_embed]) if to_embed else None
+        width = fresh.shape[1] if fresh is not None else old.vectors.shape[1] if old.vectors.shape[0] else 0
+        new_vectors = np.zeros((len(new_records), width), dtype=np.float32)
+        for j, v in reuse.items():
+            new_vectors[j] = v
+        if fresh is not None:
+            new_vectors[to_embed] = fresh
+        if old.vectors.shape[0] and new_vectors.shape[0] and old.vectors.shape[1] != new_vectors.shape[1]:
+            raise ValueError('the embedder changed dimensions: use a new store for a new model')
+        kept_vectors = old.vectors[keep] if keep else np.zeros((0, width), dtype=np.float32)
+        vectors = np.vstack([kept_vectors, new_vectors]) if width else np.zeros((0, 0), dtype=np.float32)
+        docs = {k: v for k, v in old.documents.items() if k not in replaced_docs}
+        for d in documents:
+            docs[d.id] = DocumentInfo(
+                id=d.id,
+                uri=d.uri,
+                title=d.title,
+                fingerprint=d.fingerprint,
+                chunk_count=len(d.chunks),
+                metadata=dict(d.metadata),
+            )
+        return _Snapshot.build([old.records[i] for i in keep] + new_records, vectors, docs, graph)
 
     async def _delete(self, doc_ids: set[str], entity_ids: set[str]) -> tuple[int, int]:
         async with self._write_lock:
@@ -526,7 +622,8 @@ class InMemoryStore:
             removed_docs = sum(1 for d in doc_ids if d in old.documents)
             docs = {k: v for k, v in old.documents.items() if k not in doc_ids}
             vectors = old.vectors[keep] if old.vectors.shape[0] else old.vectors
-            await self._commit(_Snapshot.build([old.records[i] for i in keep], vectors, docs))
+            graph = old.graph.without_documents(doc_ids)
+            await self._commit(_Snapshot.build([old.records[i] for i in keep], vectors, docs, graph))
             return removed_docs, removed_entities
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
@@ -537,6 +634,36 @@ class InMemoryStore:
 
     async def list_documents(self) -> Sequence[DocumentInfo]:
         return list(self._snapshot.documents.values())
+
+    # -- the graph's write side (GraphStore) ----------------------------------------------
+    # Relations and ledger marks only: each write below makes a version sharing every record
+    # structure with the last (`_Snapshot.with_graph`), and one that changes nothing saves nothing.
+
+    async def list_relations(
+        self, *, document_ids: Sequence[str] | None = None, origin: str | None = None
+    ) -> Sequence[Relation]:
+        return self._snapshot.graph.listed(document_ids, origin)
+
+    async def delete_relations(self, ids: Iterable[str]) -> int:
+        async with self._write_lock:
+            old = self._snapshot
+            graph, removed = old.graph.without_relations(ids)
+            if removed:
+                await self._commit(old.with_graph(graph))
+            return removed
+
+    async def list_entities(self) -> Sequence[Entity]:
+        return entities_of(self._snapshot.records)
+
+    async def graph_marks(self, builder: str) -> dict[str, str]:
+        return dict(self._snapshot.graph.marks.get(builder, {}))
+
+    async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
+        async with self._write_lock:
+            old = self._snapshot
+            graph = old.graph.with_marks(builder, marks)
+            if graph is not old.graph:
+                await self._commit(old.with_graph(graph))
 
     # -- capabilities -------------------------------------------------------------------
 
@@ -649,3 +776,13 @@ class InMemoryStore:
 
     async def read_section(self, request: SectionReadRequest) -> SectionPage:
         return await asyncio.to_thread(self._snapshot.section_page, request)
+
+    # -- graph (GraphSearch) -------------------------------------------------------------------
+
+    async def graph_nodes(self, request: NodeRequest) -> Sequence[GraphNode]:
+        """The in-scope nodes among ``request.ids`` (see `toolish_rag.graph.model`), read from one snapshot."""
+        return await asyncio.to_thread(nodes_of, self._snapshot, request)
+
+    async def neighbours(self, request: NeighbourRequest) -> Neighbours:
+        """One hop of in-scope edges around ``request.ids``, read from one snapshot."""
+        return await asyncio.to_thread(neighbours_of, self._snapshot, request)
