@@ -11,14 +11,25 @@
 """
 
 from .model import MAX_EDGE_LIMIT, Direction, GraphNode, NeighbourRequest, Neighbours, NodeKind, NodeRequest, edge_order
+from .reference import reference_neighbours, reference_nodes
+from .walk import MAX_HOPS, MAX_WALK_NODES, GraphWalk, Via, WalkedNode, WalkRequest, walk
 
 __all__ = [
     'MAX_EDGE_LIMIT',
+    'MAX_HOPS',
+    'MAX_WALK_NODES',
     'Direction',
     'GraphNode',
+    'GraphWalk',
     'NeighbourRequest',
     'Neighbours',
     'NodeKind',
     'NodeRequest',
+    'Via',
+    'WalkRequest',
+    'WalkedNode',
     'edge_order',
+    'reference_neighbours',
+    'reference_nodes',
+    'walk',
 ]
