@@ -49,15 +49,17 @@ the algebra is a type error here until it has a translation.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Collection, Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Literal
 
 import pyarrow as pa
 
 from toolish_rag import filters
-from toolish_rag.content import MetadataValue, Scalar, validate_metadata_key
-from toolish_rag.filters import Filter, FilterVisitor, filter_depth
+from toolish_rag.content import Metadata, MetadataValue, Scalar, validate_metadata_key
+from toolish_rag.filters import Filter, FilterTarget, FilterVisitor, filter_depth, matches
 from toolish_rag.writes import INT64_MAX, INT64_MIN, int64_problem
 
 __all__ = [
@@ -66,9 +68,12 @@ __all__ = [
     'METADATA_PREFIX',
     'LIST_SEPARATOR',
     'ColumnKind',
+    'Pushdown',
+    'RowTarget',
     'column_name',
     'column_type',
     'filter_to_where',
+    'has_literal',
     'metadata_columns',
     'sql_literal',
     'sql_string',
@@ -163,6 +168,15 @@ def sql_string(text: str) -> str:
     if problem is not None:
         raise ValueError(f'a filter value cannot be {problem}')
     return "'" + text.replace("'", "''") + "'"
+
+
+def has_literal(text: str) -> bool:
+    """Whether a SQL string literal carries ``text`` (see `sql_string`).
+
+    The store writes no id without one, so a requested id without one names nothing: readers
+    drop it instead of failing.
+    """
+    return '\x00' not in text and unstorable(text) is None
 
 
 def sql_literal(value: Scalar) -> str:
@@ -426,3 +440,58 @@ class _ValueCheck(FilterVisitor[None]):
 
     def visit_not(self, node: filters.Not) -> None:
         self.visit(node.filter)
+
+
+@dataclass(frozen=True, slots=True)
+class Pushdown:
+    """A scope as one query runs it: the SQL that narrows, and what Python still decides.
+
+    Readers that count, page or cut at a limit after the scope (navigation, graph reads) must
+    apply it exactly, and not every filter has an exact SQL form (`filter_to_where` refuses a
+    value no literal carries, or nesting too deep for LanceDB's parser). Then the conjuncts of an
+    ``And`` that do translate still narrow the candidates (a scope is usually a tenant clause and
+    a model's filter, and only one of them holds the odd value), and the whole filter is the
+    ``residual``, evaluated with `toolish_rag.filters.matches` on every row read.
+    """
+
+    where: str | None
+    """SQL for the scope over the table's columns (``None``: nothing to narrow with)."""
+    residual: Filter | None = None
+    """The whole filter, when ``where`` only narrows (``None``: ``where`` is exact)."""
+
+    @classmethod
+    def of(cls, f: Filter | None, columns: Collection[str]) -> Pushdown:
+        if f is None:
+            return cls(None)
+        try:
+            return cls(filter_to_where(f, columns))
+        except (ValueError, TypeError):
+            pass
+        pushed: list[str] = []
+        if isinstance(f, filters.And):
+            for part in f.filters:
+                try:
+                    pushed.append(f'({filter_to_where(part, columns)})')
+                except (ValueError, TypeError):
+                    continue
+        return cls(' AND '.join(pushed) if pushed else None, f)
+
+    def keeps(self, target: FilterTarget) -> bool:
+        """Whether a row read through ``where`` is in scope (always, when ``where`` is exact)."""
+        return self.residual is None or matches(self.residual, target)
+
+
+@dataclass(frozen=True, slots=True)
+class RowTarget:
+    """What a filter looks at (`toolish_rag.filters.FilterTarget`), from a row's exact columns.
+
+    Built from ``metadata_json`` (exact types, as a reloaded record carries them) and ``labels``,
+    so a `Pushdown` residual is evaluated without reading (or rebuilding) the whole record.
+    """
+
+    metadata: Metadata
+    labels: frozenset[str]
+
+    @classmethod
+    def of(cls, row: Mapping[str, Any]) -> RowTarget:
+        return cls(json.loads(row['metadata_json'] or '{}'), frozenset(row['labels'] or ()))

@@ -1,7 +1,9 @@
 """Index upkeep: the indexes every store has, the ANN index once it pays, and ``optimize``.
 
 * A full-text (BM25) index on ``text`` and scalar indexes on ``id``, ``document_id`` and
-  ``labels`` exist from the first write (and are re-created if a writer died before them).
+  ``labels`` exist from the first write (and are re-created if a writer died before them);
+  the relations table gets scalar indexes on ``id``, ``source``, ``target`` and
+  ``document_id`` (what a hop and a document's replacement look up) the same way.
 * Vector search is exact until the table reaches ``ann_threshold`` rows; the write that
   crosses it builds the ANN index, re-trained as the table grows ``ann_rebuild_growth`` times
   (partitions trained on 50k rows are too coarse for 1M).
@@ -54,6 +56,7 @@ class IndexUpkeep:
         self._ann_rows: int | None = None
         self._writes_since_optimize = 0
         self._base_indexes_checked = False
+        self._relation_indexes_checked = False
 
     async def ensure_base_indexes(self) -> None:
         """The scalar and full-text indexes (once per store object; repairs an interrupted creation)."""
@@ -70,6 +73,17 @@ class IndexUpkeep:
             if f'{column}_idx' not in existing:
                 await table.create_index(column, config=config, replace=True)
         self._base_indexes_checked = True
+
+    async def ensure_relation_indexes(self) -> None:
+        """The relations table's scalar indexes (once per store object; repairs an interrupted creation)."""
+        table = self._tables.relations
+        if table is None or self._relation_indexes_checked:
+            return
+        existing = {ix.name for ix in await table.list_indices()}
+        for column in ('id', 'source', 'target', 'document_id'):
+            if f'{column}_idx' not in existing:
+                await table.create_index(column, config=BTree(), replace=True)
+        self._relation_indexes_checked = True
 
     async def after_write(self, policy: IndexPolicy) -> MaintenanceStep | None:
         """Count a write and say what the table needs now, if anything."""
@@ -102,8 +116,9 @@ class IndexUpkeep:
         self._ann_rows = int(await table.count_rows())
 
     async def optimize(self, cleanup_older_than: timedelta | None) -> None:
-        """LanceDB ``optimize`` on both tables; restarts the count of writes since."""
-        for table in (self._tables.records, self._tables.documents):
+        """LanceDB ``optimize`` on every table; restarts the count of writes since."""
+        tables = self._tables
+        for table in (tables.records, tables.documents, tables.relations, tables.marks):
             if table is not None:
                 await table.optimize(cleanup_older_than=cleanup_older_than)
         self._writes_since_optimize = 0

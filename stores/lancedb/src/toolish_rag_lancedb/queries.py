@@ -40,6 +40,8 @@ from .text_query import parse_text_query
 __all__ = [
     'AnnProbe',
     'PinnedRecords',
+    'PinnedTable',
+    'Pins',
     'expand',
     'expand_around',
     'fetch',
@@ -266,8 +268,8 @@ async def _chunks(
 
 
 @dataclass(frozen=True, slots=True)
-class PinnedRecords:
-    """The records table checked out at one version, for reads that must agree with each other.
+class PinnedTable:
+    """A table checked out at one version, for reads that must agree with each other.
 
     A checked-out handle is read-only and never moves, whatever is committed meanwhile, so
     several queries on it read one version (LanceDB keeps old versions until ``optimize``
@@ -280,8 +282,8 @@ class PinnedRecords:
     columns: frozenset[str]
 
     @classmethod
-    async def open(cls, tables: Tables, version: int) -> PinnedRecords:
-        table = await tables.db.open_table(RECORDS_TABLE, version=version)
+    async def open(cls, tables: Tables, version: int, name: str = RECORDS_TABLE) -> PinnedTable:
+        table = await tables.db.open_table(name, version=version)
         return cls(table, version, frozenset((await table.schema()).names))
 
     def where(self, f: Filter | None, clause: str) -> str | None:
@@ -293,3 +295,32 @@ class PinnedRecords:
 
     def close(self) -> None:
         self.table.close()
+
+
+PinnedRecords = PinnedTable
+"""The records table pinned at one version (what expansion and navigation read)."""
+
+
+class Pins:
+    """The newest pinned handle of one table, shared by the reads of that version.
+
+    Reads between two writes share one handle; a newer version replaces it, and the old one is
+    released once no read still holding it is running.
+    """
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._latest: PinnedTable | None = None
+
+    async def at(self, tables: Tables, version: int) -> PinnedTable:
+        pinned = self._latest
+        if pinned is None or pinned.version != version:
+            pinned = await PinnedTable.open(tables, version, self._name)
+            if self._latest is None or self._latest.version < version:
+                self._latest = pinned
+        return pinned
+
+    def close(self) -> None:
+        pinned, self._latest = self._latest, None
+        if pinned is not None:
+            pinned.close()

@@ -1,4 +1,4 @@
-"""The two tables' Arrow schemas, and how records and documents map to their rows and back.
+"""The tables' Arrow schemas, and how records, documents and relations map to their rows and back.
 
 * ``records``: one row per chunk or entity (``kind``), with its embedding, the indexed ``text``
   (full-text index), ``urtext`` (what regex search reads), ``document_id``/``sequence_number``/
@@ -8,6 +8,10 @@
 * ``documents``: one row per document: id, uri, title, fingerprint, metadata, labels, section
   tree and chunk count (what ``list_documents`` reads), plus the `PENDING_FIELDS` while an
   upsert is between its documents and records commits (see `toolish_rag_lancedb.settling`).
+* ``relations``: one row per `Relation`, every field a column (``metadata_json`` exact, typed
+  ``md__*`` columns for filters, as in ``records``). Created by the first relation written: a
+  store without it has no edges (see `toolish_rag_lancedb.graph`).
+* ``graph_marks``: the graph builders' ledger, one row per (builder, key) with its value.
 
 Everything here is pure: no table is opened, so the row format can be read (and tested) apart
 from the I/O around it.
@@ -22,7 +26,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
-from toolish_rag.content import Chunk, Document, Entity, Record, Section
+from toolish_rag.content import Chunk, Document, Entity, Record, Relation, Section
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import regex_text
 from toolish_rag.writes import check_storable
@@ -34,9 +38,14 @@ __all__ = [
     'DOCUMENTS_TABLE',
     'FORMAT_VERSION',
     'IN_LIST_BATCH',
+    'MARKS_SCHEMA',
+    'MARKS_TABLE',
     'META_DIMS',
     'PENDING_FIELDS',
     'RECORDS_TABLE',
+    'RELATIONS_SCHEMA',
+    'RELATIONS_TABLE',
+    'RELATION_COLUMNS',
     'RESULT_COLUMNS',
     'check_storable',
     'document_from_row',
@@ -47,10 +56,14 @@ __all__ = [
     'record_from_row',
     'record_table',
     'records_schema',
+    'relation_from_row',
+    'relation_table',
 ]
 
 RECORDS_TABLE = 'records'
 DOCUMENTS_TABLE = 'documents'
+RELATIONS_TABLE = 'relations'
+MARKS_TABLE = 'graph_marks'
 FORMAT_VERSION = '1'
 META_DIMS = b'toolish_rag.embedding_dims'
 _META_MODEL = b'toolish_rag.embedding_model'
@@ -212,4 +225,57 @@ def document_from_row(row: Mapping[str, Any], chunks: Sequence[Chunk]) -> Docume
         labels=frozenset(row['labels'] or []),
         sections=tuple(Section.model_validate(s) for s in json.loads(row['sections_json'] or '[]')),
         chunks=tuple(chunks),
+    )
+
+
+RELATIONS_SCHEMA = pa.schema(
+    [
+        pa.field('id', pa.string(), nullable=False),
+        pa.field('source', pa.string(), nullable=False),
+        pa.field('source_kind', pa.string(), nullable=False),
+        pa.field('target', pa.string(), nullable=False),
+        pa.field('target_kind', pa.string(), nullable=False),
+        pa.field('type', pa.string(), nullable=False),
+        pa.field('weight', pa.float64(), nullable=False),
+        pa.field('provenance', pa.string()),
+        pa.field('document_id', pa.string()),
+        pa.field('origin', pa.string(), nullable=False),
+        pa.field('labels', pa.list_(pa.string())),
+        pa.field('metadata_json', pa.string()),
+    ],
+    metadata={_META_FORMAT: FORMAT_VERSION.encode()},
+)
+"""The relations table as created; typed ``md__*`` metadata columns are added as values need them."""
+
+RELATION_COLUMNS = [f.name for f in RELATIONS_SCHEMA]
+"""What `relation_from_row` reads: the whole relation, never the typed filter columns."""
+
+MARKS_SCHEMA = pa.schema(
+    [
+        pa.field('builder', pa.string(), nullable=False),
+        pa.field('key', pa.string(), nullable=False),
+        pa.field('value', pa.string(), nullable=False),
+    ],
+    metadata={_META_FORMAT: FORMAT_VERSION.encode()},
+)
+
+
+def relation_table(relations: Sequence[Relation], schema: pa.Schema) -> pa.Table:
+    """Relations rows with every column of ``schema`` (typed metadata columns they do not use are ``NULL``)."""
+    rows: list[dict[str, Any]] = []
+    for relation in relations:
+        row: dict[str, Any] = {name: None for name in schema.names}
+        row.update(relation.model_dump(mode='json', exclude={'kind', 'metadata', 'labels'}))
+        row['labels'] = sorted(relation.labels)
+        row['metadata_json'] = json.dumps(relation.metadata, ensure_ascii=False)
+        row.update(metadata_columns(relation.metadata))
+        rows.append(row)
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def relation_from_row(row: Mapping[str, Any]) -> Relation:
+    """The relation a relations row (with at least `RELATION_COLUMNS`) stands for."""
+    data = {name: row[name] for name in RELATION_COLUMNS if name not in ('labels', 'metadata_json')}
+    return Relation.model_validate(
+        {**data, 'labels': row['labels'] or [], 'metadata': json.loads(row['metadata_json'] or '{}')}
     )

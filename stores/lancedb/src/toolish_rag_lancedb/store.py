@@ -6,6 +6,8 @@ The store is the public face; the work is split by concern:
 * `toolish_rag_lancedb.tables`: the connection and table handles, opened lazily;
 * `toolish_rag_lancedb.queries`: vector, text and regex search, lookup and expansion;
 * `toolish_rag_lancedb.sections`: navigation (document listing, outlines, section reads), scoped;
+* `toolish_rag_lancedb.graph`: graph nodes and one hop of edges, scoped;
+* `toolish_rag_lancedb.relations`: relations and the graph builders' ledger (the graph's writes);
 * `toolish_rag_lancedb.regex_prefilter`: a regex as a LanceDB prefilter that never loses an RE2 match;
 * `toolish_rag_lancedb.writes`: an upsert's records commit, and the deletes;
 * `toolish_rag_lancedb.settling`: the documents table, kept in step across crashes;
@@ -25,9 +27,10 @@ from typing import Any
 import numpy as np
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-from toolish_rag.content import Chunk, Document, Entity, Record
+from toolish_rag.content import Chunk, Document, Entity, Record, Relation
 from toolish_rag.embedding import resolve_embedder
 from toolish_rag.filters import Filter
+from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -39,18 +42,28 @@ from toolish_rag.sections import (
     SectionPage,
     SectionReadRequest,
 )
-from toolish_rag.writes import upsert_batch
+from toolish_rag.writes import graph_upsert_batch
 
-from . import queries, sections
+from . import graph, queries, relations, sections
 from .filters import filter_to_where, sql_string
 from .maintenance import IndexPolicy, IndexUpkeep, describe_indexes
-from .schema import check_storable, document_from_row, document_info
+from .schema import (
+    RECORDS_TABLE,
+    RELATIONS_TABLE,
+    RESULT_COLUMNS,
+    check_storable,
+    document_from_row,
+    document_info,
+    record_from_row,
+)
 from .settling import DocumentLedger
 from .tables import Tables
 from .text_query import TEXT_QUERY_SYNTAX
 from .writes import CommitStep, delete_document_rows, delete_entity_rows, plan_records_commit, records_to_write
 
 __all__ = ['LanceDBStore', 'open_store']
+
+_SNAPSHOT_ATTEMPTS = 3
 
 EmbedderLike = Embedder | EmbeddingModel | str | None
 
@@ -63,8 +76,9 @@ class LanceDBStore:
     environment variables. The store opens lazily on first use.
 
     Implements `VectorSearch`, `TextSearch`, `RegexSearch`, `ResultExpander`, `SectionReader`,
-    `FilterPushdown` (every filter whose values the store can hold) and `DocumentStore`;
-    hybrid search is left to the core's rank fusion of vector and text results.
+    `GraphSearch`, `FilterPushdown` (every filter whose values the store can hold),
+    `DocumentStore` and `GraphStore`; hybrid search is left to the core's rank fusion of vector
+    and text results.
 
     Writes are serialised by an ``asyncio.Lock`` per store object; readers never wait for
     writers (LanceDB readers see the last committed version). Run one writing process per
@@ -129,7 +143,8 @@ class LanceDBStore:
         self.ann_rebuild_growth = ann_rebuild_growth
         self._ledger = DocumentLedger(self._tables)
         self._upkeep = IndexUpkeep(self._tables)
-        self._pinned_records: queries.PinnedRecords | None = None
+        self._record_pins = queries.Pins(RECORDS_TABLE)
+        self._relation_pins = queries.Pins(RELATIONS_TABLE)
 
     @property
     def uri(self) -> str:
@@ -156,9 +171,14 @@ class LanceDBStore:
         return np.asarray(result.embeddings, dtype=np.float32).reshape(len(texts), -1)
 
     async def _ensure_tables(self, dims: int | None) -> None:
-        """Before a write: both tables exist (records once there is an embedding size), settled, indexed."""
+        """Before a write: both tables exist (records once there is an embedding size), settled, indexed.
+
+        The graph's tables are opened if they exist, even if another store object created them:
+        a document's upsert must remove its relations wherever they were written from.
+        """
         tables = self._tables
         await tables.connect()
+        await tables.open_graph()
         await tables.create_documents()
         await self._ledger.settle()
         if dims is not None:
@@ -268,23 +288,52 @@ class LanceDBStore:
             return SectionPage(chunks=(), total=0)
         return await sections.read_section(await self._pinned(int(await table.version())), request)
 
-    async def _pinned(self, version: int) -> queries.PinnedRecords:
-        """The records table checked out at ``version``, kept while no newer version is read.
+    async def _pinned(self, version: int) -> queries.PinnedTable:
+        """The records table checked out at ``version``, shared by the reads of that version (`queries.Pins`)."""
+        return await self._record_pins.at(self._tables, version)
 
-        Expansions between two writes share one handle; a newer version replaces it, and the old
-        one is released once no expansion still reading it holds it.
+    # -- graph reads ----------------------------------------------------------------------
+
+    async def graph_nodes(self, request: NodeRequest) -> Sequence[GraphNode]:
+        """The in-scope nodes among ``request.ids``, by id, read at one records version."""
+        table = await self._tables.records_for_read()
+        if table is None or not request.ids:
+            return []
+        return await graph.graph_nodes(await self._pinned(int(await table.version())), request)
+
+    async def neighbours(self, request: NeighbourRequest) -> Neighbours:
+        """One hop of in-scope edges around ``request.ids`` (`toolish_rag_lancedb.graph.neighbours`)."""
+        snapshot = await self._graph_snapshot()
+        if snapshot is None or not request.ids:
+            return Neighbours(edges=(), nodes=())
+        return await graph.neighbours(snapshot, request)
+
+    async def _graph_snapshot(self) -> graph.GraphSnapshot | None:
+        """Both tables pinned at versions that stood together (``None``: no relation or no record yet).
+
+        The relations version is read before and after the records version: when it did not move,
+        both versions were current at once, the instant the records version was read. Under a
+        stream of writes the last attempt stands (at worst one write's relations and chunks are
+        seen on different sides of it, never a half-written table).
         """
-        pinned = self._pinned_records
-        if pinned is None or pinned.version != version:
-            pinned = await queries.PinnedRecords.open(self._tables, version)
-            if self._pinned_records is None or self._pinned_records.version < version:
-                self._pinned_records = pinned
-        return pinned
+        relations_version = records_version = -1
+        for _ in range(_SNAPSHOT_ATTEMPTS):
+            relations_table = await self._tables.relations_for_read()
+            records_table = await self._tables.records_for_read()
+            if relations_table is None or records_table is None:
+                return None
+            relations_version = int(await relations_table.version())
+            records_version = int(await records_table.version())
+            if int(await relations_table.version()) == relations_version:
+                break
+        return graph.GraphSnapshot(
+            await self._pinned(records_version), await self._relation_pins.at(self._tables, relations_version)
+        )
 
     # -- writes -----------------------------------------------------------------------------
 
-    async def upsert(self, items: Iterable[Document | Entity]) -> None:
-        """Insert or replace documents (whole) and entities.
+    async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None:
+        """Insert or replace documents (whole), entities and relations.
 
         A document's new chunks and the deletion of its stale ones are one LanceDB commit
         (``merge_insert`` with ``when_not_matched_by_source_delete`` scoped to the batch's
@@ -293,14 +342,19 @@ class LanceDBStore:
         precede, and made final after it: a reader (or, after a crash, the next writer) tells by
         the records version which row stands, so ``list_documents`` always agrees with the records.
 
+        A document's relations and ledger marks (every builder's) are removed before its chunks
+        change, and the batch's relations are written after them, so a crash never leaves a
+        replaced document's old relations visible (`toolish_rag_lancedb.relations`).
+
         A batch holding a value the tables cannot hold (an integer beyond 64 bits, a lone
         surrogate: see `check_storable`) raises `UnsupportedValueError` before anything is
         embedded or written.
         """
-        documents, entities = upsert_batch(items)
-        if not documents and not entities:
+        documents, entities, new_relations = graph_upsert_batch(items)
+        if not documents and not entities and not new_relations:
             return
         check_storable(documents, entities)  # before any embedding or write: a refused batch changes nothing
+        relations.check_relations(new_relations)
         records = records_to_write(documents, entities)
         vectors = await self._embed([r.text for r in records], query=False) if records else None
         async with self._tables.write_lock:
@@ -309,6 +363,9 @@ class LanceDBStore:
             if self._tables.records is not None:
                 commit = await plan_records_commit(self._tables, records, vectors, documents, entities)
             try:
+                if documents and self._tables.has_graph:
+                    await self.before_commit('unlink-graph')
+                    await relations.unlink_documents(self._tables, [d.id for d in documents])
                 if documents and commit is not None:
                     await self.before_commit('pending-documents')
                     await self._ledger.write_pending(documents)
@@ -318,6 +375,10 @@ class LanceDBStore:
                 if documents:
                     await self.before_commit('final-documents')
                     await self._ledger.write_final(documents)
+                if new_relations:
+                    await self.before_commit('relations')
+                    await relations.write_relations(self._tables, new_relations)
+                    await self._upkeep.ensure_relation_indexes()
             except BaseException:
                 self._ledger.settled = False  # pending rows may be left: settle before the next write
                 raise
@@ -327,20 +388,27 @@ class LanceDBStore:
         """Called before each commit of an upsert, in order; does nothing.
 
         A fault-injection point for tests, public so that they need no private method: a
-        subclass that raises here (``KeyboardInterrupt``, as a kill would) leaves both tables
+        subclass that raises here (``KeyboardInterrupt``, as a kill would) leaves the tables
         exactly as a process killed at that instant leaves them. The steps are
+        ``'unlink-graph'`` (when the batch has documents and the store has graph tables),
         ``'pending-documents'`` (only when records change too), ``'records'`` (only when they
-        do) and ``'final-documents'`` (when the batch has documents); see
-        `toolish_rag_lancedb.settling`.
+        do), ``'final-documents'`` (when the batch has documents) and ``'relations'`` (when it
+        has relations); see `toolish_rag_lancedb.settling` and `toolish_rag_lancedb.relations`.
         """
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
-        """Delete documents and their chunks; returns how many of them were stored."""
+        """Delete documents, their chunks, relations and ledger marks; returns how many documents were stored.
+
+        The graph goes first, as in `upsert`: a crash part-way leaves a stored document without
+        relations (rebuilt by the next build), never relations of a deleted one.
+        """
         ids = list(dict.fromkeys(document_ids))
         if not ids:
             return 0
         async with self._tables.write_lock:
             await self._ledger.settle()
+            await self._tables.open_graph()
+            await relations.unlink_documents(self._tables, ids)
             if self._tables.documents is None and self._tables.records is None:
                 return 0
             existed = await delete_document_rows(self._tables, ids)
@@ -358,6 +426,48 @@ class LanceDBStore:
             existed = await delete_entity_rows(self._tables, ids)
             await self._maintain()
             return existed
+
+    # -- graph writes (GraphStore) -----------------------------------------------------------
+
+    async def list_relations(
+        self, *, document_ids: Sequence[str] | None = None, origin: str | None = None
+    ) -> Sequence[Relation]:
+        """Stored relations, unscoped, by id: of these documents (``None``: all) and origin (``None``: any)."""
+        return await relations.list_relations(self._tables, document_ids, origin)
+
+    async def delete_relations(self, ids: Iterable[str]) -> int:
+        """Delete relations by id; returns how many were stored."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return 0
+        async with self._tables.write_lock:
+            await self._ledger.settle()
+            await self._tables.open_graph()
+            existed = await relations.delete_relations(self._tables, wanted)
+            await self._maintain()
+            return existed
+
+    async def list_entities(self) -> Sequence[Entity]:
+        """Every stored entity, unscoped, by id."""
+        table = await self._tables.records_for_read()
+        if table is None:
+            return []
+        rows = await table.query().where("kind = 'entity'").select(RESULT_COLUMNS).to_arrow()
+        entities = [r for r in map(record_from_row, rows.to_pylist()) if isinstance(r, Entity)]
+        return sorted(entities, key=lambda e: e.id)
+
+    async def graph_marks(self, builder: str) -> dict[str, str]:
+        """The ledger of ``builder``: key -> value (see `toolish_rag.protocols.GraphStore`)."""
+        return await relations.read_marks(self._tables, builder)
+
+    async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
+        """Set (or, with ``None``, delete) ledger keys of ``builder``, in one commit."""
+        if not marks:
+            return
+        async with self._tables.write_lock:
+            await self._ledger.settle()
+            await self._tables.open_graph()
+            await relations.set_marks(self._tables, builder, marks)
 
     async def list_documents(self) -> Sequence[DocumentInfo]:
         table = await self._tables.documents_for_read()
@@ -435,9 +545,8 @@ class LanceDBStore:
         return await self._tables.records_for_read()
 
     async def aclose(self) -> None:
-        pinned, self._pinned_records = self._pinned_records, None
-        if pinned is not None:
-            pinned.close()
+        self._record_pins.close()
+        self._relation_pins.close()
         self._tables.close()
 
     async def __aenter__(self) -> LanceDBStore:

@@ -1,10 +1,14 @@
-"""The store's LanceDB connection and its two tables, opened lazily and shared by every part.
+"""The store's LanceDB connection and its tables, opened lazily and shared by every part.
 
 One object owns the handles, so the queries, the writes, the settling of crashed writes and
 index maintenance all see the same tables, and the rules for tables another process writes
 live in one place: a reader opened before the writer created a table looks for it again, and a
 reader of a table another process writes re-reads its schema (schema evolution adds columns).
 Both apply only with a ``read_consistency_interval``; a single-process store never re-checks.
+
+The graph's two tables (``relations``, ``graph_marks``) are optional: a store written before
+them, or never given a relation, has neither, and they are created by the first write that
+needs one (`create_relations`, `create_marks`).
 """
 
 from __future__ import annotations
@@ -19,7 +23,17 @@ import lancedb
 from toolish_rag.filters import Filter
 
 from .filters import filter_to_where
-from .schema import DOCUMENTS_SCHEMA, DOCUMENTS_TABLE, META_DIMS, RECORDS_TABLE, records_schema
+from .schema import (
+    DOCUMENTS_SCHEMA,
+    DOCUMENTS_TABLE,
+    MARKS_SCHEMA,
+    MARKS_TABLE,
+    META_DIMS,
+    RECORDS_TABLE,
+    RELATIONS_SCHEMA,
+    RELATIONS_TABLE,
+    records_schema,
+)
 
 __all__ = ['Tables']
 
@@ -27,8 +41,9 @@ __all__ = ['Tables']
 class Tables:
     """Connection, table handles and what is known of the records table's schema.
 
-    ``records`` and ``documents`` are ``None`` until the table exists (a new store creates them
-    on its first write). ``columns`` and ``dims`` describe the records table as last read;
+    ``records``, ``documents``, ``relations`` and ``marks`` are ``None`` until the table exists
+    (a new store creates the first two on its first write, the graph's on its first relation or
+    ledger entry). ``columns`` and ``dims`` describe the records table as last read;
     ``has_ann`` says whether it has a vector index.
     """
 
@@ -41,6 +56,8 @@ class Tables:
         self.db: Any = None
         self.records: Any = None
         self.documents: Any = None
+        self.relations: Any = None
+        self.marks: Any = None
         self.columns: frozenset[str] = frozenset()
         self.dims: int | None = None
         self.has_ann = False
@@ -83,6 +100,10 @@ class Tables:
                 await self.refresh_schema()
             if DOCUMENTS_TABLE in names:
                 self.documents = await db.open_table(DOCUMENTS_TABLE)
+            if RELATIONS_TABLE in names:
+                self.relations = await db.open_table(RELATIONS_TABLE)
+            if MARKS_TABLE in names:
+                self.marks = await db.open_table(MARKS_TABLE)
             self.db = db
 
     async def refresh_schema(self) -> None:
@@ -115,6 +136,42 @@ class Tables:
             self.documents = await self.db.open_table(DOCUMENTS_TABLE)
         return self.documents
 
+    async def relations_for_read(self) -> Any:
+        """The relations table for a read, or ``None`` while no relation was ever written."""
+        await self.connect()
+        if self.relations is None and self.read_consistency_interval is not None:
+            await self.open_graph()
+        return self.relations
+
+    async def marks_for_read(self) -> Any:
+        """The builders' ledger table for a read, or ``None`` while no mark was ever set."""
+        await self.connect()
+        if self.marks is None and self.read_consistency_interval is not None:
+            await self.open_graph()
+        return self.marks
+
+    async def open_graph(self) -> None:
+        """Open the graph's tables that exist now and are not open yet.
+
+        A writer calls it before a write that must see them (removing a replaced document's
+        relations): another store object on this location may have created them since this one
+        connected.
+        """
+        await self.connect()
+        if self.relations is not None and self.marks is not None:
+            return
+        names = set((await self.db.list_tables()).tables)
+        async with self.open_lock:
+            if self.relations is None and RELATIONS_TABLE in names:
+                self.relations = await self.db.open_table(RELATIONS_TABLE)
+            if self.marks is None and MARKS_TABLE in names:
+                self.marks = await self.db.open_table(MARKS_TABLE)
+
+    @property
+    def has_graph(self) -> bool:
+        """Whether a graph table is open (a write then has relations or marks to keep in step)."""
+        return self.relations is not None or self.marks is not None
+
     async def read_version(self) -> int:
         """The records table's version as a reader sees it (``-1``: no table)."""
         table = await self.records_for_read()
@@ -136,6 +193,16 @@ class Tables:
             self.records = await self.db.create_table(RECORDS_TABLE, schema=schema, exist_ok=True)
             await self.refresh_schema()
 
+    async def create_relations(self) -> None:
+        """Create the relations table unless it exists."""
+        if self.relations is None:
+            self.relations = await self.db.create_table(RELATIONS_TABLE, schema=RELATIONS_SCHEMA, exist_ok=True)
+
+    async def create_marks(self) -> None:
+        """Create the builders' ledger table unless it exists."""
+        if self.marks is None:
+            self.marks = await self.db.create_table(MARKS_TABLE, schema=MARKS_SCHEMA, exist_ok=True)
+
     def where(self, f: Filter | None, *extra: str) -> str | None:
         """The SQL ``WHERE`` for ``f`` and the non-empty ``extra`` clauses, all required."""
         parts = [p for p in extra if p]
@@ -147,8 +214,8 @@ class Tables:
 
     def close(self) -> None:
         if self.db is not None:
-            for t in (self.records, self.documents):
+            for t in (self.records, self.documents, self.relations, self.marks):
                 if t is not None:
                     t.close()
             self.db.close()
-        self.db = self.records = self.documents = None
+        self.db = self.records = self.documents = self.relations = self.marks = None

@@ -32,8 +32,9 @@ __all__ = [
     'records_to_write',
 ]
 
-CommitStep = Literal['pending-documents', 'records', 'final-documents']
-"""An upsert's commits, in order: see `toolish_rag_lancedb.settling` and ``LanceDBStore.before_commit``."""
+CommitStep = Literal['unlink-graph', 'pending-documents', 'records', 'final-documents', 'relations']
+"""An upsert's commits, in order: see `toolish_rag_lancedb.settling`, `toolish_rag_lancedb.relations`
+and ``LanceDBStore.before_commit``."""
 
 
 @dataclass(frozen=True, slots=True)

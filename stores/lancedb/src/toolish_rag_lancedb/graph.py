@@ -1,0 +1,208 @@
+"""`toolish_rag.protocols.GraphSearch` as LanceDB queries: nodes resolved and one hop read, always scoped.
+
+The semantics are `toolish_rag.graph.reference`'s (scope rules in `toolish_rag.graph.model`);
+this module answers the same questions with a few batched queries instead of scans:
+
+* **nodes** (`NodeScope`): chunks and entities by ``id IN (...)``; a section through the chunks
+  with ``array_has_any(section_ids, ...)``, a document through those with ``document_id IN
+  (...)``. Each query carries the scope filter. A section or document node is built from its
+  lowest-id in-scope chunk, as the reference builds it: the first query reads ids only, the
+  chosen chunks are fetched whole afterwards.
+* **a hop** (`neighbours`): one relations query for the whole frontier (``source IN (...)``,
+  ``target IN (...)`` or both, ``type IN (...)``, the filter over the relations' own metadata
+  columns), read in pages ordered by id, each page's endpoints resolved as above in one batch
+  per kind. Reading stops once ``limit + 1`` edges qualified: the extra one only says
+  ``truncated``. Edges whose endpoint is out of scope are dropped before they count, so a
+  foreign node never shows in an edge, a node or ``truncated``.
+
+Filters are pushed down with the chunks' translation (`toolish_rag_lancedb.filters.Pushdown`);
+one it cannot translate narrows with its translatable conjuncts and is decided in Python with
+`toolish_rag.filters.matches`, as navigation does. Id lists are cut into ``IN`` lists of
+`toolish_rag_lancedb.schema.IN_LIST_BATCH`. Every query of one call reads one pinned version of
+each table (`GraphSnapshot`), so a concurrent write never shows half of itself within a call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, TypeAlias
+
+from lancedb.query import ColumnOrdering
+
+from toolish_rag.content import Chunk, Entity, NodeKind, Relation
+from toolish_rag.filters import Filter
+from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
+
+from .filters import Pushdown, RowTarget, has_literal, sql_string
+from .queries import PinnedTable
+from .schema import RELATION_COLUMNS, RESULT_COLUMNS, in_lists, record_from_row, relation_from_row
+
+__all__ = ['KIND_ORDER', 'PAGE_MIN', 'GraphSnapshot', 'NodeScope', 'graph_nodes', 'neighbours']
+
+KIND_ORDER: tuple[NodeKind, ...] = ('chunk', 'section', 'document', 'entity')
+"""The kind an id naming several resolves to in `graph_nodes` (the first in scope), as in the reference."""
+
+PAGE_MIN = 256
+"""Relations read per page at least: a page is ``limit + 1`` rows, but no fewer than this, so a hop
+whose first edges are mostly out of scope does not crawl."""
+
+_BY_ID = [ColumnOrdering(column_name='id', ascending=True)]
+Key: TypeAlias = tuple[str, NodeKind]
+"""A node as an edge names it: id and kind."""
+
+
+@dataclass(frozen=True, slots=True)
+class GraphSnapshot:
+    """The records and relations tables pinned at versions a reader saw together (see ``LanceDBStore``)."""
+
+    records: PinnedTable
+    relations: PinnedTable
+
+
+class NodeScope:
+    """The in-scope nodes of one pinned records version under one filter, resolved in batches.
+
+    `resolve` looks up every (id, kind) not known yet; `node` answers from what was resolved
+    (``None``: missing or out of scope, which a caller cannot and must not tell apart).
+    """
+
+    def __init__(self, records: PinnedTable, scope: Filter | None) -> None:
+        self._table = records.table
+        self._scope = Pushdown.of(scope, records.columns)
+        self._known: dict[Key, GraphNode | None] = {}
+
+    def node(self, node_id: str, kind: NodeKind) -> GraphNode | None:
+        return self._known.get((node_id, kind))
+
+    async def resolve(self, keys: Iterable[Key]) -> None:
+        todo = [key for key in dict.fromkeys(keys) if key not in self._known]
+        wanted: dict[NodeKind, list[str]] = {kind: [] for kind in KIND_ORDER}
+        for node_id, kind in todo:
+            self._known[(node_id, kind)] = None
+            if has_literal(node_id):  # no stored id lacks a SQL literal: the others name nothing
+                wanted[kind].append(node_id)
+        records = await self._records([*wanted['chunk'], *wanted['entity']])
+        sections = await self._first_chunks(
+            'array_has_any(section_ids, make_array{})', 'section_ids', wanted['section']
+        )
+        documents = await self._first_chunks('document_id IN {}', 'document_id', wanted['document'])
+        chunks = {r.id: r for r in records.values() if isinstance(r, Chunk)}
+        chunks.update(await self._chunks([i for i in {*sections.values(), *documents.values()} if i not in chunks]))
+        for node_id, kind in todo:
+            record = records.get((node_id, kind))
+            if isinstance(record, Chunk):
+                self._known[(node_id, kind)] = GraphNode.of_chunk(record)
+            elif isinstance(record, Entity):
+                self._known[(node_id, kind)] = GraphNode.of_entity(record)
+            elif kind == 'section' and node_id in sections:
+                self._known[(node_id, kind)] = GraphNode.of_section(chunks[sections[node_id]], node_id)
+            elif kind == 'document' and node_id in documents:
+                self._known[(node_id, kind)] = GraphNode.of_document(chunks[documents[node_id]])
+
+    def _where(self, *parts: str | None) -> str:
+        return ' AND '.join(f'({p})' for p in (*parts, self._scope.where) if p)
+
+    async def _records(self, ids: Sequence[str]) -> dict[Key, Chunk | Entity]:
+        """The in-scope chunks and entities with these ids, by (id, kind)."""
+        found: dict[Key, Chunk | Entity] = {}
+        for batch in in_lists(sorted(set(ids))):
+            rows = await self._table.query().where(self._where(f'id IN {batch}')).select(RESULT_COLUMNS).to_arrow()
+            for record in map(record_from_row, rows.to_pylist()):
+                if self._scope.keeps(record):
+                    found[(record.id, record.kind)] = record
+        return found
+
+    async def _first_chunks(self, clause: str, column: str, ids: Sequence[str]) -> dict[str, str]:
+        """Per section (``column='section_ids'``) or document id: its lowest-id in-scope chunk's id.
+
+        Reads ids only (and the filter's columns when Python decides the scope).
+        """
+        first: dict[str, str] = {}
+        columns = ['id', column, *(['metadata_json', 'labels'] if self._scope.residual is not None else [])]
+        wanted = set(ids)
+        for batch in in_lists(sorted(wanted)):
+            where = self._where("kind = 'chunk'", clause.format(batch))
+            for row in (await self._table.query().where(where).select(columns).to_arrow()).to_pylist():
+                if self._scope.residual is not None and not self._scope.keeps(RowTarget.of(row)):
+                    continue
+                holders = row[column] if column == 'section_ids' else [row[column]]
+                for node_id in wanted.intersection(holders or ()):
+                    if node_id not in first or row['id'] < first[node_id]:
+                        first[node_id] = row['id']
+        return first
+
+    async def _chunks(self, ids: Sequence[str]) -> dict[str, Chunk]:
+        """Whole chunks by id (already known to be in scope)."""
+        found: dict[str, Chunk] = {}
+        for batch in in_lists(sorted(ids)):
+            where = f"kind = 'chunk' AND id IN {batch}"
+            rows = await self._table.query().where(where).select(RESULT_COLUMNS).to_arrow()
+            for record in map(record_from_row, rows.to_pylist()):
+                if isinstance(record, Chunk):
+                    found[record.id] = record
+        return found
+
+
+async def graph_nodes(records: PinnedTable, request: NodeRequest) -> list[GraphNode]:
+    """The in-scope nodes among ``request.ids``, each once, by id (one batch of queries for all)."""
+    ids = list(dict.fromkeys(request.ids))
+    scope = NodeScope(records, request.filter)
+    await scope.resolve((node_id, kind) for node_id in ids for kind in KIND_ORDER)
+    found: dict[str, GraphNode] = {}
+    for node_id in ids:
+        node = next((n for n in (scope.node(node_id, kind) for kind in KIND_ORDER) if n is not None), None)
+        if node is not None:
+            found[node_id] = node
+    return [found[node_id] for node_id in sorted(found)]
+
+
+async def neighbours(snapshot: GraphSnapshot, request: NeighbourRequest) -> Neighbours:
+    """One hop around ``request.ids``: the first ``limit`` qualifying edges by id, their far nodes, and
+    whether more qualified."""
+    ids = [i for i in dict.fromkeys(request.ids) if has_literal(i)]
+    types = None if request.edge_types is None else sorted(t for t in request.edge_types if has_literal(t))
+    if not ids or types == []:
+        return Neighbours(edges=(), nodes=())
+    scope = NodeScope(snapshot.records, request.filter)
+    qualifying: list[Relation] = []
+    async for page in _edge_pages(snapshot.relations, request, ids, types):
+        await scope.resolve(key for r in page for key in ((r.source, r.source_kind), (r.target, r.target_kind)))
+        qualifying += [r for r in page if scope.node(r.source, r.source_kind) and scope.node(r.target, r.target_kind)]
+        if len(qualifying) > request.limit:
+            break
+    edges = qualifying[: request.limit]
+    asked = set(request.ids)
+    far: dict[Key, GraphNode] = {}
+    for relation in edges:
+        for key in ((relation.source, relation.source_kind), (relation.target, relation.target_kind)):
+            node = scope.node(*key)
+            if key[0] not in asked and node is not None:
+                far[key] = node
+    return Neighbours(
+        edges=tuple(edges), nodes=tuple(far[key] for key in sorted(far)), truncated=len(qualifying) > request.limit
+    )
+
+
+async def _edge_pages(
+    relations: PinnedTable, request: NeighbourRequest, ids: Sequence[str], types: Sequence[str] | None
+) -> AsyncIterator[list[Relation]]:
+    """The relations touching ``ids`` on the requested side, of ``types``, satisfying the filter: in pages by id.
+
+    Keyset paging (``id > last``) on the pinned version: every page is one ordered, limited query.
+    """
+    sides = {'out': ('source',), 'in': ('target',), 'both': ('source', 'target')}[request.direction]
+    touching = ' OR '.join(f'{side} IN {batch}' for side in sides for batch in in_lists(ids))
+    typed = None if types is None else ' OR '.join(f'type IN {batch}' for batch in in_lists(types))
+    scope = Pushdown.of(request.filter, relations.columns)
+    base = [p for p in (touching, typed, scope.where) if p]
+    size = max(request.limit + 1, PAGE_MIN)
+    last: str | None = None
+    while True:
+        parts = base if last is None else [*base, f'id > {sql_string(last)}']
+        query = relations.table.query().where(' AND '.join(f'({p})' for p in parts)).select(RELATION_COLUMNS)
+        rows: list[dict[str, Any]] = (await query.order_by(_BY_ID).limit(size).to_arrow()).to_pylist()
+        yield [r for r in map(relation_from_row, rows) if scope.keeps(r)]
+        if len(rows) < size:
+            return
+        last = rows[-1]['id']
