@@ -73,6 +73,7 @@ ARGUMENT = {
     'outline': 'document',
     'read_section': 'section',
     'verify_citations': 'chunk_id',
+    'graph_context': 'query',
 }
 """The string argument each tool is tried with (``verify_citations``: a chunk id nested in its claims)."""
 NESTED_CAPS = {'chunk_id': 200, 'quote': MAX_QUOTE_CHARS, 'text': 4000}
@@ -168,7 +169,7 @@ def test_eager_search_refuses_a_bad_query_when_configured() -> None:
 async def test_every_string_parameter_states_its_cap(store: Any) -> None:
     rag: ToolishRag[Any] = ToolishRag(store, name='kb', max_query_chars=300)
     caps = {'query': 300, 'pattern': 1000, 'chunk_id': 200, 'id': 200, 'title_contains': 300, 'document': 300}
-    caps |= {'section': 300}
+    caps |= {'section': 300, 'direction': 4, 'rerank': 10}
     with_strings = set()
     for definition in await rag.tool_definitions():
         schema = definition.parameters_json_schema

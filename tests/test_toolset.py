@@ -194,7 +194,14 @@ async def test_exclude_tools_and_without_tools(store: InMemoryStore) -> None:
     script, _, _ = await run(narrowed, [])
     navigation = [f'docs_{t}' for t in NAVIGATION_TOOLS]
     verify = 'docs_verify_citations'
-    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out', *navigation, verify]
+    assert script.tool_names == [
+        'docs_vector_search',
+        'docs_text_search',
+        'docs_zoom_out',
+        *navigation,
+        verify,
+        'docs_graph_context',
+    ]
     assert script.instructions is not None
     assert 'docs_regex_search' not in script.instructions
     assert 'docs_hybrid_search' not in script.instructions
@@ -208,11 +215,18 @@ async def test_exclude_tools_and_without_tools(store: InMemoryStore) -> None:
         'docs_zoom_out',
         'docs_read_section',
         verify,
+        'docs_graph_context',
     ]
     assert 'docs_list_documents' not in (script.instructions or '')
     assert 'docs_outline' not in (script.instructions or '')
     script, _, _ = await run(narrowed.without_tools(*NAVIGATION_TOOLS), [])
-    assert script.tool_names == ['docs_vector_search', 'docs_text_search', 'docs_zoom_out', verify]
+    assert script.tool_names == [
+        'docs_vector_search',
+        'docs_text_search',
+        'docs_zoom_out',
+        verify,
+        'docs_graph_context',
+    ]
     assert not any(t in (script.instructions or '') for t in navigation)
     with pytest.raises(ValueError, match='unknown tool'):
         ToolishRag(store, exclude_tools={'grep'})
@@ -260,6 +274,7 @@ async def test_the_model_cannot_widen_scope_through_arguments(store: InMemorySto
         'docs_list_documents': {'title_contains', 'offset', 'limit'},
         'docs_outline': {'document'},
         'docs_read_section': {'section', 'document', 'offset'},
+        'docs_graph_context': {'query', 'ids', 'hops', 'edge_types', 'direction', 'max_nodes', 'rerank'},
         'docs_verify_citations': {'claims'},
     }
     # A filter (or group_by) smuggled in as an extra argument is rejected, not honoured, by every tool.

@@ -13,7 +13,10 @@ measure. It is where scope is enforced:
   evaluator (defence in depth: a store bug cannot leak an out-of-scope record);
 * expansion passes the same filter, so an out-of-scope chunk or section is "not found";
   ``broaden_chunk`` and ``zoom_out`` each take their anchor and its chunks from one store
-  call (an anchored `ExpansionRequest`), which reads them from one version of the store.
+  call (an anchored `ExpansionRequest`), which reads them from one version of the store;
+* a graph walk (`graph_walk`) carries the scope into every store request it makes, and each
+  edge the store returns is re-checked against it (a graph store always honours the filter:
+  a node's visibility cannot be re-checked here, see `toolish_rag.protocols.GraphSearch`).
 
 It is also where a caller's text is checked (`QUERY_RULE`, `PATTERN_RULE`, `ID_RULE`), once,
 before any store sees it: a NUL or a lone surrogate would otherwise crash a store's native
@@ -36,10 +39,12 @@ from .content import Chunk, Entity
 from .errors import InvalidRequestError, ToolishRagError, echo
 from .filters import Filter, and_, matches
 from .fusion import FusionConfig, fuse
+from .graph.walk import GraphWalk, WalkRequest, walk
 from .grouping import DocumentGroup, group_by_document
 from .navigation import Navigator
 from .protocols import (
     FilterPushdown,
+    GraphSearch,
     HybridSearch,
     RegexSearch,
     ResultExpander,
@@ -179,6 +184,31 @@ class Retriever:
             raise InvalidRequestError('this store cannot list documents or read sections')
         return Navigator(self.store, self.filter)
 
+    # -- graph --------------------------------------------------------------------------
+
+    async def graph_walk(self, request: WalkRequest) -> GraphWalk:
+        """`toolish_rag.graph.walk.walk` inside this scope: the scope is ANDed into ``request.filter``.
+
+        The one scoped path to a graph, as `navigator` is to sections: the tool, the CLI and the
+        MCP server walk through here, so no caller can walk a store unscoped by forgetting the
+        filter. The seeds are checked like every id a caller sends (`ID_RULE`). Every edge the
+        store returns must satisfy the scope; one that does not is a store bug, raised rather
+        than dropped, since dropping it would leave ``truncated`` counting what the scope hides.
+        """
+        if not isinstance(self.store, GraphSearch):
+            raise InvalidRequestError('this store has no graph to walk')
+        for seed in request.seeds:
+            ID_RULE.check(seed)
+        scope = request.filter if self.filter is None else self.with_filter(request.filter).filter
+        found = await walk(self.store, replace(request, filter=scope))
+        stray = next((e for e in found.edges if not matches(scope, e)), None)
+        if stray is not None:
+            raise ToolishRagError(
+                f'{type(self.store).__name__}.neighbours returned relation {echo(stray.id)}, which its '
+                'NeighbourRequest.filter excludes: a graph store must answer inside the filter it is sent'
+            )
+        return found
+
     # -- expansion ------------------------------------------------------------------------
 
     def _expander(self) -> ResultExpander:
@@ -199,6 +229,20 @@ class Retriever:
             if record.id == record_id and self._in_scope(record):
                 return record
         return None
+
+    async def records(self, record_ids: Sequence[str]) -> list[Chunk | Entity]:
+        """The records among ``record_ids`` that exist and are in scope, in the order asked, from one store call.
+
+        For a caller that already holds ids the scope produced (a graph walk's chunk nodes) and
+        needs their records: one batched lookup, not one `get` per id.
+        """
+        store = self._expander()
+        wanted = [ID_RULE.check(record_id) for record_id in dict.fromkeys(record_ids)]
+        if not wanted:
+            return []
+        found = await store.get_records(wanted, filter=self.filter if self._pushdown() else None)
+        by_id = {record.id: record for record in found if self._in_scope(record)}
+        return [by_id[record_id] for record_id in wanted if record_id in by_id]
 
     async def _around(
         self, request: ExpansionRequest, anchor_of: Callable[[list[Chunk]], Chunk | None]

@@ -6,6 +6,12 @@ same topics and in the same words, so an unscoped ranking is dominated by globex
 a store or toolset that ranks first and filters after, in too small a window, shows its
 leak (or its short result lists) here rather than only on a toy corpus.
 
+On a store that holds a graph (`GraphStore`) the corpus's relations are written too: each
+tenant's chunks are PART_OF their sections, sections PART_OF their documents, documents LINKS_TO
+the next, chunks MENTIONS the tenant's people; and a few hostile edges cross the tenants (an acme
+relation to a globex node and the reverse, a globex relation between two acme nodes whose type,
+``GLOBEX_SECRET``, names globex), which a scoped walk must never show or count.
+
 Everything globex owns can be recognised in text: its document ids (which prefix its chunk
 and section ids), its document titles, its entity ids and names, and a serial code
 (``GLX-0042``) in every globex chunk. `ScopeOracle` looks for them in every result text and
@@ -25,7 +31,7 @@ from typing import Any
 from pydantic_ai.messages import ToolReturn
 
 from toolish_rag import DocumentBuilder, Entity, PropertyFilter as F, SearchHit
-from toolish_rag.content import Document
+from toolish_rag.content import Document, NodeKind, Relation
 from toolish_rag.filters import Filter
 
 __all__ = [
@@ -119,6 +125,8 @@ class Corpus:
 
     documents: tuple[Document, ...]
     entities: tuple[Entity, ...]
+    relations: tuple[Relation, ...]
+    """The graph (written to stores that hold one): each tenant's edges, and hostile ones across tenants."""
     scope: TenantIds
     foreign: TenantIds
     foreign_markers: tuple[str, ...]
@@ -127,7 +135,9 @@ class Corpus:
     """The corpus vocabulary (both tenants'), for queries that actually match something."""
 
     def __repr__(self) -> str:
-        return f'Corpus({len(self.documents)} documents, {len(self.entities)} entities)'
+        return (
+            f'Corpus({len(self.documents)} documents, {len(self.entities)} entities, {len(self.relations)} relations)'
+        )
 
     @property
     def records(self) -> list[Any]:
@@ -185,6 +195,55 @@ def _tenant_documents(tenant: str, rng: random.Random, serials: Iterable[int]) -
     return docs
 
 
+def _edge(source: tuple[str, NodeKind], type: str, target: tuple[str, NodeKind], tenant: str, **extra: Any) -> Relation:
+    return Relation(
+        source=source[0],
+        source_kind=source[1],
+        target=target[0],
+        target_kind=target[1],
+        type=type,
+        metadata={'tenant': tenant},
+        origin='hardening',
+        **extra,
+    )
+
+
+def _tenant_relations(tenant: str, docs: list[Document], entities: list[Entity]) -> list[Relation]:
+    """One tenant's graph: chunk PART_OF section PART_OF document, document LINKS_TO the next, chunk MENTIONS person."""
+    relations: list[Relation] = []
+    refund_lead, shipping = (entities[0].id, 'entity'), (entities[1].id, 'entity')
+    for n, doc in enumerate(docs):
+        document: tuple[str, NodeKind] = (doc.id, 'document')
+        following = docs[(n + 1) % len(docs)]
+        relations.append(_edge(document, 'LINKS_TO', (following.id, 'document'), tenant, document_id=doc.id))
+        for section in doc.sections:
+            relations.append(_edge((section.id, 'section'), 'PART_OF', document, tenant, document_id=doc.id))
+        for chunk in doc.chunks:
+            part: tuple[str, NodeKind] = (chunk.section_ids[-1], 'section') if chunk.section_ids else document
+            about = dict(provenance=chunk.id, document_id=doc.id)
+            relations.append(_edge((chunk.id, 'chunk'), 'PART_OF', part, tenant, **about))
+            if 'refund' in chunk.urtext.lower():
+                relations.append(_edge((chunk.id, 'chunk'), 'MENTIONS', refund_lead, tenant, weight=0.8, **about))
+            if 'parcel' in chunk.urtext.lower():
+                relations.append(_edge((chunk.id, 'chunk'), 'MENTIONS', shipping, tenant, weight=0.6, **about))
+    return relations
+
+
+def _hostile_relations(
+    acme: tuple[list[Document], list[Entity]], globex: tuple[list[Document], list[Entity]]
+) -> list[Relation]:
+    """Edges across the tenants, and a globex edge between acme nodes: none may show in an acme-scoped walk."""
+    (acme_docs, acme_people), (globex_docs, globex_people) = acme, globex
+    acme_chunk: tuple[str, NodeKind] = (acme_docs[0].chunks[1].id, 'chunk')
+    return [
+        _edge(acme_chunk, 'MENTIONS', (globex_people[0].id, 'entity'), SCOPE_TENANT),
+        _edge((acme_docs[0].id, 'document'), 'LINKS_TO', (globex_docs[0].id, 'document'), SCOPE_TENANT),
+        _edge((globex_docs[0].chunks[1].id, 'chunk'), 'MENTIONS', (acme_people[0].id, 'entity'), FOREIGN_TENANT),
+        _edge(acme_chunk, 'GLOBEX_SECRET', (acme_docs[1].id, 'document'), FOREIGN_TENANT),
+        _edge((acme_people[1].id, 'entity'), 'GLOBEX_SECRET', (acme_people[0].id, 'entity'), FOREIGN_TENANT),
+    ]
+
+
 def _ids(docs: list[Document], entities: list[Entity]) -> TenantIds:
     return TenantIds(
         documents=tuple(d.id for d in docs),
@@ -217,10 +276,15 @@ def two_tenant_corpus() -> Corpus:
         *(e.name for e in foreign_entities),
     )
     all_docs = [*by_tenant[SCOPE_TENANT][0], *foreign_docs]
+    relations = [
+        *(r for tenant, (docs, people) in by_tenant.items() for r in _tenant_relations(tenant, docs, people)),
+        *_hostile_relations(by_tenant[SCOPE_TENANT], by_tenant[FOREIGN_TENANT]),
+    ]
     words = sorted({w.strip('.,;').lower() for d in all_docs for c in d.chunks for w in c.urtext.split()} - {''})
     return Corpus(
         documents=tuple(all_docs),
         entities=(*by_tenant[SCOPE_TENANT][1], *foreign_entities),
+        relations=tuple(relations),
         scope=_ids(*by_tenant[SCOPE_TENANT]),
         foreign=_ids(foreign_docs, foreign_entities),
         foreign_markers=markers,

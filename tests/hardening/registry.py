@@ -4,8 +4,10 @@
 (naming every parameter), a hypothesis strategy of the arguments a model plausibly sends
 (mostly valid, some out of range, ids of both tenants and ids that do not exist; for the
 navigation tools also titles and parts of titles of both tenants; for ``verify_citations``
-claims citing chunks of both tenants and unknown ids, with real, edited and made-up quotes),
-and which parameters hold record ids or names (also inside a parameter: a claim's chunk id). The toolset under test declares `FILTERABLE` keys and allows grouping, so
+claims citing chunks of both tenants and unknown ids, with real, edited and made-up quotes; for
+``graph_context`` lists of node ids of both tenants, edge types valid and not, budgets in and out
+of range), and which parameters hold record ids or names (also inside a parameter: a claim's chunk
+id, the first of ``graph_context``'s ids). The toolset under test declares `FILTERABLE` keys and allows grouping, so
 the model's ``filter``, ``group_by`` and ``list_values`` are exercised too. The tests take the
 tools to call from what each store offers (``rag.tool_definitions()``), look each one up here,
 and fail when one is missing or when its parameters differ from the baseline's: a tool or
@@ -34,7 +36,7 @@ from hypothesis import strategies as st
 from pydantic_ai.messages import ToolReturn
 
 from toolish_rag import PropertyFilter as F, parse_filter
-from toolish_rag.content import Chunk, Document
+from toolish_rag.content import RELATION_TYPE_PATTERN, Chunk, Document
 from toolish_rag.errors import echo
 from toolish_rag.filters import Filter, and_
 from toolish_rag.search import ID_RULE
@@ -424,6 +426,81 @@ def _verify_baseline(corpus: Corpus) -> dict[str, Any]:
 
 _CITED_ID = 'claims[0].citations[0].chunk_id'
 
+
+# -- graph_context: node ids of both tenants, edge types, budgets ------------------------------------------
+
+_EDGE_TYPES = ('MENTIONS', 'PART_OF', 'LINKS_TO', 'GLOBEX_SECRET', 'CALLS', 'mentions', '', ' PART_OF ', 'PART OF')
+_FIRST_ID = 'ids[0]'
+
+
+def _graph_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
+    """Mostly walks from a few ids (acme's, globex's, missing), sometimes from a query; some budgets out of range."""
+    return st.fixed_dictionaries(
+        {'ids': st.one_of(st.lists(_ids(corpus), min_size=1, max_size=4), st.none())},
+        optional={
+            'query': st.one_of(st.none(), _queries(corpus)),
+            'hops': st.one_of(st.integers(1, 3), st.integers(1, 3), st.sampled_from([0, 4, -1])),
+            'edge_types': st.one_of(st.none(), st.lists(st.sampled_from(_EDGE_TYPES), max_size=3)),
+            'direction': st.sampled_from(['both', 'both', 'out', 'in', 'sideways']),
+            'max_nodes': st.one_of(st.integers(1, 200), st.integers(1, 8), st.sampled_from([0, 201])),
+            'rerank': st.sampled_from([None, None, 'centrality', 'pagerank']),
+        },
+    )
+
+
+def _expect_graph(corpus: Corpus, arguments: dict[str, Any]) -> str | None:
+    """A call that cannot start is a retry: bad budgets or edge types, no seeds, or only ids acme does not have.
+
+    A walk from ids alone, one of them acme's, is answered. With a query it depends on the search: ``None``.
+    """
+    if not (1 <= arguments.get('hops', 2) <= 3 and 1 <= arguments.get('max_nodes', 50) <= 200):
+        return 'not found'
+    if arguments.get('direction', 'both') not in ('both', 'out', 'in') or arguments.get('rerank') not in (
+        None,
+        'centrality',
+    ):
+        return 'not found'
+    types = arguments.get('edge_types')
+    if types is not None and not (types and all(RELATION_TYPE_PATTERN.match(t.strip()) for t in types)):
+        return 'not found'
+    ids = list(dict.fromkeys(i.strip() for i in arguments.get('ids') or ()))
+    query = arguments.get('query')
+    if (not ids and query is None) or '' in ids or len(ids) > arguments.get('max_nodes', 50):
+        return 'not found'
+    if query is not None:
+        return None
+    return 'found' if any(i in corpus.scope.all for i in ids) else 'not found'
+
+
+_NODE_LINE = re.compile(r'^\[(.+?)\] (?:chunk|section|document|entity), hop (\d)', re.MULTILINE)
+_EDGE_LINE = re.compile(r'^(\S+) -([A-Z][A-Z0-9_]*)-> (\S+)', re.MULTILINE)
+
+
+def _judge_graph(corpus: Corpus, arguments: dict[str, Any], result: ToolReturn) -> list[str]:
+    """Every node shown is acme's, every edge joins two nodes shown, the answer says complete or truncated."""
+    text = str(result.return_value)
+    if text.startswith('No results'):
+        return []
+    problems: list[str] = []
+    acme = set(corpus.scope.all)
+    shown = {node_id for node_id, _ in _NODE_LINE.findall(text)}
+    problems += [f'node outside the scope: {node_id}' for node_id in sorted(shown - acme)]
+    for source, edge_type, target in _EDGE_LINE.findall(text):
+        if source not in shown or target not in shown:
+            problems.append(f'edge to a node not shown: {source} -{edge_type}-> {target}')
+    endings = [line for line in text.splitlines() if line.startswith(('complete: ', 'truncated: '))]
+    if len(endings) != 1:
+        problems.append(f'no single complete/truncated line: {endings}')
+    if len(shown) > arguments.get('max_nodes', 50):
+        problems.append(f'{len(shown)} nodes shown, over max_nodes')
+    return problems
+
+
+def _list_place(key: str) -> Place:
+    """Puts a value as the only item of the list parameter ``key``."""
+    return lambda arguments, value: {**arguments, key: [value]}
+
+
 REGISTRY: dict[str, ToolArguments] = {
     'vector_search': _ranked(-1.0),
     'text_search': _ranked(0.0),
@@ -480,6 +557,22 @@ REGISTRY: dict[str, ToolArguments] = {
         strategy=lambda corpus: st.fixed_dictionaries(
             {'key': st.sampled_from([*FILTERABLE, 'tenant', 'Region', 'labels', ''])}
         ),
+    ),
+    'graph_context': ToolArguments(
+        baseline=lambda corpus: {
+            'query': None,
+            'ids': [corpus.scope.chunks[1]],
+            'hops': 2,
+            'edge_types': None,
+            'direction': 'both',
+            'max_nodes': 50,
+            'rerank': None,
+        },
+        strategy=_graph_strategy,
+        id_parameters=frozenset({_FIRST_ID}),
+        expect=_expect_graph,
+        nested={_FIRST_ID: _list_place('ids'), 'edge_types[0]': _list_place('edge_types')},
+        judge=_judge_graph,
     ),
 }
 """Every tool's argument generator, by short tool name."""

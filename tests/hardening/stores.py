@@ -23,7 +23,7 @@ from pydantic_ai.messages import ToolReturn
 from toolish_rag import ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Filter
-from toolish_rag.protocols import DocumentStore, StoreLike
+from toolish_rag.protocols import DocumentStore, GraphStore, StoreLike
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset import TOOL_NAMES
 
@@ -84,7 +84,8 @@ def open_env(name: str, runner: asyncio.Runner, path: Path) -> StoreEnv:
     store = STORE_BUILDERS[name](path)
     corpus = two_tenant_corpus()
     assert isinstance(store, DocumentStore)
-    runner.run(store.upsert([*corpus.documents, *corpus.entities]))
+    graph = corpus.relations if isinstance(store, GraphStore) else ()  # a store without a graph refuses relations
+    runner.run(store.upsert([*corpus.documents, *corpus.entities, *graph]))
     return StoreEnv(name, runner, store, corpus, scoped_rag(store, SCOPE), ScopeOracle(corpus))
 
 

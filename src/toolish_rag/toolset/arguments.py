@@ -7,6 +7,9 @@ once here, by name, as a `StringArgument`. From that one table the toolset
 * checks the argument on every call, in `ToolishRag`'s one tool-call path: stripped (queries and
   ids, not patterns, where spaces can matter), non-empty, within the cap.
 
+A parameter that is a list of strings (``graph_context``'s ``ids`` and ``edge_types``) is declared
+the same way: the entry applies to each item, in the schema (``items``) and in the check.
+
 The schema only informs: pydantic does not enforce ``maxLength`` here, because its rejection is
 a JSON error report, while ours says what to send instead ("send a short search query, not a
 document"). Which characters a string may hold is not decided here but in the core (the
@@ -23,7 +26,14 @@ from typing import Any
 from ..errors import InvalidRequestError
 from ..regex import MAX_PATTERN_LENGTH
 
-__all__ = ['MAX_ID_CHARS', 'MAX_NAME_CHARS', 'MAX_PATTERN_CHARS', 'StringArgument', 'StringArguments']
+__all__ = [
+    'MAX_EDGE_TYPE_CHARS',
+    'MAX_ID_CHARS',
+    'MAX_NAME_CHARS',
+    'MAX_PATTERN_CHARS',
+    'StringArgument',
+    'StringArguments',
+]
 
 MAX_ID_CHARS = 200
 """The longest chunk or section id a model may send (ids the toolset shows are far shorter)."""
@@ -31,6 +41,8 @@ MAX_NAME_CHARS = 300
 """The longest document or section reference (an id or a title) and title part a model may send."""
 MAX_PATTERN_CHARS = MAX_PATTERN_LENGTH
 """The longest regex pattern a model may send: the core's RE2 limit, so the schema states the real one."""
+MAX_EDGE_TYPE_CHARS = 64
+"""The longest relation type (`toolish_rag.content.RELATION_TYPE_PATTERN` allows no longer)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +124,25 @@ class StringArguments:
                     empty='group_by is empty: send "document", or leave it out',
                     too_long='group_by takes only "document": send that, or leave it out',
                 ),
+                'direction': StringArgument(
+                    len('both'),
+                    empty='direction is empty: send "out", "in" or "both", or leave it out',
+                    too_long='direction takes "out", "in" or "both": send one, or leave it out',
+                ),
+                'rerank': StringArgument(
+                    len('centrality'),
+                    empty='rerank is empty: send "centrality", or leave it out',
+                    too_long='rerank takes only "centrality": send that, or leave it out',
+                ),
+                'ids': _id_argument('id'),
+                'edge_types': StringArgument(
+                    MAX_EDGE_TYPE_CHARS,
+                    empty='an edge type is empty: send relation types such as MENTIONS, or leave edge_types out',
+                    too_long=(
+                        f'an edge type is over {MAX_EDGE_TYPE_CHARS} characters: send relation types such as '
+                        'MENTIONS, or leave edge_types out'
+                    ),
+                ),
             }
         )
 
@@ -124,30 +155,31 @@ class StringArguments:
         }
         return {**parameters, 'properties': capped}
 
-    @staticmethod
-    def _capped(spec: dict[str, Any], max_chars: int) -> dict[str, Any]:
-        """``spec`` with ``maxLength`` on its string type, also inside an optional's ``anyOf``."""
+    @classmethod
+    def _capped(cls, spec: dict[str, Any], max_chars: int) -> dict[str, Any]:
+        """``spec`` with ``maxLength`` on its string type, also inside an optional's ``anyOf`` or a list's ``items``."""
         if spec.get('type') == 'string':
             return {**spec, 'maxLength': max_chars}
+        if spec.get('type') == 'array' and isinstance(spec.get('items'), dict):
+            return {**spec, 'items': cls._capped(spec['items'], max_chars)}
         if 'anyOf' in spec:
-            return {
-                **spec,
-                'anyOf': [{**s, 'maxLength': max_chars} if s.get('type') == 'string' else s for s in spec['anyOf']],
-            }
+            return {**spec, 'anyOf': [cls._capped(s, max_chars) for s in spec['anyOf']]}
         return spec
 
     def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
         """``arguments`` with every string argument checked and normalised (`StringArgument.check`).
 
-        A string argument with no entry here is a tool added without declaring its argument:
-        a bug, caught by the first call rather than left unchecked.
+        A list of strings is checked item by item against its parameter's entry. A string argument
+        (or list of strings) with no entry here is a tool added without declaring its argument: a
+        bug, caught by the first call rather than left unchecked.
         """
         checked = dict(arguments)
         for name, value in arguments.items():
-            if isinstance(value, str):
-                if name not in self.by_name:
-                    raise TypeError(
-                        f'string argument {name!r} has no StringArgument: declare it in toolset/arguments.py'
-                    )
-                checked[name] = self.by_name[name].check(value)
+            strings = isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+            if not (isinstance(value, str) or strings):
+                continue
+            if name not in self.by_name:
+                raise TypeError(f'string argument {name!r} has no StringArgument: declare it in toolset/arguments.py')
+            rule = self.by_name[name]
+            checked[name] = rule.check(value) if isinstance(value, str) else [rule.check(v) for v in value]
         return checked

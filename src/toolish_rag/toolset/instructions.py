@@ -10,8 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..graph.walk import MAX_HOPS, MAX_WALK_NODES
 from ..grounded.quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..protocols import StoreLike, TextSearch
+from .graph_tool import DEFAULT_HOPS, DEFAULT_MAX_NODES, MAX_IDS
 from .names import ToolName, tool_name
 from .verify_tool import MAX_CITATIONS
 
@@ -87,6 +89,27 @@ def tool_descriptions(store: StoreLike, default_top_k: int, max_top_k: int) -> d
             'List the values a filterable key takes in this collection, with how many documents have each; '
             'use it to choose a filter.'
         ),
+        'graph_context': (
+            'Walk the graph of connections between chunks, sections, documents and entities (people, '
+            'organisations, code symbols...): what mentions, links to, is part of, calls or imports what. '
+            'Use it for "how are A and B connected", "what calls X", or to find the other passages about '
+            f'something a result names. Start from query (its best search matches), from ids (at most {MAX_IDS} '
+            'chunk, section, document or entity ids from earlier results), or both. The walk follows edges '
+            f'breadth-first up to hops (default {DEFAULT_HOPS}, at most {MAX_HOPS}) and returns up to max_nodes '
+            f'nodes (default {DEFAULT_MAX_NODES}, at most {MAX_WALK_NODES}), nearest first. Each node shows its '
+            'id, kind and hop (0 for a seed, else the number of edges from the nearest seed) and via: '
+            '"via TYPE from X" means the edge X -TYPE-> node led to it, "via TYPE to X" the edge node -TYPE-> X, '
+            'X being one hop nearer the seeds. Then come the edges walked (source -TYPE-> target, with the '
+            'weight when it is not 1). Node ids work with the other tools: read a chunk with broaden_chunk or '
+            'zoom_out and cite it, read a section or document with read_section. edge_types (optional) keeps '
+            'only those relation types, upper-case such as MENTIONS, PART_OF, LINKS_TO, CONTAINS, CALLS or '
+            'IMPORTS; direction follows edges out of a node, into it, or both. The answer ends "complete" or '
+            '"truncated": truncated means the budget (max_nodes) stopped the walk and nodes beyond it were not '
+            'visited, so never conclude that something is unconnected from a truncated walk. '
+            'rerank="centrality" orders nodes by score = 1/(1+hop) x (1 + centrality), centrality being how '
+            'much the returned edges point at a node, from 0 to 1 (hubs first); without it nodes come by hop, '
+            'then id.'
+        ),
     }
 
 
@@ -103,6 +126,15 @@ def _navigation_sentence(name: str, tools: Sequence[ToolName]) -> str:
     finders = [tool_name(name, t) for t in ('list_documents', 'outline') if t in tools]
     find = f'find it with {" and ".join(finders)}, then ' if finders else ''
     return f'To read a whole section or table, {find}read it with {tool_name(name, "read_section")}.'
+
+
+def _graph_sentence(name: str, tools: Sequence[ToolName]) -> str:
+    if 'graph_context' not in tools:
+        return ''
+    return (
+        f'To follow connections (what mentions, links to, is part of or calls what), walk the graph with '
+        f'{tool_name(name, "graph_context")} from a query or from ids of earlier results.'
+    )
 
 
 def build_instructions(
@@ -131,6 +163,7 @@ def build_instructions(
         ),
         _reading_sentence(name, tools),
         _navigation_sentence(name, tools),
+        _graph_sentence(name, tools),
         filters or '',
         'Base your answer on what the results say and cite the chunk ids you used, like [chunk <id>]. '
         'If the documents do not cover the question, say so plainly instead of guessing.',

@@ -23,6 +23,7 @@ ToolName: TypeAlias = Literal[
     'read_section',
     'verify_citations',
     'list_values',
+    'graph_context',
 ]
 TOOL_NAMES: tuple[ToolName, ...] = get_args(ToolName)
 """Every short tool name, in the order the tools are offered."""

@@ -29,11 +29,12 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from ..errors import InvalidRequestError, echo
 from ..filters import Filter, combine_all
 from ..fusion import FusionConfig
+from ..graph.walk import MAX_WALK_NODES
 from ..grounded.model import MAX_CLAIMS, Claim
 from ..protocols import StoreCapabilities, StoreLike
 from ..retriever import Retriever
 from ..search import QUERY_RULE, SearchHit
-from . import navigation_tools, render, verify_tool
+from . import graph_tool, navigation_tools, render, verify_tool
 from .arguments import StringArguments
 from .direct import direct_context
 from .events import RagEvent, RagListener
@@ -84,6 +85,7 @@ class _Config:
     max_read_chars: int = 12000
     filterable: ModelFilters | None = None
     allow_grouping: bool = False
+    graph_seeds: int = graph_tool.DEFAULT_GRAPH_SEEDS
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -93,6 +95,8 @@ class _Config:
             raise ValueError('need 1 <= default_top_k <= max_top_k')
         if self.max_read_chars < 200:
             raise ValueError('max_read_chars must be at least 200')
+        if not 1 <= self.graph_seeds <= MAX_WALK_NODES:
+            raise ValueError(f'graph_seeds must be between 1 and {MAX_WALK_NODES}')
 
 
 # The string parameters' ``maxLength`` is added to the schemas from `StringArguments` (it depends on
@@ -182,6 +186,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             can list documents gets ``list_values``. Without it no schema changes.
         allow_grouping: add ``group_by='document'`` to the vector, text and hybrid search tools
             (one result per document, ``top_k`` documents). Without it no schema changes.
+        graph_seeds: how many of the best search hits seed a ``graph_context`` walk from a
+            ``query`` (a store implementing `GraphSearch` offers that tool).
     """
 
     def __init__(
@@ -204,6 +210,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         max_read_chars: int = 12000,
         filterable: Mapping[str, FilterableSpec] | ModelFilters | None = None,
         allow_grouping: bool = False,
+        graph_seeds: int = graph_tool.DEFAULT_GRAPH_SEEDS,
     ) -> None:
         filters = tuple(f for f in (metadata_filter, entity_filter) if f is not None)
         if filterable is not None and not isinstance(filterable, ModelFilters):
@@ -225,6 +232,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             max_read_chars=max_read_chars,
             filterable=filterable,
             allow_grouping=allow_grouping,
+            graph_seeds=graph_seeds,
         )
         self._init(config)
 
@@ -391,6 +399,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             'read_section': caps.sections,
             'verify_citations': caps.expand,
             'list_values': caps.sections and self._config.filterable is not None,
+            'graph_context': caps.graph,
         }
         return [t for t in TOOL_NAMES if available[t] and t not in self._config.exclude]
 
@@ -583,7 +592,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             retriever = self._narrowed(retriever, arguments)
             text, hits = await body(retriever, self._arguments.check(arguments))
         except InvalidRequestError as e:
-            sent = [v for v in arguments.values() if isinstance(v, str)]
+            sent = [s for v in arguments.values() for s in (v if isinstance(v, list) else [v]) if isinstance(s, str)]
             message = retry_message(str(e), echoed=[*sent, *(v.strip() for v in sent)])
             await self._emit(
                 RagEvent(
@@ -648,11 +657,20 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             **self._search_tools(),
             **self._reading_tools(),
             **self._navigation_tools(),
+            'graph_context': graph_tool.graph_context_tool(self._run, self._graph_settings()),
         }
         return [
             Tool(tools[t], name=tool_name(cfg.name, t), description=descriptions[t], takes_ctx=True)
             for t in self._offered()
         ]
+
+    def _graph_settings(self) -> graph_tool.GraphSettings:
+        """What ``graph_context`` needs: its budgets, and the best search to seed from (as the eager search picks)."""
+        caps = self._store_capabilities
+        available = {'hybrid_search': caps.hybrid, 'vector_search': caps.vector, 'text_search': caps.text}
+        search = next((spec.search for spec in _SEED_ORDER if available[spec.name]), None)
+        cfg = self._config
+        return graph_tool.GraphSettings(cfg.graph_seeds, cfg.max_expansion_chars, search, lookup=caps.expand)
 
     def _search_tools(self) -> dict[ToolName, Callable[..., Any]]:
         """``vector_search``, ``text_search``, ``hybrid_search`` (one `_RankedTool` each) and ``regex_search``."""
@@ -795,7 +813,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         }
 
 
-_OPTIONAL = frozenset({'filter', 'group_by', 'title_contains', 'document'})
+_OPTIONAL = frozenset({'filter', 'group_by', 'title_contains', 'document', 'query', 'ids', 'edge_types', 'rerank'})
 """Optional arguments left out of the checked arguments (and the listener's event) when not sent."""
 
 
@@ -829,6 +847,9 @@ _RANKED_TOOLS = (
     ),
     _RankedTool('hybrid_search', 'Hybrid', lambda r: r.hybrid_search, 0.0, 'a fused relevance score', relative=False),
 )
+
+_SEED_ORDER = sorted(_RANKED_TOOLS, key=lambda spec: ('hybrid_search', 'vector_search', 'text_search').index(spec.name))
+"""The searches that seed a ``graph_context`` walk, best first (as the eager search picks): the first the store has."""
 
 
 def _not_found(value: str, what: str) -> str:
