@@ -13,12 +13,12 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import ask_cmd, chat_cmd, eval_cmd, ingest_cmd, mcp_cmd, search_cmd, tools_cmd
+from . import ask_cmd, chat_cmd, eval_cmd, graph_cmd, ingest_cmd, mcp_cmd, search_cmd, tools_cmd
 from .common import add_store_arguments
 
 __all__ = ['main']
 
-_COMMANDS = (ingest_cmd, search_cmd, tools_cmd, eval_cmd, mcp_cmd, chat_cmd, ask_cmd)
+_COMMANDS = (ingest_cmd, search_cmd, tools_cmd, eval_cmd, mcp_cmd, chat_cmd, ask_cmd, graph_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -1,0 +1,163 @@
+"""``toolish-rag graph build`` and ``toolish-rag graph show ID``: write the graph, and walk it as the model would.
+
+``build`` runs the builders of `toolish_rag.graph.builders` over the store (``--link``, repeatable;
+default: ``structure`` and ``exact``), each idempotent, and prints one report line per builder
+(documents built of those seen, relations and entities written, model calls). A second run over an
+unchanged store writes nothing. ``extract`` needs a model (``--model`` or ``$TOOLISH_RAG_MODEL``).
+
+``show`` runs the ``graph_context`` tool with ``ids=[ID]`` through the same `ToolishRag` path an
+agent uses, so what it prints is exactly what a model reads (``--filter`` scopes it like a tenant's
+token would).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from dataclasses import asdict
+from typing import Any
+
+from pydantic_ai import ModelRetry
+
+from ..filters import parse_filter
+from ..graph.builders import (
+    BuildReport,
+    CodeGraphBuilder,
+    ExactNameLinker,
+    ExtractionBuilder,
+    GraphBuilder,
+    GraphBuildStore,
+    StructureBuilder,
+    VectorLinker,
+    build_graph,
+)
+from .common import MODEL_ENV, open_rag
+
+__all__ = ['LINKS', 'register', 'run']
+
+LINKS = ('structure', 'exact', 'vector', 'code', 'extract')
+"""The builders ``--link`` names, in the order they run (structure first: later ones may link to its nodes)."""
+
+_DEFAULT_LINKS = ('structure', 'exact')
+
+
+def register(sub: Any) -> argparse.ArgumentParser:
+    parser: argparse.ArgumentParser = sub.add_parser(
+        'graph',
+        help='build the graph (graph build) or walk it from a node as the model would (graph show ID)',
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument('action', choices=['build', 'show'], help='build the graph, or show the walk from a node')
+    parser.add_argument(
+        'id', nargs='?', default=None, help='show: the node to walk from (chunk, section, document or entity id)'
+    )
+    build = parser.add_argument_group('build')
+    build.add_argument(
+        '--link',
+        action='append',
+        choices=LINKS,
+        default=None,
+        help='a builder to run (repeatable; default: structure and exact)',
+    )
+    build.add_argument(
+        '--scope-key',
+        action='append',
+        default=[],
+        metavar='KEY',
+        help='metadata key relations and entities inherit from their documents, and that separates merging '
+        '(repeatable; use the keys your scope filters name, e.g. --scope-key tenant)',
+    )
+    build.add_argument('--case-insensitive', action='store_true', help='exact: match names ignoring case')
+    build.add_argument('--model', '-m', default=None, help=f'extract: the pydantic-ai model (default: ${MODEL_ENV})')
+    build.add_argument('--json', action='store_true', help='print the build reports as JSON')
+    show = parser.add_argument_group('show')
+    show.add_argument('--hops', type=int, default=1, help='how far to walk (1-3, default 1)')
+    show.add_argument(
+        '--edge-type', action='append', default=None, metavar='TYPE', help='edge types to follow (repeatable)'
+    )
+    show.add_argument('--direction', choices=['out', 'in', 'both'], default='both')
+    show.add_argument('--max-nodes', type=int, default=50)
+    show.add_argument('--filter', default=None, help='a scope filter as JSON: the walk cannot leave it')
+    parser.set_defaults(run=run)
+    return parser
+
+
+def builders_for(args: argparse.Namespace) -> list[GraphBuilder]:
+    """The builders ``--link`` asked for, configured from the other options, in `LINKS` order."""
+    links = args.link or list(_DEFAULT_LINKS)
+    scope = tuple(args.scope_key)
+    chosen: list[GraphBuilder] = []
+    for link in LINKS:
+        if link not in links:
+            continue
+        if link == 'structure':
+            chosen.append(StructureBuilder(scope_keys=scope))
+        elif link == 'exact':
+            chosen.append(ExactNameLinker(scope_keys=scope, case_sensitive=not args.case_insensitive))
+        elif link == 'vector':
+            chosen.append(VectorLinker(scope_keys=scope))
+        elif link == 'code':
+            chosen.append(CodeGraphBuilder(scope_keys=scope))
+        else:
+            model = args.model or os.environ.get(MODEL_ENV)
+            if not model:
+                raise SystemExit(f'--link extract needs a model: pass --model or set ${MODEL_ENV}')
+            chosen.append(ExtractionBuilder(model, scope_keys=scope))
+    return chosen
+
+
+def report_line(report: BuildReport) -> str:
+    line = (
+        f'{report.builder}: {report.documents_built} of {report.documents_seen} documents built, '
+        f'{report.relations_written} relations written, {report.relations_deleted} deleted, '
+        f'{report.entities_written} entities written'
+    )
+    if report.model_calls:
+        line += f', {report.model_calls} model calls'
+    if report.failures:
+        line += f', {len(report.failures)} failed:' + ''.join(f'\n  {failure}' for failure in report.failures)
+    return line
+
+
+async def run(args: argparse.Namespace) -> int:
+    store, rag = open_rag(args)
+    if args.action == 'build':
+        if args.id is not None:
+            print('toolish-rag graph build takes no id', file=sys.stderr)
+            return 2
+        if not isinstance(store, GraphBuildStore):
+            print(f'this store ({type(store).__name__}) holds no graph; use memory or lancedb', file=sys.stderr)
+            return 2
+        reports = await build_graph(store, *builders_for(args))
+        if args.json:
+            print(json.dumps([asdict(r) for r in reports], indent=2))
+        else:
+            for report in reports:
+                print(report_line(report))
+        return 1 if any(r.failures for r in reports) else 0
+    if args.id is None:
+        print('toolish-rag graph show needs a node id', file=sys.stderr)
+        return 2
+    if args.filter:
+        rag = rag.with_metadata_filter(parse_filter(args.filter))
+    if 'graph_context' not in rag.offered_tools:
+        print(f'this store ({type(store).__name__}) offers no graph_context tool', file=sys.stderr)
+        return 2
+    arguments: dict[str, Any] = {
+        'ids': [args.id],
+        'hops': args.hops,
+        'direction': args.direction,
+        'max_nodes': args.max_nodes,
+    }
+    if args.edge_type:
+        arguments['edge_types'] = args.edge_type
+    try:
+        result = await rag.run_tool('graph_context', arguments)
+    except ModelRetry as retry:
+        print(f'rejected: {retry}')
+        return 2
+    print(result.return_value)
+    return 0
