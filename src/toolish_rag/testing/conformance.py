@@ -23,6 +23,14 @@ A `SectionReader` is checked on direct calls only (`toolish_rag.testing.sections
 every listing, outline and section page must equal the reference answer, under every edge
 filter, at every offset and limit, after replacements, deletes and a reopen.
 
+A graph store (`GraphSearch` and `GraphStore`) is checked on direct calls too
+(`toolish_rag.testing.graph_contract`), over `graph_corpus`: nodes of every kind, one hop's
+edges (direction, edge types, limit and ``truncated``, order, self-loops, both endpoints in
+scope) and walks (budgets, ordering, centrality) must equal the reference answers under every
+edge filter; upserting or deleting a document drops its relations and its ledger marks while
+relations of the same batch and standalone ones stay; the ledger and relation writes keep
+their contract, and a reopened store holds the same graph.
+
 Scope is checked twice. Through the `Retriever`, the path the tools take; and on direct
 calls to the store's own methods (`toolish_rag.testing.contract`), because the Retriever
 re-checks every hit and re-queries when a store leaks, which would hide the leak. The
@@ -47,6 +55,8 @@ from ..errors import QuerySyntaxError
 from ..filters import EntityFilter, Filter, PropertyFilter as F, matches
 from ..protocols import (
     DocumentStore,
+    GraphSearch,
+    GraphStore,
     RegexSearch,
     ResultExpander,
     SectionReader,
@@ -71,6 +81,20 @@ from .corpus import (
     conformance_entities,
     navigation_corpus,
     selective_corpus,
+)
+from .graph_contract import (
+    GRAPH_SCOPES,
+    GraphCalls,
+    GraphReference,
+    graph_corpus,
+    graph_scope_calls,
+    ledger_problems,
+    neighbour_calls,
+    node_calls,
+    relation_write_problems,
+    replacement_problems,
+    stored_problems,
+    walk_calls,
 )
 from .sections_contract import (
     UNKNOWN_ID,
@@ -110,6 +134,12 @@ def _report(problems: list[str]) -> str:
 def _section_reader(store: Any) -> SectionReader:
     if not isinstance(store, SectionReader):
         pytest.skip('no SectionReader')
+    return store
+
+
+def _graph_store(store: Any) -> Any:
+    if not (isinstance(store, GraphSearch) and isinstance(store, GraphStore)):
+        pytest.skip('no GraphSearch + GraphStore')
     return store
 
 
@@ -575,6 +605,80 @@ class StoreConformance:
         reference = SectionReference.of(documents)
         problems = await document_metadata_problems(reopened, documents)
         problems += await scope_calls(documents, F.eq('region', 'south')).problems(reopened, reference)
+        assert not problems, _report(problems)
+
+    # -- graph (GraphSearch + GraphStore): direct calls, every answer equal to the reference's -------
+
+    @pytest_asyncio.fixture
+    async def graph_loaded(self, store_path: Path, embedder: HashingEmbeddingModel) -> Any:
+        store = _graph_store(await self.make_store(store_path, embedder))
+        await store.upsert(graph_corpus().items())
+        return store
+
+    async def test_graph_honours_every_filter(self, graph_loaded: Any) -> None:
+        """Every edge filter in turn, on one store: nodes, edges (and ``truncated``) and a walk equal the reference.
+
+        One store for all of them, so a cache keyed by something coarser than the filter (where
+        ``True == 1``) serves one scope another's answer and fails here too."""
+        corpus = graph_corpus()
+        reference = GraphReference.of(corpus)
+        calls = GraphCalls()
+        for f in [None, *(f for _, f in EDGE_FILTERS)]:
+            calls += graph_scope_calls(corpus, reference, f)
+        assert not (problems := await calls.problems(graph_loaded, reference)), _report(problems)
+
+    async def test_graph_nodes_of_every_kind(self, graph_loaded: Any) -> None:
+        """Chunks, sections, documents and entities, in and out of scope; ids of no node; duplicates of none."""
+        corpus = graph_corpus()
+        calls = GraphCalls()
+        for _, f in GRAPH_SCOPES:
+            calls += node_calls(corpus, f)
+        assert not (problems := await calls.problems(graph_loaded, GraphReference.of(corpus))), _report(problems)
+
+    async def test_graph_neighbours(self, graph_loaded: Any) -> None:
+        """Direction, edge types, ``limit`` and exactly when ``truncated``, order, self-loops, both endpoints in scope."""
+        corpus = graph_corpus()
+        reference = GraphReference.of(corpus)
+        calls = GraphCalls()
+        for _, f in GRAPH_SCOPES:
+            calls += neighbour_calls(corpus, reference, f)
+        assert not (problems := await calls.problems(graph_loaded, reference)), _report(problems)
+
+    async def test_graph_walks(self, graph_loaded: Any) -> None:
+        """`toolish_rag.graph.walk.walk` over the store equals the walk over the reference: hops, via, budgets, order."""
+        corpus = graph_corpus()
+        reference = GraphReference.of(corpus)
+        calls = GraphCalls()
+        for _, f in GRAPH_SCOPES[:4]:
+            calls += walk_calls(corpus, reference, f)
+        assert not (problems := await calls.problems(graph_loaded, reference)), _report(problems)
+
+    async def test_graph_replacing_and_deleting_documents(self, graph_loaded: Any) -> None:
+        """A document's relations and ledger marks go with it; the same batch's and standalone relations stay."""
+        assert not (problems := await replacement_problems(graph_loaded, graph_corpus())), _report(problems)
+
+    async def test_graph_relation_writes(self, graph_loaded: Any) -> None:
+        """Relations rewritten by id (the last of an id in a batch wins) and deleted by id; entities listed."""
+        assert not (problems := await relation_write_problems(graph_loaded, graph_corpus())), _report(problems)
+
+    async def test_graph_ledger(self, store_path: Path, embedder: Any) -> None:
+        """Marks set, overwritten and deleted per builder, each builder's apart."""
+        store = _graph_store(await self.make_store(store_path, embedder))
+        assert not (problems := await ledger_problems(store)), _report(problems)
+
+    async def test_graph_after_reopen(self, store_path: Path, embedder: Any) -> None:
+        """Reopened, a store holds the same relations and ledger, and answers alike."""
+        made = _graph_store(await self.make_store(store_path, embedder))
+        corpus = graph_corpus()
+        await made.upsert(corpus.items())
+        marks = {'exact': {corpus.documents[0].id: 'fp-1', 'names': 'names-1'}}
+        await made.set_graph_marks('exact', marks['exact'])
+        del made
+        reopened = _graph_store(await self.reopen_store(store_path, embedder))
+        reference = GraphReference.of(corpus)
+        problems = await stored_problems(reopened, 'after a reopen', corpus.relations, marks)
+        calls = graph_scope_calls(corpus, reference, None) + graph_scope_calls(corpus, reference, GRAPH_SCOPES[1][1])
+        problems += await calls.problems(reopened, reference)
         assert not problems, _report(problems)
 
     # -- entities -------------------------------------------------------------------------------
