@@ -24,6 +24,7 @@ SCRIPT = ROOT / 'benchmarks' / 'graph_bench.py'
 ENV = {**os.environ, 'HF_HUB_OFFLINE': '1'}
 
 
+@pytest.mark.slow  # ~45 s (embeds 600 paragraphs with the real model); the default run keeps the issue within its minute
 @pytest.mark.model
 @pytest.mark.shared_data
 def test_graph_bench_quick_runs(tmp_path: Path) -> None:
