@@ -13,9 +13,10 @@ standard library's `ast`, and writes:
   sites; ``DEFINED_IN`` entity -> the chunk holding its ``def``/``class`` line (a module: its first
   chunk), so a walk lands on code the model can read.
 
-**Where the source comes from.** No shipped reader ingests ``.py`` (a user registers one, e.g.
-``READERS['.py'] = read_text``), and a text reader trims the whitespace between paragraphs: the
-chunks alone lose indentation and line numbers, which `ast` needs. So the builder reads the file
+**Where the source comes from.** Ingestion reads ``.py`` files with
+`toolish_rag.ingest.readers.python.read_python`, which keeps every chunk an exact slice of the file,
+but chunks alone lose the first line's indentation and the line numbers `ast` needs (and another
+reader may have stored the document). So the builder reads the file
 the document's ``file://`` uri names and accepts it only if every stored chunk's ``urtext`` is
 found at its ``start_char``/``end_char`` (or, without offsets, in order): the graph always
 describes the text the store holds, a file edited or removed since ingestion is reported as a

@@ -15,6 +15,7 @@ from .html import read_html
 from .markdown import read_markdown
 from .office import read_docx, read_pptx, read_xlsx
 from .pdf import read_pdf
+from .python import read_python
 from .rtf import read_rtf
 from .text import read_text
 
@@ -39,6 +40,8 @@ READERS: dict[str, Reader] = {
     '.xlsx': read_xlsx,
     '.epub': read_epub,
     '.rtf': read_rtf,
+    '.py': read_python,
+    '.pyi': read_python,
 }
 """File extension (lower case, with the dot) -> reader. Add entries to support more formats."""
 
