@@ -85,8 +85,7 @@ async def _memory(path: Path) -> StoreLike:
 async def _lancedb(path: Path) -> StoreLike:
     lancedb = pytest.importorskip('toolish_rag_lancedb', reason='needs the LanceDB adapter (stores/lancedb)')
     store: StoreLike = lancedb.LanceDBStore(path / 'kb', embedder=HashingEmbeddingModel(64))
-    if not isinstance(store, GraphSearch):
-        pytest.skip('this LanceDB adapter has no GraphSearch')
+    assert isinstance(store, GraphSearch), 'the LanceDB adapter must serve graph_context'
     return store
 
 

@@ -37,8 +37,9 @@ from .common import MODEL_ENV, open_rag
 
 __all__ = ['LINKS', 'register', 'run']
 
-LINKS = ('structure', 'exact', 'vector', 'code', 'extract')
-"""The builders ``--link`` names, in the order they run (structure first: later ones may link to its nodes)."""
+LINKS = ('structure', 'code', 'extract', 'exact', 'vector')
+"""The builders ``--link`` names, in the order they run: those that create entities (code, extract) before the
+linkers that match them (exact, vector), so one run is complete and a second writes nothing."""
 
 _DEFAULT_LINKS = ('structure', 'exact')
 

@@ -10,12 +10,23 @@
   structure, Python code, model extraction), each idempotent.
 """
 
-from .model import MAX_EDGE_LIMIT, Direction, GraphNode, NeighbourRequest, Neighbours, NodeKind, NodeRequest, edge_order
+from .model import (
+    MAX_EDGE_LIMIT,
+    NODE_KIND_ORDER,
+    Direction,
+    GraphNode,
+    NeighbourRequest,
+    Neighbours,
+    NodeKind,
+    NodeRequest,
+    edge_order,
+)
 from .reference import reference_neighbours, reference_nodes
 from .walk import MAX_HOPS, MAX_WALK_NODES, GraphWalk, Via, WalkedNode, WalkRequest, walk
 
 __all__ = [
     'MAX_EDGE_LIMIT',
+    'NODE_KIND_ORDER',
     'MAX_HOPS',
     'MAX_WALK_NODES',
     'Direction',

@@ -28,6 +28,7 @@ from ..filters import Filter
 
 __all__ = [
     'MAX_EDGE_LIMIT',
+    'NODE_KIND_ORDER',
     'Direction',
     'GraphNode',
     'NeighbourRequest',
@@ -39,6 +40,11 @@ __all__ = [
 
 Direction: TypeAlias = Literal['out', 'in', 'both']
 """Which edges of a node to follow: ``out`` (the node is the source), ``in`` (the target), or both."""
+
+NODE_KIND_ORDER: tuple[NodeKind, ...] = ('chunk', 'entity', 'section', 'document')
+"""How an id naming nodes of several kinds resolves (an entity given a document's id, say): to the first
+kind in this order that is in scope. A foreign node of one kind hides none of the others, so the answer
+never tells a foreign node from a missing one; every store uses this order so all answer alike."""
 
 MAX_EDGE_LIMIT = 10_000
 """The most edges one `NeighbourRequest` may ask for."""

@@ -28,11 +28,10 @@ from collections.abc import Iterable
 
 from ..content import Chunk, Entity, NodeKind, Relation
 from ..filters import Filter, matches
-from .model import GraphNode, NeighbourRequest, Neighbours, NodeRequest, edge_order
+from .model import NODE_KIND_ORDER, GraphNode, NeighbourRequest, Neighbours, NodeRequest, edge_order
 
 __all__ = ['reference_neighbours', 'reference_nodes']
 
-_KIND_ORDER: tuple[NodeKind, ...] = ('chunk', 'entity', 'section', 'document')
 """Which kind an id naming several resolves to in `reference_nodes` (the first in scope)."""
 
 
@@ -41,7 +40,7 @@ def reference_nodes(records: Iterable[Chunk | Entity], request: NodeRequest) -> 
     scope = _Scope(records, request.filter)
     found: dict[str, GraphNode] = {}
     for node_id in request.ids:
-        for kind in _KIND_ORDER:
+        for kind in NODE_KIND_ORDER:
             node = scope.node(node_id, kind)
             if node is not None:
                 found[node_id] = node

@@ -24,7 +24,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Literal, TypeAlias
 
 from ..content import Relation
 from ..filters import Filter
@@ -33,7 +33,7 @@ from .model import MAX_EDGE_LIMIT, Direction, GraphNode, NeighbourRequest, Neigh
 if TYPE_CHECKING:  # `toolish_rag.protocols` imports this package's model: a runtime import would be a cycle
     from ..protocols import GraphSearch
 
-__all__ = ['MAX_ALPHA', 'MAX_HOPS', 'MAX_WALK_NODES', 'GraphWalk', 'Via', 'WalkRequest', 'WalkedNode', 'walk']
+__all__ = ['MAX_ALPHA', 'MAX_HOPS', 'MAX_WALK_NODES', 'Budget', 'GraphWalk', 'Via', 'WalkRequest', 'WalkedNode', 'walk']
 
 MAX_HOPS = 3
 """The most hops a walk may take: past three, a neighbourhood is most of a corpus."""
@@ -72,6 +72,10 @@ class WalkedNode:
     """Weighted in-degree over the returned edges (self-loops aside), normalised to ``[0, 1]``."""
 
 
+Budget: TypeAlias = Literal['max_nodes', 'edge_limit']
+"""A budget that can cut a walk: the nodes returned, or the edges one hop reads."""
+
+
 @dataclass(frozen=True, slots=True)
 class GraphWalk:
     """What a walk found: nodes in order, the edges between them (by id), and whether a budget cut it."""
@@ -79,6 +83,9 @@ class GraphWalk:
     nodes: tuple[WalkedNode, ...]
     edges: tuple[Relation, ...]
     truncated: bool
+    cut_by: tuple[Budget, ...] = ()
+    """Which budgets cut the walk (empty exactly when it is not truncated), so a caller can say which to change:
+    raising ``max_nodes`` cannot help a walk the per-hop ``edge_limit`` cut."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,11 +160,13 @@ class _Walk:
     """Every edge the store returned, by id."""
     truncated: bool = False
     stopped: bool = False
+    cut_by: set[Budget] = field(default_factory=set)
 
     def cut(self) -> None:
-        """A budget left an in-scope node out: say so, and walk no further."""
+        """``max_nodes`` left an in-scope node out: say so, and walk no further."""
         self.truncated = True
         self.stopped = True
+        self.cut_by.add('max_nodes')
 
 
 async def _seed(store: GraphSearch, request: WalkRequest, state: _Walk) -> None:
@@ -180,6 +189,7 @@ def _take_hop(state: _Walk, hop: int, frontier: tuple[str, ...], direction: Dire
     """Add one hop's new nodes (in id order, up to the budget) and remember the edges read."""
     if answer.truncated:
         state.truncated = True
+        state.cut_by.add('edge_limit')
     for edge in answer.edges:
         state.edges[edge.id] = edge
     vias = _vias(answer.edges, set(frontier), direction)
@@ -226,7 +236,8 @@ def _finish(state: _Walk, request: WalkRequest) -> GraphWalk:
         walked.sort(key=lambda w: (-w.score, w.node.id))
     else:
         walked.sort(key=lambda w: (w.hop, w.node.id))
-    return GraphWalk(tuple(walked), tuple(edges), state.truncated)
+    cut_by = tuple(b for b in ('max_nodes', 'edge_limit') if b in state.cut_by)
+    return GraphWalk(tuple(walked), tuple(edges), state.truncated, cut_by)
 
 
 def _centrality(node_ids: Iterable[str], edges: Sequence[Relation]) -> dict[str, float]:

@@ -28,7 +28,7 @@ import numpy.typing as npt
 
 from ..content import Chunk, Entity, NodeKind, Record, Relation
 from ..filters import Filter, matches
-from ..graph.model import Direction, GraphNode, NeighbourRequest, Neighbours, NodeRequest, edge_order
+from ..graph.model import NODE_KIND_ORDER, Direction, GraphNode, NeighbourRequest, Neighbours, NodeRequest, edge_order
 from .memory_navigation import MaskSource, NavigationIndex, NavigationScope, positions_of
 
 __all__ = [
@@ -48,7 +48,7 @@ Marks = Mapping[str, Mapping[str, str]]
 
 _NO_POSITIONS: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 
-KIND_ORDER: tuple[NodeKind, ...] = ('chunk', 'entity', 'section', 'document')
+KIND_ORDER = NODE_KIND_ORDER
 """What a bare id resolves to when it names nodes of several kinds: the first in scope (as the reference)."""
 
 

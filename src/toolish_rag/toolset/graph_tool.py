@@ -148,7 +148,9 @@ async def walk_graph(r: Retriever, args: Mapping[str, Any], settings: GraphSetti
     if query is not None:
         if settings.search is None:
             raise InvalidRequestError('this collection cannot be searched: pass ids from earlier results instead')
-        hits = await settings.search(r)(query, settings.seeds)
+        # Search seeds leave room for what the walk reaches: at most half the nodes not taken by ids.
+        room = max(1, (max_nodes - len(ids)) // 2)
+        hits = await settings.search(r)(query, min(settings.seeds, room))
         seeds += [h.id for h in hits if h.id not in seeds]
     request = WalkRequest(
         tuple(seeds),

@@ -68,8 +68,13 @@ def _count(n: int, noun: str) -> str:
 
 def _ending(shown: WalkShown, walk: GraphWalk) -> str:
     if walk.truncated:
+        budgets = []
+        if 'max_nodes' in walk.cut_by:
+            budgets.append(f'max_nodes={shown.max_nodes}')
+        if 'edge_limit' in walk.cut_by:
+            budgets.append('the edges one hop reads (narrow edge_types or direction, or start from fewer ids)')
         return (
-            f'truncated: the walk hit its budget (max_nodes={shown.max_nodes}); nodes beyond it were not '
+            f'truncated: the walk hit its budget ({"; ".join(budgets)}); nodes beyond it were not '
             'visited — do not conclude they are unconnected.'
         )
     return (

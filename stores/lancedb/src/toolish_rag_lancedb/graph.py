@@ -32,7 +32,7 @@ from lancedb.query import ColumnOrdering
 
 from toolish_rag.content import Chunk, Entity, NodeKind, Relation
 from toolish_rag.filters import Filter
-from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
+from toolish_rag.graph import NODE_KIND_ORDER, GraphNode, NeighbourRequest, Neighbours, NodeRequest
 
 from .filters import Pushdown, RowTarget, has_literal, sql_string
 from .queries import PinnedTable
@@ -40,7 +40,7 @@ from .schema import RELATION_COLUMNS, RESULT_COLUMNS, in_lists, record_from_row,
 
 __all__ = ['KIND_ORDER', 'PAGE_MIN', 'GraphSnapshot', 'NodeScope', 'graph_nodes', 'neighbours']
 
-KIND_ORDER: tuple[NodeKind, ...] = ('chunk', 'section', 'document', 'entity')
+KIND_ORDER = NODE_KIND_ORDER
 """The kind an id naming several resolves to in `graph_nodes` (the first in scope), as in the reference."""
 
 PAGE_MIN = 256
