@@ -86,3 +86,15 @@ def test_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: p
     monkeypatch.delenv('TOOLISH_RAG_MODEL', raising=False)
     with pytest.raises(SystemExit, match='needs a model'):
         main(['graph', 'build', '--link', 'extract', *STORE])
+
+
+def test_builders_that_make_entities_run_before_the_linkers() -> None:
+    """Regression: exact ran before extract, so the second build linked the first build's new entities."""
+    import argparse
+
+    from toolish_rag.cli.graph_cmd import builders_for
+
+    args = argparse.Namespace(
+        link=['vector', 'exact', 'extract', 'code', 'structure'], scope_key=[], case_insensitive=False, model='test'
+    )
+    assert [b.name for b in builders_for(args)] == ['structure', 'code', 'extract', 'exact', 'vector']
