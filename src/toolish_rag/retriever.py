@@ -17,6 +17,8 @@ measure. It is where scope is enforced:
 * a graph walk (`graph_walk`) carries the scope into every store request it makes, and each
   edge the store returns is re-checked against it (a graph store always honours the filter:
   a node's visibility cannot be re-checked here, see `toolish_rag.protocols.GraphSearch`).
+  Each walk is an OpenTelemetry span (`toolish_rag.tracing`), nested in the tool call's when
+  there is one.
 
 It is also where a caller's text is checked (`QUERY_RULE`, `PATTERN_RULE`, `ID_RULE`), once,
 before any store sees it: a NUL or a lone surrogate would otherwise crash a store's native
@@ -54,6 +56,7 @@ from .protocols import (
     VectorSearch,
 )
 from .search import ID_RULE, PATTERN_RULE, QUERY_RULE, ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from .tracing import EDGES, HOPS, NODES, SCOPED, SEEDS, STORE, TRUNCATED, Attributes, current, span
 
 __all__ = ['Retriever', 'SectionView']
 
@@ -194,19 +197,27 @@ class Retriever:
         filter. The seeds are checked like every id a caller sends (`ID_RULE`). Every edge the
         store returns must satisfy the scope; one that does not is a store bug, raised rather
         than dropped, since dropping it would leave ``truncated`` counting what the scope hides.
+
+        The walk is a ``toolish_rag.graph_walk`` span: the store, whether a scope applied, the
+        seed count and hops, then the nodes, edges and ``truncated`` found (never a seed id or
+        the scope's values).
         """
         if not isinstance(self.store, GraphSearch):
             raise InvalidRequestError('this store has no graph to walk')
         for seed in request.seeds:
             ID_RULE.check(seed)
         scope = request.filter if self.filter is None else self.with_filter(request.filter).filter
-        found = await walk(self.store, replace(request, filter=scope))
-        stray = next((e for e in found.edges if not matches(scope, e)), None)
-        if stray is not None:
-            raise ToolishRagError(
-                f'{type(self.store).__name__}.neighbours returned relation {echo(stray.id)}, which its '
-                'NeighbourRequest.filter excludes: a graph store must answer inside the filter it is sent'
-            )
+        store = type(self.store).__name__
+        opened: Attributes = {STORE: store, SCOPED: scope is not None, SEEDS: len(request.seeds), HOPS: request.hops}
+        with span(current(), 'toolish_rag.graph_walk', opened) as walk_span:
+            found = await walk(self.store, replace(request, filter=scope))
+            stray = next((e for e in found.edges if not matches(scope, e)), None)
+            if stray is not None:
+                raise ToolishRagError(
+                    f'{store}.neighbours returned relation {echo(stray.id)}, which its '
+                    'NeighbourRequest.filter excludes: a graph store must answer inside the filter it is sent'
+                )
+            walk_span.set_attributes({NODES: len(found.nodes), EDGES: len(found.edges), TRUNCATED: found.truncated})
         return found
 
     # -- expansion ------------------------------------------------------------------------

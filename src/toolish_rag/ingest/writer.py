@@ -11,10 +11,19 @@ none of it; the writer records the document that error names as failed, with the
 and upserts the rest of that batch again. Only a failing batch is retried, and only without
 the documents it failed on, so a corpus with a few such files costs a few extra upserts, not
 one per document. Any other exception from the store is an outage or a bug and stops the run.
+
+Each document settled here is an OpenTelemetry span (``toolish_rag.ingest_file``, see
+`toolish_rag.tracing`): from the writer taking it (parsed, chunked) to the upsert that stored
+or refused it returning, so it covers the wait for its batch and the batch's embedding. It
+names the document by id only (by default a digest of its uri: no path, title or metadata)
+and says its outcome and chunk count. Each flush is a ``toolish_rag.upsert`` span around the
+store writes of one batch. Both go to the global tracer provider, or to the tracing of a span
+in progress.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from urllib.parse import unquote, urlparse
@@ -22,12 +31,13 @@ from urllib.parse import unquote, urlparse
 from ..content import Document
 from ..errors import UnsupportedValueError
 from ..protocols import DocumentStore
+from ..tracing import CHUNKS, DOCUMENT_ID, DOCUMENTS, OUTCOME, STORE, Attributes, current, ended_span, span
 from .report import IngestIssue, IngestReport
 
 __all__ = ['BatchWriter']
 
-_Pending = list[tuple[Document, bool]]
-"""Documents waiting to be written, each with whether it replaces a stored one."""
+_Pending = list[tuple[Document, bool, int]]
+"""Documents waiting to be written, each with whether it replaces a stored one and when it was taken (ns)."""
 
 
 @dataclass(slots=True)
@@ -43,9 +53,11 @@ class BatchWriter:
     """Called once per document settled by a write, stored or failed (the progress bar)."""
     _batch: _Pending = field(default_factory=list, init=False)
     _chunks: int = field(default=0, init=False)
+    _refused: list[tuple[Document, int, UnsupportedValueError]] = field(default_factory=list, init=False)
+    """Documents the store refused during a flush, traced once its upsert span has ended (as siblings)."""
 
     async def add(self, document: Document) -> None:
-        self._batch.append((document, document.id in self.stored_ids))
+        self._batch.append((document, document.id in self.stored_ids, time.time_ns()))
         self._chunks += len(document.chunks)
         if self._chunks >= self.batch_chunks:
             await self.flush()
@@ -54,11 +66,17 @@ class BatchWriter:
         """Write what is waiting, then record it in the report."""
         if not self._batch:
             return
-        for document, is_update in await self._write(self._batch):
+        written: Attributes = {STORE: self._store_name, DOCUMENTS: len(self._batch), CHUNKS: self._chunks}
+        with span(current(), 'toolish_rag.upsert', written):
+            stored = await self._write(self._batch)
+        for document, taken, exc in self._refused:
+            self._trace(document, 'failed', taken, exc)
+        for document, is_update, taken in stored:
             (self.report.updated if is_update else self.report.added).append(document.uri)
             self.report.chunks += len(document.chunks)
+            self._trace(document, 'updated' if is_update else 'added', taken)
             self.on_written()
-        self._batch, self._chunks = [], 0
+        self._batch, self._chunks, self._refused = [], 0, []
 
     async def _write(self, batch: _Pending) -> _Pending:
         """Upsert ``batch``, setting aside each document the store refuses a value of; what was stored.
@@ -69,7 +87,7 @@ class BatchWriter:
         """
         while batch:
             try:
-                await self.store.upsert([document for document, _ in batch])
+                await self.store.upsert([document for document, _, _ in batch])
             except UnsupportedValueError as exc:
                 named = [entry for entry in batch if entry[0].id == exc.document_id]
                 if named:
@@ -86,9 +104,24 @@ class BatchWriter:
         return []
 
     def _fail(self, entries: _Pending, exc: UnsupportedValueError) -> None:
-        for document, _ in entries:
+        for document, _, taken in entries:
             self.report.failed.append(IngestIssue(_source(document.uri), f'cannot be stored: {exc}'))
+            self._refused.append((document, taken, exc))
             self.on_written()
+
+    @property
+    def _store_name(self) -> str:
+        return type(self.store).__name__
+
+    def _trace(self, document: Document, outcome: str, taken: int, failed: Exception | None = None) -> None:
+        """The document's ``toolish_rag.ingest_file`` span, from ``taken`` to now (the value refused: only its type)."""
+        attributes: Attributes = {
+            STORE: self._store_name,
+            DOCUMENT_ID: document.id,
+            OUTCOME: outcome,
+            CHUNKS: len(document.chunks),
+        }
+        ended_span(current(), 'toolish_rag.ingest_file', taken, attributes, failed=failed)
 
 
 def _source(uri: str) -> str:

@@ -4,6 +4,12 @@ pydantic-ai's `RunContext` needs a model, but a tool call made directly never as
 anything. Rather than borrow pydantic-ai's ``TestModel`` (a test double that would answer
 with made-up text), the context gets `_NoModel`, which fails loudly if anything asks it to
 respond: that would be a bug, and it should not pass silently.
+
+There is no agent run whose tracer to use either: the context carries the global tracer
+provider's (`toolish_rag.tracing.Tracing.outside_runs`), looked up per call so a provider set
+after import is used, and ``trace_include_content=True``, since there is no instrumentation
+setting to defer to: whether a span carries content is then the toolset's ``trace_content``
+alone.
 """
 
 from __future__ import annotations
@@ -17,6 +23,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse
 from pydantic_ai.models import Model, ModelRequestParameters, StreamedResponse
 from pydantic_ai.settings import ModelSettings
 from pydantic_ai.usage import RunUsage
+
+from ..tracing import Tracing
 
 __all__ = ['direct_context']
 
@@ -59,4 +67,6 @@ class _NoModel(Model):
 
 def direct_context(deps: Any) -> RunContext[Any]:
     """A `RunContext` with ``deps`` for a tool call made outside an agent run."""
-    return RunContext(deps=deps, model=_NoModel(), usage=RunUsage())
+    return RunContext(
+        deps=deps, model=_NoModel(), usage=RunUsage(), tracer=Tracing.outside_runs().tracer, trace_include_content=True
+    )

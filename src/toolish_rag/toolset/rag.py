@@ -26,6 +26,7 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from .. import tracing
 from ..errors import InvalidRequestError, echo
 from ..filters import Filter, combine_all
 from ..fusion import FusionConfig
@@ -63,6 +64,14 @@ class EagerSearch:
     top_k: int = 5
 
 
+@dataclass(slots=True)
+class _EagerRun:
+    """One run's eager searches: the run's scoped retriever, and their text once searched."""
+
+    retriever: Retriever
+    text: str | None = None
+
+
 @dataclass(frozen=True)
 class _Config:
     """Everything a `ToolishRag` is; each ``with_*`` is a `replace` of it, so it checks itself."""
@@ -86,6 +95,7 @@ class _Config:
     filterable: ModelFilters | None = None
     allow_grouping: bool = False
     graph_seeds: int = graph_tool.DEFAULT_GRAPH_SEEDS
+    trace_content: bool = False
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -188,6 +198,11 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             (one result per document, ``top_k`` documents). Without it no schema changes.
         graph_seeds: how many of the best search hits seed a ``graph_context`` walk from a
             ``query`` (a store implementing `GraphSearch` offers that tool).
+        trace_content: let the OpenTelemetry span of each tool call and eager search carry the
+            query text (or regex pattern) and the call's arguments. Even then only when the agent
+            run's instrumentation includes content (``InstrumentationSettings(include_content=...)``);
+            filter values never (see `toolish_rag.tracing`). Spans go to the run's tracer, so an
+            uninstrumented agent records none.
     """
 
     def __init__(
@@ -211,6 +226,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         filterable: Mapping[str, FilterableSpec] | ModelFilters | None = None,
         allow_grouping: bool = False,
         graph_seeds: int = graph_tool.DEFAULT_GRAPH_SEEDS,
+        trace_content: bool = False,
     ) -> None:
         filters = tuple(f for f in (metadata_filter, entity_filter) if f is not None)
         if filterable is not None and not isinstance(filterable, ModelFilters):
@@ -233,13 +249,14 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             filterable=filterable,
             allow_grouping=allow_grouping,
             graph_seeds=graph_seeds,
+            trace_content=trace_content,
         )
         self._init(config)
 
-    def _init(self, config: _Config, preloaded: str | None = None) -> None:
+    def _init(self, config: _Config, eager_run: _EagerRun | None = None) -> None:
         self._config = config
         self._store_capabilities = StoreCapabilities.of(config.store)
-        self._preloaded = preloaded
+        self._eager_run = eager_run
         self._arguments = StringArguments.for_toolset(config.max_query_chars)
         # Built once: the filter's schema is the same for every run (and get_tools runs per model request).
         self._filter_schema = config.filterable.json_schema() if config.filterable is not None else None
@@ -248,9 +265,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         )
 
     @classmethod
-    def _from(cls, config: _Config, preloaded: str | None = None) -> ToolishRag[AgentDepsT]:
+    def _from(cls, config: _Config, eager_run: _EagerRun | None = None) -> ToolishRag[AgentDepsT]:
         obj = cls.__new__(cls)
-        obj._init(config, preloaded)
+        obj._init(config, eager_run)
         return obj
 
     # -- immutable configuration ------------------------------------------------------------
@@ -465,16 +482,29 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return 'Give each ToolishRag on an agent its own `name` (it prefixes the tool names).'
 
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
+        """With eager searches, the run's own copy, holding the run's scope; they run at its first instructions.
+
+        Not here: pydantic-ai calls ``for_run`` before it opens the agent run's span, and the
+        eager searches' spans belong inside it, as every other span of the run.
+        """
         if not self._config.eager:
             return self
-        retriever = self.retriever(ctx)
-        blocks = [await self._eager(retriever, e) for e in self._config.eager]
-        return self._from(self._config, preloaded='\n\n'.join(blocks))
+        return self._from(self._config, _EagerRun(self.retriever(ctx)))
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | None:
         cfg = self._config
         filters = cfg.filterable.describe() if cfg.filterable is not None and self._takes_filter() else None
-        return build_instructions(cfg.name, cfg.description, self._offered(), self._preloaded, filters)
+        return build_instructions(cfg.name, cfg.description, self._offered(), await self._preloaded(ctx), filters)
+
+    async def _preloaded(self, ctx: RunContext[Any]) -> str | None:
+        """The run's eager search results, searched once per run (at its first instructions), else ``None``."""
+        run = self._eager_run
+        if run is None:
+            return None
+        if run.text is None:
+            traced = self._tracing(ctx)
+            run.text = '\n\n'.join([await self._eager(run.retriever, e, traced) for e in self._config.eager])
+        return run.text
 
     def _takes_filter(self) -> bool:
         return any(t.endswith('_search') or t == 'list_documents' for t in self._offered())
@@ -532,15 +562,26 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             if inspect.isawaitable(outcome):
                 await outcome
 
-    async def _eager(self, retriever: Retriever, eager: EagerSearch) -> str:
+    def _tracing(self, ctx: RunContext[Any]) -> tracing.Tracing:
+        """Where this run's spans go, with content only if both the developer and the run's instrumentation allow."""
+        return tracing.Tracing.of_run(ctx, opted_in=self._config.trace_content)
+
+    def _call_trace(self, tool: str, arguments: Mapping[str, Any], retriever: Retriever) -> tracing.CallTrace:
+        store = type(self._config.store).__name__
+        return tracing.CallTrace(self._config.name, store, tool, retriever.filter is not None, arguments)
+
+    async def _eager(self, retriever: Retriever, eager: EagerSearch, traced: tracing.Tracing) -> str:
         start = time.perf_counter()
         caps = self._store_capabilities
-        if caps.hybrid:
-            hits = await retriever.hybrid_search(eager.query, eager.top_k)
-        elif caps.vector:
-            hits = await retriever.vector_search(eager.query, eager.top_k)
-        else:
-            hits = await retriever.text_search(eager.query, eager.top_k)
+        arguments = {'query': eager.query, 'top_k': eager.top_k}
+        with self._call_trace('eager_search', arguments, retriever).span(traced) as span:
+            if caps.hybrid:
+                hits = await retriever.hybrid_search(eager.query, eager.top_k)
+            elif caps.vector:
+                hits = await retriever.vector_search(eager.query, eager.top_k)
+            else:
+                hits = await retriever.text_search(eager.query, eager.top_k)
+            span.set_attribute(tracing.HITS, len(hits))
         text = render.render_hits(hits, heading=f'Preloaded search results for {eager.query!r}:')
         if not hits:
             text = f'Preloaded search results for {eager.query!r}: none. {render.NO_RESULTS}'
@@ -548,7 +589,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             RagEvent(
                 rag=self._config.name,
                 tool='eager_search',
-                arguments={'query': eager.query, 'top_k': eager.top_k},
+                arguments=arguments,
                 result_text=text,
                 hits=tuple(hits),
                 duration_s=time.perf_counter() - start,
@@ -583,40 +624,47 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
         Every tool goes through here, so this is where its string arguments are checked
         (`StringArguments.check`); ``body`` gets them checked and normalised. A refusal becomes
-        a ``ModelRetry`` whose message is bounded (`retry_message`), whoever wrote it.
+        a ``ModelRetry`` whose message is bounded (`retry_message`), whoever wrote it. The call
+        is one OpenTelemetry span (`toolish_rag.tracing`), current while ``body`` runs so a graph
+        walk's span nests in it; it covers the listener events too.
         """
         start = time.perf_counter()
         retriever = self.retriever(ctx)
         arguments = {k: v for k, v in arguments.items() if not (k in _OPTIONAL and v is None)}
-        try:
-            retriever = self._narrowed(retriever, arguments)
-            text, hits = await body(retriever, self._arguments.check(arguments))
-        except InvalidRequestError as e:
-            sent = [s for v in arguments.values() for s in (v if isinstance(v, list) else [v]) if isinstance(s, str)]
-            message = retry_message(str(e), echoed=[*sent, *(v.strip() for v in sent)])
+        with self._call_trace(tool, arguments, retriever).span(self._tracing(ctx)) as span:
+            try:
+                retriever = self._narrowed(retriever, arguments)
+                text, hits = await body(retriever, self._arguments.check(arguments))
+            except InvalidRequestError as e:
+                sent = [
+                    s for v in arguments.values() for s in (v if isinstance(v, list) else [v]) if isinstance(s, str)
+                ]
+                message = retry_message(str(e), echoed=[*sent, *(v.strip() for v in sent)])
+                span.set_attribute(tracing.RETRY, True)
+                await self._emit(
+                    RagEvent(
+                        rag=self._config.name,
+                        tool=tool,
+                        arguments=dict(arguments),
+                        result_text=message,
+                        duration_s=time.perf_counter() - start,
+                        filtered=retriever.filter is not None,
+                        error=message,
+                    )
+                )
+                raise ModelRetry(message) from e
+            span.set_attribute(tracing.HITS, len(hits))
             await self._emit(
                 RagEvent(
                     rag=self._config.name,
                     tool=tool,
                     arguments=dict(arguments),
-                    result_text=message,
+                    result_text=text,
+                    hits=tuple(hits),
                     duration_s=time.perf_counter() - start,
                     filtered=retriever.filter is not None,
-                    error=message,
                 )
             )
-            raise ModelRetry(message) from e
-        await self._emit(
-            RagEvent(
-                rag=self._config.name,
-                tool=tool,
-                arguments=dict(arguments),
-                result_text=text,
-                hits=tuple(hits),
-                duration_s=time.perf_counter() - start,
-                filtered=retriever.filter is not None,
-            )
-        )
         return ToolReturn(return_value=text, metadata={'hits': list(hits), 'rag': self._config.name, 'tool': tool})
 
     def _narrowed(self, retriever: Retriever, arguments: Mapping[str, Any]) -> Retriever:
