@@ -95,6 +95,10 @@ def test_builders_that_make_entities_run_before_the_linkers() -> None:
     from toolish_rag.cli.graph_cmd import builders_for
 
     args = argparse.Namespace(
-        link=['vector', 'exact', 'extract', 'code', 'structure'], scope_key=[], case_insensitive=False, model='test'
+        link=['vector', 'exact', 'extract', 'code', 'structure'],
+        scope_key=[],
+        case_insensitive=False,
+        model='test',
+        merge_across=None,
     )
     assert [b.name for b in builders_for(args)] == ['structure', 'code', 'extract', 'exact', 'vector']

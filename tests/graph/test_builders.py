@@ -16,8 +16,8 @@ import pytest
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings
 from pydantic_ai.embeddings.result import EmbedInputType
 
-from toolish_rag import DocumentBuilder, Entity
-from toolish_rag.content import Document, Relation
+from toolish_rag import DocumentBuilder, Entity, EntityFilter, Filter, PropertyFilter as F, ToolishRag, matches
+from toolish_rag.content import Chunk, Document, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.graph.builders import BuildReport, ExactNameLinker, StructureBuilder, VectorLinker, build_graph
 from toolish_rag.graph.builders.base import (
@@ -31,6 +31,8 @@ from toolish_rag.graph.builders.base import (
     iter_documents,
     read_chunks,
 )
+from toolish_rag.graph.model import NodeRequest
+from toolish_rag.graph.walk import WalkRequest, walk
 from toolish_rag.stores import InMemoryStore
 
 pytestmark = pytest.mark.asyncio
@@ -483,3 +485,96 @@ async def test_build_graph_runs_every_builder_in_order() -> None:
     assert all(r.documents_seen == 5 and not r.failures for r in reports)
     second = await build_graph(store, StructureBuilder(), ExactNameLinker(), VectorLinker(threshold=0.9))
     assert [r.writes for r in second] == [0, 0, 0]
+
+
+# -- scope: an edge never outlives its chunk's scope -----------------------------------------
+
+
+def _board_and_news() -> list[Document | Entity]:
+    """A secret board minute (sections, a link, names) next to a public newsletter, in one tenant."""
+    board = DocumentBuilder(
+        'file:///a/board.md',
+        'Board minutes',
+        id='board',
+        metadata={'tenant': 'a', 'classification': 'secret'},
+        labels={'Restricted'},
+    )
+    falcon = board.section('Project Falcon')
+    board.add_chunk(falcon, 'Acme will buy Globex in Q3; keep it out of the [Newsletter](news.md).')
+    board.add_chunk(board.section('Terms', parent=falcon), 'Globex shareholders get Acme stock.')
+    news = _doc(
+        'news',
+        'Newsletter',
+        ['Acme sells widgets to everyone.'],
+        uri='file:///a/news.md',
+        tenant='a',
+        classification='public',
+    )
+    return [
+        board.build(),
+        news,
+        Entity(
+            id='acme', name='Acme', description='Sells widgets.', metadata={'tenant': 'a', 'classification': 'public'}
+        ),
+    ]
+
+
+async def _seen(store: InMemoryStore, scope: Filter) -> str:
+    """What a reader scoped by ``scope`` sees: every node resolved, a walk from every node, the graph tool."""
+    documents = await store.list_documents()
+    chunks = [c for d in documents for c in await read_chunks(store, d.id)]
+    ids = tuple(
+        sorted({*(c.id for c in chunks), *(d.id for d in documents), *(e.id for e in await store.list_entities())})
+    )
+    nodes = await store.graph_nodes(NodeRequest(ids, scope))
+    walked = await walk(store, WalkRequest(seeds=ids, hops=2, max_nodes=200, filter=scope))
+    rag = ToolishRag(store, name='kb').with_metadata_filter(scope)
+    context = (await rag.run_tool('graph_context', {'ids': ['news', 'news-0', 'acme'], 'hops': 2})).return_value
+    return '\n'.join(
+        [
+            *(f'{n.id} {n.title} {n.text}' for n in nodes),
+            *(f'{w.node.id} {w.node.title} {w.node.text}' for w in walked.nodes),
+            *(f'{e.source} {e.type} {e.target}' for e in walked.edges),
+            str(context),
+        ]
+    )
+
+
+def _scoped_like(relation: Relation, chunks: Sequence[Chunk]) -> Chunk:
+    """The chunk whose scope an edge must carry: its provenance, else (a section's PART_OF) the section's first chunk."""
+    if relation.provenance is not None:
+        return next(c for c in chunks if c.id == relation.provenance)
+    return next(c for c in chunks if relation.source in c.section_ids)
+
+
+async def test_an_edge_never_outlives_the_scope_of_its_chunk() -> None:
+    """The review's scenario for the linkers: edges read from a secret chunk carried only ``scope_keys``, so
+    ``classification != 'secret'`` (or any filter on another key or a label) matched them."""
+    store = _store()
+    await store.upsert(_board_and_news())
+    builders = (
+        StructureBuilder(scope_keys=('tenant',)),
+        ExactNameLinker(scope_keys=('tenant',)),
+        VectorLinker(top_k=3, threshold=0.0, scope_keys=('tenant',)),
+    )
+    await build_graph(store, *builders)
+    chunks = [c for d in ('board', 'news') for c in await read_chunks(store, d)]
+    relations = [r for b in builders for r in await store.list_relations(origin=b.name)]
+    assert {r.origin for r in relations if r.document_id == 'board'} == {'structure', 'exact', 'vector'}
+    assert ('board-0', 'LINKS_TO', 'news') in _triples(relations)
+    for relation in relations:
+        chunk = _scoped_like(relation, chunks)
+        assert (relation.metadata, relation.labels) == (chunk.metadata, chunk.labels), relation
+    scopes = [
+        F.eq('tenant', 'a') & F.ne('classification', 'secret'),
+        F.nin('classification', ['secret', 'confidential']),
+        ~EntityFilter.has_any_label('Restricted'),
+    ]
+    for scope in scopes:
+        for relation in relations:
+            if not matches(scope, _scoped_like(relation, chunks)):
+                assert not matches(scope, relation), (scope, relation)
+    assert 'Globex' in await _seen(store, F.eq('tenant', 'a'))  # the secret is there to leak
+    public = await _seen(store, scopes[0])
+    assert 'Acme sells widgets' in public and 'Globex' not in public and 'board' not in public
+    assert [(await b.build(store)).writes for b in builders] == [0, 0, 0]  # idempotent

@@ -17,10 +17,11 @@ from pathlib import Path
 
 import pytest
 
+from toolish_rag import Filter, PropertyFilter as F, ToolishRag
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.graph.builders.code import CodeGraphBuilder
-from toolish_rag.graph.model import Direction
+from toolish_rag.graph.model import Direction, NodeRequest
 from toolish_rag.graph.walk import WalkRequest, walk
 from toolish_rag.ingest import Chunker
 from toolish_rag.ingest.parse import file_uri
@@ -390,6 +391,71 @@ async def test_tenants_never_share_nodes_or_resolve_across_scopes(tmp_path: Path
     }  # b's call of f does not reach a's lib.base
     for r in await store.list_relations(origin='code'):
         assert r.metadata == entities[r.source].metadata
+
+
+SECRET_PLANS = {
+    'corp/__init__.py': '',
+    'corp/api.py': """
+        from corp.falcon import close_deal
+
+        def public_status():
+            \"\"\"What anyone may call.\"\"\"
+            return close_deal()
+    """,
+    'corp/falcon.py': """
+        class FalconDeal:
+            \"\"\"Project Falcon: the terms of the Globex acquisition.\"\"\"
+
+        def close_deal():
+            \"\"\"Buy Globex before Q3.\"\"\"
+            return FalconDeal()
+    """,
+}
+
+
+async def _seen(store: InMemoryStore, scope: Filter) -> str:
+    """What a reader scoped by ``scope`` sees of the code graph: every entity id resolved, walks, the tools.
+
+    The tool walks from the public module's entities (it would name a foreign id it was given, as not found).
+    """
+    ids = tuple(sorted(e.id for e in await store.list_entities()))
+    public = [i for i in ids if 'corp.api' in i]
+    nodes = await store.graph_nodes(NodeRequest(ids, scope))
+    walked = await walk(store, WalkRequest(seeds=ids, hops=2, max_nodes=200, filter=scope))
+    rag = ToolishRag(store, name='kb').with_metadata_filter(scope)
+    context = (await rag.run_tool('graph_context', {'ids': public, 'hops': 2})).return_value
+    hits = (await rag.run_tool('hybrid_search', {'query': 'falcon deal globex'})).return_value
+    return '\n'.join(
+        [
+            *(f'{n.title} {n.text}' for n in nodes),
+            *(f'{w.node.title} {w.node.text}' for w in walked.nodes),
+            str(context),
+            str(hits).replace('falcon deal globex', '<query>'),
+        ]
+    )
+
+
+async def test_a_secret_module_next_to_a_public_one_shows_nothing_under_a_negative_predicate(tmp_path: Path) -> None:
+    """The review's scenario for code: entities carried only ``scope_keys``, so ``classification != 'secret'``
+    matched a secret module's classes and functions by their lacking the key."""
+    _write(tmp_path, SECRET_PLANS)
+    store = _store()
+    await _ingest(store, tmp_path, ['corp/api.py'], tenant='a', classification='public')
+    await _ingest(store, tmp_path, ['corp/falcon.py'], tenant='a', classification='secret')
+    report = await CodeGraphBuilder(scope_keys=('tenant',)).build(store)
+    assert report.failures == ()
+    assert (await _calls(store))['corp.api.public_status'] == {'corp.falcon.close_deal'}
+
+    secret = ('FalconDeal', 'Globex', 'Q3')  # only the secret module says these
+    tenant_only = await _seen(store, F.eq('tenant', 'a'))
+    assert all(word in tenant_only for word in secret)  # the secret is there to leak
+    public = await _seen(store, F.eq('tenant', 'a') & F.ne('classification', 'secret'))
+    assert 'corp.api.public_status' in public and 'What anyone may call.' in public
+    assert [word for word in secret if word in public] == []
+    entities = {e.name: e for e in await store.list_entities()}
+    assert entities['corp.falcon.FalconDeal'].metadata['classification'] == 'secret'
+    assert entities['corp.api'].metadata == {'tenant': 'a', 'classification': 'public', 'path': 'corp/api.py'}
+    assert (await CodeGraphBuilder(scope_keys=('tenant',)).build(store)).writes == 0  # idempotent
 
 
 # -- the oracle: jedi on the installed pydantic-ai -------------------------------------------

@@ -8,22 +8,27 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from toolish_rag import DocumentBuilder, Entity
+from toolish_rag import DocumentBuilder, Entity, EntityFilter, Filter, PropertyFilter as F, ToolishRag, matches
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.graph.builders.base import CACHE_KEY_PREFIX
 from toolish_rag.graph.builders.extract import (
+    DEFAULT_MERGE_ACROSS,
     EXTRACTED_ENTITY_PREFIX,
     ExtractionBuilder,
     extracted_entity_id,
     normalise_name,
 )
+from toolish_rag.graph.model import NodeRequest
+from toolish_rag.graph.walk import WalkRequest, walk
+from toolish_rag.ingest.parse import parse_path
 from toolish_rag.stores import InMemoryStore
 
 pytestmark = pytest.mark.asyncio
@@ -130,11 +135,11 @@ async def test_tenants_naming_the_same_organisation_get_two_nodes() -> None:
     script = Script(ACME)
     store = _store()
     await store.upsert([_doc('one', 'Alice builds anvils.', tenant='a'), _doc('two', 'Bob sells them.', tenant='b')])
-    await ExtractionBuilder(script.model, scope_keys=('tenant',)).build(store)
+    await ExtractionBuilder(script.model).build(store)  # no key to name: any metadata but merge_across separates
     acmes = [e for e in await store.list_entities() if normalise_name(e.name) == 'acme corp']
     assert sorted(e.metadata['tenant'] for e in acmes) == ['a', 'b']  # type: ignore[type-var]
     assert acmes[0].id != acmes[1].id
-    assert acmes[0].id == extracted_entity_id('Acme Corp', acmes[0].metadata, ('tenant',))
+    assert acmes[0].id == extracted_entity_id('Acme Corp', acmes[0].metadata)
     by_id = {e.id: e for e in await store.list_entities()}
     for r in await store.list_relations(origin='extract'):
         assert by_id[r.target].metadata == r.metadata  # an edge never crosses tenants
@@ -264,6 +269,156 @@ async def test_names_normalise_by_compatibility_case_and_whitespace() -> None:
     assert normalise_name('  \uff21\uff23\uff2d\uff25\u00a0 Corp\n') == normalise_name('acme corp') == 'acme corp'
     assert normalise_name('Straße') == normalise_name('STRASSE')
     assert extracted_entity_id('Acme Corp') == extracted_entity_id(' ACME  corp ')
-    assert extracted_entity_id('Acme', {'tenant': 'a'}, ('tenant',)) != extracted_entity_id(
-        'Acme', {'tenant': 'b'}, ('tenant',)
+    assert extracted_entity_id('Acme', {'tenant': 'a'}) != extracted_entity_id('Acme', {'tenant': 'b'})
+    # merge_across keys (default: the per-file ones) do not count; absent and None are the same
+    assert extracted_entity_id('Acme', {'tenant': 'a', 'path': 'x.md'}) == extracted_entity_id(
+        'Acme', {'tenant': 'a', 'path': 'y.md', 'uri': 'file:///y.md', 'x': None}
     )
+    assert extracted_entity_id('Acme', {'path': 'x.md'}, merge_across=()) != extracted_entity_id(
+        'Acme', {'path': 'y.md'}, merge_across=()
+    )
+    assert extracted_entity_id('Acme', labels=frozenset({'Secret'})) != extracted_entity_id('Acme')
+
+
+# -- scope: derived records fail closed ------------------------------------------------------
+
+FALCON = {
+    'Falcon': {
+        'entities': [
+            _entity('Acme', 'organisation', description='Acme will secretly buy Globex in Q3 (Project Falcon).'),
+            _entity('Globex'),
+        ],
+        'relations': [_rel('Acme', 'Globex', 'acquires')],
+    },
+    'widgets': {'entities': [_entity('Acme', 'organisation', description='Acme sells widgets.')], 'relations': []},
+}
+SECRET_WORDS = ('Globex', 'secretly', 'Falcon', 'ACQUIRES')
+"""What only the secret document says: none of it may show where that document is out of scope."""
+
+
+async def _seen(store: InMemoryStore, scope: Filter) -> str:
+    """Everything a reader scoped by ``scope`` can see of the graph and its entities, as one text.
+
+    Every node id resolved, a walk from every chunk and entity, and the two tools an agent has.
+    """
+    ids = tuple(
+        sorted({e.id for e in await store.list_entities()} | {f'{d.id}-0' for d in await store.list_documents()})
+    )
+    nodes = await store.graph_nodes(NodeRequest(ids, scope))
+    walked = await walk(store, WalkRequest(seeds=ids, hops=2, max_nodes=200, filter=scope))
+    rag = ToolishRag(store, name='kb').with_metadata_filter(scope)
+    context = (await rag.run_tool('graph_context', {'ids': list(ids), 'hops': 2})).return_value
+    hits = (await rag.run_tool('hybrid_search', {'query': 'Acme Globex Falcon widgets'})).return_value
+    hits = str(hits).replace('Acme Globex Falcon widgets', '<query>')  # the answer names the query it ran
+    return '\n'.join(
+        [
+            *(f'{n.title} {n.text}' for n in nodes),
+            *(f'{w.node.title} {w.node.text}' for w in walked.nodes),
+            *(f'{e.type} {e.provenance}' for e in walked.edges),
+            str(context),
+            str(hits),
+        ]
+    )
+
+
+async def test_nothing_read_from_an_excluded_document_shows_under_a_negative_predicate() -> None:
+    """The review's scenario: a secret board minute next to a public newsletter, in one tenant.
+
+    Under ``tenant == 'a' and classification != 'secret'`` nothing the model read from the minute
+    may show: not its entities, their descriptions, nor the ACQUIRES edge. Derived records that
+    carried only a tenant key matched ``!= 'secret'`` by lacking the key.
+    """
+    store = _store()
+    await store.upsert(
+        [
+            _doc('a-board', 'Project Falcon: Acme will buy Globex in Q3.', tenant='a', classification='secret'),
+            _doc('b-news', 'Acme sells widgets to everyone.', tenant='a', classification='public'),
+        ]
+    )
+    report = await ExtractionBuilder(Script(FALCON).model).build(store)
+    assert (report.model_calls, report.failures) == (2, ())
+
+    tenant_only = await _seen(store, F.eq('tenant', 'a'))
+    assert all(word in tenant_only for word in SECRET_WORDS)  # the secret is there to leak
+    public = await _seen(store, F.eq('tenant', 'a') & F.ne('classification', 'secret'))
+    assert 'Acme sells widgets.' in public  # the public document's entity is still seen
+    assert [word for word in SECRET_WORDS if word in public] == []
+
+    acmes = [e for e in await store.list_entities() if e.name == 'Acme']
+    assert sorted(str(e.metadata['classification']) for e in acmes) == ['public', 'secret']  # never merged
+    chunks = {f'{d}-0': c for d, c in (('a-board', 'secret'), ('b-news', 'public'))}
+    for r in await store.list_relations(origin='extract'):
+        assert r.metadata['classification'] == chunks[r.provenance]  # type: ignore[index]
+
+
+async def test_a_label_scope_hides_entities_of_excluded_documents_too() -> None:
+    store = _store()
+    board = DocumentBuilder('file:///a/board.md', 'Board', id='a-board', metadata={'tenant': 'a'}, labels={'Secret'})
+    board.add_chunk(None, 'Project Falcon: Acme will buy Globex in Q3.')
+    await store.upsert([board.build(), _doc('b-news', 'Acme sells widgets to everyone.', tenant='a')])
+    await ExtractionBuilder(Script(FALCON).model).build(store)
+    tenant_only = await _seen(store, F.eq('tenant', 'a'))
+    assert all(word in tenant_only for word in SECRET_WORDS)
+    public = await _seen(store, F.eq('tenant', 'a') & ~EntityFilter.has_any_label('Secret'))
+    assert 'Acme sells widgets.' in public and [w for w in SECRET_WORDS if w in public] == []
+
+
+def _ingested(root: Path, name: str, text: str, **metadata: str) -> Document:
+    """``text`` as a file under ``root``, read by ingestion's own `parse_path` (its per-file keys included)."""
+    path = root / name
+    path.write_text(text, encoding='utf-8')
+    return parse_path(path, metadata=dict(metadata))
+
+
+async def test_files_differing_only_in_per_file_keys_merge_and_list_every_path(tmp_path: Path) -> None:
+    one = _ingested(tmp_path, 'one.md', 'Alice builds anvils.\n', tenant='a')
+    two = _ingested(tmp_path, 'two.md', 'Bob sells them.\n', tenant='a')
+    assert set(one.chunks[0].metadata) - {'tenant'} <= set(DEFAULT_MERGE_ACROSS)  # ingestion adds nothing else
+    store = _store()
+    await store.upsert([one, two])
+    builder = ExtractionBuilder(Script(ACME).model)
+    await builder.build(store)
+    acme = next(e for e in await store.list_entities() if normalise_name(e.name) == 'acme corp')
+    assert acme.metadata['tenant'] == 'a'
+    assert acme.metadata['path'] == ['one.md', 'two.md']  # one node, both sources listed
+    assert acme.metadata['uri'] == sorted([one.uri, two.uri])
+    assert acme.metadata['source_format'] == ['markdown']
+
+    # A negative predicate on a merged key hides the entity as soon as one source is excluded.
+    assert not matches(F.ne('path', 'two.md'), acme) and not matches(F.nin('path', ['two.md', 'x.md']), acme)
+    assert not matches(~F.eq('path', 'one.md'), acme) and matches(F.ne('path', 'three.md'), acme)
+    assert acme.name not in await _seen(store, F.ne('path', 'two.md'))
+    assert acme.name in await _seen(store, F.ne('path', 'three.md'))
+
+    again = await builder.build(store)
+    assert (again.writes, again.model_calls) == (0, 0)  # idempotent
+    await store.upsert([one])  # re-ingested unchanged: rebuilt from the cache, the entity as it was
+    rebuilt = await builder.build(store)
+    assert (rebuilt.documents_built, rebuilt.entities_written, rebuilt.model_calls) == (1, 0, 0)
+
+    # A third file mentioning it later: merged with the stored entity, the lists unioned.
+    await store.upsert([_ingested(tmp_path, 'three.md', 'Alice again.\n', tenant='a')])
+    await builder.build(store)
+    acme = next(e for e in await store.list_entities() if normalise_name(e.name) == 'acme corp')
+    assert acme.metadata['path'] == ['one.md', 'three.md', 'two.md']
+    assert (await builder.build(store)).writes == 0
+
+
+async def test_files_of_other_metadata_or_merge_across_nothing_stay_apart(tmp_path: Path) -> None:
+    store = _store()
+    await store.upsert(
+        [
+            _ingested(tmp_path, 'one.md', 'Alice builds anvils.\n', tenant='a', team='x'),
+            _ingested(tmp_path, 'two.md', 'Bob sells them.\n', tenant='a', team='y'),
+        ]
+    )
+    await ExtractionBuilder(Script(ACME).model).build(store)
+    acmes = [e for e in await store.list_entities() if normalise_name(e.name) == 'acme corp']
+    assert sorted(str(e.metadata['team']) for e in acmes) == ['x', 'y']  # any other key keeps them apart
+    assert sorted(str(e.metadata['path']) for e in acmes) == ["['one.md']", "['two.md']"]
+
+    store = _store()
+    await store.upsert([_ingested(tmp_path, 'one.md', 'Alice.\n'), _ingested(tmp_path, 'two.md', 'Bob.\n')])
+    await ExtractionBuilder(Script(ACME).model, merge_across=()).build(store)
+    acmes = [e for e in await store.list_entities() if normalise_name(e.name) == 'acme corp']
+    assert sorted(str(e.metadata['path']) for e in acmes) == ['one.md', 'two.md']  # one node per file

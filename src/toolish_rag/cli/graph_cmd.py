@@ -69,7 +69,15 @@ def register(sub: Any) -> argparse.ArgumentParser:
         default=[],
         metavar='KEY',
         help='metadata key relations and entities inherit from their documents, and that separates merging '
-        '(repeatable; use the keys your scope filters name, e.g. --scope-key tenant)',
+        "(repeatable, e.g. --scope-key tenant); scope never depends on it: derived records carry their chunk's metadata",
+    )
+    build.add_argument(
+        '--merge-across',
+        action='append',
+        default=None,
+        metavar='KEY',
+        help='extract: a metadata key whose values may differ between mentions merged into one entity (repeatable; '
+        'default: the per-file keys ingestion records, path, uri, file_name...); every other key keeps entities apart',
     )
     build.add_argument('--case-insensitive', action='store_true', help='exact: match names ignoring case')
     build.add_argument('--model', '-m', default=None, help=f'extract: the pydantic-ai model (default: ${MODEL_ENV})')
@@ -106,7 +114,8 @@ def builders_for(args: argparse.Namespace) -> list[GraphBuilder]:
             model = args.model or os.environ.get(MODEL_ENV)
             if not model:
                 raise SystemExit(f'--link extract needs a model: pass --model or set ${MODEL_ENV}')
-            chosen.append(ExtractionBuilder(model, scope_keys=scope))
+            merge = {'merge_across': tuple(args.merge_across)} if args.merge_across is not None else {}
+            chosen.append(ExtractionBuilder(model, **merge))
     return chosen
 
 

@@ -13,7 +13,9 @@ The pieces:
 * `graph_corpus`: the conformance corpus (three tenants' documents with nested sections and
   typed metadata) with entities of two tenants and one of none, and relations between every
   kind of node: PART_OF structure, MENTIONS carrying their chunk's metadata, edges into another
-  tenant, relations whose own metadata is foreign between in-scope nodes, a self-loop, an edge
+  tenant, relations whose own metadata is foreign between in-scope nodes, an entity -> entity edge
+  carrying the metadata of the chunk it was read from (as the extraction builder writes them: a
+  negative predicate on a chunk key, ``n != 2``, hides it between in-scope entities), a self-loop, an edge
   to a node that exists nowhere and one naming the wrong kind, a hub whose foreign in-edges sort
   between its in-scope ones, standalone relations (``document_id=None``) beside ones a document
   owns;
@@ -221,6 +223,31 @@ def _mentions(documents: Sequence[Document]) -> list[Relation]:
     ]
 
 
+def _derived(documents: Sequence[Document]) -> list[Relation]:
+    """Entity -> entity edges read from a chunk, with that chunk's metadata and labels (as extraction writes them).
+
+    Both ends are acme entities, in scope wherever acme is, so only the edge's own metadata can
+    hide it: under ``tenant == 'acme' and n != 2`` (`GRAPH_SCOPES`) the one read from chunk 2 is
+    no edge, while the same filter admits both its endpoints.
+    """
+    acme = documents[0]
+    return [
+        Relation(
+            source='ent-alice',
+            source_kind='entity',
+            target=HUB_ID,
+            target_kind='entity',
+            type='WORKS_FOR',
+            metadata=chunk.metadata,
+            labels=chunk.labels,
+            provenance=chunk.id,
+            document_id=chunk.document_id,
+            origin='extract',
+        )
+        for chunk in (acme.chunks[2], acme.chunks[3])
+    ]
+
+
 def _standalone(documents: Sequence[Document]) -> list[Relation]:
     """Relations no document owns (``document_id=None``), written by hand: they live until deleted."""
     acme, initech = documents[0], documents[2]
@@ -282,7 +309,12 @@ def graph_entities() -> list[Entity]:
 def graph_corpus() -> GraphCorpus:
     """The conformance corpus as a graph (see the module docstring for what its relations probe)."""
     documents = conformance_corpus()
-    relations = [*(r for d in documents for r in _structure(d)), *_mentions(documents), *_standalone(documents)]
+    relations = [
+        *(r for d in documents for r in _structure(d)),
+        *_mentions(documents),
+        *_derived(documents),
+        *_standalone(documents),
+    ]
     return GraphCorpus(tuple(documents), tuple(graph_entities()), tuple(relations))
 
 
@@ -290,7 +322,7 @@ GRAPH_SCOPES: list[tuple[str, Filter | None]] = [
     ('no filter', None),
     ('acme', F.eq('tenant', 'acme')),
     ('globex', F.eq('tenant', 'globex')),
-    ('acme without chunk 2', F.eq('tenant', 'acme') & F.ne('n', 2)),
+    ('acme without chunk 2', F.eq('tenant', 'acme') & F.ne('n', 2)),  # a negative predicate on a chunk key
     ('not a manual', ~EntityFilter.has_any_label('Manual')),
 ]
 """Scopes the thorough checks run under (`EDGE_FILTERS` run the cheap ones): whole tenants, a scope

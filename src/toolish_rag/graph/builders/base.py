@@ -15,6 +15,13 @@ replaced document is always rebuilt; the driver also clears marks of documents n
 store restored from elsewhere, a ledger written by hand). Keys that are not document ids (a cache of
 model answers, say) start with `CACHE_KEY_PREFIX` and are left alone.
 
+**Derived records fail closed on scope.** Every relation a builder writes carries the full
+metadata and labels of the chunk it was read from (an edge without one, such as a section's
+PART_OF, those of a chunk of its document), and every entity those of its source(s), so a scope
+filter on *any* key, negative predicates (``ne``, ``nin``, ``not``) included, hides what was
+derived from a chunk it hides. A builder's ``scope_keys`` only restrict what may *link* to what
+(`scope_group`); the boundary does not depend on them.
+
 Writes are batched (one ``upsert``, one ``delete_relations`` and one ``set_graph_marks`` per batch
 of documents) because a table store writes a version per call. A mark is written only after its
 relations, so a crash leaves at worst documents rebuilt next time, and the diff then finds nothing
@@ -35,6 +42,7 @@ from ...search import ExpansionRequest
 
 __all__ = [
     'CACHE_KEY_PREFIX',
+    'DERIVED_SCOPE_VERSION',
     'BuildReport',
     'DocumentGraph',
     'DocumentInput',
@@ -63,6 +71,14 @@ CHUNK_PAGE = 500
 
 BATCH_DOCUMENTS = 256
 """Documents whose writes go out together (one upsert, one delete, one ledger write)."""
+
+DERIVED_SCOPE_VERSION = 2
+"""Part of every builder's marks; bumped when what derived records carry for scope changes.
+
+Version 2: every relation carries its provenance chunk's full metadata and labels (version 1
+carried only the ``scope_keys``). A store built under an older rule then rebuilds every document
+on the next run, instead of keeping edges a negative scope predicate would not see.
+"""
 
 
 @dataclass(frozen=True, slots=True)
@@ -170,12 +186,17 @@ def cache_key(*parts: Any) -> str:
 
 
 def scope_of(metadata: Metadata, scope_keys: Sequence[str]) -> Metadata:
-    """The scope metadata a derived relation or entity carries: the ``scope_keys`` set in ``metadata``."""
+    """The ``scope_keys`` set in ``metadata``: what a linker compares to decide whether two records may link.
+
+    A convenience, not the security boundary: every derived relation carries its provenance
+    chunk's *full* metadata and labels, and stores check both endpoints of an edge, so a scope
+    filter on any key cuts derived records exactly where it cuts the chunks they come from.
+    """
     return {k: metadata[k] for k in scope_keys if metadata.get(k) is not None}
 
 
 def scope_group(metadata: Metadata, scope_keys: Sequence[str]) -> str:
-    """A key equal exactly for records of identical scope metadata: linking happens only within one group."""
+    """A key equal exactly for records of equal ``scope_keys`` values: linking happens only within one group."""
     return _json(scope_of(metadata, scope_keys))
 
 

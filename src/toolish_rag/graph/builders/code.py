@@ -23,11 +23,17 @@ describes the text the store holds, a file edited or removed since ingestion is 
 failure (re-ingest it) and never silently described instead.
 
 **Module names** follow Python's rule for regular packages: the file's stem, under each parent
-directory holding an ``__init__.py`` (namespace packages are not guessed). A module is one unit of
-scope: its entities and relations carry the scope metadata of its first chunk (ingestion gives
-every chunk its document's metadata). **Entity ids** are ``py:<kind>:<qualified name>``, with a
-digest of the scope metadata in front when there is any (``py:<digest>:<kind>:<name>``), so two
-tenants storing the same module get two sets of nodes, and resolution never crosses scopes.
+directory holding an ``__init__.py`` (namespace packages are not guessed).
+
+**Scope.** Every relation carries the full metadata and labels of the chunk it was read from (its
+``provenance``: the call site, the import, the ``def`` line), and every entity those of the chunk
+holding its definition (a module: its first chunk), so a scope filter on any key, negative
+predicates included, hides what was derived from a module it hides. Ingestion gives every chunk
+its document's metadata, so these are the module's. With ``scope_keys``, names resolve only among
+modules whose values of those keys are equal, and **entity ids** carry a digest of those values
+(``py:<digest>:<kind>:<name>``; ``py:<kind>:<name>`` without), so two tenants storing the same
+module get two sets of nodes. Two modules of one qualified name within one such group are one
+name too many: the second (by document id) is reported, not built.
 
 **Calls are resolved statically or dropped, never guessed.** Resolved: a name bound in the module
 (``def``/``class``, ``import x``, ``import x as y``, ``from x import f [as g]``, relative imports,
@@ -66,6 +72,7 @@ from urllib.request import url2pathname
 from ...content import Chunk, Entity, Metadata, Relation
 from ...protocols import DocumentInfo
 from .base import (
+    DERIVED_SCOPE_VERSION,
     BuildReport,
     DocumentGraph,
     DocumentInput,
@@ -94,7 +101,10 @@ _DESCRIPTION_CHARS = 300
 def code_entity_id(
     kind: EntityKind, qualname: str, scope: Metadata | None = None, scope_keys: Sequence[str] = ()
 ) -> str:
-    """The id of a module, class or function entity: ``py:[<scope digest>:]<kind>:<qualified name>``."""
+    """The id of a module, class or function entity: ``py:[<scope digest>:]<kind>:<qualified name>``.
+
+    The digest is of ``scope``'s values of ``scope_keys`` (none: no digest), the keys names resolve within.
+    """
     scoped = scope_of(scope or {}, scope_keys)
     prefix = _scope_digest(scope_group(scoped, scope_keys)) + ':' if scoped else ''
     return f'{CODE_ENTITY_PREFIX}{prefix}{kind}:{qualname}'
@@ -111,8 +121,9 @@ def _scope_digest(group: str) -> str:
 class CodeGraphBuilder:
     """Modules, classes and functions of stored Python sources, and how they contain, import and call each other.
 
-    ``scope_keys`` name the metadata keys that separate tenants: entities and relations carry them,
-    and names resolve only among modules of identical scope metadata.
+    ``scope_keys``: names resolve (CALLS, IMPORTS) only among modules whose values of these keys are
+    equal, and entity ids are per such group. Entities and relations carry their chunk's full
+    metadata and labels whatever the keys (see the module).
     """
 
     scope_keys: tuple[str, ...] = ()
@@ -353,6 +364,7 @@ class _Module:
     source: _Source
     tree: ast.Module
     scope: Metadata
+    """The first chunk's metadata: its ``scope_keys`` values group modules for resolution and ids."""
     definitions: dict[str, _Definition] = field(default_factory=dict)
     bindings: _Bindings = field(default_factory=dict)
     stars: list[str] = field(default_factory=list)
@@ -878,7 +890,7 @@ def _load(document: DocumentInput, scope_keys: Sequence[str]) -> _Module:
         tree = ast.parse(source.text, filename=str(source.path))
     except (SyntaxError, ValueError) as e:
         raise SourceUnavailable(f'{str(source.path)!r} is not valid Python: {e}') from None
-    module = _Module(name, is_package, document, source, tree, scope_of(document.chunks[0].metadata, scope_keys))
+    module = _Module(name, is_package, document, source, tree, dict(document.chunks[0].metadata))
     _collect(module)
     return module
 
@@ -897,10 +909,14 @@ class _GraphWriter:
 
     def entity(self, kind: EntityKind, qualname: str, description: str, offset: int | None) -> str:
         entity_id = self.entity_id(kind, qualname)
-        self.entities[entity_id] = Entity(
-            id=entity_id, name=qualname, description=description, metadata=self.module.scope, labels=frozenset({kind})
-        )
         chunk = self.module.source.chunks[0] if offset is None else self.module.source.chunk_at(offset)
+        self.entities[entity_id] = Entity(
+            id=entity_id,
+            name=qualname,
+            description=description,
+            metadata=chunk.metadata,  # scoped like the text it describes: a filter hiding the chunk hides it
+            labels=chunk.labels | {kind},
+        )
         self.relation('DEFINED_IN', entity_id, chunk.id, offset, target_kind='chunk')
         return entity_id
 
@@ -925,7 +941,8 @@ class _GraphWriter:
             target_kind=target_kind,
             type=type,
             weight=weight,
-            metadata=self.module.scope,
+            metadata=chunk.metadata,
+            labels=chunk.labels,
             provenance=chunk.id,
             document_id=self.module.document.id,
             origin='code',
@@ -964,6 +981,7 @@ def _module_graph(module: _Module, group: Mapping[str, _Module], scope_keys: Seq
     mark = fingerprint(
         'code',
         CODE_GRAPH_VERSION,
+        DERIVED_SCOPE_VERSION,
         list(scope_keys),
         module.name,
         module.is_package,

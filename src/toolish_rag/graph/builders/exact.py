@@ -12,11 +12,13 @@ Matching runs on text with whitespace runs collapsed and NFC-normalised (and cas
 position the **longest** name wins and occurrences never overlap: ``"New York City"`` links the
 city, not also ``"New York"``. A name shared by several nodes links to all of them.
 
-A chunk never links to its own document or to a section enclosing it. Linking happens only
-between identical scope metadata (`scope_keys`): a tenant's chunk never links to another tenant's
-entity or page, and two tenants' same-named entities stay two nodes. Each edge weighs 1.0 however
-often the name occurs (a count would make a long chunk's passing mentions outweigh a short one's
-subject).
+A chunk never links to its own document or to a section enclosing it. With `scope_keys`, a chunk
+links only to targets whose values of those keys equal its own: a tenant's chunk never links to
+another tenant's entity or page (a convenience: the boundary does not depend on it). Each edge
+carries its chunk's full metadata and labels, so it never outlives that chunk's scope, whatever
+the filter, and stores show it only when both its endpoints are in scope too. Each edge weighs 1.0
+however often the name occurs (a count would make a long chunk's passing mentions outweigh a short
+one's subject).
 
 *Speed.* One dictionary per scope group, keyed by each name's first word: scanning a chunk is one
 dictionary lookup per word plus a ``startswith`` per candidate name, so ~5k names over ~5k chunks
@@ -35,6 +37,7 @@ from dataclasses import dataclass
 
 from ...content import Chunk, Entity, NodeKind, Relation
 from .base import (
+    DERIVED_SCOPE_VERSION,
     BuildReport,
     DocumentGraph,
     DocumentInput,
@@ -44,7 +47,6 @@ from .base import (
     fingerprint,
     iter_documents,
     scope_group,
-    scope_of,
 )
 
 __all__ = ['ExactNameLinker', 'NameDictionary']
@@ -123,7 +125,10 @@ def _forms(name: str) -> Iterator[str]:
 
 @dataclass(frozen=True, slots=True)
 class ExactNameLinker:
-    """MENTIONS from chunks to entities, documents and sections they name (see the module)."""
+    """MENTIONS from chunks to entities, documents and sections they name (see the module).
+
+    ``scope_keys``: link only between a chunk and targets whose values of these keys are equal.
+    """
 
     scope_keys: tuple[str, ...] = ()
     case_sensitive: bool = True
@@ -134,7 +139,14 @@ class ExactNameLinker:
     async def build(self, store: GraphBuildStore) -> BuildReport:
         documents = [document async for document in iter_documents(store)]
         dictionaries = self.dictionaries(await store.list_entities(), documents)
-        config = (self.name, self.scope_keys, self.case_sensitive, self.min_name_length, self.include_titles)
+        config = (
+            self.name,
+            DERIVED_SCOPE_VERSION,
+            self.scope_keys,
+            self.case_sensitive,
+            self.min_name_length,
+            self.include_titles,
+        )
 
         def groups_of(document: DocumentInput) -> list[str]:
             return sorted({scope_group(chunk.metadata, self.scope_keys) for chunk in document.chunks})
@@ -190,7 +202,8 @@ class ExactNameLinker:
                     target=target.id,
                     target_kind=target.kind,
                     type='MENTIONS',
-                    metadata=scope_of(chunk.metadata, self.scope_keys),
+                    metadata=chunk.metadata,
+                    labels=chunk.labels,
                     provenance=chunk.id,
                     document_id=chunk.document_id,
                     origin=self.name,

@@ -4,13 +4,30 @@
 a type, aliases and a description; relations between them by name, with a free-text type) over
 every chunk of a document that changed, and writes:
 
-* an entity per distinct **normalised name** (NFKC, case-folded, whitespace collapsed) **within one
-  scope group** (identical scope metadata): two documents naming "Acme" meet at one node, two
-  tenants naming "Acme" get two. Merging keeps the stored entity's name and description and takes
-  the union of aliases (other spellings of the name included) and type labels;
+* an entity per distinct **normalised name** (NFKC, case-folded, whitespace collapsed) **and
+  source identity**: two mentions merge only when their chunks' metadata are equal except for the
+  ``merge_across`` keys (by default the per-file keys ingestion records, `DEFAULT_MERGE_ACROSS`:
+  ``path``, ``uri``...) and their labels are equal. So two files of one tenant and classification
+  naming "Acme" meet at one node, and a secret file and a public one, or two tenants, get two.
+  The entity carries that common metadata and its sources' labels, plus, for each
+  ``merge_across`` key, the **sorted list** of its sources' values; its id is a digest of the
+  identity and the name, so a change of any other metadata makes another entity. Merging keeps
+  the stored entity's name and description and takes the union of aliases (other spellings of the
+  name included), type labels and those lists;
 * ``MENTIONS`` chunk -> entity, and the typed relations entity -> entity (``'works for'`` ->
   ``WORKS_FOR`` by `relation_type_for`; a type it cannot make is skipped), each with the chunk as
-  provenance and its document as owner.
+  provenance, its document as owner, and **its full metadata and labels**.
+
+**Why this fails closed.** An entity's text may come from any of its sources, so it must be hidden
+wherever one of them is. On every key but the ``merge_across`` ones its sources agree, so a filter
+sees exactly what it sees on each source. On a ``merge_across`` key the value is the list of the
+sources' values, and by the filter semantics (`toolish_rag.filters.reference`: a negation is the
+complement of "some element matches") ``ne``, ``nin`` and ``not`` hide the entity as soon as one
+source is excluded: ``path != 'secret.md'`` hides an entity that ``secret.md`` mentions. A
+*positive* predicate on a list matches when some element does, so ``path == 'a.md'`` still shows
+an entity that ``a.md`` and ``b.md`` both mention: do not make a ``merge_across`` key a boundary
+(pass ``merge_across=()`` to keep every file's entities apart). A value stays listed after its
+document is gone, until no relation mentions the entity any more and it is removed.
 
 **The model is never asked twice about the same text.** Each answer is cached in the builder's
 ledger under a `cache_key` of (model, prompt version, instructions, the text sent), a key that is
@@ -38,9 +55,10 @@ from pydantic_ai import Agent
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.usage import RunUsage
 
-from ...content import Chunk, Entity, Metadata, NodeKind, Relation, relation_type_for
+from ...content import Chunk, Entity, Metadata, MetadataValue, NodeKind, Relation, Scalar, relation_type_for
 from .base import (
     CACHE_KEY_PREFIX,
+    DERIVED_SCOPE_VERSION,
     BuildReport,
     DocumentGraph,
     DocumentInput,
@@ -50,11 +68,10 @@ from .base import (
     chunks_digest,
     fingerprint,
     iter_documents,
-    scope_group,
-    scope_of,
 )
 
 __all__ = [
+    'DEFAULT_MERGE_ACROSS',
     'EXTRACTED_ENTITY_PREFIX',
     'EXTRACTION_INSTRUCTIONS',
     'EXTRACTION_PROMPT_VERSION',
@@ -63,6 +80,7 @@ __all__ = [
     'Extraction',
     'ExtractionBuilder',
     'extracted_entity_id',
+    'merge_identity',
     'normalise_name',
 ]
 
@@ -82,6 +100,20 @@ EXTRACTION_INSTRUCTIONS = (
     'as type ("works for", "located in", "part of"). Extract only what the passage states; return empty '
     'lists when it names nothing.'
 )
+
+DEFAULT_MERGE_ACROSS: tuple[str, ...] = (
+    'path',
+    'uri',
+    'file_name',
+    'source_format',
+    'page_count',
+    'slide_count',
+    'sheet_count',
+)
+"""The per-file keys ingestion records, which entities merge across: ``path`` and ``uri``
+(`toolish_rag.ingest.parse.SOURCE_KEYS`), ``file_name`` and ``source_format`` (`parse_file`), and
+the counts the PDF and Office readers add. They describe the file, not who may read it; keys a
+file's own metadata brings (front matter, ``author``) may be access labels and are not merged across."""
 
 _MAX_DESCRIPTION = 500
 
@@ -115,13 +147,47 @@ def normalise_name(name: str) -> str:
     return ' '.join(unicodedata.normalize('NFKC', name).casefold().split())
 
 
-def extracted_entity_id(name: str, scope: Metadata | None = None, scope_keys: Sequence[str] = ()) -> str:
-    """The id of the entity ``name`` stands for in a scope: ``ex:<slug>:<digest of scope and normalised name>``."""
+def merge_identity(metadata: Metadata, merge_across: Sequence[str] = DEFAULT_MERGE_ACROSS) -> Metadata:
+    """What two mentions must share to merge: ``metadata`` without the ``merge_across`` keys (and absent values)."""
+    return {k: v for k, v in sorted(metadata.items()) if k not in merge_across and v is not None and v != []}
+
+
+def extracted_entity_id(
+    name: str,
+    metadata: Metadata | None = None,
+    merge_across: Sequence[str] = DEFAULT_MERGE_ACROSS,
+    labels: frozenset[str] = frozenset(),
+) -> str:
+    """The id of the entity ``name`` stands for among sources of ``metadata`` and ``labels``.
+
+    ``ex:<slug>:<digest>``, the digest of the normalised name and the source identity
+    (`merge_identity` and the labels): equal exactly for mentions that merge.
+    """
     key = normalise_name(name)
-    group = scope_group(scope or {}, scope_keys)
+    identity = merge_identity(metadata or {}, merge_across)
+    group = fingerprint(identity, sorted(labels))
     digest = hashlib.sha256(f'{group}\x1f{key}'.encode('utf-8', 'surrogatepass')).hexdigest()[:16]
     slug = re.sub(r'[^0-9a-z]+', '-', key).strip('-')[:40]
     return f'{EXTRACTED_ENTITY_PREFIX}{slug}:{digest}' if slug else f'{EXTRACTED_ENTITY_PREFIX}{digest}'
+
+
+def _elements(value: MetadataValue) -> list[Scalar]:
+    if value is None:
+        return []
+    return [v for v in value if v is not None] if isinstance(value, list) else [value]
+
+
+def _spread(values: Sequence[MetadataValue]) -> list[Scalar]:
+    """The distinct scalars of ``values`` (lists flattened), sorted: bools, then numbers, then strings.
+
+    Distinct by kind too (``True``, ``1`` and ``'1'`` are three values to a filter, one to a set).
+    """
+    distinct = {(_rank(e), e) for value in values for e in _elements(value)}
+    return [e for _, e in sorted(distinct)]
+
+
+def _rank(value: Scalar) -> int:
+    return 0 if isinstance(value, bool) else 1 if isinstance(value, (int, float)) else 2
 
 
 def model_identity(model: Model | str) -> str:
@@ -137,12 +203,14 @@ class ExtractionBuilder:
     """Entities and relations a model extracts from each chunk (see the module).
 
     ``model`` is a pydantic-ai model or model name; it is resolved only when some chunk needs
-    asking, so a run answered wholly from the cache needs no provider or key. ``max_chars`` caps
-    the text sent per chunk; ``timeout`` (seconds) bounds one chunk's call.
+    asking, so a run answered wholly from the cache needs no provider or key. ``merge_across``
+    names the metadata keys whose values may differ between mentions that merge (each becomes a
+    list on the entity); every other key, and the labels, must be equal. ``max_chars`` caps the
+    text sent per chunk; ``timeout`` (seconds) bounds one chunk's call.
     """
 
     model: Model | str
-    scope_keys: tuple[str, ...] = ()
+    merge_across: tuple[str, ...] = DEFAULT_MERGE_ACROSS
     max_chars: int = 6000
     concurrency: int = 4
     timeout: float = 120.0
@@ -166,7 +234,9 @@ class ExtractionBuilder:
         return cache_key(*self._config, self.prompt(chunk))
 
     def mark(self, document: DocumentInput) -> str:
-        return fingerprint(*self._config, list(self.scope_keys), chunks_digest(document.chunks))
+        return fingerprint(
+            *self._config, DERIVED_SCOPE_VERSION, list(self.merge_across), chunks_digest(document.chunks)
+        )
 
     async def build(self, store: GraphBuildStore) -> BuildReport:
         """Ask about the chunks of changed documents (cache first), merge entities, write the difference."""
@@ -176,7 +246,7 @@ class ExtractionBuilder:
         keys = {c.id: self.cache_key(c) for d in todo for c in d.chunks}
         answers, failures, calls = await self._answers(store, [c for d in todo for c in d.chunks], keys, ledger)
         known = {e.id: e for e in await store.list_entities()}
-        merge = _Merge(known, self.scope_keys)
+        merge = _Merge(known, self.merge_across)
         pending: dict[str, tuple[str, list[Relation]]] = {}
         chunk_failures: list[str] = []
         for document in todo:
@@ -281,26 +351,36 @@ class _Merge:
     """Entities merged across every document of a run, starting from the stored ones (``known``)."""
 
     known: Mapping[str, Entity]
-    scope_keys: Sequence[str]
+    merge_across: Sequence[str]
     merged: dict[str, Entity] = field(default_factory=dict)
 
-    def entity(self, found: ExtractedEntity, scope: Metadata) -> str | None:
-        """Merge ``found`` into the entity of its normalised name in ``scope``; its id (``None``: no name)."""
+    def entity(self, found: ExtractedEntity, source: Chunk) -> str | None:
+        """Merge ``found``, read from ``source``, into the entity of its name and source identity; its id.
+
+        ``None`` when the name is empty. The entity keeps (or gets) the identity's metadata and
+        labels, and each ``merge_across`` key lists the values of every source merged so far.
+        """
         name = ' '.join(found.name.split())
         if not normalise_name(name):
             return None
-        entity_id = extracted_entity_id(name, scope, self.scope_keys)
+        entity_id = extracted_entity_id(name, source.metadata, self.merge_across, source.labels)
         current = self.merged.get(entity_id) or self.known.get(entity_id)
+        if current is None:
+            current = Entity(id=entity_id, name=name, metadata={})
         spellings = {' '.join(a.split()) for a in found.aliases} | {name}
         label = ' '.join(found.type.split()).casefold()
-        if current is None:
-            current = Entity(id=entity_id, name=name, metadata=scope)
-        aliases = tuple(sorted({*current.aliases, *spellings} - {current.name, ''}))
+        spread = {key: _spread([current.metadata.get(key), source.metadata.get(key)]) for key in self.merge_across}
         self.merged[entity_id] = current.model_copy(
             update={
-                'aliases': aliases,
+                'aliases': tuple(sorted({*current.aliases, *spellings} - {current.name, ''})),
                 'description': current.description or ' '.join(found.description.split())[:_MAX_DESCRIPTION],
-                'labels': current.labels | ({label} if label else set()),
+                # A stored entity's own keys stay (a hand-made one may be stricter): never fewer keys.
+                'metadata': {
+                    **current.metadata,
+                    **merge_identity(source.metadata, self.merge_across),
+                    **{key: values for key, values in spread.items() if values},
+                },
+                'labels': current.labels | source.labels | ({label} if label else set()),
             }
         )
         return entity_id
@@ -320,10 +400,9 @@ class _Merge:
         return DocumentGraph(tuple(relations), tuple(self.merged[i] for i in sorted(touched)))
 
     def _chunk_relations(self, chunk: Chunk, answer: Extraction, origin: str) -> list[Relation]:
-        scope = scope_of(chunk.metadata, self.scope_keys)
         by_name: dict[str, str] = {}
         for found in answer.entities:
-            entity_id = self.entity(found, scope)
+            entity_id = self.entity(found, chunk)
             if entity_id is not None:
                 for spelling in (found.name, *found.aliases):
                     by_name.setdefault(normalise_name(spelling), entity_id)
@@ -331,7 +410,7 @@ class _Merge:
         def endpoint(name: str) -> str | None:
             key = normalise_name(name)
             if key and key not in by_name:  # a relation naming an entity the list left out: it exists too
-                entity_id = self.entity(ExtractedEntity(name=name), scope)
+                entity_id = self.entity(ExtractedEntity(name=name), chunk)
                 if entity_id is not None:
                     by_name[key] = entity_id
             return by_name.get(key)
@@ -343,7 +422,8 @@ class _Merge:
                 target=target,
                 target_kind='entity',
                 type=type,
-                metadata=scope,
+                metadata=chunk.metadata,
+                labels=chunk.labels,
                 provenance=chunk.id,
                 document_id=chunk.document_id,
                 origin=origin,

@@ -4,6 +4,14 @@ PART_OF makes the section tree walkable: a chunk points at its innermost section
 when it has none), a section at its parent section (at its document when it is top-level). A
 section's edge is stated once, without provenance (it is read from the tree, not from one chunk).
 
+Every edge carries the full metadata and labels of a chunk, so it never outlives that chunk's
+scope whatever the filter: a chunk's own edges (PART_OF, LINKS_TO) its own; a section's PART_OF
+those of the first chunk (in reading order) inside the section. That chunk is what makes the
+section exist in the graph: a section node is in scope when some chunk inside it is, so an edge
+scoped like its first chunk is never visible where no chunk of it is. Chunks of one document
+share their document's metadata (ingestion gives every chunk its document's), so the choice only
+matters where a caller gave chunks metadata of their own, and then it errs towards hiding.
+
 LINKS_TO goes from the chunk holding a link to the document it names, when that document is
 stored. Links are read from the chunk's ``urtext``: Markdown links ``[text](target)``, reference
 definitions ``[label]: target``, and bare relative paths or URLs (``see ../api/auth.md``); a
@@ -17,7 +25,8 @@ Targets resolve relative to the linking document's ``uri`` (``urljoin``; fragmen
 dropped, percent-escapes decoded) against stored documents' uris, and relative to its ``path``
 metadata against stored ``path`` values; a target without a suffix (``[x](setup)``) also matches
 a document whose uri or path is it plus one (``setup.md``). With ``scope_keys``, a link counts
-only between documents of identical scope metadata. A document never links to itself.
+only between documents whose values of those keys are equal (a convenience: the boundary does not
+depend on it). A document never links to itself.
 
 The fingerprint covers the configuration, the document's chunks, its HTML file's links and what
 its links resolve to, so adding the document a link names rebuilds the linking one (and only it).
@@ -35,9 +44,10 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import url2pathname
 
-from ...content import Chunk, Metadata, NodeKind, Relation
+from ...content import Chunk, NodeKind, Relation
 from ...protocols import DocumentInfo
 from .base import (
+    DERIVED_SCOPE_VERSION,
     BuildReport,
     DocumentGraph,
     DocumentInput,
@@ -47,7 +57,6 @@ from .base import (
     fingerprint,
     iter_documents,
     scope_group,
-    scope_of,
 )
 
 __all__ = ['StructureBuilder']
@@ -204,7 +213,10 @@ def _holder(chunks: Sequence[Chunk], squashed: Sequence[str], text: str) -> Chun
 
 @dataclass(frozen=True, slots=True)
 class StructureBuilder:
-    """PART_OF edges of the section tree and LINKS_TO edges between stored documents (see the module)."""
+    """PART_OF edges of the section tree and LINKS_TO edges between stored documents (see the module).
+
+    ``scope_keys``: LINKS_TO only between documents whose values of these keys are equal.
+    """
 
     scope_keys: tuple[str, ...] = ()
     name: str = 'structure'
@@ -224,7 +236,14 @@ class StructureBuilder:
 
         def mark_of(document: DocumentInput) -> str:
             resolved = sorted((link.chunk.id, link.target) for link in links[document.id])
-            return fingerprint(self.name, self.scope_keys, chunks_digest(document.chunks), html[document.id], resolved)
+            return fingerprint(
+                self.name,
+                DERIVED_SCOPE_VERSION,
+                self.scope_keys,
+                chunks_digest(document.chunks),
+                html[document.id],
+                resolved,
+            )
 
         async def graph_of(document: DocumentInput) -> DocumentGraph:
             return DocumentGraph((*self._part_of(document), *self._links_to(document, links[document.id])))
@@ -262,35 +281,31 @@ class StructureBuilder:
     def _part_of(self, document: DocumentInput) -> Iterator[Relation]:
         sections: set[str] = set()
         for chunk in document.chunks:
-            scope = scope_of(chunk.metadata, self.scope_keys)
             yield self._relation(
                 chunk.id,
                 'chunk',
                 chunk.section_id or document.id,
                 'section' if chunk.section_id else 'document',
-                document.id,
-                scope,
+                chunk,
                 provenance=chunk.id,
             )
             for depth, section_id in enumerate(chunk.section_ids):
                 if section_id in sections:
                     continue
-                sections.add(section_id)
+                sections.add(section_id)  # first seen with its first chunk: the edge is scoped like it
                 parent = chunk.section_ids[depth - 1] if depth else document.id
-                yield self._relation(
-                    section_id, 'section', parent, 'section' if depth else 'document', document.id, scope
-                )
+                yield self._relation(section_id, 'section', parent, 'section' if depth else 'document', chunk)
 
     def _links_to(self, document: DocumentInput, links: Sequence[_Link]) -> Iterator[Relation]:
         for link in links:
-            scope = scope_of(link.chunk.metadata, self.scope_keys)
             yield Relation(
                 source=link.chunk.id,
                 source_kind='chunk',
                 target=link.target,
                 target_kind='document',
                 type='LINKS_TO',
-                metadata=scope,
+                metadata=link.chunk.metadata,
+                labels=link.chunk.labels,
                 provenance=link.chunk.id,
                 document_id=document.id,
                 origin=self.name,
@@ -302,18 +317,19 @@ class StructureBuilder:
         source_kind: NodeKind,
         target: str,
         target_kind: NodeKind,
-        document_id: str,
-        scope: Metadata,
+        scoped_like: Chunk,
         provenance: str | None = None,
     ) -> Relation:
+        """A PART_OF edge of ``scoped_like``'s document, carrying that chunk's metadata and labels."""
         return Relation(
             source=source,
             source_kind=source_kind,
             target=target,
             target_kind=target_kind,
             type='PART_OF',
-            metadata=scope,
+            metadata=scoped_like.metadata,
+            labels=scoped_like.labels,
             provenance=provenance,
-            document_id=document_id,
+            document_id=scoped_like.document_id,
             origin=self.name,
         )

@@ -1,8 +1,10 @@
 """The vector linker: MENTIONS from a chunk to the entities most similar to it, weighted by cosine.
 
-For each chunk, the ``top_k`` entities of its scope group (identical `scope_keys` metadata) whose
-cosine with the chunk is at least ``threshold``, best first, ties by entity id; the edge's weight
-is that cosine (rounded to 6 decimals so a rebuild on another machine states the same edge).
+For each chunk, the ``top_k`` entities whose cosine with the chunk is at least ``threshold``, best
+first, ties by entity id; the edge's weight is that cosine (rounded to 6 decimals so a rebuild on
+another machine states the same edge). With `scope_keys`, only entities whose values of those keys
+equal the chunk's are candidates (a convenience: the boundary does not depend on it). Each edge
+carries its chunk's full metadata and labels, so it never outlives that chunk's scope.
 Chunks are embedded by their indexed ``text``, entities by theirs (``name: description``), both
 with one embedder: the store's (``store.embedder``) unless one is given.
 
@@ -27,6 +29,7 @@ from pydantic_ai.embeddings import Embedder
 
 from ...content import Chunk, Entity, Relation
 from .base import (
+    DERIVED_SCOPE_VERSION,
     BuildReport,
     DocumentGraph,
     DocumentInput,
@@ -36,7 +39,6 @@ from .base import (
     fingerprint,
     iter_documents,
     scope_group,
-    scope_of,
 )
 
 __all__ = ['VectorLinker']
@@ -56,7 +58,10 @@ class _EntityVectors:
 
 @dataclass(frozen=True, slots=True)
 class VectorLinker:
-    """MENTIONS from chunks to similar entities (see the module). ``embedder`` overrides the store's."""
+    """MENTIONS from chunks to similar entities (see the module). ``embedder`` overrides the store's.
+
+    ``scope_keys``: link only between a chunk and entities whose values of these keys are equal.
+    """
 
     top_k: int = 3
     threshold: float = 0.5
@@ -82,7 +87,7 @@ class VectorLinker:
         for entity in sorted(await store.list_entities(), key=lambda e: e.id):
             groups[scope_group(entity.metadata, self.scope_keys)].entities.append(entity)
         digests = {group: fingerprint([(e.id, e.text) for e in vectors.entities]) for group, vectors in groups.items()}
-        config = (self.name, self.top_k, self.threshold, self.scope_keys, model_name)
+        config = (self.name, DERIVED_SCOPE_VERSION, self.top_k, self.threshold, self.scope_keys, model_name)
         skipped: list[str] = []
 
         def mark_of(document: DocumentInput) -> str:
@@ -122,7 +127,8 @@ class VectorLinker:
                 target_kind='entity',
                 type='MENTIONS',
                 weight=max(cosine, 0.0),
-                metadata=scope_of(chunk.metadata, self.scope_keys),
+                metadata=chunk.metadata,
+                labels=chunk.labels,
                 provenance=chunk.id,
                 document_id=chunk.document_id,
                 origin=self.name,
