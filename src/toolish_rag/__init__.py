@@ -1,7 +1,7 @@
 """toolish-rag: retrieval as tools for pydantic-ai agents.
 
 The public API is what this module exports plus the public (non-underscore) modules
-``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.sections``, ``.navigation``, ``.graph``, ``.grounded``, ``.errors``,
+``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.sections``, ``.navigation``, ``.graph``, ``.grounded``, ``.tracing``, ``.errors``,
 ``.embedding``, ``.fusion``, ``.regex``, ``.writes``, ``.builder``, ``.retriever``, ``.stores`` and
 ``.testing``. Store adapters (``toolish-rag-lancedb``, ``toolish-rag-tantivy``) are built on these
 alone: ``.regex`` (compile a request, the text to match, the ranking) and ``.writes`` (upsert
