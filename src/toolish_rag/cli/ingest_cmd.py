@@ -5,15 +5,33 @@ summary and a table of failures (on stderr, as the bar). Otherwise (a pipe, a fi
 logs): the summary and one ``failed: PATH: REASON`` line per failure on stdout, full
 paths unwrapped, so ``grep failed:`` works. ``--json`` prints the whole report as JSON
 instead (every `IngestReport` field), for scripts.
+
+``--watch`` keeps going after that run: each batch of changes prints its own report the
+same way (``--json``: one JSON object a line), until Ctrl-C (or SIGTERM), which finishes
+the batch in progress and prints a summary of the session; a second Ctrl-C aborts at once.
+``--ray [ADDRESS]`` parses, chunks and embeds on Ray (the extra ``toolish-rag[ray]``); with
+``--watch`` each batch runs there. Both extras are imported only when asked for.
 """
 
 from __future__ import annotations
 
 import argparse
+import asyncio
+import importlib.util
+import signal
 import sys
-from typing import Any
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 from .common import open_rag
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from ..ingest import IngestReport
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -34,16 +52,29 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help='print the report as JSON on stdout (added, updated, unchanged, removed, failed, skipped, '
         'warnings, chunks, seconds, ok); no progress bar',
     )
+    parser.add_argument(
+        '--watch',
+        action='store_true',
+        help='then keep watching: re-ingest changed files and remove deleted ones as they happen, until Ctrl-C '
+        '(needs toolish-rag[watch])',
+    )
+    parser.add_argument(
+        '--ray',
+        nargs='?',
+        const=True,
+        default=None,
+        metavar='ADDRESS',
+        help='parse, chunk and embed on Ray (needs toolish-rag[ray]): ADDRESS of a cluster (e.g. auto, '
+        'ray://head:10001), or none for $RAY_ADDRESS, else a local one; put it after the paths',
+    )
     parser.set_defaults(run=run)
     return parser
 
 
 async def run(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from ..ingest import Chunker, ingest
-    from ..ingest.report import format_lines, render_report
 
+    _require_extras(args)
     store, _ = open_rag(args)
     options: dict[str, Any] = {}
     if args.chunk_size is not None:
@@ -54,11 +85,105 @@ async def run(args: argparse.Namespace) -> int:
         options['tokenizer'] = args.tokenizer
     interactive = sys.stdout.isatty() and not args.json
     bar = interactive and not args.no_progress  # the bar ends with the summary and the failure table
-    report = await ingest(store, args.paths, chunker=Chunker(**options), sync=args.sync, progress=bar)
-    if args.json:
-        print(report.to_json())
-    elif not interactive:
-        sys.stdout.write(format_lines(report))
-    elif not bar:
-        Console(stderr=True).print(render_report(report))
+    settings: dict[str, Any] = {'chunker': Chunker(**options), 'sync': args.sync, 'progress': bar}
+    if args.ray is not None:
+        from ..ingest import RayExecutor
+
+        settings['executor'] = RayExecutor(None if args.ray is True else args.ray)
+    printer = _ReportPrinter(args.json, interactive, bar, watching=args.watch)
+    if args.watch:
+        return await _watch(store, args.paths, settings, printer)
+    report = await ingest(store, args.paths, **settings)
+    printer(report)
     return 1 if report.failed else 0
+
+
+def _require_extras(args: argparse.Namespace) -> None:
+    """Name the extra to install, before any work, when ``--watch`` or ``--ray`` lacks its library."""
+    needs = [('--watch', 'watchfiles', 'watch')] if args.watch else []
+    needs += [('--ray', 'ray', 'ray')] if args.ray is not None else []
+    for flag, module, extra in needs:
+        if importlib.util.find_spec(module) is None:
+            raise SystemExit(f'toolish-rag: {flag} needs {module}: pip install "toolish-rag[{extra}]"')
+
+
+async def _watch(store: Any, paths: list[str], settings: dict[str, Any], printer: _ReportPrinter) -> int:
+    """The initial run, then the change batches, each printed as it comes; a summary once stopped."""
+    from rich.console import Console
+
+    from ..ingest.watch import watch
+
+    stop = asyncio.Event()
+    console = Console(stderr=True)
+    with _stopping_on_signals(stop, console):
+        total = await watch(store, paths, stop_event=stop, on_report=printer, **settings)
+    console.print(
+        f'watch stopped after {printer.printed - 1} change batch(es): {total.summary()}',
+        highlight=False,
+        soft_wrap=True,
+    )
+    return 0
+
+
+@dataclass(slots=True)
+class _ReportPrinter:
+    """Prints each report where ``toolish-rag ingest`` prints one (see the module docstring).
+
+    On a terminal with the progress bar, the first report (the run's) is already printed
+    under the bar; with ``watching``, the later ones (change batches) get a time stamp, and
+    ``--json`` prints one object a line, so that the stream stays line-delimited JSON.
+    """
+
+    as_json: bool
+    interactive: bool
+    bar: bool
+    watching: bool = False
+    printed: int = 0
+
+    def __call__(self, report: IngestReport) -> None:
+        from rich.console import Console
+
+        from ..ingest.report import format_lines, render_report
+
+        first = self.printed == 0
+        self.printed += 1
+        if self.as_json:
+            print(report.to_json(indent=None if self.watching else 2), flush=True)
+        elif not self.interactive:
+            sys.stdout.write(format_lines(report))
+            sys.stdout.flush()
+        elif not (first and self.bar):
+            console = Console(stderr=True)
+            if not first:
+                console.print(f'[dim]{time.strftime("%H:%M:%S")}[/] ', end='')
+            console.print(render_report(report))
+        if first and self.watching:
+            Console(stderr=True).print('[dim]watching for changes (Ctrl-C to stop)[/]')
+
+
+@contextmanager
+def _stopping_on_signals(stop: asyncio.Event, console: Console) -> Iterator[None]:
+    """Ctrl-C (or SIGTERM) sets ``stop``; a second one gets the default behaviour back: abort at once.
+
+    Stopping finishes the batch in progress, which may take a while on a big one; aborting it
+    is safe too (ingestion commits whole documents; the next run finishes the rest).
+    """
+    loop = asyncio.get_running_loop()
+    installed: list[signal.Signals] = []
+
+    def first(sig: signal.Signals) -> None:
+        stop.set()
+        loop.remove_signal_handler(sig)
+        console.print('[dim]stopping after the batch in progress (Ctrl-C again to abort)[/]')
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(sig, first, sig)
+        except (NotImplementedError, RuntimeError, ValueError):  # not the main thread, or no signals here
+            continue
+        installed.append(sig)
+    try:
+        yield
+    finally:
+        for sig in installed:
+            loop.remove_signal_handler(sig)
