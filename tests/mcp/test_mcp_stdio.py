@@ -91,6 +91,7 @@ async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -
         (['--http', '0.0.0.0:8765', '--no-auth'], 'only allowed on a loopback'),
         (['--http', 'nonsense'], 'HOST:PORT'),
         (['--tokens', 'x.toml'], 'only apply with --http'),
+        (['--stateless'], 'only apply with --http'),
     ],
 )
 def test_the_command_refuses_unsafe_or_wrong_options(

@@ -30,6 +30,12 @@ def register(sub: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument('--path', default='/mcp', help='HTTP path of the MCP endpoint (default: /mcp)')
     parser.add_argument(
+        '--stateless',
+        action='store_true',
+        help='keep no MCP session between HTTP requests, so that any of several servers behind a load balancer '
+        'can answer any request (see docs/deploy.md)',
+    )
+    parser.add_argument(
         '--filter', default=None, help='scope filter JSON applied to every call, for every client (and token)'
     )
     parser.set_defaults(run=run)
@@ -61,8 +67,8 @@ async def run(args: argparse.Namespace) -> int:
         return 2
     tokens = None
     if args.http is None:
-        if args.tokens or args.no_auth:
-            raise ValueError('--tokens and --no-auth only apply with --http (stdio has no tokens)')
+        if args.tokens or args.no_auth or args.stateless:
+            raise ValueError('--tokens, --no-auth and --stateless only apply with --http (stdio has no tokens)')
     else:
         host, port = _host_port(args.http)
         if args.tokens and args.no_auth:
@@ -81,6 +87,7 @@ async def run(args: argparse.Namespace) -> int:
         return 0
     count = len(tokens.labels) if tokens else 0
     scoped = f'{count} token{"" if count == 1 else "s"}' if tokens else 'no authentication'
-    print(f'toolish-rag: MCP on http://{args.http}{args.path} ({scoped}); Ctrl-C stops', file=sys.stderr)
-    await serve_http(rag, tokens, host=host, port=port, path=args.path)
+    stateless = ', stateless' if args.stateless else ''
+    print(f'toolish-rag: MCP on http://{args.http}{args.path} ({scoped}{stateless}); Ctrl-C stops', file=sys.stderr)
+    await serve_http(rag, tokens, host=host, port=port, path=args.path, stateless=args.stateless)
     return 0

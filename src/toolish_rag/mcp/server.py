@@ -332,11 +332,18 @@ async def serve_http(
     port: int = 8000,
     path: str = '/mcp',
     name: str = 'toolish-rag',
+    stateless: bool = False,
 ) -> None:
-    """Serve ``rag`` over streamable HTTP at ``http://HOST:PORT/PATH`` until interrupted."""
+    """Serve ``rag`` over streamable HTTP at ``http://HOST:PORT/PATH`` until interrupted.
+
+    ``stateless=True`` keeps no MCP session in the process: every request is answered on its
+    own (with its own token's scope), so several servers behind a round-robin load balancer can
+    each answer any request of a client. A session opened on one server is unknown to the others
+    (404), so without it a load balancer must be sticky on the ``Mcp-Session-Id`` header.
+    """
     import uvicorn
 
     server = await build_server(rag, name=name)
-    app = http_app(server, tokens, host=host, path=path)
+    app = http_app(server, tokens, host=host, path=path, stateless=stateless)
     config = uvicorn.Config(app, host=host, port=port, log_level='warning', lifespan='on')
     await uvicorn.Server(config).serve()
