@@ -114,8 +114,10 @@ def builders_for(args: argparse.Namespace) -> list[GraphBuilder]:
             model = args.model or os.environ.get(MODEL_ENV)
             if not model:
                 raise SystemExit(f'--link extract needs a model: pass --model or set ${MODEL_ENV}')
-            merge = {'merge_across': tuple(args.merge_across)} if args.merge_across is not None else {}
-            chosen.append(ExtractionBuilder(model, **merge))
+            if args.merge_across is None:
+                chosen.append(ExtractionBuilder(model))
+            else:
+                chosen.append(ExtractionBuilder(model, merge_across=tuple(args.merge_across)))
     return chosen
 
 

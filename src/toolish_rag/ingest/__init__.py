@@ -10,10 +10,14 @@
   (`pipeline`; its parts: `parse` one file, `workers` the parse pool, `writer` the batched
   upserts, `sync` what to delete, `progress` the bar);
 * `IngestReport` / `render_report` / `format_report` / `format_lines` — what happened, for humans,
-  logs and CLIs (``IngestReport.to_json()`` for machines).
+  logs and CLIs (``IngestReport.to_json()`` for machines);
+* `RayExecutor` — ``ingest(..., executor=RayExecutor(address))`` parses and embeds on a Ray
+  cluster (``toolish-rag[ray]``; `distributed`), any `IngestExecutor` likewise; the local
+  pools are `LocalExecutor` (``executor='auto' | 'process' | 'thread'``).
 """
 
 from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunker, Piece, token_counter
+from .distributed import RayExecutor
 from .fingerprint import fingerprint
 from .model import Block, OutlineBuilder, ParsedDocument, ParsedSection, ReadError, normalise_metadata
 from .parse import file_uri, parse_path
@@ -21,6 +25,7 @@ from .pipeline import ingest
 from .readers import READERS, UNSUPPORTED, read_bytes, read_file
 from .report import IngestIssue, IngestReport, format_lines, format_report, render_report
 from .walk import DEFAULT_MAX_FILE_BYTES, SKIPPED_DIRS, walk_paths
+from .workers import IngestExecutor, LocalExecutor, ParseJob
 
 __all__ = [
     'DEFAULT_CHUNK_OVERLAP',
@@ -31,12 +36,16 @@ __all__ = [
     'UNSUPPORTED',
     'Block',
     'Chunker',
+    'IngestExecutor',
     'IngestIssue',
     'IngestReport',
+    'LocalExecutor',
     'OutlineBuilder',
     'ParsedDocument',
+    'ParseJob',
     'ParsedSection',
     'Piece',
+    'RayExecutor',
     'ReadError',
     'file_uri',
     'fingerprint',

@@ -14,7 +14,7 @@ warning), and a caller's ``metadata=`` may not set them at all (`check_caller_me
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -51,12 +51,18 @@ def check_caller_metadata(metadata: Mapping[str, MetadataValue]) -> None:
 
 @dataclass(frozen=True, slots=True)
 class Parsed:
-    """A worker's answer for one file: the document, or why there is none (``reason``)."""
+    """A worker's answer for one file: the document, or why there is none (``reason``).
+
+    ``vectors``: when the worker also embedded the document (an executor that embeds, such
+    as `RayExecutor`), one vector per chunk, in order, made with the store's embedding; the
+    store then takes them instead of embedding those texts again (`distributed.vectors`).
+    """
 
     path: str
     document: Document | None
     reason: str | None
     warnings: tuple[str, ...] = ()
+    vectors: Sequence[Sequence[float]] | None = None
 
 
 def parse_path(

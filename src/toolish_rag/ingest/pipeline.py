@@ -19,6 +19,11 @@ The run, phase by phase (each a method of `_Run`): ready-made documents
 (`_Run.select_files`), parsing in workers and writing in batches (`_Run.parse_and_write`,
 with `workers` and `writer`), the ``sync`` removals (`_Run.remove_stale`, rule in `sync`)
 and the report (`_Run.finish`).
+
+Where the files are parsed is the executor's business (`workers.IngestExecutor`): the local
+pools, or `RayExecutor`, which also embeds the chunks on the cluster. Everything else above
+runs here, on the driver, whichever it is; an executor's vectors reach the store through its
+own embedder during the writer's upserts (`distributed.vectors`).
 """
 
 from __future__ import annotations
@@ -27,7 +32,7 @@ import asyncio
 import os
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from contextlib import aclosing
+from contextlib import aclosing, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
@@ -37,6 +42,8 @@ from rich.console import Console
 from ..content import Document, MetadataValue, document_id_for
 from ..protocols import DocumentInfo, DocumentStore
 from .chunking import Chunker
+from .distributed.embedding import StoreEmbedding
+from .distributed.vectors import VectorCache
 from .fingerprint import document_fingerprint, file_fingerprint
 from .parse import check_caller_metadata, file_uri, parse_path
 from .progress import IngestProgress
@@ -44,7 +51,7 @@ from .readers import READERS, UNSUPPORTED
 from .report import IngestIssue, IngestReport
 from .sync import stale_documents
 from .walk import DEFAULT_MAX_FILE_BYTES, Found, walk_paths
-from .workers import ExecutorKind, parse_files
+from .workers import ExecutorKind, IngestExecutor, LocalExecutor, ParseJob
 from .writer import BatchWriter
 
 __all__ = ['file_uri', 'ingest', 'parse_path']
@@ -62,7 +69,7 @@ async def ingest(
     sync: bool = False,
     progress: bool | Console = True,
     concurrency: int | None = None,
-    executor: ExecutorKind = 'auto',
+    executor: ExecutorKind | IngestExecutor = 'auto',
     batch_chunks: int = 256,
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     include_hidden: bool = False,
@@ -77,9 +84,11 @@ async def ingest(
         chunker: how to split (default `Chunker()`); part of every file's fingerprint.
         sync: also delete stored documents whose files under the given paths no longer exist.
         progress: show a progress bar and a summary (``True``: on stderr; or a rich ``Console``).
-        concurrency: parse workers (default: CPU count).
+        concurrency: parse workers of the local pools (default: CPU count).
         executor: ``'process'`` parses in a process pool (spawned), ``'thread'`` in threads,
-            ``'auto'`` picks processes when there are many files to parse.
+            ``'auto'`` picks processes when there are many files to parse; or an
+            `IngestExecutor` such as ``RayExecutor(address)``, which parses and embeds on a
+            Ray cluster (its own arguments say how many workers; ``concurrency`` is unused).
         batch_chunks: upsert once at least this many chunks are waiting.
         max_file_bytes: larger files are skipped with a reason.
         include_hidden: descend into hidden folders and read hidden files.
@@ -89,7 +98,8 @@ async def ingest(
     """
     check_caller_metadata(metadata or {})
     chunker = chunker or Chunker()
-    settings = _Settings(chunker, chunker.config_key(), concurrency, executor, dict(metadata or {}), tuple(labels))
+    runner = LocalExecutor(executor, concurrency) if isinstance(executor, str) else executor
+    settings = _Settings(chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels))
     report = IngestReport()
     started = time.perf_counter()
     items: list[Source] = (
@@ -101,10 +111,18 @@ async def ingest(
     found = list(
         walk_paths(paths, max_file_bytes=max_file_bytes, include_hidden=include_hidden, suffixes=frozenset(READERS))
     )
+    embedding = await StoreEmbedding.of(store) if runner.embeds else None
+    vectors = VectorCache(embedding) if embedding is not None else None
     ui = IngestProgress(progress, report)
     ui.start(len(found) + len(documents))
-    writer = BatchWriter(store, report, existing.keys(), batch_chunks, ui.advance)
-    run = _Run(store, settings, existing, report, ui, writer)
+
+    def written() -> None:
+        ui.advance()
+        if vectors is not None:
+            vectors.settled()
+
+    writer = BatchWriter(store, report, existing.keys(), batch_chunks, written)
+    run = _Run(store, settings, existing, report, ui, writer, vectors)
     try:
         await run.take_documents(documents)
         await run.parse_and_write(await run.select_files(found))
@@ -122,8 +140,7 @@ class _Settings:
     chunker: Chunker
     config_key: str
     """``chunker.config_key()``: part of every fingerprint, computed once."""
-    concurrency: int | None
-    executor: ExecutorKind
+    executor: IngestExecutor
     metadata: dict[str, MetadataValue]
     labels: tuple[str, ...]
 
@@ -138,6 +155,8 @@ class _Run:
     report: IngestReport
     ui: IngestProgress
     writer: BatchWriter
+    vectors: VectorCache | None
+    """The store's embedding and the executor's vectors waiting to be written, when the executor embeds."""
     seen_ids: set[str] = field(default_factory=set)
     """Ids of every document and file this run met, written or not: ``sync`` keeps them."""
 
@@ -150,9 +169,7 @@ class _Run:
             if info is not None and info.fingerprint == fp:
                 self._settle(self.report.unchanged, document.uri)
             else:
-                await self.writer.add(
-                    document if document.fingerprint else document.model_copy(update={'fingerprint': fp})
-                )
+                await self._write(document if document.fingerprint else document.model_copy(update={'fingerprint': fp}))
 
     async def select_files(self, found: Sequence[Found]) -> list[Found]:
         """Settle what the walk found without parsing it where possible; return the files to parse."""
@@ -195,17 +212,29 @@ class _Run:
         return True
 
     async def parse_and_write(self, files: Sequence[Found]) -> None:
-        """Parse ``files`` in workers and write each document as it comes back, then the last batch."""
-        s = self.settings
-        parsed = parse_files(files, s.chunker, s.metadata, s.labels, concurrency=s.concurrency, executor=s.executor)
-        async with aclosing(parsed) as results:
-            async for result in results:
-                self.report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
-                if result.document is None:
-                    self._settle(self.report.failed, IngestIssue(result.path, result.reason or 'unreadable'))
-                else:
-                    await self.writer.add(result.document)
-        await self.writer.flush()
+        """Parse ``files`` in workers and write each document as it comes back, then the last batch.
+
+        The store's upserts embed from `vectors` meanwhile: a document that came with its
+        chunks' vectors is not embedded again.
+        """
+        s, vectors = self.settings, self.vectors
+        job = ParseJob(s.chunker, s.metadata, s.labels)
+        parsed = s.executor.parse(files, job, vectors.embedding if vectors is not None else None)
+        with vectors.serving(self.store) if vectors is not None else nullcontext():
+            async with aclosing(parsed) as results:
+                async for result in results:
+                    self.report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
+                    if result.document is None:
+                        self._settle(self.report.failed, IngestIssue(result.path, result.reason or 'unreadable'))
+                    else:
+                        await self._write(result.document, result.vectors)
+            await self.writer.flush()
+
+    async def _write(self, document: Document, vectors: Sequence[Sequence[float]] | None = None) -> None:
+        """Hand ``document`` to the writer (its vectors, if any, to the cache the store's upserts read)."""
+        if self.vectors is not None:
+            self.vectors.add(document, vectors)
+        await self.writer.add(document)
 
     async def remove_stale(self, paths: Sequence[Path]) -> None:
         """``sync=True``: delete the documents whose files under ``paths`` are gone."""

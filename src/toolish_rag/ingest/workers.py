@@ -1,4 +1,11 @@
-"""The parse workers: a process or thread pool that hands back each file's `Parsed` as it is ready.
+"""The parse workers: who turns the files to ingest into documents, and hands each back as it is ready.
+
+`ingest` hands its files to an `IngestExecutor`. The built-in one, `LocalExecutor` (what
+``executor='auto' | 'process' | 'thread'`` means), is a process or thread pool on this
+machine; `RayExecutor` (``toolish_rag.ingest.distributed``) runs the same `parse_file` on a Ray
+actor pool and embeds the chunks there too. An executor only produces `Parsed` answers: the
+driver still decides what to parse, writes through the store's ``upsert`` and reports, so
+every executor gets the same documents, ids, fingerprints, skips and failures.
 
 Processes are spawned, not forked (the parent holds threads, an event loop and native
 libraries' locks). A spawned worker waits for jobs on the pool's task queue, and it holds
@@ -13,6 +20,7 @@ the workers are gone the tracker follows by itself, unlinking what the killed ru
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import ctypes
 import itertools
 import multiprocessing
@@ -23,16 +31,73 @@ import threading
 import time
 from collections.abc import AsyncGenerator, Sequence
 from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
-from typing import Literal
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..content import MetadataValue
 from .chunking import Chunker
 from .parse import Parsed, parse_file
 from .walk import Found
 
-__all__ = ['ExecutorKind', 'parse_files', 'watch_parent']
+if TYPE_CHECKING:
+    from .distributed.embedding import StoreEmbedding
+
+__all__ = ['ExecutorKind', 'IngestExecutor', 'LocalExecutor', 'ParseJob', 'parse_files', 'watch_parent']
 
 ExecutorKind = Literal['auto', 'process', 'thread']
+"""The local pools by name: `ingest`'s ``executor=`` shorthand for a `LocalExecutor`."""
+
+
+@dataclass(frozen=True, slots=True)
+class ParseJob:
+    """How every file of a run is parsed: plain, picklable data shipped to each worker."""
+
+    chunker: Chunker
+    metadata: dict[str, MetadataValue]
+    labels: tuple[str, ...]
+
+
+class IngestExecutor(Protocol):
+    """Where `ingest` parses (and, if it can, embeds) the files that must be written.
+
+    ``parse`` yields one `Parsed` per file, in any order, as each is ready, and never raises
+    for one bad file (`parse_file` turns that into a reason). It is used inside
+    ``contextlib.aclosing``: when the run stops early, closing the generator must stop the work.
+    """
+
+    @property
+    def embeds(self) -> bool:
+        """Whether ``parse`` also embeds chunks: it is then given the store's embedding (or ``None``
+        when the store has none to give) and returns `Parsed.vectors` made with it."""
+        ...
+
+    def parse(
+        self, files: Sequence[Found], job: ParseJob, embedding: StoreEmbedding | None
+    ) -> AsyncGenerator[Parsed, None]: ...
+
+
+@dataclass(frozen=True, slots=True)
+class LocalExecutor:
+    """Parse in a process or thread pool on this machine; the store embeds in ``upsert``."""
+
+    kind: ExecutorKind = 'auto'
+    concurrency: int | None = None
+    """Workers (default: the CPU count)."""
+
+    @property
+    def embeds(self) -> bool:
+        return False
+
+    async def parse(
+        self, files: Sequence[Found], job: ParseJob, embedding: StoreEmbedding | None
+    ) -> AsyncGenerator[Parsed, None]:
+        results = parse_files(
+            files, job.chunker, job.metadata, job.labels, concurrency=self.concurrency, executor=self.kind
+        )
+        async with contextlib.aclosing(results) as parsed:
+            async for result in parsed:
+                yield result
+
 
 PROCESS_POOL_MIN_FILES = 64
 """``executor='auto'`` spawns processes from this many files to parse: each one starts a new
