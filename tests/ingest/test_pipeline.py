@@ -85,6 +85,7 @@ async def test_edge_cases(tmp_path: Path) -> None:
     deep = tmp_path / 'deep.md'
     deep.write_text(''.join(f'{"#" * min(level, 6)} Level {level}\n\ntext {level}\n\n' for level in range(1, 9)))
     (tmp_path / 'empty.md').write_text('')
+    (tmp_path / '__init__.py').write_text('\n\n')  # blank lines only: skipped like an empty file, not failed
     (tmp_path / 'binary.txt').write_bytes(bytes(range(256)) * 20)
     (tmp_path / 'latin1.txt').write_bytes('Café crème à la carte, déjà vu.'.encode('latin-1'))
     (tmp_path / 'utf16.txt').write_bytes('Grüße aus Köln\n\nzweiter Absatz'.encode('utf-16'))
@@ -100,7 +101,7 @@ async def test_edge_cases(tmp_path: Path) -> None:
     assert added == {'deep.md', 'latin1.txt', 'utf16.txt', 'inner.md'}
     assert {Path(f.path).name: f.reason for f in report.failed} == {'binary.txt': 'binary file (NUL bytes): not text'}
     skipped = {Path(s.path).name: s.reason for s in report.skipped}
-    assert skipped['empty.md'] == 'empty file'
+    assert skipped['empty.md'] == 'empty file' and skipped['__init__.py'] == 'empty file'
     assert 'unsupported' in skipped['image.png'] and 'legacy binary Word' in skipped['old.doc']
     text = format_report(report, verbose=True)
     assert 'binary.txt' in text and 'failed 1' in text

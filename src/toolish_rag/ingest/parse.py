@@ -63,6 +63,8 @@ class Parsed:
     reason: str | None
     warnings: tuple[str, ...] = ()
     vectors: Sequence[Sequence[float]] | None = None
+    skipped: bool = False
+    """No document, and nothing wrong either (a file of blank lines): reported as skipped, not failed."""
 
 
 def parse_path(
@@ -99,6 +101,8 @@ def parse_file(
     p = Path(path)
     try:
         data = p.read_bytes()
+        if not data.strip():  # blank lines only (an empty __init__.py): nothing to ingest, nothing wrong
+            return Parsed(path, None, 'empty file', skipped=True)
         parsed = read_bytes(data, p)
         uri = file_uri(p)
         source = {'path': relative_path if relative_path is not None else p.name, 'uri': uri}

@@ -225,7 +225,8 @@ class _Run:
                 async for result in results:
                     self.report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
                     if result.document is None:
-                        self._settle(self.report.failed, IngestIssue(result.path, result.reason or 'unreadable'))
+                        outcome = self.report.skipped if result.skipped else self.report.failed
+                        self._settle(outcome, IngestIssue(result.path, result.reason or 'unreadable'))
                     else:
                         await self._write(result.document, result.vectors)
             await self.writer.flush()
