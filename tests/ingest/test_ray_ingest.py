@@ -73,8 +73,12 @@ async def _documents(store: DocumentStore) -> dict[str, tuple[str, str | None, i
     return {i.id: (i.uri, i.fingerprint, i.chunk_count, dict(i.metadata)) for i in await store.list_documents()}
 
 
-def _outcomes(report: IngestReport) -> tuple[list[str], list[str], list[str], list[tuple[str, str]]]:
-    return report.added, report.updated, report.unchanged, [(i.path, i.reason) for i in report.failed]
+def _outcomes(
+    report: IngestReport,
+) -> tuple[list[str], list[str], list[str], list[tuple[str, str]], list[tuple[str, str]]]:
+    failed = [(i.path, i.reason) for i in report.failed]
+    skipped = sorted((i.path, i.reason) for i in report.skipped)
+    return report.added, report.updated, report.unchanged, failed, skipped
 
 
 @pytest.mark.shared_data
@@ -92,7 +96,8 @@ async def test_same_store_as_in_process_failures_too_and_reruns_skip(documents_d
 
     assert len(in_process.added) > 10 and in_process.chunks > 100
     # The bad files are reported, with the in-process reasons, and the rest is written.
-    assert {Path(i.path).name for i in on_ray.failed} >= {'broken.pdf', 'blank.md'}
+    assert {Path(i.path).name for i in on_ray.failed} >= {'broken.pdf'}
+    assert {Path(i.path).name: i.reason for i in on_ray.skipped}['blank.md'] == 'empty file'  # blank lines only
     assert _outcomes(on_ray) == _outcomes(in_process)
     assert on_ray.chunks == in_process.chunks
     assert [(w.path, w.reason) for w in on_ray.warnings] == [(w.path, w.reason) for w in in_process.warnings]
