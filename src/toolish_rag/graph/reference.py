@@ -32,8 +32,6 @@ from .model import NODE_KIND_ORDER, GraphNode, NeighbourRequest, Neighbours, Nod
 
 __all__ = ['reference_neighbours', 'reference_nodes']
 
-"""Which kind an id naming several resolves to in `reference_nodes` (the first in scope)."""
-
 
 def reference_nodes(records: Iterable[Chunk | Entity], request: NodeRequest) -> list[GraphNode]:
     """The in-scope nodes among ``request.ids``, each once, sorted by id."""

@@ -33,10 +33,10 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ...content import Chunk, Document, Entity, Metadata, Relation
+from ...content import Chunk, Document, Entity, Metadata, NodeKind, Relation
 from ...protocols import DocumentInfo, DocumentStore, GraphStore, ResultExpander
 from ...search import ExpansionRequest
 
@@ -54,13 +54,14 @@ __all__ = [
     'build_graph',
     'cache_key',
     'chunks_digest',
+    'derived_relation',
     'fingerprint',
+    'group_mark',
+    'model_identity',
     'iter_documents',
     'read_chunks',
     'scope_group',
     'scope_of',
-    'sync_document_relations',
-    'with_model_calls',
 ]
 
 CACHE_KEY_PREFIX = 'cache:'
@@ -153,9 +154,11 @@ async def read_chunks(store: ResultExpander, document_id: str) -> list[Chunk]:
         first = page[-1].sequence_number + 1
 
 
-async def iter_documents(store: GraphBuildStore) -> AsyncIterator[DocumentInput]:
-    """Every stored document with its chunks, by document id (a stable order for reports and tests)."""
-    for info in sorted(await store.list_documents(), key=lambda d: d.id):
+async def iter_documents(
+    store: GraphBuildStore, infos: Iterable[DocumentInfo] | None = None
+) -> AsyncIterator[DocumentInput]:
+    """Every stored document (or those of ``infos``, a listing the caller already holds) with its chunks, by id."""
+    for info in sorted(await store.list_documents() if infos is None else infos, key=lambda d: d.id):
         yield DocumentInput(info, tuple(await read_chunks(store, info.id)))
 
 
@@ -195,9 +198,54 @@ def scope_of(metadata: Metadata, scope_keys: Sequence[str]) -> Metadata:
     return {k: metadata[k] for k in scope_keys if metadata.get(k) is not None}
 
 
+def group_mark(config: Any, document: DocumentInput, scope_keys: Sequence[str], digests: Mapping[str, str]) -> str:
+    """A linker's mark: its config, the document's chunks, and the digest of every scope group they fall in
+    (what the chunks can link to: a change there relinks the document)."""
+    groups = sorted({scope_group(chunk.metadata, scope_keys) for chunk in document.chunks})
+    return fingerprint(config, chunks_digest(document.chunks), [(g, digests.get(g, '')) for g in groups])
+
+
+def model_identity(model: Any) -> str:
+    """What names a model in marks and cache keys: a model string as given, else ``'system:model_name'``."""
+    return model if isinstance(model, str) else f'{model.system}:{model.model_name}'
+
+
 def scope_group(metadata: Metadata, scope_keys: Sequence[str]) -> str:
     """A key equal exactly for records of equal ``scope_keys`` values: linking happens only within one group."""
     return _json(scope_of(metadata, scope_keys))
+
+
+def derived_relation(
+    chunk: Chunk,
+    origin: str,
+    source: str,
+    source_kind: NodeKind,
+    target: str,
+    target_kind: NodeKind,
+    type: str,
+    *,
+    weight: float = 1.0,
+    read_from_chunk: bool = True,
+) -> Relation:
+    """A relation a builder derived from ``chunk``: it carries the chunk's full metadata and labels, and belongs to its document.
+
+    The one place the fail-closed rule lives: an edge read from a chunk is visible under exactly the
+    scopes that chunk is, whatever keys a filter names. ``read_from_chunk=False`` for an edge the
+    chunk only scopes (a section's PART_OF): no provenance then.
+    """
+    return Relation(
+        source=source,
+        source_kind=source_kind,
+        target=target,
+        target_kind=target_kind,
+        type=type,
+        weight=weight,
+        metadata=chunk.metadata,
+        labels=chunk.labels,
+        provenance=chunk.id if read_from_chunk else None,
+        document_id=chunk.document_id,
+        origin=origin,
+    )
 
 
 # -- writing -----------------------------------------------------------------------------
@@ -232,7 +280,7 @@ class DocumentSync:
 
     ``stage`` records one document's desired graph and its new mark; ``flush`` diffs every staged
     document against the store (one ``list_relations`` for the batch), writes, then sets the marks.
-    ``known_entities`` (read once from the store when not given) decides which entities are new or
+    ``known_entities`` (read once from the store when not given, and only if a document brings entities) decides which entities are new or
     changed, and is kept current as entities are written.
     """
 
@@ -271,8 +319,9 @@ class DocumentSync:
         return counts
 
     async def _write(self, graphs: Mapping[str, DocumentGraph]) -> SyncCounts:
-        if self.known_entities is None:
+        if self.known_entities is None and any(graph.entities for graph in graphs.values()):
             self.known_entities = {e.id: e for e in await self.store.list_entities()}
+        known = self.known_entities or {}
         stored = await self.store.list_relations(document_ids=sorted(graphs), origin=self.builder)
         existing = {r.id: r for r in stored if r.document_id in graphs}
         desired = {r.id: r for graph in graphs.values() for r in graph.relations}
@@ -281,32 +330,14 @@ class DocumentSync:
         entities: dict[str, Entity] = {}
         for graph in graphs.values():
             for entity in graph.entities:
-                if self.known_entities.get(entity.id) != entity:
+                if known.get(entity.id) != entity:
                     entities[entity.id] = entity
         if entities or relations:
             await self.store.upsert([*entities.values(), *relations])
-            self.known_entities.update(entities)
+            known.update(entities)
         if stale:
             await self.store.delete_relations(stale)
         return SyncCounts(len(relations), len(stale), len(entities))
-
-
-async def sync_document_relations(
-    store: GraphBuildStore,
-    builder: str,
-    document_id: str,
-    mark: str,
-    relations: Iterable[Relation],
-    entities: Iterable[Entity] = (),
-) -> SyncCounts:
-    """One document's relations of ``builder`` made equal to ``relations`` (diffed), then its mark set.
-
-    For a builder that does not go through `build_documents`; a loop over many documents should
-    stage them on one `DocumentSync` instead, which batches the writes.
-    """
-    sync = DocumentSync(store, builder)
-    sync.stage(document_id, mark, DocumentGraph(tuple(relations), tuple(entities)))
-    return await sync.flush()
 
 
 async def build_documents(
@@ -317,15 +348,18 @@ async def build_documents(
     graph_of: Callable[[DocumentInput], Awaitable[DocumentGraph]],
     *,
     known_entities: dict[str, Entity] | None = None,
+    marks: Mapping[str, str] | None = None,
 ) -> BuildReport:
     """The document-wise driver: skip documents whose mark is unchanged, build and diff the others.
 
     ``documents`` must be every stored document (marks of ids it does not yield are cleared).
     ``mark_of`` is the document's fingerprint (config, chunks, global inputs); ``graph_of`` computes
     its desired relations. A document whose ``graph_of`` raises is reported in ``failures`` and
-    left as it was (its old mark stays, so it is retried next run); the others are built.
+    left as it was (its old mark stays, so it is retried next run); the others are built. ``marks``:
+    the builder's ledger when the caller already read it.
     """
-    marks = await store.graph_marks(builder)
+    if marks is None:
+        marks = await store.graph_marks(builder)
     sync = DocumentSync(store, builder, known_entities)
     seen: set[str] = set()
     built = 0
@@ -367,8 +401,3 @@ async def _aiter(items: AsyncIterable[DocumentInput] | Iterable[DocumentInput]) 
     else:
         for item in items:
             yield item
-
-
-def with_model_calls(report: BuildReport, model_calls: int) -> BuildReport:
-    """``report`` with its model call count set (a builder counts its own calls)."""
-    return replace(report, model_calls=model_calls)

@@ -79,13 +79,17 @@ from .base import (
     GraphBuildStore,
     build_documents,
     chunks_digest,
+    derived_relation,
     fingerprint,
-    read_chunks,
+    iter_documents,
     scope_group,
     scope_of,
 )
 
 __all__ = ['CODE_ENTITY_PREFIX', 'CodeGraphBuilder', 'code_entity_id']
+
+CODE_BUILDER = 'code'
+"""The code builder's name: its relations' origin and its ledger key."""
 
 CODE_GRAPH_VERSION = 1
 """Bumped whenever the builder derives other relations from the same sources (part of every mark)."""
@@ -130,12 +134,12 @@ class CodeGraphBuilder:
 
     @property
     def name(self) -> str:
-        return 'code'
+        return CODE_BUILDER
 
     async def build(self, store: GraphBuildStore) -> BuildReport:
         """Analyse every stored Python module, then write the modules whose fingerprint changed."""
-        infos = sorted((i for i in await store.list_documents() if is_python_document(i)), key=lambda i: i.id)
-        inputs = [DocumentInput(info, tuple(await read_chunks(store, info.id))) for info in infos]
+        infos = [i for i in await store.list_documents() if is_python_document(i)]
+        inputs = [document async for document in iter_documents(store, infos)]
         # Reading files, parsing and resolving are blocking and CPU-bound: one thread for the lot.
         analysis = await asyncio.to_thread(analyse_modules, inputs, self.scope_keys)
         known = {e.id: e for e in await store.list_entities()}
@@ -864,7 +868,9 @@ def analyse_modules(inputs: Sequence[DocumentInput], scope_keys: Sequence[str]) 
     groups: dict[str, dict[str, _Module]] = {}
     for document in inputs:
         if not document.chunks:  # no stored text, nothing to describe (ingestion never stores such a file)
-            outcomes[document.id] = ModuleOutcome(DocumentGraph(), fingerprint('code', CODE_GRAPH_VERSION, 'empty'))
+            outcomes[document.id] = ModuleOutcome(
+                DocumentGraph(), fingerprint(CODE_BUILDER, CODE_GRAPH_VERSION, 'empty')
+            )
             continue
         try:
             module = _load(document, scope_keys)
@@ -934,18 +940,8 @@ class _GraphWriter:
         if key in self.relations:
             return
         chunk = self.module.source.chunks[0] if offset is None else self.module.source.chunk_at(offset)
-        self.relations[key] = Relation(
-            source=source,
-            source_kind='entity',
-            target=target,
-            target_kind=target_kind,
-            type=type,
-            weight=weight,
-            metadata=chunk.metadata,
-            labels=chunk.labels,
-            provenance=chunk.id,
-            document_id=self.module.document.id,
-            origin='code',
+        self.relations[key] = derived_relation(
+            chunk, CODE_BUILDER, source, 'entity', target, target_kind, type, weight=weight
         )
 
     def graph(self) -> DocumentGraph:
@@ -979,7 +975,7 @@ def _module_graph(module: _Module, group: Mapping[str, _Module], scope_keys: Seq
         for target, (count, offset) in sorted(sites.targets.items(), key=lambda t: t[1][1]):
             writer.relation('CALLS', source_id, writer.entity_id(target.kind, target.qualname), offset, weight=count)
     mark = fingerprint(
-        'code',
+        CODE_BUILDER,
         CODE_GRAPH_VERSION,
         DERIVED_SCOPE_VERSION,
         list(scope_keys),
@@ -996,7 +992,8 @@ def _module_graph(module: _Module, group: Mapping[str, _Module], scope_keys: Seq
 def _imports(module: _Module, resolver: _Resolver, writer: _GraphWriter) -> None:
     """IMPORTS to every stored module an import statement (anywhere in the module) names."""
     source_id = writer.entity_id('module', module.name)
-    for node in _statements(module.tree.body):
+    imports = (n for n in ast.walk(module.tree) if isinstance(n, ast.Import | ast.ImportFrom))
+    for node in sorted(imports, key=lambda n: (n.lineno, n.col_offset)):  # source order: first occurrence wins
         names: list[str] = []
         if isinstance(node, ast.Import):
             names = [alias.name for alias in node.names]
@@ -1012,18 +1009,6 @@ def _imports(module: _Module, resolver: _Resolver, writer: _GraphWriter) -> None
             target = next((p for p in (name, *_prefixes(name)) if resolver.table(p) is not None), None)
             if target is not None and target != module.name:
                 writer.relation('IMPORTS', source_id, writer.entity_id('module', target), module.source.offset(node))
-
-
-def _statements(body: Iterable[ast.stmt]) -> Iterator[ast.stmt]:
-    """Every statement, nested ones included (imports are statements: no need to walk expressions)."""
-    for statement in body:
-        yield statement
-        for name in ('body', 'orelse', 'finalbody'):
-            inner = getattr(statement, name, None)
-            if isinstance(inner, list):
-                yield from _statements(inner)
-        for part in [*getattr(statement, 'handlers', ()), *getattr(statement, 'cases', ())]:
-            yield from _statements(part.body)
 
 
 def _first_line(docstring: str | None) -> str:

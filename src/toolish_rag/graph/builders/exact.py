@@ -43,8 +43,9 @@ from .base import (
     DocumentInput,
     GraphBuildStore,
     build_documents,
-    chunks_digest,
+    derived_relation,
     fingerprint,
+    group_mark,
     iter_documents,
     scope_group,
 )
@@ -148,14 +149,10 @@ class ExactNameLinker:
             self.include_titles,
         )
 
-        def groups_of(document: DocumentInput) -> list[str]:
-            return sorted({scope_group(chunk.metadata, self.scope_keys) for chunk in document.chunks})
+        digests = {group: dictionary.digest for group, dictionary in dictionaries.items()}
 
         def mark_of(document: DocumentInput) -> str:
-            digests = [
-                (group, dictionaries[group].digest if group in dictionaries else '') for group in groups_of(document)
-            ]
-            return fingerprint(config, chunks_digest(document.chunks), digests)
+            return group_mark(config, document, self.scope_keys, digests)
 
         async def graph_of(document: DocumentInput) -> DocumentGraph:
             return DocumentGraph(tuple(self._mentions(document.chunks, dictionaries)))
@@ -196,15 +193,4 @@ class ExactNameLinker:
                 if target.id in own or target.id in seen:
                     continue
                 seen.add(target.id)
-                yield Relation(
-                    source=chunk.id,
-                    source_kind='chunk',
-                    target=target.id,
-                    target_kind=target.kind,
-                    type='MENTIONS',
-                    metadata=chunk.metadata,
-                    labels=chunk.labels,
-                    provenance=chunk.id,
-                    document_id=chunk.document_id,
-                    origin=self.name,
-                )
+                yield derived_relation(chunk, self.name, chunk.id, 'chunk', target.id, target.kind, 'MENTIONS')

@@ -66,8 +66,10 @@ from .base import (
     build_documents,
     cache_key,
     chunks_digest,
+    derived_relation,
     fingerprint,
     iter_documents,
+    model_identity,
 )
 
 __all__ = [
@@ -190,11 +192,6 @@ def _rank(value: Scalar) -> int:
     return 0 if isinstance(value, bool) else 1 if isinstance(value, (int, float)) else 2
 
 
-def model_identity(model: Model | str) -> str:
-    """What names a model in cache keys: ``'provider:name'`` as given, or a model object's system and name."""
-    return model if isinstance(model, str) else f'{model.system}:{model.model_name}'
-
-
 # -- the builder -----------------------------------------------------------------------------
 
 
@@ -242,7 +239,8 @@ class ExtractionBuilder:
         """Ask about the chunks of changed documents (cache first), merge entities, write the difference."""
         documents = [document async for document in iter_documents(store)]
         ledger = await store.graph_marks(self.name)
-        todo = [d for d in documents if ledger.get(d.id) != self.mark(d)]
+        marks = {d.id: self.mark(d) for d in documents}
+        todo = [d for d in documents if ledger.get(d.id) != marks[d.id]]
         keys = {c.id: self.cache_key(c) for d in todo for c in d.chunks}
         answers, failures, calls = await self._answers(store, [c for d in todo for c in d.chunks], keys, ledger)
         known = {e.id: e for e in await store.list_entities()}
@@ -254,7 +252,7 @@ class ExtractionBuilder:
             failed = [c.id for c in document.chunks if keys[c.id] in failures]
             chunk_failures.extend(f'{document.id}: chunk {c}: {failures[keys[c]]}' for c in failed)
             # A document with a failed chunk gets a mark its real one never equals: rebuilt next run.
-            mark = fingerprint('incomplete', self.mark(document), failed) if failed else self.mark(document)
+            mark = fingerprint('incomplete', marks[document.id], failed) if failed else marks[document.id]
             pending[document.id] = (mark, merge.relations(document, by_chunk, self.name))
         # Graphs carry each entity as merged over ALL documents of the run: written once, in its final form.
         graphs = {doc_id: (mark, merge.graph(relations)) for doc_id, (mark, relations) in pending.items()}
@@ -263,9 +261,11 @@ class ExtractionBuilder:
             return graphs[document.id][1]
 
         def mark_of(document: DocumentInput) -> str:
-            return graphs[document.id][0] if document.id in graphs else self.mark(document)
+            return graphs[document.id][0] if document.id in graphs else marks[document.id]
 
-        report = await build_documents(store, self.name, documents, mark_of, graph_of, known_entities=known)
+        report = await build_documents(
+            store, self.name, documents, mark_of, graph_of, known_entities=known, marks=ledger
+        )
         live = set(keys.values()) | {self.cache_key(c) for d in documents if d.id not in graphs for c in d.chunks}
         stale = {k: None for k in ledger if k.startswith(CACHE_KEY_PREFIX) and k not in live}
         if stale:  # answers about texts no longer stored (a deleted or edited document)
@@ -416,18 +416,7 @@ class _Merge:
             return by_name.get(key)
 
         def relation(source: str, source_kind: NodeKind, target: str, type: str) -> Relation:
-            return Relation(
-                source=source,
-                source_kind=source_kind,
-                target=target,
-                target_kind='entity',
-                type=type,
-                metadata=chunk.metadata,
-                labels=chunk.labels,
-                provenance=chunk.id,
-                document_id=chunk.document_id,
-                origin=origin,
-            )
+            return derived_relation(chunk, origin, source, source_kind, target, 'entity', type)
 
         out: list[Relation] = []
         for said in answer.relations:

@@ -44,7 +44,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import url2pathname
 
-from ...content import Chunk, NodeKind, Relation
+from ...content import Chunk, Relation
 from ...protocols import DocumentInfo
 from .base import (
     DERIVED_SCOPE_VERSION,
@@ -54,6 +54,7 @@ from .base import (
     GraphBuildStore,
     build_documents,
     chunks_digest,
+    derived_relation,
     fingerprint,
     iter_documents,
     scope_group,
@@ -222,13 +223,14 @@ class StructureBuilder:
     name: str = 'structure'
 
     async def build(self, store: GraphBuildStore) -> BuildReport:
-        index = _DocumentIndex.of(await store.list_documents(), self.scope_keys)
+        infos = await store.list_documents()
+        index = _DocumentIndex.of(infos, self.scope_keys)
         html: dict[str, tuple[tuple[str, str], ...]] = {}
         links: dict[str, tuple[_Link, ...]] = {}
 
         async def documents() -> AsyncIterator[DocumentInput]:
             """Every document, its HTML file's links read (in a thread) and all its links resolved."""
-            async for document in iter_documents(store):
+            async for document in iter_documents(store, infos):
                 file = _local_html(document.info)
                 html[document.id] = await asyncio.to_thread(_html_links, file) if file is not None else ()
                 links[document.id] = self._links(document, html[document.id], index)
@@ -281,55 +283,24 @@ class StructureBuilder:
     def _part_of(self, document: DocumentInput) -> Iterator[Relation]:
         sections: set[str] = set()
         for chunk in document.chunks:
-            yield self._relation(
-                chunk.id,
-                'chunk',
-                chunk.section_id or document.id,
-                'section' if chunk.section_id else 'document',
-                chunk,
-                provenance=chunk.id,
-            )
+            up, up_kind = (chunk.section_id, 'section') if chunk.section_id else (document.id, 'document')
+            yield derived_relation(chunk, self.name, chunk.id, 'chunk', up, up_kind, 'PART_OF')
             for depth, section_id in enumerate(chunk.section_ids):
                 if section_id in sections:
                     continue
                 sections.add(section_id)  # first seen with its first chunk: the edge is scoped like it
                 parent = chunk.section_ids[depth - 1] if depth else document.id
-                yield self._relation(section_id, 'section', parent, 'section' if depth else 'document', chunk)
+                yield derived_relation(
+                    chunk,
+                    self.name,
+                    section_id,
+                    'section',
+                    parent,
+                    'section' if depth else 'document',
+                    'PART_OF',
+                    read_from_chunk=False,
+                )
 
     def _links_to(self, document: DocumentInput, links: Sequence[_Link]) -> Iterator[Relation]:
         for link in links:
-            yield Relation(
-                source=link.chunk.id,
-                source_kind='chunk',
-                target=link.target,
-                target_kind='document',
-                type='LINKS_TO',
-                metadata=link.chunk.metadata,
-                labels=link.chunk.labels,
-                provenance=link.chunk.id,
-                document_id=document.id,
-                origin=self.name,
-            )
-
-    def _relation(
-        self,
-        source: str,
-        source_kind: NodeKind,
-        target: str,
-        target_kind: NodeKind,
-        scoped_like: Chunk,
-        provenance: str | None = None,
-    ) -> Relation:
-        """A PART_OF edge of ``scoped_like``'s document, carrying that chunk's metadata and labels."""
-        return Relation(
-            source=source,
-            source_kind=source_kind,
-            target=target,
-            target_kind=target_kind,
-            type='PART_OF',
-            metadata=scoped_like.metadata,
-            labels=scoped_like.labels,
-            provenance=provenance,
-            document_id=scoped_like.document_id,
-            origin=self.name,
-        )
+            yield derived_relation(link.chunk, self.name, link.chunk.id, 'chunk', link.target, 'document', 'LINKS_TO')

@@ -35,9 +35,11 @@ from .base import (
     DocumentInput,
     GraphBuildStore,
     build_documents,
-    chunks_digest,
+    derived_relation,
     fingerprint,
+    group_mark,
     iter_documents,
+    model_identity,
     scope_group,
 )
 
@@ -81,8 +83,7 @@ class VectorLinker:
 
     async def build(self, store: GraphBuildStore) -> BuildReport:
         embedder = self._embedder(store)
-        model = embedder.model
-        model_name = model if isinstance(model, str) else f'{model.system}:{model.model_name}'
+        model_name = model_identity(embedder.model)
         groups: dict[str, _EntityVectors] = defaultdict(lambda: _EntityVectors([]))
         for entity in sorted(await store.list_entities(), key=lambda e: e.id):
             groups[scope_group(entity.metadata, self.scope_keys)].entities.append(entity)
@@ -91,8 +92,7 @@ class VectorLinker:
         skipped: list[str] = []
 
         def mark_of(document: DocumentInput) -> str:
-            keys = sorted({scope_group(chunk.metadata, self.scope_keys) for chunk in document.chunks})
-            return fingerprint(config, chunks_digest(document.chunks), [(k, digests.get(k, '')) for k in keys])
+            return group_mark(config, document, self.scope_keys, digests)
 
         async def graph_of(document: DocumentInput) -> DocumentGraph:
             linkable = [
@@ -120,18 +120,8 @@ class VectorLinker:
             cosine = round(float(cosines[i]), 6)
             if cosine < self.threshold:
                 break
-            yield Relation(
-                source=chunk.id,
-                source_kind='chunk',
-                target=group.entities[i].id,
-                target_kind='entity',
-                type='MENTIONS',
-                weight=max(cosine, 0.0),
-                metadata=chunk.metadata,
-                labels=chunk.labels,
-                provenance=chunk.id,
-                document_id=chunk.document_id,
-                origin=self.name,
+            yield derived_relation(
+                chunk, self.name, chunk.id, 'chunk', group.entities[i].id, 'entity', 'MENTIONS', weight=max(cosine, 0.0)
             )
 
 
