@@ -44,7 +44,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urljoin, urlsplit
 from urllib.request import url2pathname
 
-from ...content import Chunk, Relation
+from ...content import Chunk, NodeKind, Relation
 from ...protocols import DocumentInfo
 from .base import (
     DERIVED_SCOPE_VERSION,
@@ -283,6 +283,7 @@ class StructureBuilder:
     def _part_of(self, document: DocumentInput) -> Iterator[Relation]:
         sections: set[str] = set()
         for chunk in document.chunks:
+            up_kind: NodeKind
             up, up_kind = (chunk.section_id, 'section') if chunk.section_id else (document.id, 'document')
             yield derived_relation(chunk, self.name, chunk.id, 'chunk', up, up_kind, 'PART_OF')
             for depth, section_id in enumerate(chunk.section_ids):
