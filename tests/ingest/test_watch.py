@@ -13,8 +13,9 @@ import shutil
 import signal
 import sys
 import time
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Sequence
+from contextlib import aclosing, asynccontextmanager
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -23,8 +24,12 @@ from watchfiles import Change
 
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.ingest import file_uri, ingest
+from toolish_rag.ingest.distributed.embedding import StoreEmbedding
+from toolish_rag.ingest.parse import Parsed
 from toolish_rag.ingest.report import IngestReport
+from toolish_rag.ingest.walk import Found
 from toolish_rag.ingest.watch import WatchScope, watch
+from toolish_rag.ingest.workers import LocalExecutor, ParseJob
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.stores import InMemoryStore, open_store
 
@@ -207,3 +212,50 @@ async def _absent(store: InMemoryStore, uri: str) -> bool:
 
 def _comparable(stored: dict[str, DocumentInfo]) -> dict[str, tuple[Any, ...]]:
     return {uri: (i.id, i.fingerprint, i.chunk_count, i.metadata) for uri, i in stored.items()}
+
+
+@dataclass
+class _CountingExecutor:
+    """An `IngestExecutor` of our own (the public protocol a user implements): the local pool, counting its runs."""
+
+    runs: int = 0
+    inner: LocalExecutor = field(default_factory=lambda: LocalExecutor('thread'))
+
+    @property
+    def embeds(self) -> bool:
+        return False
+
+    async def parse(
+        self, files: Sequence[Found], job: ParseJob, embedding: StoreEmbedding | None
+    ) -> AsyncGenerator[Parsed, None]:
+        self.runs += 1
+        async with aclosing(self.inner.parse(files, job, embedding)) as parsed:
+            async for result in parsed:
+                yield result
+
+
+async def test_the_executor_serves_the_initial_run_only(tmp_path: Path) -> None:
+    """Regression: with --watch --ray every batch of a file or two paid Ray's start (actors, model loads: ~9 s)."""
+    (tmp_path / 'a.md').write_text('# A\n\nfirst\n')
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    executor = _CountingExecutor()
+    reports: list[IngestReport] = []
+    stop = asyncio.Event()
+    task = asyncio.create_task(
+        watch(
+            store,
+            tmp_path,
+            debounce_ms=DEBOUNCE_MS,
+            stop_event=stop,
+            on_report=reports.append,
+            progress=False,
+            executor=executor,
+        )
+    )
+    await _until('the initial run', lambda: reports or task.done())
+    assert executor.runs == 1
+    (tmp_path / 'a.md').write_text('# A\n\nsecond\n')
+    await _until('the edit is stored', lambda: _chunk_text(store, tmp_path / 'a.md', 'second'))
+    stop.set()
+    await asyncio.wait_for(task, DEADLINE_S)
+    assert executor.runs == 1  # the batch ran in process

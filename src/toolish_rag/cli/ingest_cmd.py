@@ -10,7 +10,8 @@ instead (every `IngestReport` field), for scripts.
 same way (``--json``: one JSON object a line), until Ctrl-C (or SIGTERM), which finishes
 the batch in progress and prints a summary of the session; a second Ctrl-C aborts at once.
 ``--ray [ADDRESS]`` parses, chunks and embeds on Ray (the extra ``toolish-rag[ray]``); with
-``--watch`` each batch runs there. Both extras are imported only when asked for.
+``--watch`` the initial run does (change batches, a few files each, run in process). Both extras
+are imported only when asked for.
 """
 
 from __future__ import annotations

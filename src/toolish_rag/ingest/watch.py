@@ -105,9 +105,10 @@ async def watch(
             one per batch, narrowed to the paths that changed plus what was written or removed.
         initial: run `ingest` over ``paths`` before watching (default). Without it only later
             changes are applied.
-        ingest_kwargs: passed to every `ingest` call (``chunker``, ``executor``, ``metadata``,
-            ``include_hidden``...). ``sync`` and ``progress`` apply to the initial run only:
-            batches remove deleted paths themselves and show no progress bar.
+        ingest_kwargs: passed to every `ingest` call (``chunker``, ``metadata``,
+            ``include_hidden``...). ``sync``, ``progress`` and ``executor`` apply to the initial run
+            only: batches remove deleted paths themselves, show no progress bar, and parse their few
+            files in process (an executor's start cost, Ray's ~9 s, would dwarf them).
 
     Returns:
         The change batches' reports merged (the initial run's not included).
@@ -125,7 +126,9 @@ async def watch(
         asyncio.create_task(_feed(awatch(*targets, **options, stop_event=halt, watch_filter=scope.relevant), queue))
         for targets, options in scope.watchers(debounce_ms)
     ]
-    batch_kwargs = {k: v for k, v in ingest_kwargs.items() if k not in ('sync', 'progress')}
+    # The executor serves the initial run only: a batch is a few files, and an executor with a fixed
+    # start cost (Ray: actors start and load the model, ~9 s) would dwarf it; the store embeds them.
+    batch_kwargs = {k: v for k, v in ingest_kwargs.items() if k not in ('sync', 'progress', 'executor')}
     total = IngestReport()
     try:
         # Arms the watchers before the initial run: each task's first step creates its watcher

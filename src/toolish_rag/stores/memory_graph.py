@@ -32,7 +32,6 @@ from ..graph.model import NODE_KIND_ORDER, Direction, GraphNode, NeighbourReques
 from .memory_navigation import MaskSource, NavigationIndex, NavigationScope, positions_of
 
 __all__ = [
-    'KIND_ORDER',
     'GraphIndex',
     'GraphSource',
     'GraphState',
@@ -48,7 +47,6 @@ Marks = Mapping[str, Mapping[str, str]]
 
 _NO_POSITIONS: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
 
-KIND_ORDER = NODE_KIND_ORDER
 """What a bare id resolves to when it names nodes of several kinds: the first in scope (as the reference)."""
 
 
@@ -191,8 +189,8 @@ class NodeScope:
         return self._nodes[key]
 
     def any_node(self, node_id: str) -> GraphNode | None:
-        """The first in-scope node of the kinds in `KIND_ORDER` named ``node_id`` (a foreign one hides none)."""
-        return next((n for n in (self.node(node_id, kind) for kind in KIND_ORDER) if n is not None), None)
+        """The first in-scope node of the kinds in `NODE_KIND_ORDER` named ``node_id`` (a foreign one hides none)."""
+        return next((n for n in (self.node(node_id, kind) for kind in NODE_KIND_ORDER) if n is not None), None)
 
     def _resolve(self, node_id: str, kind: NodeKind) -> GraphNode | None:
         nav = self._navigation

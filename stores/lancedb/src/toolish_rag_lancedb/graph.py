@@ -38,9 +38,8 @@ from .filters import Pushdown, RowTarget, has_literal, sql_string
 from .queries import PinnedTable
 from .schema import RELATION_COLUMNS, RESULT_COLUMNS, in_lists, record_from_row, relation_from_row
 
-__all__ = ['KIND_ORDER', 'PAGE_MIN', 'GraphSnapshot', 'NodeScope', 'graph_nodes', 'neighbours']
+__all__ = ['PAGE_MIN', 'GraphSnapshot', 'NodeScope', 'graph_nodes', 'neighbours']
 
-KIND_ORDER = NODE_KIND_ORDER
 """The kind an id naming several resolves to in `graph_nodes` (the first in scope), as in the reference."""
 
 PAGE_MIN = 256
@@ -77,7 +76,7 @@ class NodeScope:
 
     async def resolve(self, keys: Iterable[Key]) -> None:
         todo = [key for key in dict.fromkeys(keys) if key not in self._known]
-        wanted: dict[NodeKind, list[str]] = {kind: [] for kind in KIND_ORDER}
+        wanted: dict[NodeKind, list[str]] = {kind: [] for kind in NODE_KIND_ORDER}
         for node_id, kind in todo:
             self._known[(node_id, kind)] = None
             if has_literal(node_id):  # no stored id lacks a SQL literal: the others name nothing
@@ -148,10 +147,10 @@ async def graph_nodes(records: PinnedTable, request: NodeRequest) -> list[GraphN
     """The in-scope nodes among ``request.ids``, each once, by id (one batch of queries for all)."""
     ids = list(dict.fromkeys(request.ids))
     scope = NodeScope(records, request.filter)
-    await scope.resolve((node_id, kind) for node_id in ids for kind in KIND_ORDER)
+    await scope.resolve((node_id, kind) for node_id in ids for kind in NODE_KIND_ORDER)
     found: dict[str, GraphNode] = {}
     for node_id in ids:
-        node = next((n for n in (scope.node(node_id, kind) for kind in KIND_ORDER) if n is not None), None)
+        node = next((n for n in (scope.node(node_id, kind) for kind in NODE_KIND_ORDER) if n is not None), None)
         if node is not None:
             found[node_id] = node
     return [found[node_id] for node_id in sorted(found)]

@@ -32,8 +32,7 @@ from typing import Any
 
 from lancedb.query import ColumnOrdering
 
-from toolish_rag import filters
-from toolish_rag.content import Chunk, Metadata
+from toolish_rag.content import Chunk
 from toolish_rag.filters import Filter, matches
 from toolish_rag.sections import (
     ChunkOutline,
@@ -47,7 +46,7 @@ from toolish_rag.sections import (
     title_matches,
 )
 
-from .filters import filter_to_where, sql_string
+from .filters import Pushdown, RowTarget, sql_string
 from .queries import PinnedRecords
 from .schema import IN_LIST_BATCH, RESULT_COLUMNS, in_lists, record_from_row
 from .settling import DocumentLedger
@@ -65,48 +64,12 @@ _DOCUMENT_COLUMNS = ['id', 'uri', 'title', 'metadata_json']
 _SNAPSHOT_ATTEMPTS = 3
 
 
-@dataclass(frozen=True, slots=True)
-class _FilterTarget:
-    """What `toolish_rag.filters.matches` looks at (`toolish_rag.filters.FilterTarget`), from one row.
-
-    Built from ``metadata_json`` (exact types, as a reloaded record carries them) and ``labels``
-    rather than a whole `Chunk`: a filter sees nothing else, and no text is read for it.
-    """
-
-    metadata: Metadata
-    labels: frozenset[str]
-
-    @classmethod
-    def of(cls, row: Mapping[str, Any]) -> _FilterTarget:
-        return cls(json.loads(row['metadata_json'] or '{}'), frozenset(row['labels'] or ()))
-
-
 def _quoted(text: str) -> str | None:
     """``text`` as a SQL literal, or ``None`` when no literal carries it (Python compares instead)."""
     try:
         return sql_string(text)
     except ValueError:
         return None
-
-
-def _scope_sql(f: Filter, columns: frozenset[str]) -> tuple[str | None, bool]:
-    """The SQL for scope ``f``, and whether it is exact (else Python evaluates ``f`` on the candidates).
-
-    A refused ``And`` still narrows with the conjuncts that translate: a scope is usually a
-    tenant clause and a model's filter, and only one of them holds the odd value.
-    """
-    try:
-        return filter_to_where(f, columns), True
-    except (ValueError, TypeError):
-        pass
-    pushed: list[str] = []
-    if isinstance(f, filters.And):
-        for part in f.filters:
-            try:
-                pushed.append(f'({filter_to_where(part, columns)})')
-            except (ValueError, TypeError):
-                continue
-    return (' AND '.join(pushed) if pushed else None), False
 
 
 def _order_key(row: Mapping[str, Any]) -> tuple[str, int, str]:
@@ -141,12 +104,9 @@ class ChunkSelection:
         section_title: str | None = None,
     ) -> ChunkSelection:
         parts = ["kind = 'chunk'"]
-        residual = None
-        if scope is not None:
-            sql, exact = _scope_sql(scope, pinned.columns)
-            if sql is not None:
-                parts.append(f'({sql})')
-            residual = None if exact else scope
+        pushdown = Pushdown.of(scope, pinned.columns)
+        if pushdown.where is not None:
+            parts.append(f'({pushdown.where})')
         unpushed_ids = None
         if document_ids is not None:
             literals = [_quoted(i) for i in document_ids]
@@ -165,7 +125,7 @@ class ChunkSelection:
             needle = _quoted(json.dumps(section_title, ensure_ascii=False))  # as the payload JSON writes it
             if needle is not None:
                 parts.append(f'strpos(payload, {needle}) > 0')
-        return cls(' AND '.join(parts), residual, unpushed_ids, unpushed_section, section_title)
+        return cls(' AND '.join(parts), pushdown.residual, unpushed_ids, unpushed_section, section_title)
 
     @property
     def exact(self) -> bool:
@@ -195,7 +155,7 @@ class ChunkSelection:
             return False
         if self.section_title is not None and self.section_title not in json.loads(row['payload'])['section_path']:
             return False
-        return self.residual is None or matches(self.residual, _FilterTarget.of(row))
+        return self.residual is None or matches(self.residual, RowTarget.of(row))
 
     async def rows(self, table: Any, wanted: Sequence[str]) -> list[dict[str, Any]]:
         """Every selected row, with the ``wanted`` columns (and those `keeps` needed), in no order."""
