@@ -50,6 +50,7 @@ from opentelemetry.util.types import AttributeValue
 from pydantic_ai import RunContext
 
 __all__ = [
+    'RERANKED',
     'ARGUMENTS',
     'CHUNKS',
     'DOCUMENTS',
@@ -100,6 +101,8 @@ SCOPED = 'toolish_rag.scoped'
 MODEL_FILTER = 'toolish_rag.model_filter'
 """Whether the model sent a ``filter`` argument (never its values)."""
 TOP_K = 'toolish_rag.top_k'
+RERANKED = 'toolish_rag.reranked'
+"""Whether a ranked search's hits carry a reranker's scores (set only when a reranker is configured)."""
 RETRY = 'toolish_rag.retry'
 """Set (True) when the call was refused and sent back to the model as a retry."""
 ERROR = 'toolish_rag.error'

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import STORE_DIR
+from .common import STORE_DIR, reranking
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -28,8 +28,10 @@ def _store_spec(args: argparse.Namespace, dataset_name: str) -> str:
     name, _, location = spec.partition(':')
     if location:
         return spec
-    # A bare store name: keep the index next to the other stores, one per dataset and store.
-    return f'{name}:{STORE_DIR}/eval/{dataset_name}-{name}'
+    # A bare store name: keep the index next to the other stores, one per dataset, store and
+    # language (an index analysed for another language would have to be rebuilt, or is refused).
+    language = f'-{args.language}' if getattr(args, 'language', None) else ''
+    return f'{name}:{STORE_DIR}/eval/{dataset_name}-{name}{language}'
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -44,11 +46,11 @@ async def run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     dataset = load_beir(args.dataset, args.split)
-    store = open_store(_store_spec(args, dataset.name), embedder=args.embedder)
+    store = open_store(_store_spec(args, dataset.name), embedder=args.embedder, language=args.language)
     # Some collections' queries are whole paragraphs (CISI's): let them through.
     longest = max((len(q) for _, q in dataset.judged_queries), default=0)
     rag: ToolishRag[Any] = ToolishRag(
-        store, name=args.name, max_top_k=max(args.top_k, 50), max_query_chars=max(2000, longest)
+        store, name=args.name, max_top_k=max(args.top_k, 50), max_query_chars=max(2000, longest), **reranking(args)
     )
     offered = [t.removesuffix('_search') for t in rag.offered_tools]
     wanted = [t for t in ('text', 'vector', 'hybrid') if t in offered] if args.tool == 'all' else [args.tool]

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from ..analysis import TextAnalyzer
 from ..graph.walk import MAX_HOPS, MAX_WALK_NODES
 from ..grounded.quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..protocols import StoreLike, TextSearch
@@ -20,12 +21,23 @@ from .verify_tool import MAX_CITATIONS
 __all__ = ['build_instructions', 'tool_descriptions']
 
 
-def tool_descriptions(store: StoreLike, default_top_k: int, max_top_k: int) -> dict[ToolName, str]:
-    """Each tool's description; ``default_top_k`` and ``max_top_k`` are stated so the model can use them."""
+def tool_descriptions(
+    store: StoreLike, default_top_k: int, max_top_k: int, *, reranking: tuple[str, int] | None = None
+) -> dict[ToolName, str]:
+    """Each tool's description; ``default_top_k`` and ``max_top_k`` are stated so the model can use them.
+
+    ``reranking`` is the reranker's score meaning and how many candidates it reranks, when the
+    ranked searches are reranked: their descriptions then say so, and what score and threshold mean.
+    """
     syntax = store.text_query_syntax if isinstance(store, TextSearch) else ''
+    analyzer = getattr(store, 'text_analyzer', None)
+    if isinstance(analyzer, TextAnalyzer) and analyzer.language != 'en':
+        # What the words become (bigrams, stems) decides how to phrase a query; the English default's
+        # syntax says it itself, so the default description does not change.
+        syntax = f'{syntax} {analyzer.describe()}'
     k = default_top_k
     m = max_top_k
-    return {
+    descriptions: dict[ToolName, str] = {
         'vector_search': (
             'Semantic search: finds passages that mean the same as the query even in other words. '
             'Best for questions and concepts. Write the query as a short statement or question. '
@@ -112,6 +124,19 @@ def tool_descriptions(store: StoreLike, default_top_k: int, max_top_k: int) -> d
             'then id.'
         ),
     }
+    if reranking is not None:
+        for tool in ('vector_search', 'text_search', 'hybrid_search'):
+            descriptions[tool] += ' ' + _reranked_sentence(*reranking)
+    return descriptions
+
+
+def _reranked_sentence(meaning: str, candidates: int) -> str:
+    return (
+        f'Results are reranked: the best {candidates} matches (or top_k, if more) are re-scored by a reranker and '
+        f'the top_k best of them returned. When the results heading says "reranked", the score is {meaning}, from '
+        '0 to 1, and threshold (optional, 0-1) drops hits scoring below it; otherwise reranking was unavailable '
+        'and the score is as described above.'
+    )
 
 
 def _reading_sentence(name: str, tools: Sequence[ToolName]) -> str:

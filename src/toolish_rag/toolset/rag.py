@@ -32,7 +32,9 @@ from ..filters import Filter, combine_all
 from ..fusion import FusionConfig
 from ..graph.walk import MAX_WALK_NODES
 from ..grounded.model import MAX_CLAIMS, Claim
+from ..grouping import DocumentGroup, group_hits
 from ..protocols import StoreCapabilities, StoreLike
+from ..rerank.base import Reranked, Reranker, rerank_or_keep
 from ..retriever import Retriever
 from ..search import QUERY_RULE, SearchHit
 from . import graph_tool, navigation_tools, render, verify_tool
@@ -96,6 +98,8 @@ class _Config:
     allow_grouping: bool = False
     graph_seeds: int = graph_tool.DEFAULT_GRAPH_SEEDS
     trace_content: bool = False
+    reranker: Reranker | None = None
+    rerank_candidates: int = 30
 
     def __post_init__(self) -> None:
         if not self.name.isidentifier():
@@ -107,6 +111,13 @@ class _Config:
             raise ValueError('max_read_chars must be at least 200')
         if not 1 <= self.graph_seeds <= MAX_WALK_NODES:
             raise ValueError(f'graph_seeds must be between 1 and {MAX_WALK_NODES}')
+        if self.reranker is not None and not isinstance(self.reranker, Reranker):
+            raise TypeError(
+                f'reranker must implement Reranker (an async rerank(query, hits) and a score_meaning), '
+                f'got {type(self.reranker).__name__}'
+            )
+        if self.rerank_candidates < 1:
+            raise ValueError('rerank_candidates must be at least 1')
 
 
 # The string parameters' ``maxLength`` is added to the schemas from `StringArguments` (it depends on
@@ -203,6 +214,17 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             run's instrumentation includes content (``InstrumentationSettings(include_content=...)``);
             filter values never (see `toolish_rag.tracing`). Spans go to the run's tracer, so an
             uninstrumented agent records none.
+        reranker: a `Reranker` (`CrossEncoderReranker`, `ModelReranker`, or your own) applied by the
+            vector, text and hybrid search tools and the eager search: each fetches
+            ``max(top_k, rerank_candidates)`` hits through the run's scoped retriever (so the reranker
+            only ever sees in-scope hits), reranks them and keeps the ``top_k`` best. A hit's score is
+            then the reranker's (in ``[0, 1]``; the tool descriptions say what it means and the results
+            heading says "reranked"), and ``threshold`` applies to it. With ``group_by='document'`` the
+            candidates are reranked before grouping, a document ranking by its best reranked chunk.
+            A reranker that fails leaves the search's own order and scores (fail open; the heading then
+            does not say "reranked" and ``threshold`` means what it means without a reranker). The
+            ``graph_context`` seeds are not reranked. Without a reranker nothing the model sees changes.
+        rerank_candidates: how many hits a search fetches for the reranker (at least ``top_k``).
     """
 
     def __init__(
@@ -227,6 +249,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         allow_grouping: bool = False,
         graph_seeds: int = graph_tool.DEFAULT_GRAPH_SEEDS,
         trace_content: bool = False,
+        reranker: Reranker | None = None,
+        rerank_candidates: int = 30,
     ) -> None:
         filters = tuple(f for f in (metadata_filter, entity_filter) if f is not None)
         if filterable is not None and not isinstance(filterable, ModelFilters):
@@ -250,6 +274,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             allow_grouping=allow_grouping,
             graph_seeds=graph_seeds,
             trace_content=trace_content,
+            reranker=reranker,
+            rerank_candidates=rerank_candidates,
         )
         self._init(config)
 
@@ -306,6 +332,15 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         if not 1 <= top_k <= self._config.max_top_k:
             raise ValueError(f'top_k must be between 1 and {self._config.max_top_k}')
         return self._with(eager=(*self._config.eager, EagerSearch(query, top_k)))
+
+    def with_reranker(self, reranker: Reranker | None, *, candidates: int | None = None) -> ToolishRag[AgentDepsT]:
+        """A copy whose ranked searches are reranked by ``reranker`` (``None``: not reranked).
+
+        ``candidates`` sets ``rerank_candidates`` (kept as it is when omitted).
+        """
+        return self._with(
+            reranker=reranker, rerank_candidates=self._config.rerank_candidates if candidates is None else candidates
+        )
 
     def with_listener(self, listener: RagListener) -> ToolishRag[AgentDepsT]:
         """A copy that also calls ``listener`` with a `RagEvent` for every tool call and eager search."""
@@ -575,14 +610,14 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         caps = self._store_capabilities
         arguments = {'query': eager.query, 'top_k': eager.top_k}
         with self._call_trace('eager_search', arguments, retriever).span(traced) as span:
-            if caps.hybrid:
-                hits = await retriever.hybrid_search(eager.query, eager.top_k)
-            elif caps.vector:
-                hits = await retriever.vector_search(eager.query, eager.top_k)
-            else:
-                hits = await retriever.text_search(eager.query, eager.top_k)
+            available = {'hybrid_search': caps.hybrid, 'vector_search': caps.vector, 'text_search': caps.text}
+            search = next(spec.search for spec in _SEED_ORDER if available[spec.name])
+            found = await self._ranked(retriever, search, eager.query, eager.top_k)
+            hits = found.hits
             span.set_attribute(tracing.HITS, len(hits))
-        text = render.render_hits(hits, heading=f'Preloaded search results for {eager.query!r}:')
+            if self._config.reranker is not None:
+                span.set_attribute(tracing.RERANKED, found.reranked)
+        text = render.render_hits(hits, heading=f'Preloaded search results for {eager.query!r}{_mark(found)}:')
         if not hits:
             text = f'Preloaded search results for {eager.query!r}: none. {render.NO_RESULTS}'
         await self._emit(
@@ -619,6 +654,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         tool: ToolName,
         arguments: Mapping[str, Any],
         body: Callable[[Retriever, Mapping[str, Any]], Awaitable[tuple[str, list[SearchHit]]]],
+        notes: Mapping[str, bool] | None = None,
     ) -> ToolReturn:
         """Run one tool call: argument checks, scope, timing, retry translation and the listener event.
 
@@ -626,7 +662,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         (`StringArguments.check`); ``body`` gets them checked and normalised. A refusal becomes
         a ``ModelRetry`` whose message is bounded (`retry_message`), whoever wrote it. The call
         is one OpenTelemetry span (`toolish_rag.tracing`), current while ``body`` runs so a graph
-        walk's span nests in it; it covers the listener events too.
+        walk's span nests in it; it covers the listener events too. ``notes`` are span attributes
+        ``body`` fills in as it runs (whether it reranked), set on the span once it returns.
         """
         start = time.perf_counter()
         retriever = self.retriever(ctx)
@@ -654,6 +691,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 )
                 raise ModelRetry(message) from e
             span.set_attribute(tracing.HITS, len(hits))
+            if notes:
+                span.set_attributes(notes)
             await self._emit(
                 RagEvent(
                     rag=self._config.name,
@@ -682,25 +721,72 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     async def _ranked_search(self, ctx: RunContext[Any], spec: _RankedTool, arguments: dict[str, Any]) -> ToolReturn:
         """One vector, text or hybrid search tool call (they differ only in `_RankedTool`)."""
         top_k, threshold = arguments['top_k'], arguments['threshold']
+        reranker = self._config.reranker
+        notes: dict[str, bool] = {}
 
         async def body(r: Retriever, args: Mapping[str, Any]) -> tuple[str, list[SearchHit]]:
             q = args['query']
             self._check_top_k(top_k)
-            self._check_threshold(threshold, spec.low, 1.0, spec.meaning)
-            heading = f'{spec.label} search results for {q!r}:'
-            if args.get('group_by') == 'document':
-                groups = await r.grouped(spec.search, q, top_k)
-                kept = {id(h) for h in _apply_threshold([g.best for g in groups], threshold, relative=spec.relative)}
+            if reranker is None:
+                self._check_threshold(threshold, spec.low, 1.0, spec.meaning)
+            else:
+                self._check_threshold(threshold, 0.0, 1.0, reranker.score_meaning)
+            grouped = args.get('group_by') == 'document'
+            if grouped:
+                groups, reranked = await self._groups(r, spec.search, q, top_k)
+                found = Reranked([g.best for g in groups], reranked)
+            else:
+                groups, found = [], await self._ranked(r, spec.search, q, top_k)
+            if reranker is not None:
+                notes[tracing.RERANKED] = found.reranked
+            # A reranked score is absolute (the reranker's, in [0, 1]); failed open, the search's own meaning holds.
+            hits = _apply_threshold(found.hits, threshold, relative=spec.relative and not found.reranked)
+            heading = f'{spec.label} search results for {q!r}{_mark(found)}:'
+            if grouped:
+                kept = {id(h) for h in hits}
                 groups = [g for g in groups if id(g.best) in kept]
                 return render_groups(groups, heading=heading), [g.best for g in groups]
-            hits = _apply_threshold(await spec.search(r)(q, top_k), threshold, relative=spec.relative)
             return render.render_hits(hits, heading=heading), hits
 
-        return await self._run(ctx, spec.name, arguments, body)
+        return await self._run(ctx, spec.name, arguments, body, notes)
+
+    async def _ranked(self, r: Retriever, search: _Search, query: str, top_k: int) -> Reranked:
+        """The ``top_k`` best hits of ``search``: with a reranker, the best of ``rerank_candidates`` hits reranked.
+
+        The candidates come through ``r``, the run's scoped retriever: the reranker sees only in-scope hits.
+        """
+        reranker = self._config.reranker
+        if reranker is None:
+            return Reranked(await search(r)(query, top_k), reranked=False)
+        candidates = await search(r)(query, max(top_k, self._config.rerank_candidates))
+        outcome = await rerank_or_keep(reranker, query, candidates)
+        return Reranked(outcome.hits[:top_k], outcome.reranked)
+
+    async def _groups(self, r: Retriever, search: _Search, query: str, top_k: int) -> tuple[list[DocumentGroup], bool]:
+        """The ``top_k`` best documents' groups, and whether they were reranked.
+
+        With a reranker, the candidates are reranked before grouping, so a document ranks by its best
+        reranked chunk. When the candidates span fewer than ``top_k`` documents and the store holds
+        more, the best hit of each further document (from the grouped search) joins the candidates,
+        so ``top_k`` documents come back whenever that many match, as without a reranker.
+        """
+        reranker = self._config.reranker
+        if reranker is None:
+            return await r.grouped(search, query, top_k), False
+        n = max(top_k, self._config.rerank_candidates)
+        candidates = await search(r)(query, n)
+        seen = {g.key for g in group_hits(candidates)}
+        if len(seen) < top_k and len(candidates) == n:
+            candidates += [g.best for g in await r.grouped(search, query, top_k) if g.key not in seen]
+        outcome = await rerank_or_keep(reranker, query, candidates)
+        if not outcome.reranked:
+            return await r.grouped(search, query, top_k), False
+        return group_hits(outcome.hits)[:top_k], True
 
     def _build_tools(self) -> list[Tool[AgentDepsT]]:
         cfg = self._config
-        descriptions = tool_descriptions(cfg.store, cfg.default_top_k, cfg.max_top_k)
+        reranking = (cfg.reranker.score_meaning, cfg.rerank_candidates) if cfg.reranker is not None else None
+        descriptions = tool_descriptions(cfg.store, cfg.default_top_k, cfg.max_top_k, reranking=reranking)
         tools: dict[ToolName, Callable[..., Any]] = {
             **self._search_tools(),
             **self._reading_tools(),
@@ -865,6 +951,11 @@ _OPTIONAL = frozenset({'filter', 'group_by', 'title_contains', 'document', 'quer
 """Optional arguments left out of the checked arguments (and the listener's event) when not sent."""
 
 
+def _mark(found: Reranked) -> str:
+    """What a results heading adds when the hits carry the reranker's scores."""
+    return ', reranked' if found.reranked else ''
+
+
 def _apply_threshold(hits: list[SearchHit], threshold: float | None, *, relative: bool) -> list[SearchHit]:
     if threshold is None or not hits:
         return hits
@@ -874,13 +965,17 @@ def _apply_threshold(hits: list[SearchHit], threshold: float | None, *, relative
     return [h for h in hits if h.score >= threshold]
 
 
+_Search: TypeAlias = Callable[[Retriever], Callable[[str, int], Awaitable[list[SearchHit]]]]
+"""A ranked search, picked from a retriever (``lambda r: r.hybrid_search``)."""
+
+
 @dataclass(frozen=True, slots=True)
 class _RankedTool:
     """What distinguishes the vector, text and hybrid tools: their search and their score's meaning."""
 
     name: ToolName
     label: str
-    search: Callable[[Retriever], Callable[[str, int], Awaitable[list[SearchHit]]]]
+    search: _Search
     low: float
     """The lowest meaningful threshold (the highest is 1)."""
     meaning: str
