@@ -63,7 +63,18 @@ from toolish_rag.fusion import FusionConfig  # noqa: E402
 from toolish_rag.ingest import ingest  # noqa: E402
 from toolish_rag.stores import InMemoryStore  # noqa: E402
 
-DATASETS = {'scifact': 'train', 'cranfield': 'test', 'cisi': 'test', 'anthropic-codebase-rag': 'test'}
+DATASETS = {
+    'scifact': 'train',
+    'cranfield': 'test',
+    'cisi': 'test',
+    'anthropic-codebase-rag': 'test',
+    'hotpotqa': 'test',
+    'xquad-en': 'test',
+    'xquad-de': 'test',
+    'xquad-zh': 'test',
+}
+LANGUAGES = {'xquad-de': 'de', 'xquad-zh': 'zh'}
+"""The text analyzer language of a collection (``language=`` of every store); English when not listed."""
 TOP_K = 100
 PEER_PYTHON = HERE / '.venv-peer' / 'bin' / 'python'
 Run = dict[str, dict[str, float]]
@@ -176,8 +187,16 @@ def standard_scores(
     return sorted(fused.items(), key=lambda x: (-x[1], x[0]))[:depth]
 
 
-async def raw_quality(dataset: BeirDataset, embedder: Embedder, fusion: FusionConfig) -> dict[str, dict[str, float]]:
-    """bm25s, exact numpy cosine, RRF and our default fusion by hand, tantivy BM25, LanceDB FTS/vector."""
+async def raw_quality(
+    dataset: BeirDataset, embedder: Embedder, fusion: FusionConfig, language: str | None = None
+) -> dict[str, dict[str, float]]:
+    """bm25s, exact numpy cosine, RRF and our default fusion by hand, tantivy BM25, LanceDB FTS/vector.
+
+    The bm25s, tantivy and LanceDB figures use the libraries' own English analysis, what every store
+    did before ``language=`` existed: on a non-English collection they are the "before" figures. With
+    a ``language``, bm25s also indexes the tokens of ``toolish_rag.analysis`` for that language (what
+    the stores search with), as ``bm25s (toolish_rag analyzer)``.
+    """
     import bm25s
     import Stemmer
 
@@ -200,6 +219,20 @@ async def raw_quality(dataset: BeirDataset, embedder: Embedder, fusion: FusionCo
         tokens = bm25s.tokenize([query], stopwords='en', stemmer=stemmer, show_progress=False, return_ids=False)[0]
         scores = bm25.get_scores(tokens) if tokens else np.zeros(len(ids))
         text[qid] = [(d, s) for d, s in top(ids, np.asarray(scores, dtype=np.float64), depth) if s > 0]
+    analyzed: dict[str, dict[str, float]] = {}
+    if language is not None:
+        from toolish_rag.analysis import analyzer_for
+
+        analyzer = analyzer_for(language)
+        bm25_analyzed = bm25s.BM25()
+        bm25_analyzed.index(analyzer.tokenize(texts), show_progress=False)
+        run_analyzed: dict[str, list[tuple[str, float]]] = {}
+        for qid, query in queries:
+            words = analyzer.tokens(query)
+            scores = bm25_analyzed.get_scores(words) if words else np.zeros(len(ids))
+            ranked = top(ids, np.asarray(scores, dtype=np.float64), TOP_K)
+            run_analyzed[qid] = [(d, s) for d, s in ranked if s > 0]
+        analyzed['bm25s (toolish_rag analyzer)'] = score_run(as_run(run_analyzed), dataset.qrels)
     out = {
         'bm25s': score_run(as_run({q: r[:TOP_K] for q, r in text.items()}), dataset.qrels),
         'numpy cosine': score_run(as_run({q: r[:TOP_K] for q, r in vector.items()}), dataset.qrels),
@@ -209,6 +242,7 @@ async def raw_quality(dataset: BeirDataset, embedder: Embedder, fusion: FusionCo
         'standard scores (bm25s + cosine)': score_run(
             as_run({q: standard_scores(vector[q], text[q], fusion) for q in text}), dataset.qrels
         ),
+        **analyzed,
     }
     out['tantivy BM25'] = raw_tantivy(dataset, ids, texts)
     out.update(raw_lancedb(dataset, ids, texts, doc_vecs, query_vecs, fusion))
@@ -280,30 +314,35 @@ def raw_lancedb(
 # --------------------------------------------------------------------------- quality: our stores
 
 
-def make_stores(kinds: Sequence[str], embedder: Embedder, root: Path) -> dict[str, Any]:
+SINGLE_VECTOR = 'memory-single-vector'
+"""An `InMemoryStore` with ``windows=None`` (one vector per chunk): what multi-vector chunks add."""
+
+
+def make_stores(kinds: Sequence[str], embedder: Embedder, root: Path, language: str | None = None) -> dict[str, Any]:
     stores: dict[str, Any] = {}
     for kind in kinds:
         if kind == 'memory':
-            stores[kind] = InMemoryStore(embedder)
+            stores[kind] = InMemoryStore(embedder, language=language)
+            stores[SINGLE_VECTOR] = InMemoryStore(embedder, language=language, windows=None)
         elif kind == 'lancedb':
             from toolish_rag_lancedb import LanceDBStore
 
-            stores[kind] = LanceDBStore(root / 'lancedb', embedder=embedder)
+            stores[kind] = LanceDBStore(root / 'lancedb', embedder=embedder, language=language)
         elif kind == 'tantivy':
             from toolish_rag_tantivy import TantivyStore
 
-            stores[kind] = TantivyStore(root / 'tantivy')
+            stores[kind] = TantivyStore(root / 'tantivy', language=language)
         else:
             raise SystemExit(f'unknown store {kind!r}')
     return stores
 
 
 async def store_quality(
-    dataset: BeirDataset, embedder: Embedder, kinds: Sequence[str], fusion: FusionConfig
+    dataset: BeirDataset, embedder: Embedder, kinds: Sequence[str], fusion: FusionConfig, language: str | None = None
 ) -> dict[str, dict[str, dict[str, float]]]:
     out: dict[str, dict[str, dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for kind, store in make_stores(kinds, embedder, Path(tmp)).items():
+        for kind, store in make_stores(kinds, embedder, Path(tmp), language).items():
             start = time.perf_counter()
             report = await ingest(store, beir_documents(dataset), progress=False)
             if report.failed:
@@ -313,7 +352,7 @@ async def store_quality(
                 store, name='kb', max_top_k=TOP_K, fusion=fusion, max_query_chars=max(2000, longest)
             )
             offered = [n.removeprefix('kb_').removesuffix('_search') for n in rag.tool_names]
-            tools = [t for t in ('text', 'vector', 'hybrid') if t in offered]
+            tools = [t for t in ('text', 'vector', 'hybrid') if t in offered and (kind != SINGLE_VECTOR or t != 'text')]
             out[kind] = await evaluate_dataset(rag, dataset, tools, top_k=TOP_K)
             figures = ', '.join(f'{t} {m["ndcg@10"]:.4f}' for t, m in out[kind].items())
             log(f'  {kind}: {figures} ({time.perf_counter() - start:.0f} s)')
@@ -405,8 +444,10 @@ async def main() -> None:
                 log(f'quality: {name} ({split}, {len(dataset.corpus)} docs, {len(dataset.judged_queries)} queries)')
                 entry: dict[str, Any] = {'split': split, 'docs': len(dataset.corpus)}
                 entry['queries'] = len(dataset.judged_queries)
-                entry['stores'] = await store_quality(dataset, embedder, kinds, fusion)
-                entry['raw'] = await raw_quality(dataset, embedder, fusion)
+                language = LANGUAGES.get(name)
+                entry['language'] = language or 'en'
+                entry['stores'] = await store_quality(dataset, embedder, kinds, fusion, language)
+                entry['raw'] = await raw_quality(dataset, embedder, fusion, language)
                 if not args.no_peer:
                     entry['peer'] = run_peer(folder, split, args.cache_dir, 20 if args.quick else 200)
                 results['quality'][name] = entry

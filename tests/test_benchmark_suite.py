@@ -47,14 +47,16 @@ def test_every_store_and_tool_is_measured_beside_its_raw_library(quick_run: tupl
     assert isinstance(quality, dict)
     entry = quality['synthetic']
     stores = entry['stores']
-    assert set(stores) == {'memory', 'lancedb', 'tantivy'}
+    assert set(stores) == {'memory', 'memory-single-vector', 'lancedb', 'tantivy'}
     assert set(stores['memory']) == {'text', 'vector', 'hybrid'}
+    assert set(stores['memory-single-vector']) == {'vector', 'hybrid'}
     assert set(stores['lancedb']) == {'text', 'vector', 'hybrid'}
     assert set(stores['tantivy']) == {'text'}
     raw = entry['raw']
     pairs = {
         ('memory', 'text'): 'bm25s',
-        ('memory', 'vector'): 'numpy cosine',
+        ('memory', 'vector'): 'numpy cosine',  # the hashing embedder reads whole texts: one window each
+        ('memory-single-vector', 'vector'): 'numpy cosine',
         ('lancedb', 'text'): 'LanceDB FTS',
         ('lancedb', 'vector'): 'LanceDB vector (exact)',
         ('tantivy', 'text'): 'tantivy BM25',
@@ -67,6 +69,7 @@ def test_every_store_and_tool_is_measured_beside_its_raw_library(quick_run: tupl
     assert stores['memory']['text']['mrr@10'] > 0.9
     assert 'RRF k=60 (bm25s + cosine)' in raw
     assert '## Retrieval quality' in page and '| raw: bm25s |' in page
+    assert '| InMemoryStore hybrid minus its better leg (target >= -0.01) |' in page
 
 
 def test_speed_tables_pair_every_search_with_its_raw_call(quick_run: tuple[dict[str, object], str]) -> None:

@@ -2,7 +2,7 @@
 
 The public API is what this module exports plus the public (non-underscore) modules
 ``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.sections``, ``.navigation``, ``.graph``, ``.grounded``, ``.tracing``, ``.errors``,
-``.embedding``, ``.fusion``, ``.regex``, ``.writes``, ``.builder``, ``.retriever``, ``.stores`` and
+``.embedding``, ``.analysis``, ``.windows``, ``.fusion``, ``.rerank``, ``.regex``, ``.writes``, ``.builder``, ``.retriever``, ``.stores`` and
 ``.testing``. Store adapters (``toolish-rag-lancedb``, ``toolish-rag-tantivy``) are built on these
 alone: ``.regex`` (compile a request, the text to match, the ranking) and ``.writes`` (upsert
 batching) hold what every adapter would otherwise write again.
@@ -69,21 +69,33 @@ __all__ = [
     'parse_filter',
 ]
 
+from .analysis import LANGUAGES, TextAnalyzer, analyzer_for
 from .fusion import FusionConfig
 from .grounded import GroundedAnswer, UngroundedAnswerError
+from .rerank import CrossEncoderReranker, ModelReranker, Reranker
 from .retriever import Retriever, SectionView
 from .toolset import EagerSearch, FilterableKey, ModelFilters, RagEvent, RagListener, ToolishRag
+from .windows import EmbeddingWindows, embed_windows, window_texts
 
 __all__ += [
+    'LANGUAGES',
+    'CrossEncoderReranker',
     'EagerSearch',
     'FilterableKey',
     'FusionConfig',
     'GroundedAnswer',
     'ModelFilters',
+    'ModelReranker',
     'RagEvent',
     'RagListener',
+    'Reranker',
     'Retriever',
     'SectionView',
+    'TextAnalyzer',
     'ToolishRag',
     'UngroundedAnswerError',
+    'analyzer_for',
+    'EmbeddingWindows',
+    'embed_windows',
+    'window_texts',
 ]

@@ -29,6 +29,7 @@ __all__ = [
     'DEFAULT_EMBEDDING_MODEL',
     'HashingEmbeddingModel',
     'bundled_minilm_path',
+    'embedder_languages',
     'prefer_passive_openmp',
     'resolve_embedder',
 ]
@@ -116,6 +117,44 @@ def resolve_embedder(model: Embedder | EmbeddingModel | str | None = None) -> Em
     if name.startswith('sentence-transformers:'):
         return Embedder(name, settings=_NORMALIZE)
     return Embedder(name)
+
+
+# Model families trained on English text only (sentence-transformers' English models, BGE/GTE/E5 English
+# releases, Nomic v1). A multilingual sibling (paraphrase-multilingual-*, multilingual-e5-*, bge-m3,
+# LaBSE, distiluse-base-multilingual-*) is never matched: ``_MULTILINGUAL`` wins.
+_ENGLISH_ONLY = re.compile(
+    r'all-minilm|all-mpnet|all-distilroberta|all-roberta|multi-qa-|msmarco-|paraphrase-(minilm|mpnet|distilroberta|albert)'
+    r'|bge-(small|base|large)-en|gte-(small|base|large)\b|(^|[/:])e5-(small|base|large)|nomic-embed-text-v1'
+)
+_MULTILINGUAL = re.compile(r'multilingual|bge-m3|labse|xlm|distiluse|\bm3\b|mcontriever')
+
+
+def embedder_languages(model: Embedder | EmbeddingModel | str | None) -> frozenset[str] | None:
+    """The languages (ISO 639-1 codes) an embedding model was trained on, when its name tells; else ``None``.
+
+    Used by hybrid search (`toolish_rag.fusion.FusionConfig.for_language`) to stop a vector leg
+    that cannot read the collection's language from outvoting text search: all-MiniLM-L6-v2, the
+    default, reads English (``{'en'}``). ``None`` means unknown, which the fusion treats as
+    "every language" (an API model, a multilingual or an unlisted model); pass
+    ``FusionConfig(vector_languages=...)`` to state it. The hashing embedder compares word
+    forms, so it covers every language.
+    """
+    if model is None:
+        return None
+    if isinstance(model, Embedder):
+        inner = model.model
+        if not isinstance(inner, EmbeddingModel):
+            return embedder_languages(str(inner))
+        model = inner
+    if isinstance(model, HashingEmbeddingModel):
+        return None
+    name = model if isinstance(model, str) else f'{model.system}:{model.model_name}'
+    name = name.lower().replace('_', '-')
+    if _MULTILINGUAL.search(name):
+        return None
+    if _ENGLISH_ONLY.search(name):
+        return frozenset({'en'})
+    return None
 
 
 _TOKEN = re.compile(r'\w+', re.UNICODE)

@@ -38,6 +38,7 @@ from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
 from .content import Chunk, Entity
+from .embedding import embedder_languages
 from .errors import InvalidRequestError, ToolishRagError, echo
 from .filters import Filter, and_, matches
 from .fusion import FusionConfig, fuse
@@ -144,10 +145,31 @@ class Retriever:
             return await self._scoped(self.store.hybrid_search, SearchRequest(query, top_k))
         if not (isinstance(self.store, VectorSearch) and isinstance(self.store, TextSearch)):
             raise InvalidRequestError('hybrid search needs a store with both vector and text search')
-        n = max(top_k, self.fusion.candidates)
+        fusion = self.collection_fusion()
+        n = max(top_k, fusion.candidates)
         # The legs are independent: run them concurrently (the embedder and BM25 both release the GIL).
         vector_hits, text_hits = await asyncio.gather(self._vector(query, n), self._text(query, n))
-        return fuse(vector_hits, text_hits, top_k, self.fusion)
+        return fuse(vector_hits, text_hits, top_k, fusion)
+
+    def collection_fusion(self) -> FusionConfig:
+        """``fusion`` for this store: the vector leg weighted down when its embedder cannot read the text's language.
+
+        The language is the store's text analyzer's (``store.text_analyzer.language``, e.g. an
+        ``InMemoryStore(language='zh')``) and the embedder's languages come from its model name
+        (`toolish_rag.embedding.embedder_languages`) unless ``fusion.vector_languages`` states
+        them. A store exposing neither keeps ``fusion`` as it is. Configuration only: the weights
+        never depend on the records, so a scope cannot learn anything from them.
+        """
+        language = getattr(getattr(self.store, 'text_analyzer', None), 'language', None)
+        if not isinstance(language, str) or self.fusion.uncovered_vector_weight is None:
+            return self.fusion
+        covered = self.fusion.vector_languages
+        if covered is None:
+            try:
+                covered = embedder_languages(getattr(self.store, 'embedder', None))
+            except Exception:  # an embedder that fails to resolve fails the vector leg itself, with its own error
+                covered = None
+        return self.fusion.for_language(language, covered)
 
     async def regex_search(self, pattern: str, top_k: int, *, case_sensitive: bool = True) -> list[SearchHit]:
         if not isinstance(self.store, RegexSearch):

@@ -7,6 +7,7 @@ import os
 import sys
 from typing import Any
 
+from ..analysis import analyzer_for
 from ..filters import parse_filter
 from ..stores import available_stores, open_store
 from ..stores.registry import default_store_name
@@ -20,6 +21,7 @@ __all__ = [
     'filterable_keys',
     'model_and_scoped_rag',
     'open_rag',
+    'reranking',
 ]
 
 MODEL_ENV = 'TOOLISH_RAG_MODEL'
@@ -47,6 +49,15 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         '(default: $TOOLISH_RAG_STORE, else lancedb:.toolish-rag/lancedb when installed)',
     )
     group.add_argument('--embedder', default=None, help='embedding model string (default: all-MiniLM-L6-v2, offline)')
+    group.add_argument(
+        '--language',
+        type=_language,
+        default=None,
+        metavar='CODE',
+        help='language of the text search analyzer: an ISO 639-1 code (de, fr, zh, ja...) or none; picks stop '
+        'words and stemming, Chinese/Japanese/Thai text is cut into character pairs in every language '
+        '(default: what the store was saved with, else en; see docs/text-analysis.md)',
+    )
     group.add_argument('--name', default='docs', help='tool name prefix (default: docs)')
     group.add_argument(
         '--filterable',
@@ -61,6 +72,20 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         action='store_true',
         help='offer group_by="document" on the ranked search tools (one hit per document)',
     )
+    group.add_argument(
+        '--reranker',
+        default=None,
+        metavar='MODEL',
+        help='rerank the vector, text and hybrid search results with this sentence-transformers CrossEncoder '
+        '(a local path, or a hub name such as cross-encoder/ms-marco-MiniLM-L6-v2, which must be cached offline)',
+    )
+    group.add_argument(
+        '--rerank-candidates',
+        type=int,
+        default=30,
+        metavar='N',
+        help='how many hits a search fetches for the reranker (default: 30)',
+    )
 
 
 _TYPES: dict[str, type[str] | type[int] | type[float] | type[bool]] = {
@@ -69,6 +94,14 @@ _TYPES: dict[str, type[str] | type[int] | type[float] | type[bool]] = {
     'str': str,
     'bool': bool,
 }
+
+
+def _language(code: str) -> str:
+    """``--language``: a code the analyzer knows, normalised (``DE`` and ``german`` are ``de``)."""
+    try:
+        return analyzer_for(code).language
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
 
 
 def filterable_keys(specs: list[str]) -> dict[str, FilterableKey] | None:
@@ -90,15 +123,35 @@ def filterable_keys(specs: list[str]) -> dict[str, FilterableKey] | None:
     return keys
 
 
+def reranking(args: argparse.Namespace) -> dict[str, Any]:
+    """``--reranker`` and ``--rerank-candidates`` as `ToolishRag` keyword arguments (none without a reranker)."""
+    model = getattr(args, 'reranker', None)
+    if not model:
+        return {}
+    candidates = getattr(args, 'rerank_candidates', 30)
+    if candidates < 1:
+        raise SystemExit(f'--rerank-candidates must be at least 1, got {candidates}')
+    from ..rerank import CrossEncoderReranker
+
+    reranker = CrossEncoderReranker(model)
+    try:  # fail at start-up with the reason; a search would fail open and hide it
+        reranker.load()
+    except Exception as e:
+        raise SystemExit(f'--reranker {model!r} cannot be loaded: {type(e).__name__}: {e}') from None
+    return {'reranker': reranker, 'rerank_candidates': candidates}
+
+
 def open_rag(args: argparse.Namespace) -> tuple[Any, ToolishRag[Any]]:
     spec = args.store or default_store_spec()
-    store = open_store(spec, embedder=args.embedder)
+    store = open_store(spec, embedder=args.embedder, language=getattr(args, 'language', None))
+    rerank = reranking(args)
     try:
         rag: ToolishRag[Any] = ToolishRag(
             store,
             name=args.name,
             filterable=filterable_keys(getattr(args, 'filterable', [])),
             allow_grouping=getattr(args, 'group_by_document', False),
+            **rerank,
         )
     except (TypeError, ValueError) as e:
         raise SystemExit(f'--filterable: {e}') from None

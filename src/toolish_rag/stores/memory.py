@@ -1,7 +1,8 @@
 """`InMemoryStore`: the reference store, implementing every capability exactly.
 
 * vector search: exact cosine over a numpy matrix of normalised embeddings;
-* text search: BM25 (bm25s's tokenizer, English stop words, Snowball stemming) whose corpus
+* text search: BM25 over the tokens of a `TextAnalyzer` (by default English: bm25s's tokenizer,
+  English stop words, Snowball stemming; ``language=`` picks another) whose corpus
   statistics are, by default, those of the records in scope (`toolish_rag.stores.bm25`), so what
   a scoped search scores never depends on records outside its scope (``statistics='store'``:
   the whole store's, bm25s's own ranking restricted to the scope);
@@ -22,6 +23,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import logging
 import os
 import shutil
 import threading
@@ -37,6 +39,7 @@ import numpy.typing as npt
 from pydantic import TypeAdapter
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
+from ..analysis import TextAnalyzer, analyzer_for
 from ..content import Chunk, Document, Entity, Metadata, Record, Relation
 from ..embedding import resolve_embedder
 from ..filters import Filter, matches
@@ -53,12 +56,16 @@ from ..sections import (
     SectionPage,
     SectionReadRequest,
 )
+from ..windows import DEFAULT_WINDOWS, EmbeddingWindows
 from ..writes import graph_upsert_batch
 from .bm25 import Bm25Index, ScopeStatistics
 from .memory_graph import GraphState, entities_of, neighbours_of, nodes_of
 from .memory_navigation import NavigationIndex, NavigationScope, positions_of
+from .memory_windows import WINDOW_FILES, WindowVectors, aligned, load_windows, plan_write, save_windows, window_key
 
 __all__ = ['InMemoryStore']
+
+_logger = logging.getLogger(__name__)
 
 _EMBED_BATCH = 256
 _QUERY_CACHE_SIZE = 256
@@ -118,29 +125,34 @@ class _Once(Generic[_V]):
             return self._value
 
 
-def _tokenizer() -> Any:
-    import Stemmer
+def tokenize(texts: list[str], analyzer: TextAnalyzer | Any) -> list[list[str]]:
+    """The BM25 tokenisation: ``analyzer``'s tokens (`toolish_rag.analysis`).
 
-    return Stemmer.Stemmer('english')
-
-
-def tokenize(texts: list[str], stemmer: Any) -> list[list[str]]:
-    """The BM25 tokenisation: bm25s's word pattern, English stop words, Snowball stems."""
+    ``analyzer`` may also be a PyStemmer stemmer, as before analyzers existed: then bm25s's own
+    tokenisation with English stop words and that stemmer (what ``TextAnalyzer('en')`` equals).
+    """
+    if isinstance(analyzer, TextAnalyzer):
+        return analyzer.tokenize(texts)
     import bm25s
 
     tokens: list[list[str]] = bm25s.tokenize(
-        texts, stopwords='en', stemmer=stemmer, return_ids=False, show_progress=False
+        texts, stopwords='en', stemmer=analyzer, return_ids=False, show_progress=False
     )
     return tokens
 
 
-def build_bm25(texts: list[str], stemmer: Any) -> Bm25Index:
-    """The BM25 index of ``texts``, tokenised as `tokenize` does (as word ids, for speed)."""
-    import bm25s
+def build_bm25(texts: list[str], analyzer: TextAnalyzer | Any) -> Bm25Index:
+    """The BM25 index of ``texts``, tokenised as `tokenize` does."""
+    vocabulary: dict[str, int] = {}
+    ids = [[vocabulary.setdefault(t, len(vocabulary)) for t in tokens] for tokens in tokenize(texts, analyzer)]
+    return Bm25Index.build(ids, vocabulary)
 
-    tokenized = bm25s.tokenize(texts, stopwords='en', stemmer=stemmer, return_ids=True, show_progress=False)
-    return Bm25Index.build(tokenized.ids, tokenized.vocab)
 
+_PLAIN_SYNTAX = (
+    'Plain words. Every word counts toward the BM25 score. Quotes, boolean operators and field '
+    'names have no special meaning: they are read as plain words.'
+)
+"""The query syntax of a store whose analyzer is not English (the analyzer's sentence follows it)."""
 
 Statistics = Literal['scope', 'store']
 """Whose corpus statistics BM25 uses: the search's scope (the default) or the whole store."""
@@ -161,6 +173,7 @@ class _Snapshot:
     index: dict[str, int] = field(default_factory=dict)
     by_document: dict[str, list[int]] = field(default_factory=dict)
     graph: GraphState = field(default_factory=GraphState)
+    windows: WindowVectors = field(default_factory=WindowVectors)
     _bm25: _Once[Bm25Index] = field(default_factory=_Once)
     _masks: _Lru[Filter, npt.NDArray[np.bool_]] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
     _scopes: _Lru[Filter, ScopeStatistics] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
@@ -173,6 +186,7 @@ class _Snapshot:
         vectors: npt.NDArray[np.float32],
         documents: dict[str, DocumentInfo],
         graph: GraphState | None = None,
+        windows: WindowVectors | None = None,
     ) -> _Snapshot:
         index = {r.id: i for i, r in enumerate(records)}
         by_document: dict[str, list[int]] = {}
@@ -181,7 +195,8 @@ class _Snapshot:
                 by_document.setdefault(r.document_id, []).append(i)
         for positions in by_document.values():
             positions.sort(key=lambda i: records[i].sequence_number)  # type: ignore[union-attr]
-        return cls(tuple(records), vectors, documents, index, by_document, graph or GraphState())
+        windows = windows if windows is not None else WindowVectors.unwindowed(len(records))
+        return cls(tuple(records), vectors, documents, index, by_document, graph or GraphState(), windows)
 
     def with_graph(self, graph: GraphState) -> _Snapshot:
         """The next version when only the graph changed: the same records, vectors and caches, shared."""
@@ -294,9 +309,12 @@ class _Snapshot:
         inside = self.chunks(probe) if probe is not None else []
         return inside[0] if inside else None
 
-    def bm25(self, stemmer: Any) -> Bm25Index:
-        """The BM25 index of this snapshot, built on first use (one build per version)."""
-        return self._bm25.get(lambda: build_bm25([r.text for r in self.records], stemmer))
+    def bm25(self, analyzer: TextAnalyzer) -> Bm25Index:
+        """The BM25 index of this snapshot, built on first use (one build per version).
+
+        One store has one analyzer, so the cell never holds another analyzer's index.
+        """
+        return self._bm25.get(lambda: build_bm25([r.text for r in self.records], analyzer))
 
     def scope_statistics(self, index: Bm25Index, f: Filter | None) -> ScopeStatistics:
         """BM25's record count and mean length over the records ``f`` admits (cached like masks)."""
@@ -336,7 +354,7 @@ def _model_id(model: Any) -> str:
     return f'{getattr(model, "system", "?")}:{getattr(model, "model_name", "?")}'
 
 
-_RECORD_FILES = ('records.jsonl', 'vectors.npy', 'documents.json')
+_RECORD_FILES = ('records.jsonl', 'vectors.npy', 'documents.json', *WINDOW_FILES)
 """The files derived from the records. A version whose records are its predecessor's (a write that
 changed only the graph) hard-links them from there instead of writing them again."""
 _RELATIONS, _MARKS = 'relations.jsonl', 'marks.json'
@@ -386,6 +404,7 @@ def _write_records(target: Path, snap: _Snapshot) -> None:
             f.write(_RECORD_ADAPTER.dump_json(r))
             f.write(b'\n')
     np.save(target / 'vectors.npy', snap.vectors)
+    save_windows(target, snap.windows)
     documents = [dataclasses.asdict(d) for d in snap.documents.values()]
     (target / 'documents.json').write_text(json.dumps(documents), encoding='utf-8')
 
@@ -414,10 +433,11 @@ def _load(path: Path) -> tuple[_Snapshot, Path | None]:
     with open(source / 'records.jsonl', 'rb') as f:
         records = [_RECORD_ADAPTER.validate_json(line) for line in f if line.strip()]
     vectors = np.load(source / 'vectors.npy')
+    windows = load_windows(source, len(records))
     documents = {
         d['id']: DocumentInfo(**d) for d in json.loads((source / 'documents.json').read_text(encoding='utf-8'))
     }
-    return _Snapshot.build(records, vectors, documents, _load_graph(source)), source
+    return _Snapshot.build(records, vectors, documents, _load_graph(source), windows), source
 
 
 def _load_graph(source: Path) -> GraphState:
@@ -430,21 +450,36 @@ def _load_graph(source: Path) -> GraphState:
     return GraphState(relations, marks)
 
 
-def _saved_statistics(path: Path | None) -> Statistics | None:
+def _saved_settings(path: Path | None) -> dict[str, Any]:
     settings = path / _SETTINGS if path is not None else None
     if settings is None or not settings.exists():
+        return {}
+    saved: dict[str, Any] = json.loads(settings.read_text(encoding='utf-8'))
+    return saved
+
+
+def _saved_statistics(path: Path | None) -> Statistics | None:
+    saved = _saved_settings(path).get('statistics')
+    if saved is None:
         return None
-    saved = json.loads(settings.read_text(encoding='utf-8')).get('statistics')
     if saved not in _STATISTICS:
-        raise ValueError(f'{settings} names unknown BM25 statistics {saved!r}')
+        raise ValueError(f'{path} names unknown BM25 statistics {saved!r} in {_SETTINGS}')
     chosen: Statistics = saved
     return chosen
 
 
-def _save_statistics(path: Path, statistics: Statistics) -> None:
+def _saved_analyzer(path: Path | None) -> TextAnalyzer | None:
+    """The text analyzer saved at ``path``; ``None`` when none is (a store from before analyzers: English)."""
+    saved = _saved_settings(path).get('analyzer')
+    return None if saved is None else TextAnalyzer.from_identity(saved)
+
+
+def _save_setting(path: Path, key: str, value: str) -> None:
+    """Record one choice in the settings file, keeping the others (atomically: write, then rename)."""
     path.mkdir(parents=True, exist_ok=True)
+    settings = {**_saved_settings(path), key: value}
     tmp = path / f'{_SETTINGS}.tmp'
-    tmp.write_text(json.dumps({'statistics': statistics}), encoding='utf-8')
+    tmp.write_text(json.dumps(settings), encoding='utf-8')
     os.replace(tmp, path / _SETTINGS)
 
 
@@ -467,6 +502,18 @@ class InMemoryStore:
             scale, but a scoped search's scores move when records outside its scope change).
             ``None``: the choice saved at ``path``, else ``'scope'``. An explicit choice is
             saved at ``path`` (it changes no data, so it may differ from the saved one).
+        windows: how a chunk longer than the embedder reads is embedded as several windows,
+            vector search scoring it by its best window (MaxP, see `toolish_rag.windows`);
+            ``None``: one vector per record (what the embedder reads of its beginning). A store
+            saved without windows loads and scores by one vector per record until
+            `rebuild_windows` (it logs so once).
+        language: the text analyzer's language (`toolish_rag.analysis`): an ISO 639-1 code such
+            as ``'de'`` or ``'zh'`` picks its stop words and stemmer; scripts without spaces
+            (Chinese, Japanese, Thai...) are cut into character bigrams in every language.
+            ``None``: the language saved at ``path``, else English (bm25s's tokenisation, which
+            every store saved before languages existed was built with). An explicit language is
+            saved at ``path``; a different one than saved simply re-analyses the texts (the BM25
+            index is built in memory from them).
     """
 
     text_query_syntax = (
@@ -474,6 +521,7 @@ class InMemoryStore:
         'matches "refund"; very common words such as "the" are ignored). Quotes, boolean '
         'operators and field names have no special meaning: they are read as plain words.'
     )
+    """For the English analyzer (the default); other languages' stores say `_PLAIN_SYNTAX`."""
 
     def __init__(
         self,
@@ -481,25 +529,70 @@ class InMemoryStore:
         *,
         path: str | os.PathLike[str] | None = None,
         statistics: Statistics | None = None,
+        windows: EmbeddingWindows | None = DEFAULT_WINDOWS,
+        language: str | None = None,
     ) -> None:
         if statistics is not None and statistics not in _STATISTICS:
             raise ValueError(f'unknown BM25 statistics {statistics!r}: choose one of {", ".join(_STATISTICS)}')
         self._embedder_spec = embedder
         self._embedder: Embedder | None = None
         self._write_lock = asyncio.Lock()
-        self._stemmer = _tokenizer()
         self._path = Path(path) if path is not None else None
         self._query_cache: _Lru[str, npt.NDArray[np.float32]] = _Lru(_QUERY_CACHE_SIZE)
+        self._windows = windows
+        self._window_key_value: tuple[str | None] | None = None
         self._snapshot, self._version = _load(self._path) if self._path is not None else (_Snapshot(), None)
         saved = _saved_statistics(self._path)
         self._statistics: Statistics = statistics or saved or 'scope'
         if self._path is not None and statistics is not None and statistics != saved:
-            _save_statistics(self._path, statistics)
+            _save_setting(self._path, 'statistics', statistics)
+        self._analyzer = self._open_analyzer(language)
+        unwindowed = self._snapshot.windows.unknown
+        if windows is not None and unwindowed:
+            _logger.warning(
+                '%s holds %d records saved without embedding windows: they are scored by their first '
+                'vector (what the embedder reads of their beginning) until `await store.rebuild_windows()`',
+                self._path,
+                unwindowed,
+            )
 
     @property
     def statistics(self) -> Statistics:
         """Whose corpus statistics BM25 uses: ``'scope'`` (isolated) or ``'store'`` (see the class)."""
         return self._statistics
+
+    def _open_analyzer(self, language: str | None) -> TextAnalyzer:
+        """``language``'s analyzer, else the one saved at the path, else English (what older stores used).
+
+        An explicit language other than the saved one is saved: the BM25 index lives in memory and
+        is built from the records' texts on first search, so it is rebuilt with the new analyzer,
+        and an index built with another analyzer is never queried.
+        """
+        saved = _saved_analyzer(self._path)
+        analyzer = analyzer_for(language) if language is not None else saved or analyzer_for(None)
+        if self._path is not None and language is not None and analyzer != (saved or analyzer_for(None)):
+            _save_setting(self._path, 'analyzer', analyzer.identity)
+            if self._snapshot.records:
+                _logger.info(
+                    '%s: text search re-analysed with %s (was %s)',
+                    self._path,
+                    analyzer.identity,
+                    (saved or analyzer_for(None)).identity,
+                )
+        if analyzer.language != 'en':
+            # The class's syntax promises English stemming; the toolset adds `describe()` instead.
+            self.text_query_syntax = _PLAIN_SYNTAX
+        return analyzer
+
+    @property
+    def text_analyzer(self) -> TextAnalyzer:
+        """How text is cut into BM25 tokens (the records' and the query's): see `toolish_rag.analysis`."""
+        return self._analyzer
+
+    @property
+    def language(self) -> str:
+        """The text analyzer's language code (``'en'``, ``'de'``, ``'zh'``... or ``'none'``)."""
+        return self._analyzer.language
 
     @property
     def path(self) -> Path | None:
@@ -524,12 +617,44 @@ class InMemoryStore:
 
     def __repr__(self) -> str:
         snap = self._snapshot
+        language = '' if self._analyzer.language == 'en' else f', language={self._analyzer.language!r}'
         return (
             f'InMemoryStore(documents={len(snap.documents)}, records={len(snap.records)}, '
-            f'statistics={self._statistics!r})'
+            f'statistics={self._statistics!r}{language})'
         )
 
     # -- writes -----------------------------------------------------------------------
+
+    async def _window_key(self) -> str | None:
+        """The key of the windows this store makes (``None``: windows off), asked of the embedder once."""
+        if self._window_key_value is None:
+            self._window_key_value = (await window_key(self.embedder, self._windows),)
+        return self._window_key_value[0]
+
+    async def rebuild_windows(self) -> int:
+        """Embed the windows of every record stored without them; returns how many records were windowed.
+
+        For a store saved before windows existed, written with ``windows=None`` or with another
+        window config: its records keep their first vectors (no record is embedded again) and
+        gain their windows, in one new version. Re-ingesting unchanged documents would not do it,
+        since ingestion skips them.
+        """
+        if self._windows is None:
+            return 0
+        async with self._write_lock:
+            old = self._snapshot
+            base = aligned(old.windows, await self._window_key())
+            todo = base.unknown
+            if not todo:
+                return 0
+            texts = [r.text for r in old.records]
+            plan = await plan_write(self.embedder, self._windows, base, texts, list(range(len(texts))))
+            width = old.vectors.shape[1]
+            extra = await self._embed(plan.texts) if plan.texts else np.zeros((0, width), dtype=np.float32)
+            windows = plan.assemble(extra, width)
+            snapshot = _Snapshot.build(list(old.records), old.vectors, old.documents, old.graph, windows)
+            await self._commit(snapshot)
+            return todo
 
     async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         parts: list[npt.NDArray[np.float32]] = []
@@ -580,13 +705,21 @@ class InMemoryStore:
         # Reuse vectors of records whose indexed text did not change.
         reuse: dict[int, npt.NDArray[np.float32]] = {}
         to_embed: list[int] = []
+        same: list[int | None] = []
         for j, r in enumerate(new_records):
             i = old.index.get(r.id)
             if i is not None and old.records[i].text == r.text and old.vectors.shape[0] > i:
                 reuse[j] = old.vectors[i]
+                same.append(i)
             else:
                 to_embed.append(j)
-        fresh = await self._embed([new_records[j].text for j in to_embed]) if to_embed else None
+                same.append(None)
+        # The windows beyond each record's first vector (`memory_windows`), embedded in the same batches.
+        base = aligned(old.windows, await self._window_key())
+        plan = await plan_write(self.embedder, self._windows, base, [r.text for r in new_records], same)
+        texts = [new_records[j].text for j in to_embed] + plan.texts
+        embedded = await self._embed(texts) if texts else None
+        fresh = embedded[: len(to_embed)] if embedded is not None and to_embed else None
         width = fresh.shape[1] if fresh is not None else old.vectors.shape[1] if old.vectors.shape[0] else 0
         new_vectors = np.zeros((len(new_records), width), dtype=np.float32)
         for j, v in reuse.items():
@@ -607,7 +740,9 @@ class InMemoryStore:
                 chunk_count=len(d.chunks),
                 metadata=dict(d.metadata),
             )
-        return _Snapshot.build([old.records[i] for i in keep] + new_records, vectors, docs, graph)
+        extra = embedded[len(to_embed) :] if embedded is not None else np.zeros((0, width), dtype=np.float32)
+        windows = base.select(keep).concat(plan.assemble(extra, width))
+        return _Snapshot.build([old.records[i] for i in keep] + new_records, vectors, docs, graph, windows)
 
     async def _delete(self, doc_ids: set[str], entity_ids: set[str]) -> tuple[int, int]:
         async with self._write_lock:
@@ -623,7 +758,8 @@ class InMemoryStore:
             docs = {k: v for k, v in old.documents.items() if k not in doc_ids}
             vectors = old.vectors[keep] if old.vectors.shape[0] else old.vectors
             graph = old.graph.without_documents(doc_ids)
-            await self._commit(_Snapshot.build([old.records[i] for i in keep], vectors, docs, graph))
+            windows = old.windows.select(keep)
+            await self._commit(_Snapshot.build([old.records[i] for i in keep], vectors, docs, graph, windows))
             return removed_docs, removed_entities
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
@@ -694,12 +830,17 @@ class InMemoryStore:
                 f'the store holds {snap.vectors.shape[1]}-dimensional vectors but the embedder makes '
                 f'{q.shape[0]}-dimensional ones: open it with the embedder it was built with'
             )
-        scores = await asyncio.to_thread(self._vector_scores, snap, q, request.filter)
+        windowed = self._windows is not None
+        scores = await asyncio.to_thread(self._vector_scores, snap, q, request.filter, windowed)
         return [SearchHit(snap.records[i], float(scores[i])) for i in _top(scores, request.top_k)]
 
     @staticmethod
-    def _vector_scores(snap: _Snapshot, q: npt.NDArray[np.float32], f: Filter | None) -> npt.NDArray[np.float32]:
+    def _vector_scores(
+        snap: _Snapshot, q: npt.NDArray[np.float32], f: Filter | None, windowed: bool = False
+    ) -> npt.NDArray[np.float32]:
         scores: npt.NDArray[np.float32] = np.asarray(snap.vectors @ q, dtype=np.float32)
+        if windowed:
+            scores = snap.windows.best(scores, q)  # MaxP: a record scores by its best window
         mask = snap.mask(f)
         if mask is not None:
             scores = np.where(mask, scores, np.float32(-np.inf)).astype(np.float32)
@@ -715,8 +856,8 @@ class InMemoryStore:
         return [SearchHit(snap.records[i], float(scores[i])) for i in _top(scores, request.top_k)]
 
     def _text_scores(self, snap: _Snapshot, query: str, f: Filter | None) -> npt.NDArray[np.float64] | None:
-        index = snap.bm25(self._stemmer)
-        tokens = [t for t in tokenize([query], self._stemmer)[0] if t in index.vocabulary]
+        index = snap.bm25(self._analyzer)
+        tokens = [t for t in self._analyzer.tokens(query) if t in index.vocabulary]
         if not tokens:
             return None
         mask = snap.mask(f)

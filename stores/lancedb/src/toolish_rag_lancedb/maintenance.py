@@ -1,6 +1,8 @@
 """Index upkeep: the indexes every store has, the ANN index once it pays, and ``optimize``.
 
-* A full-text (BM25) index on ``text`` and scalar indexes on ``id``, ``document_id`` and
+* A full-text (BM25) index on ``text`` (LanceDB's English analyzer), or on ``words`` for a store
+  with a language analyzer (split on whitespace only: the words are the core analyzer's tokens
+  already, see `toolish_rag_lancedb.text_query`), and scalar indexes on ``id``, ``document_id`` and
   ``labels`` exist from the first write (and are re-created if a writer died before them);
   the relations table gets scalar indexes on ``id``, ``source``, ``target`` and
   ``document_id`` (what a hop and a document's replacement look up) the same way.
@@ -24,10 +26,29 @@ from typing import Any, Literal
 from lancedb.index import FTS, BTree, IvfSq, LabelList
 
 from .tables import Tables
+from .text_query import WORDS_COLUMN
 
-__all__ = ['IndexPolicy', 'IndexUpkeep', 'MaintenanceStep', 'default_vector_index', 'describe_indexes']
+__all__ = [
+    'IndexPolicy',
+    'IndexUpkeep',
+    'MaintenanceStep',
+    'WORDS_FTS',
+    'default_vector_index',
+    'describe_indexes',
+]
 
 MaintenanceStep = Literal['build-vector-index', 'optimize']
+
+WORDS_FTS = FTS(
+    with_position=True,
+    base_tokenizer='whitespace',
+    max_token_length=None,
+    lower_case=False,
+    stem=False,
+    remove_stop_words=False,
+    ascii_folding=False,
+)
+"""The full-text index on ``words``: whitespace splits, nothing else changes the core's tokens."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,11 +85,15 @@ class IndexUpkeep:
         if table is None or self._base_indexes_checked:
             return
         existing = {ix.name for ix in await table.list_indices()}
+        if WORDS_COLUMN in self._tables.columns:
+            text_index: tuple[str, Any] = (WORDS_COLUMN, WORDS_FTS)
+        else:
+            text_index = ('text', FTS(with_position=True, remove_stop_words=False))
         for column, config in (
             ('id', BTree()),
             ('document_id', BTree()),
             ('labels', LabelList()),
-            ('text', FTS(with_position=True, remove_stop_words=False)),
+            text_index,
         ):
             if f'{column}_idx' not in existing:
                 await table.create_index(column, config=config, replace=True)
@@ -111,7 +136,8 @@ class IndexUpkeep:
             return
         if config is None:
             config = default_vector_index(await table.count_rows())
-        await table.create_index('vector', config=config, replace=True)
+        # The column vector search reads: with windows, the multivector column (its rows indexed).
+        await table.create_index(self._tables.vector_column, config=config, replace=True)
         self._tables.has_ann = True
         self._ann_rows = int(await table.count_rows())
 

@@ -80,7 +80,7 @@ async def vector_search(
         return [SearchHit(record=record_from_row(row), score=0.0) for row in rows.to_pylist()]
 
     def build(exact: bool) -> Any:
-        q = table.query().nearest_to(vector).column('vector').distance_type('cosine').limit(request.top_k)
+        q = table.query().nearest_to(vector).column(tables.vector_column).distance_type('cosine').limit(request.top_k)
         q = q.select([*RESULT_COLUMNS, '_distance'])
         if where is not None:
             q = q.where(where)
@@ -98,8 +98,8 @@ async def vector_search(
 
 
 async def text_search(tables: Tables, table: Any, request: SearchRequest, scan_limit: int) -> list[SearchHit]:
-    """BM25 over the indexed text, with a substring fallback when no word matches."""
-    parsed = parse_text_query(request.query)
+    """BM25 over the indexed text (or analysed words), with a substring fallback when no word matches."""
+    parsed = parse_text_query(request.query, analyzer=tables.text_analyzer)
     where = tables.where(request.filter)
     if parsed.fts is not None:
         q = table.query().nearest_to_text(parsed.fts).select([*RESULT_COLUMNS, '_score']).limit(request.top_k)

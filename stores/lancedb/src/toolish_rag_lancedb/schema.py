@@ -4,7 +4,9 @@
   (full-text index), ``urtext`` (what regex search reads), ``document_id``/``sequence_number``/
   ``section_ids`` for expansion, ``labels`` (label-list index), ``metadata_json`` (exact
   metadata), a JSON ``payload`` with the remaining fields, and typed ``md__*`` metadata
-  columns added by schema evolution (see `toolish_rag_lancedb.filters`).
+  columns added by schema evolution (see `toolish_rag_lancedb.filters`). A store with a language
+  analyzer also has ``words``: the core `TextAnalyzer`'s tokens of ``text`` joined by spaces (the
+  full-text index is then on ``words``), the analyzer's identity in the schema metadata (`with_words`).
 * ``documents``: one row per document: id, uri, title, fingerprint, metadata, labels, section
   tree and chunk count (what ``list_documents`` reads), plus the `PENDING_FIELDS` while an
   upsert is between its documents and records commits (see `toolish_rag_lancedb.settling`).
@@ -26,12 +28,14 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, Record, Relation, Section
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import regex_text
 from toolish_rag.writes import check_storable
 
 from .filters import metadata_columns, sql_string
+from .text_query import WORDS_COLUMN
 
 __all__ = [
     'DOCUMENTS_SCHEMA',
@@ -47,6 +51,7 @@ __all__ = [
     'RELATIONS_TABLE',
     'RELATION_COLUMNS',
     'RESULT_COLUMNS',
+    'META_TEXT_ANALYZER',
     'check_storable',
     'document_from_row',
     'document_info',
@@ -58,6 +63,8 @@ __all__ = [
     'records_schema',
     'relation_from_row',
     'relation_table',
+    'saved_text_analyzer',
+    'with_words',
 ]
 
 RECORDS_TABLE = 'records'
@@ -68,6 +75,8 @@ FORMAT_VERSION = '1'
 META_DIMS = b'toolish_rag.embedding_dims'
 _META_MODEL = b'toolish_rag.embedding_model'
 _META_FORMAT = b'toolish_rag.format'
+META_TEXT_ANALYZER = b'toolish_rag.text_analyzer'
+"""Schema metadata: the `TextAnalyzer.identity` whose tokens ``words`` holds (absent: LanceDB's own FTS analyzer)."""
 
 RESULT_COLUMNS = ['id', 'kind', 'text', 'urtext', 'payload', 'metadata_json', 'labels']
 """What a search reads per hit: enough for `record_from_row`, and no vector."""
@@ -99,6 +108,19 @@ def records_schema(dims: int, model_name: str) -> pa.Schema:
             _META_FORMAT: FORMAT_VERSION.encode(),
         },
     )
+
+
+def with_words(schema: pa.Schema, analyzer: TextAnalyzer) -> pa.Schema:
+    """``schema`` plus the ``words`` column ``analyzer``'s tokens fill, and its identity in the metadata."""
+    return schema.append(pa.field(WORDS_COLUMN, pa.string())).with_metadata(
+        {**(schema.metadata or {}), META_TEXT_ANALYZER: analyzer.identity.encode()}
+    )
+
+
+def saved_text_analyzer(schema: pa.Schema) -> TextAnalyzer | None:
+    """The analyzer a records table was built with (``None``: LanceDB's own English FTS analyzer)."""
+    identity = (schema.metadata or {}).get(META_TEXT_ANALYZER)
+    return None if identity is None else TextAnalyzer.from_identity(identity.decode())
 
 
 PENDING_FIELDS = ('pending_version', 'previous_json')
@@ -145,11 +167,17 @@ def record_from_row(row: Mapping[str, Any]) -> Record:
     return Chunk.model_validate(data)
 
 
-def record_table(records: Sequence[Record], vectors: np.ndarray[Any, Any], schema: pa.Schema) -> pa.Table:
+def record_table(
+    records: Sequence[Record],
+    vectors: np.ndarray[Any, Any],
+    schema: pa.Schema,
+    words: Sequence[str] | None = None,
+) -> pa.Table:
     """Records rows for ``records`` (embedded as ``vectors``), with every column of ``schema``.
 
     Typed metadata columns the records do not use stay ``NULL``; the caller has added any
-    column they need to ``schema`` first.
+    column they need to ``schema`` first. ``words``: each record's analysed text, for a table
+    with a ``words`` column (`with_words`).
     """
     n = len(records)
     columns: dict[str, list[Any]] = {name: [None] * n for name in schema.names if name != 'vector'}
@@ -170,6 +198,10 @@ def record_table(records: Sequence[Record], vectors: np.ndarray[Any, Any], schem
             columns['section_ids'][i] = []
         for name, value in metadata_columns(record.metadata).items():
             columns[name][i] = value
+    if WORDS_COLUMN in columns:
+        if words is None or len(words) != n:
+            raise ValueError('this records table indexes analysed words: give each record its words')
+        columns[WORDS_COLUMN] = list(words)
     arrays = [
         pa.array(columns[f.name], type=f.type)
         if f.name != 'vector'

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
+from toolish_rag.analysis import TextAnalyzer, analyzer_for
 from toolish_rag.content import Chunk, Document, Entity, Record, Relation
 from toolish_rag.embedding import resolve_embedder
 from toolish_rag.filters import Filter
@@ -43,6 +44,7 @@ from toolish_rag.sections import (
     SectionPage,
     SectionReadRequest,
 )
+from toolish_rag.windows import DEFAULT_WINDOWS, EmbeddingWindows
 from toolish_rag.writes import graph_upsert_batch
 
 from . import graph, queries, relations, sections
@@ -59,7 +61,8 @@ from .schema import (
 )
 from .settling import DocumentLedger
 from .tables import Tables
-from .text_query import TEXT_QUERY_SYNTAX
+from .text_query import text_query_syntax
+from .windows import REBUILD_HINT, WINDOWS_COLUMN, embed_records, windows_apply, windows_logger
 from .writes import CommitStep, delete_document_rows, delete_entity_rows, plan_records_commit, records_to_write
 
 __all__ = ['LanceDBStore', 'open_store']
@@ -112,6 +115,19 @@ class LanceDBStore:
         ann_rebuild_growth: re-train the default ANN index once the table has grown this many
             times over since the index was built (or since this object first saw it), so its
             partition count keeps up with the data. ``None``: never.
+        language: analyse text with the core's language-aware `toolish_rag.TextAnalyzer` for
+            this language (``'zh'``, ``'de'``, ``'en'``...: any code `toolish_rag.analyzer_for`
+            takes) instead of LanceDB's English analyzer: a ``words`` column holds its tokens,
+            full-text indexed split on whitespace only, so `InMemoryStore` and `TantivyStore`
+            with the same language match the same records. Fixed when the records table is
+            created (saved in its schema metadata); ``None``: the saved analyzer, or LanceDB's
+            English one for a new store. A store built with another analyzer is refused on first
+            use: re-ingest into a new location to change it.
+        windows: how a chunk longer than the embedder reads gets several vectors, vector search
+            scoring it by its best one (MaxP; a multivector column, see
+            `toolish_rag_lancedb.windows`). Applies to tables this store creates; ``None``: one
+            vector per record. A table created without windows stays single-vector (the store
+            logs once that re-ingesting into a new location adds them).
     """
 
     def __init__(
@@ -130,8 +146,11 @@ class LanceDBStore:
         nprobes: int = 40,
         refine_factor: int = 5,
         ann_rebuild_growth: float | None = 4.0,
+        language: str | None = None,
+        windows: EmbeddingWindows | None = DEFAULT_WINDOWS,
     ) -> None:
-        self._tables = Tables(os.fspath(uri), storage_options or {}, read_consistency_interval)
+        requested = analyzer_for(language) if language is not None else None
+        self._tables = Tables(os.fspath(uri), storage_options or {}, read_consistency_interval, requested)
         self.embedder = resolve_embedder(embedder)
         self.ann_threshold = ann_threshold
         self.optimize_every = optimize_every
@@ -142,6 +161,10 @@ class LanceDBStore:
         self.nprobes = nprobes
         self.refine_factor = refine_factor
         self.ann_rebuild_growth = ann_rebuild_growth
+        self.windows = windows
+        self._tables.windowed = windows is not None
+        self._windows_apply: bool | None = None
+        self._noted_unwindowed = False
         self._ledger = DocumentLedger(self._tables)
         self._upkeep = IndexUpkeep(self._tables)
         self._record_pins = queries.Pins(RECORDS_TABLE)
@@ -184,13 +207,34 @@ class LanceDBStore:
         await self._ledger.settle()
         if dims is not None:
             model = self.embedder.model
-            await tables.create_records(dims, model if isinstance(model, str) else model.model_name)
+            name = model if isinstance(model, str) else model.model_name
+            await tables.create_records(dims, name, windows=await self._windows_wanted())
         await self._upkeep.ensure_base_indexes()
         if dims is not None and tables.dims is not None and dims != tables.dims:
             raise ValueError(
                 f'this store holds {tables.dims}-dimensional embeddings but the embedder returns {dims}: '
                 'open it with the embedding model it was built with'
             )
+
+    async def _windows_wanted(self) -> bool:
+        """Whether this store's windows can give a record more than one vector (asked of the embedder once)."""
+        if self._windows_apply is None:
+            self._windows_apply = await windows_apply(self.embedder, self.windows)
+        return self._windows_apply
+
+    async def _windows_for_write(self) -> bool:
+        """Whether a write embeds windows: the table has the column (or will be created with it)."""
+        if not await self._windows_wanted():
+            return False
+        return self._tables.records is None or WINDOWS_COLUMN in self._tables.columns
+
+    async def _note_unwindowed(self) -> None:
+        """Log once per store object when its table predates windows that would apply to it."""
+        if self._windows_apply is False or self._noted_unwindowed:
+            return
+        self._noted_unwindowed = True
+        if WINDOWS_COLUMN not in self._tables.columns and await self._windows_wanted():
+            windows_logger.warning(REBUILD_HINT, self.uri)
 
     # -- capabilities -----------------------------------------------------------------------
 
@@ -216,8 +260,17 @@ class LanceDBStore:
         return filter_to_where(filter, self._tables.columns)
 
     @property
+    def text_analyzer(self) -> TextAnalyzer | None:
+        """The core analyzer text search uses (``language=``), or ``None`` for LanceDB's English one.
+
+        A store opened with ``language=None`` reports the saved one (reading the table's schema
+        once if it has not connected yet).
+        """
+        return self._tables.known_text_analyzer()
+
+    @property
     def text_query_syntax(self) -> str:
-        return TEXT_QUERY_SYNTAX
+        return text_query_syntax(self.text_analyzer)
 
     async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         """Top ``top_k`` by cosine similarity (exact below ``ann_threshold`` rows, ANN above)."""
@@ -225,6 +278,7 @@ class LanceDBStore:
         if table is None or request.top_k <= 0:
             return []
         vector = (await self._embed([request.query], query=True))[0]
+        await self._note_unwindowed()
         probe = queries.AnnProbe(nprobes=self.nprobes, refine_factor=self.refine_factor)
         return await queries.vector_search(self._tables, table, vector, request, probe)
 
@@ -357,12 +411,16 @@ class LanceDBStore:
         check_storable(documents, entities)  # before any embedding or write: a refused batch changes nothing
         relations.check_relations(new_relations)
         records = records_to_write(documents, entities)
-        vectors = await self._embed([r.text for r in records], query=False) if records else None
+        vectors, rows = None, None
+        if records:
+            await self._tables.connect()
+            config = self.windows if await self._windows_for_write() else None
+            vectors, rows = await embed_records(self.embedder, [r.text for r in records], config)
         async with self._tables.write_lock:
             await self._ensure_tables(vectors.shape[1] if vectors is not None else None)
             commit = None
             if self._tables.records is not None:
-                commit = await plan_records_commit(self._tables, records, vectors, documents, entities)
+                commit = await plan_records_commit(self._tables, records, vectors, documents, entities, rows)
             try:
                 if documents and self._tables.has_graph:
                     await self.before_commit('unlink-graph')
@@ -562,8 +620,12 @@ READ_CONSISTENCY_ENV = 'TOOLISH_RAG_LANCEDB_READ_CONSISTENCY'
 """Seconds between a spec-opened store's checks for other processes' writes (unset: never)."""
 
 
-def open_store(location: str, *, embedder: EmbedderLike = None, **options: Any) -> LanceDBStore:
+def open_store(
+    location: str, *, embedder: EmbedderLike = None, language: str | None = None, **options: Any
+) -> LanceDBStore:
     """Entry point for the ``toolish_rag.stores`` registry: ``lancedb`` → `LanceDBStore`.
+
+    ``language``: as `LanceDBStore` (``None``: the saved analyzer, or LanceDB's English one).
 
     A spec (``toolish-rag mcp --store lancedb:s3://bucket/kb``) has no room for options, so a store
     opened by spec takes ``read_consistency_interval`` from ``$TOOLISH_RAG_LANCEDB_READ_CONSISTENCY``
@@ -579,4 +641,4 @@ def open_store(location: str, *, embedder: EmbedderLike = None, **options: Any) 
         if not 0 <= seconds <= 86_400:
             raise ValueError(f'${READ_CONSISTENCY_ENV} must be a number of seconds from 0 to 86400, got {raw!r}')
         options['read_consistency_interval'] = timedelta(seconds=seconds)
-    return LanceDBStore(location, embedder=embedder, **options)
+    return LanceDBStore(location, embedder=embedder, language=language, **options)

@@ -14,12 +14,14 @@ needs one (`create_relations`, `create_marks`).
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any
 
 import lancedb
 
+from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.filters import Filter
 
 from .filters import filter_to_where
@@ -33,7 +35,10 @@ from .schema import (
     RELATIONS_SCHEMA,
     RELATIONS_TABLE,
     records_schema,
+    saved_text_analyzer,
+    with_words,
 )
+from .windows import WINDOWS_COLUMN, windows_field
 
 __all__ = ['Tables']
 
@@ -44,12 +49,22 @@ class Tables:
     ``records``, ``documents``, ``relations`` and ``marks`` are ``None`` until the table exists
     (a new store creates the first two on its first write, the graph's on its first relation or
     ledger entry). ``columns`` and ``dims`` describe the records table as last read;
-    ``has_ann`` says whether it has a vector index.
+    ``has_ann`` says whether it has a vector index; ``text_analyzer`` is the core analyzer whose
+    tokens its ``words`` column holds (``None``: LanceDB's own FTS analyzer on ``text``).
+    ``requested_analyzer`` is the one the store was opened with (``language=``): a new records
+    table is built with it, and an existing one built otherwise is refused (`refresh_schema`).
     """
 
     def __init__(
-        self, uri: str, storage_options: Mapping[str, str], read_consistency_interval: timedelta | None
+        self,
+        uri: str,
+        storage_options: Mapping[str, str],
+        read_consistency_interval: timedelta | None,
+        requested_analyzer: TextAnalyzer | None = None,
     ) -> None:
+        self.requested_analyzer = requested_analyzer
+        self.text_analyzer: TextAnalyzer | None = None
+        self._peeked: tuple[TextAnalyzer | None] | None = None
         self.uri = uri
         self.storage_options = dict(storage_options)
         self.read_consistency_interval = read_consistency_interval
@@ -61,6 +76,8 @@ class Tables:
         self.columns: frozenset[str] = frozenset()
         self.dims: int | None = None
         self.has_ann = False
+        self.windowed = False
+        """Whether vector search scores by the ``windows`` column when the table has it (the store's choice)."""
         self._locks: dict[int, tuple[asyncio.Lock, asyncio.Lock]] = {}
 
     def _lock(self, which: int) -> asyncio.Lock:
@@ -112,7 +129,51 @@ class Tables:
         self.columns = frozenset(schema.names)
         meta = schema.metadata or {}
         self.dims = int(meta[META_DIMS]) if META_DIMS in meta else schema.field('vector').type.list_size
-        self.has_ann = any(ix.columns == ['vector'] for ix in await self.records.list_indices())
+        self.has_ann = any(ix.columns == [self.vector_column] for ix in await self.records.list_indices())
+        self.text_analyzer = self._checked_analyzer(saved_text_analyzer(schema))
+
+    def _checked_analyzer(self, saved: TextAnalyzer | None) -> TextAnalyzer | None:
+        """``saved``, unless the store was opened with another analyzer: never search with a different one."""
+        wanted = self.requested_analyzer
+        if wanted is not None and wanted != saved:
+            built = (
+                f'language={saved.language!r}' if saved is not None else "LanceDB's English analyzer (language=None)"
+            )
+            raise ValueError(
+                f'{self.uri} was indexed with {built}; open it with that (language=None uses the saved one), or '
+                f'ingest the documents again into a new location to index them with language={wanted.language!r}: '
+                'an index is never searched with another analyzer than it was built with'
+            )
+        return saved
+
+    def known_text_analyzer(self) -> TextAnalyzer | None:
+        """The analyzer text search uses, also before the store has connected (for tool descriptions).
+
+        Known from the records table once it is open, else from ``requested_analyzer``; a store
+        opened with ``language=None`` before connecting reads the table's schema once, with
+        LanceDB's blocking API (tool descriptions are built synchronously, and must not claim
+        English stemming for a Chinese index).
+        """
+        if self.records is not None:
+            return self.text_analyzer
+        if self.requested_analyzer is not None:
+            return self.requested_analyzer
+        if self._peeked is None:
+            self._peeked = (self._peek_analyzer(),)
+        return self._peeked[0]
+
+    def _peek_analyzer(self) -> TextAnalyzer | None:
+        if '://' not in self.uri and not os.path.isdir(self.uri):
+            return None  # nothing written yet (and connecting would create the directory)
+        db = lancedb.connect(self.uri, storage_options=self.storage_options or None)
+        if RECORDS_TABLE not in db.list_tables().tables:
+            return None
+        return saved_text_analyzer(db.open_table(RECORDS_TABLE).schema)
+
+    @property
+    def vector_column(self) -> str:
+        """The column vector search reads and the ANN index covers: ``windows`` (MaxP) or ``vector``."""
+        return WINDOWS_COLUMN if self.windowed and WINDOWS_COLUMN in self.columns else 'vector'
 
     async def records_for_read(self) -> Any:
         """The records table for a read, or ``None`` while the store is empty."""
@@ -186,10 +247,15 @@ class Tables:
         if self.documents is None:
             self.documents = await self.db.create_table(DOCUMENTS_TABLE, schema=DOCUMENTS_SCHEMA, exist_ok=True)
 
-    async def create_records(self, dims: int, model_name: str) -> None:
-        """Create the records table for ``dims``-dimensional embeddings unless it exists."""
+    async def create_records(self, dims: int, model_name: str, windows: bool = False) -> None:
+        """Create the records table for ``dims``-dimensional embeddings unless it exists (``windows``: with
+        the multivector column, `toolish_rag_lancedb.windows`)."""
         if self.records is None:
             schema = records_schema(dims, model_name)
+            if windows:
+                schema = schema.append(windows_field(dims))
+            if self.requested_analyzer is not None:
+                schema = with_words(schema, self.requested_analyzer)
             self.records = await self.db.create_table(RECORDS_TABLE, schema=schema, exist_ok=True)
             await self.refresh_schema()
 

@@ -8,6 +8,13 @@ the same way it did at indexing time, so ``foo.bar()`` looks for ``foo`` and ``b
 Queries that the index cannot answer (only punctuation, only stop words, tokens longer
 than the index keeps...) fall back to a case-insensitive substring scan; see
 `TEXT_QUERY_SYNTAX`.
+
+A store with a language analyzer (``LanceDBStore(language='zh')``) indexes the core
+`toolish_rag.analysis.TextAnalyzer`'s tokens in a ``words`` column split on whitespace only,
+so here the query is cut by the same analyzer (`parse_text_query` with ``analyzer``): the OR
+of its tokens, and each quoted phrase as the phrase of its tokens. Every token is indexed
+(no length limit), so only a query without any token that has symbols (emoji, arrows) falls
+back to the substring scan; see `text_query_syntax`.
 """
 
 from __future__ import annotations
@@ -17,7 +24,9 @@ from dataclasses import dataclass
 
 from lancedb.query import BooleanQuery, FullTextOperator, FullTextQuery, MatchQuery, Occur, PhraseQuery
 
-__all__ = ['TEXT_QUERY_SYNTAX', 'ParsedTextQuery', 'parse_text_query']
+from toolish_rag.analysis import TextAnalyzer
+
+__all__ = ['TEXT_QUERY_SYNTAX', 'WORDS_COLUMN', 'ParsedTextQuery', 'parse_text_query', 'text_query_syntax']
 
 TEXT_QUERY_SYNTAX = (
     'Plain words, ranked by BM25: a record matches if it contains any of the words (after lower-casing and '
@@ -29,6 +38,27 @@ TEXT_QUERY_SYNTAX = (
     'such a query is matched as a case-insensitive substring instead. For partial words or exact '
     'character patterns use regex search.'
 )
+
+_ANALYSED_SYNTAX = (
+    'Plain words, ranked by BM25: a record matches if it contains any of the words; the query is cut '
+    'into words exactly as the indexed text was (so Chinese, Japanese or Thai needs no spaces between '
+    'words); records with more and rarer words rank first. '
+    'Put an exact phrase in "double quotes" to rank records containing it higher. '
+    'Punctuation, brackets and operators such as AND/OR/NOT or field:value are not special: they are split '
+    'into words like the indexed text is (so foo.bar() and ERR-1234 work as written). '
+    'Symbols with no letters or digits (emoji, arrows) cannot be indexed: such a query is matched as a '
+    'case-insensitive substring instead. For partial words or exact character patterns use regex search.'
+)
+
+WORDS_COLUMN = 'words'
+"""The column a language analyzer's tokens are indexed in (``' '.join(tokens)``)."""
+
+
+def text_query_syntax(analyzer: TextAnalyzer | None) -> str:
+    """What the text tool says of its queries: `TEXT_QUERY_SYNTAX` (LanceDB's English analyzer), or
+    the language-analyzer form, which leaves stemming to the analyzer's own `TextAnalyzer.describe`."""
+    return TEXT_QUERY_SYNTAX if analyzer is None else _ANALYSED_SYNTAX
+
 
 MAX_TOKEN_LENGTH = 40
 """Tokens longer than this are not indexed (LanceDB's default ``max_token_length``)."""
@@ -50,8 +80,11 @@ class ParsedTextQuery:
     every part of the query is something the index holds (then no hit means no match)."""
 
 
-def parse_text_query(query: str, column: str = 'text') -> ParsedTextQuery:
+def parse_text_query(query: str, column: str = 'text', analyzer: TextAnalyzer | None = None) -> ParsedTextQuery:
+    """``query`` for the FTS index on ``column``, or with ``analyzer`` for the `WORDS_COLUMN` index."""
     text = query.replace('\x00', ' ').strip()
+    if analyzer is not None:
+        return _parse_analysed(text, analyzer)
     phrases = [p.strip() for p in _PHRASE.findall(text) if _WORD.search(p)]
     rest = _PHRASE.sub(' ', text).replace('"', ' ')
     words = ' '.join(rest.split())
@@ -89,6 +122,50 @@ def parse_text_query(query: str, column: str = 'text') -> ParsedTextQuery:
         if piece not in parts:
             parts.append(piece)
     return ParsedTextQuery(fts=fts, substrings=tuple(parts))
+
+
+def _parse_analysed(text: str, analyzer: TextAnalyzer) -> ParsedTextQuery:
+    """The OR of the query's tokens and a phrase per quoted phrase, against `WORDS_COLUMN`.
+
+    The index splits ``words`` on whitespace only, so the tokens joined by spaces reach it as
+    they are: no lower-casing, stemming or length limit by LanceDB.
+    """
+    phrases = [analyzer.tokens(p) for p in _PHRASE.findall(text)]
+    tokens = analyzer.tokens(_PHRASE.sub(' ', text).replace('"', ' '))
+    tokens += [t for phrase in phrases for t in phrase]  # a phrase's words also join the OR-match
+    clauses: list[FullTextQuery] = []
+    if tokens:
+        clauses.append(
+            MatchQuery(
+                ' '.join(tokens),
+                WORDS_COLUMN,
+                boost=1.0,
+                fuzziness=0,
+                max_expansions=50,
+                operator=FullTextOperator.OR,
+                prefix_length=0,
+                document_granularity=None,
+            )
+        )
+        clauses.extend(
+            PhraseQuery(' '.join(p), WORDS_COLUMN, slop=0, document_granularity=None) for p in phrases if len(p) > 1
+        )
+    fts: FullTextQuery | None
+    if not clauses:
+        fts = None
+    elif len(clauses) == 1:
+        fts = clauses[0]
+    else:
+        fts = BooleanQuery([(Occur.SHOULD, c) for c in clauses])
+    if tokens:
+        return ParsedTextQuery(fts=fts, substrings=())
+    # No token at all: symbols the index cannot hold are scanned for; words it drops (stop words,
+    # single letters) match nothing, as in every store with this analyzer.
+    whole = ' '.join(text.replace('"', ' ').split())
+    pieces = [p for p in whole.split() if not _WORD.search(p) and not all(ch in _PUNCTUATION for ch in p)]
+    if not pieces:
+        return ParsedTextQuery(fts=None, substrings=())
+    return ParsedTextQuery(fts=None, substrings=tuple(dict.fromkeys([whole, *pieces])))
 
 
 def _unindexable(piece: str) -> bool:

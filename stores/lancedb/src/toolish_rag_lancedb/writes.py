@@ -10,6 +10,7 @@ only new documents is a plain append. The documents table is written around that
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -22,6 +23,7 @@ from toolish_rag.content import Chunk, Document, Entity, Record
 from .filters import column_type, metadata_columns
 from .schema import in_list, in_lists, record_table
 from .tables import Tables
+from .windows import set_windows
 
 __all__ = [
     'CommitStep',
@@ -71,6 +73,7 @@ async def plan_records_commit(
     vectors: np.ndarray[Any, Any] | None,
     documents: Sequence[Document],
     entities: Sequence[Entity],
+    windows: Sequence[np.ndarray[Any, Any]] | None = None,
 ) -> RecordsCommit | None:
     """The commit that brings the records table to this batch, or ``None`` if nothing changes.
 
@@ -81,7 +84,9 @@ async def plan_records_commit(
     await _add_metadata_columns(tables, records)
     await _check_clashes(table, records, documents)
     schema = await table.schema()
-    data = record_table(records, vectors if vectors is not None else np.zeros((0, 1)), schema)
+    words = await _analysed_words(tables, records)
+    data = record_table(records, vectors if vectors is not None else np.zeros((0, 1)), schema, words)
+    data = set_windows(data, vectors if vectors is not None else np.zeros((0, 1)), windows)
     stored = await _stored_chunk_ids(table, documents) if documents else set()
     stale = stored - {r.id for r in records}
     if not stored and not entities:
@@ -96,6 +101,15 @@ async def plan_records_commit(
         scope = ' OR '.join(f'id IN {batch}' for batch in in_lists(sorted(stale)))
         merge = merge.when_not_matched_by_source_delete(f"kind = 'chunk' AND ({scope})")
     return RecordsCommit(table, data, merge)
+
+
+async def _analysed_words(tables: Tables, records: Sequence[Record]) -> list[str] | None:
+    """Each record's text as the ``words`` column holds it, for a table with a language analyzer."""
+    analyzer = tables.text_analyzer
+    if analyzer is None or not records:
+        return None if analyzer is None else []
+    tokens = await asyncio.to_thread(analyzer.tokenize, [r.text for r in records])
+    return [' '.join(t) for t in tokens]
 
 
 async def _add_metadata_columns(tables: Tables, records: Sequence[Record]) -> None:

@@ -55,6 +55,7 @@ from typing import Any
 
 import tantivy
 
+from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, MetadataValue, Record, validate_metadata_key
 from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentInfo
@@ -70,15 +71,16 @@ from toolish_rag.sections import (
 )
 from toolish_rag.writes import upsert_batch
 
-from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
+from .analyzers import AnalyzerName
 from .filters import translatable
 from .index import IndexSnapshot
 from .partitions import PartitionId, PartitionPruner
 from .placement import Groups, check_against, place
-from .query import TEXT_QUERY_SYNTAX, TextQueryBuilder
-from .schema import build_schema, check_storable
+from .query import TEXT_QUERY_SYNTAX
+from .schema import check_storable
 from .sections import IndexSections, merged_document_page, merged_outlines, merged_section_page
 from .store import TantivyStore
+from .text_analysis import IndexAnalysis
 
 __all__ = ['PARTITIONS_FILE', 'PartitionedTantivyStore']
 
@@ -95,7 +97,8 @@ class PartitionedTantivyStore:
         path: directory (created if missing) holding the partitions; ``None`` keeps them in RAM.
         partition_key: the metadata key whose value picks a record's index (``'tenant'``).
             Fixed when the store is created; ``None`` on reopen reads the saved one.
-        analyzer, writer_heap_bytes, writer_threads: as `TantivyStore`, for every partition.
+        analyzer, language, writer_heap_bytes, writer_threads: as `TantivyStore`, for every
+            partition (the analysis is saved with the store and every partition uses it).
         regex_scan_limit: most records one regex search scans, summed over the partitions it
             reaches (``None``: no limit).
     """
@@ -108,23 +111,26 @@ class PartitionedTantivyStore:
         *,
         partition_key: str | None = None,
         analyzer: AnalyzerName | None = None,
+        language: str | None = None,
         writer_heap_bytes: int = 128_000_000,
         writer_threads: int = 1,
         regex_scan_limit: int | None = 250_000,
     ) -> None:
         self.path = Path(path) if path is not None else None
-        self.partition_key, self.analyzer_name = self._resolve(partition_key, analyzer)
+        self.partition_key, self.analysis = self._resolve(partition_key, IndexAnalysis.requested(analyzer, language))
+        self.analyzer_name: AnalyzerName | None = self.analysis.name
+        """The tantivy analyzer's name; ``None`` when a language analyzer (`text_analyzer`) indexes the text."""
         self.regex_scan_limit = regex_scan_limit
         self._open = functools.partial(
             TantivyStore,
-            analyzer=self.analyzer_name,
+            analyzer=self.analysis.name,
+            language=self.analysis.text_analyzer.language if self.analysis.text_analyzer is not None else None,
             writer_heap_bytes=writer_heap_bytes,
             writer_threads=writer_threads,
             regex_scan_limit=None,  # enforced here, over all the partitions a search reaches
         )
-        self._queries = TextQueryBuilder(
-            build_schema(tokenizer_name(self.analyzer_name)), 'text', build_analyzer(self.analyzer_name)
-        )
+        self._queries = self.analysis.query_builder(self.analysis.schema())
+        self.text_query_syntax = self.analysis.query_syntax
         self._pruner = PartitionPruner(self.partition_key)
         self._lock = threading.Lock()
         self._write_lock = asyncio.Lock()
@@ -136,12 +142,15 @@ class PartitionedTantivyStore:
                 if pid is not None and child.is_dir():
                     self._partitions[pid] = self._open(child)
 
+    @property
+    def text_analyzer(self) -> TextAnalyzer | None:
+        """The core analyzer that indexes the text (``language=``); ``None`` for a tantivy analyzer."""
+        return self.analysis.text_analyzer
+
     # -- opening ------------------------------------------------------------------------
 
-    def _resolve(self, key: str | None, analyzer: AnalyzerName | None) -> tuple[str, AnalyzerName]:
-        """The partition key and analyzer: the saved ones on reopen, else the requested ones (saved)."""
-        if analyzer is not None and analyzer not in ANALYZERS:
-            raise ValueError(f'unknown analyzer {analyzer!r}: choose one of {", ".join(ANALYZERS)}')
+    def _resolve(self, key: str | None, analysis: IndexAnalysis | None) -> tuple[str, IndexAnalysis]:
+        """The partition key and analysis: the saved ones on reopen, else the requested ones (saved)."""
         if key is not None:
             validate_metadata_key(key)
         config = self.path / PARTITIONS_FILE if self.path is not None else None
@@ -149,23 +158,25 @@ class PartitionedTantivyStore:
             saved = json.loads(config.read_text('utf-8'))
             if saved.get('format') != _FORMAT:
                 raise ValueError(f'{self.path} holds partitioned indexes of format {saved.get("format")}')
-            for name, requested in (('partition_key', key), ('analyzer', analyzer)):
-                if requested is not None and requested != saved[name]:
-                    raise ValueError(
-                        f'{self.path} was created with {name}={saved[name]!r}; reopen it with that (or None), '
-                        f'or create a new store for {requested!r}'
-                    )
-            return saved['partition_key'], saved['analyzer']
+            if key is not None and key != saved['partition_key']:
+                raise ValueError(
+                    f'{self.path} was created with partition_key={saved["partition_key"]!r}; reopen it with that '
+                    f'(or None), or create a new store for {key!r}'
+                )
+            saved_analysis = IndexAnalysis.from_saved(saved['analyzer'])
+            if analysis is not None and analysis != saved_analysis:
+                raise saved_analysis.mismatch(analysis, self.path)
+            return saved['partition_key'], saved_analysis
         if key is None:
             raise ValueError('partition_key is required: the metadata key whose values get an index each')
-        chosen = analyzer or DEFAULT_ANALYZER
+        chosen = analysis or IndexAnalysis.default()
         if config is not None:
             assert self.path is not None
             if self.path.exists() and any(self.path.iterdir()):
                 raise ValueError(f'{self.path} is not empty and holds no partitioned toolish-rag-tantivy store')
             self.path.mkdir(parents=True, exist_ok=True)
             tmp = config.with_suffix('.tmp')
-            tmp.write_text(json.dumps({'format': _FORMAT, 'partition_key': key, 'analyzer': chosen}), 'utf-8')
+            tmp.write_text(json.dumps({'format': _FORMAT, 'partition_key': key, 'analyzer': chosen.saved}), 'utf-8')
             os.replace(tmp, config)
         return key, chosen
 
@@ -217,7 +228,7 @@ class PartitionedTantivyStore:
         where = str(self.path) if self.path is not None else 'RAM'
         return (
             f'PartitionedTantivyStore({where!r}, partition_key={self.partition_key!r}, '
-            f'analyzer={self.analyzer_name!r}, partitions={len(self._partitions)})'
+            f'{self.analysis.option}, partitions={len(self._partitions)})'
         )
 
     # -- writes ---------------------------------------------------------------------------

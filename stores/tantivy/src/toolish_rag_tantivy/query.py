@@ -6,20 +6,28 @@ prefix the model writes (``tenant:acme``, ``std::vector``) is read as words of t
 content, never as a field: metadata and bookkeeping fields cannot be reached from query
 text. Scores are BM25, identical to what tantivy's own parser would produce for the same
 words.
+
+With a language analyzer (``TantivyStore(language=...)``) the words are cut by the core's
+`toolish_rag.analysis.TextAnalyzer` and looked up in the ``words`` field, and the words of one
+unquoted piece of text are OR-ed like words separated by spaces: a Chinese sentence is one
+piece of text to the parser but a dozen two-character tokens, and asking for all of them in a
+row (a phrase, what tantivy does with a piece that analyses into several tokens) would find
+only passages containing the whole sentence. "Quoted phrases" stay phrases.
 """
 
 from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import tantivy
 from tantivy import Occur, Query
 
+from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.errors import QuerySyntaxError
 
-__all__ = ['MAX_QUERY_CHARS', 'TEXT_QUERY_SYNTAX', 'TextQueryBuilder']
+__all__ = ['MAX_QUERY_CHARS', 'TEXT_QUERY_SYNTAX', 'QueryAnalyzer', 'TextQueryBuilder', 'text_query_syntax']
 
 MAX_QUERY_CHARS = 4000
 MAX_CLAUSES = 256
@@ -35,6 +43,33 @@ TEXT_QUERY_SYNTAX = (
     'A query that only excludes words (-word) is rejected: say what to look for.'
 )
 
+_LANGUAGE_SYNTAX = (
+    'BM25 keyword search (tantivy query language). Plain words are OR-ed and ranked by relevance; '
+    'the query is cut into words exactly as the indexed text was (so Chinese, Japanese or Thai needs '
+    'no spaces between words). Operators: "exact phrase" (also "a b"~2 for words '
+    'within 2 positions); +word must appear; -word must not appear; AND, OR, NOT and ( ) group; '
+    'word~1 or word~2 matches misspellings within that edit distance; word^3 weighs a word 3x; '
+    '"prefix"* matches words starting with prefix. There are no field names: "name:value" is '
+    'read as the words "name value". Text that is not valid syntax is searched as plain words. '
+    'A query that only excludes words (-word) is rejected: say what to look for.'
+)
+
+
+def text_query_syntax(analyzer: TextAnalyzer | None) -> str:
+    """The query syntax the text tool describes: `TEXT_QUERY_SYNTAX`, or its language-analyzer form.
+
+    The language form says nothing about stemming itself (that depends on the language, and the
+    toolset adds the analyzer's own `TextAnalyzer.describe` sentence).
+    """
+    return TEXT_QUERY_SYNTAX if analyzer is None else _LANGUAGE_SYNTAX
+
+
+class QueryAnalyzer(Protocol):
+    """What cuts query words into the index's tokens: a `tantivy.TextAnalyzer`, or the core's, adapted."""
+
+    def analyze(self, text: str) -> list[str]: ...
+
+
 _FUZZY = re.compile(r'^(?P<word>.+?)~(?P<distance>[0-9]?)$')
 
 
@@ -48,7 +83,9 @@ class TextQueryBuilder:
 
     schema: tantivy.Schema
     field: str
-    analyzer: tantivy.TextAnalyzer
+    analyzer: QueryAnalyzer
+    or_pieces: bool = False
+    """OR the tokens of an unquoted piece of text instead of asking for them as a phrase."""
 
     def build(self, text: str) -> Query:
         if not text or not text.strip():
@@ -56,7 +93,7 @@ class TextQueryBuilder:
         if len(text) > MAX_QUERY_CHARS:
             raise QuerySyntaxError(f'the query is {len(text)} characters long; keep it under {MAX_QUERY_CHARS}')
         ast, _errors = tantivy.parse_query_lenient(text)
-        query, positive = _Translation(self.schema, self.field, self.analyzer).node(ast)
+        query, positive = _Translation(self.schema, self.field, self.analyzer, self.or_pieces).node(ast)
         if query is None:
             raise QuerySyntaxError(
                 f'the query {text!r} has no searchable words (punctuation and operators alone match nothing)'
@@ -71,10 +108,11 @@ class TextQueryBuilder:
 class _Translation:
     """One parse tree's translation: the handlers, and how many clauses it has met so far."""
 
-    def __init__(self, schema: tantivy.Schema, field: str, analyzer: tantivy.TextAnalyzer) -> None:
+    def __init__(self, schema: tantivy.Schema, field: str, analyzer: QueryAnalyzer, or_pieces: bool) -> None:
         self._schema = schema
         self._field = field
         self._analyzer = analyzer
+        self._or_pieces = or_pieces
         self._clauses = 0
 
     # Each handler returns (query or None when nothing searchable, whether it can match positively).
@@ -150,6 +188,8 @@ class _Translation:
             return None
         if node.get('prefix'):
             return Query.phrase_prefix_query(self._schema, self._field, list(tokens))
+        if self._or_pieces and not quoted:
+            return self._terms(tokens)
         if len(tokens) == 1:
             return Query.term_query(self._schema, self._field, tokens[0])
         return Query.phrase_query(self._schema, self._field, list(tokens), slop=int(node.get('slop') or 0))
@@ -167,6 +207,10 @@ class _Translation:
         tokens = self._analyzer.analyze(text)
         if not tokens:
             return None
+        return self._terms(tokens)
+
+    def _terms(self, tokens: list[str]) -> Query:
+        """Any of ``tokens`` (an OR, each scored by BM25)."""
         if len(tokens) == 1:
             return Query.term_query(self._schema, self._field, tokens[0])
         return Query.boolean_query([(Occur.Should, Query.term_query(self._schema, self._field, t)) for t in tokens])

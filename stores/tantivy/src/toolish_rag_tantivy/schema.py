@@ -20,6 +20,10 @@ filter node has an exact native translation (see `toolish_rag_tantivy.filters`):
 
 The exact metadata (types included) lives in the stored ``rec`` JSON.
 
+An index with a language analyzer (`toolish_rag_tantivy.text_analysis`) has one more field,
+``words``: the core analyzer's tokens of ``text`` joined by spaces, split on whitespace only.
+BM25 reads it, and ``text`` is only stored there.
+
 Navigation (`toolish_rag_tantivy.sections`) lists documents and outlines them without reading
 stored documents: tantivy stores a chunk's fields, text included, in compressed blocks, so
 reading stored fields for every in-scope chunk would decompress all their text. Instead each
@@ -58,6 +62,7 @@ import tantivy
 from pydantic import TypeAdapter
 
 from toolish_rag import writes
+from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, Metadata, Record, Scalar
 from toolish_rag.writes import INT64_MAX, INT64_MIN, int64_problem
 
@@ -114,7 +119,12 @@ FIELDS = (
 RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Chunk | Entity)
 
 
-def build_schema(text_tokenizer: str) -> tantivy.Schema:
+def build_schema(text_tokenizer: str, words_tokenizer: str | None = None) -> tantivy.Schema:
+    """The index schema; ``words_tokenizer`` adds the ``words`` field a language analyzer fills.
+
+    With a language analyzer (`toolish_rag_tantivy.text_analysis`) ``text`` is stored but its
+    tokenizer emits nothing, and BM25 reads ``words``: the core's tokens, split on whitespace.
+    """
     b = tantivy.SchemaBuilder()
     for name in ('id', 'eid', 'kind', 'document_id', 'section_ids', 'labels', 'doc_head'):
         b.add_text_field(name, stored=False, tokenizer_name='raw', index_option='basic')
@@ -124,6 +134,8 @@ def build_schema(text_tokenizer: str) -> tantivy.Schema:
         b.add_text_field(name, stored=False, tokenizer_name='raw', index_option='basic')
     b.add_integer_field('seq', stored=True, indexed=True, fast=True)
     b.add_text_field('text', stored=True, tokenizer_name=text_tokenizer, index_option='position')
+    if words_tokenizer is not None:
+        b.add_text_field('words', stored=False, tokenizer_name=words_tokenizer, index_option='position')
     b.add_bytes_field('urtext', stored=True, indexed=False)
     b.add_bytes_field('rec', stored=True, indexed=False)
     b.add_bytes_field('doc_info', stored=True, indexed=False)
@@ -287,7 +299,8 @@ def _add_navigation(doc: tantivy.Document, chunk: Chunk) -> None:
     doc.add_text('outline', key + (outline if _fits(outline) else short))
 
 
-def chunk_to_tantivy(chunk: Chunk, head_info: bytes | None) -> tantivy.Document:
+def chunk_to_tantivy(chunk: Chunk, head_info: bytes | None, words: str | None = None) -> tantivy.Document:
+    """``words``: the chunk text's tokens joined by spaces, for an index with a language analyzer."""
     doc = tantivy.Document()
     doc.add_text('id', chunk.id)
     doc.add_text('kind', KIND_CHUNK)
@@ -296,6 +309,8 @@ def chunk_to_tantivy(chunk: Chunk, head_info: bytes | None) -> tantivy.Document:
         doc.add_text('section_ids', sid)
     doc.add_integer('seq', chunk.sequence_number)
     doc.add_text('text', chunk.text)
+    if words is not None:
+        doc.add_text('words', words)
     doc.add_bytes('urtext', chunk.urtext.encode('utf-8'))
     rec = chunk.model_dump(mode='json', exclude={'text', 'urtext'})
     doc.add_bytes('rec', json.dumps(rec, ensure_ascii=False).encode('utf-8'))
@@ -307,8 +322,18 @@ def chunk_to_tantivy(chunk: Chunk, head_info: bytes | None) -> tantivy.Document:
     return doc
 
 
-def document_to_tantivy(document: Document) -> list[tantivy.Document]:
-    """The tantivy documents for ``document``: its chunks, or a placeholder if it has none."""
+def _words(analyzer: TextAnalyzer | None, texts: Sequence[str]) -> list[str | None]:
+    """What the ``words`` field of each text holds: its tokens joined by spaces (``None`` without an analyzer)."""
+    if analyzer is None:
+        return [None] * len(texts)
+    return [' '.join(tokens) for tokens in analyzer.tokenize(texts)]
+
+
+def document_to_tantivy(document: Document, analyzer: TextAnalyzer | None = None) -> list[tantivy.Document]:
+    """The tantivy documents for ``document``: its chunks, or a placeholder if it has none.
+
+    ``analyzer``: the index's language analyzer, whose tokens of each chunk fill ``words``.
+    """
     info = _doc_info(document)
     if not document.chunks:
         doc = tantivy.Document()
@@ -317,25 +342,29 @@ def document_to_tantivy(document: Document) -> list[tantivy.Document]:
         doc.add_text('doc_head', '1')
         doc.add_bytes('doc_info', info)
         return [doc]
-    return [chunk_to_tantivy(c, info if i == 0 else None) for i, c in enumerate(document.chunks)]
+    words = _words(analyzer, [c.text for c in document.chunks])
+    return [chunk_to_tantivy(c, info if i == 0 else None, words[i]) for i, c in enumerate(document.chunks)]
 
 
-def entity_to_tantivy(entity: Entity) -> tantivy.Document:
+def entity_to_tantivy(entity: Entity, analyzer: TextAnalyzer | None = None) -> tantivy.Document:
     doc = tantivy.Document()
     doc.add_text('id', entity.id)
     doc.add_text('eid', entity.id)
     doc.add_text('kind', KIND_ENTITY)
     doc.add_text('text', entity.text)
+    words = _words(analyzer, [entity.text])[0]
+    if words is not None:
+        doc.add_text('words', words)
     rec = entity.model_dump(mode='json')
     doc.add_bytes('rec', json.dumps(rec, ensure_ascii=False).encode('utf-8'))
     _add_metadata(doc, entity.metadata, entity.labels)
     return doc
 
 
-def to_tantivy(item: Document | Entity) -> list[tantivy.Document]:
+def to_tantivy(item: Document | Entity, analyzer: TextAnalyzer | None = None) -> list[tantivy.Document]:
     if isinstance(item, Document):
-        return document_to_tantivy(item)
-    return [entity_to_tantivy(item)]
+        return document_to_tantivy(item, analyzer)
+    return [entity_to_tantivy(item, analyzer)]
 
 
 def from_stored(stored: dict[str, list[Any]]) -> Record:

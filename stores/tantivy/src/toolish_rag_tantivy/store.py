@@ -7,6 +7,9 @@ and outlines from navigation terms, see `toolish_rag_tantivy.sections`), `Filter
 `VectorSearch`: a `ToolishRag` over it offers ``text_search``, ``regex_search``,
 ``broaden_chunk``, ``zoom_out`` and the navigation tools, and never loads an embedder.
 
+Text is analysed by a tantivy analyzer (``analyzer=``, English) or by the core's language-aware
+`toolish_rag.TextAnalyzer` (``language='zh'``...), see `toolish_rag_tantivy.text_analysis`.
+
 Concurrency and durability:
 
 * every tantivy call runs in a worker thread (``asyncio.to_thread``);
@@ -35,6 +38,7 @@ from typing import TYPE_CHECKING, Any
 import tantivy
 from tantivy import Occur, Query
 
+from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, Record
 from toolish_rag.filters import Filter
 from toolish_rag.protocols import DocumentInfo
@@ -50,12 +54,13 @@ from toolish_rag.sections import (
 )
 from toolish_rag.writes import upsert_batch
 
-from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
+from .analyzers import AnalyzerName
 from .filters import translatable
 from .index import IndexSnapshot, record_owners
-from .query import TEXT_QUERY_SYNTAX, TextQueryBuilder
-from .schema import FORMAT_VERSION, KIND_ENTITY, build_schema, check_storable, to_tantivy
+from .query import TEXT_QUERY_SYNTAX
+from .schema import FORMAT_VERSION, KIND_ENTITY, check_storable, to_tantivy
 from .sections import IndexSections, merged_document_page, merged_outlines, merged_section_page
+from .text_analysis import IndexAnalysis
 
 if TYPE_CHECKING:
     from .partitioned import PartitionedTantivyStore
@@ -83,6 +88,11 @@ class TantivyStore:
         path: directory of the index (created if missing); ``None`` keeps it in RAM.
         analyzer: how text is tokenised (see `toolish_rag_tantivy.analyzers`); fixed when the
             index is created and read back on reopen. ``None``: the saved one, or ``subword_stem``.
+        language: index with the core's language-aware `toolish_rag.TextAnalyzer` for this
+            language instead (``'zh'``, ``'de'``, ``'en'``...: any code `toolish_rag.analyzer_for`
+            takes; see `toolish_rag_tantivy.text_analysis`), the same tokens `InMemoryStore` and
+            `LanceDBStore` index with it. Fixed when the index is created, like ``analyzer``
+            (give one of the two); ``None``: the saved analysis.
         writer_heap_bytes: tantivy's indexing memory budget (split across writer threads).
         writer_threads: indexing threads (``0``: one per core).
         regex_scan_limit: most records a regex search scans; above it the search asks for a
@@ -96,17 +106,18 @@ class TantivyStore:
         path: str | os.PathLike[str] | None = None,
         *,
         analyzer: AnalyzerName | None = None,
+        language: str | None = None,
         writer_heap_bytes: int = 128_000_000,
         writer_threads: int = 1,
         regex_scan_limit: int | None = 250_000,
     ) -> None:
         self.path = Path(path) if path is not None else None
-        self.analyzer_name = self._resolve_analyzer(analyzer)
-        self._analyzer = build_analyzer(self.analyzer_name)
-        self._tokenizer = tokenizer_name(self.analyzer_name)
-        self._schema = build_schema(self._tokenizer)
+        self.analysis = self._resolve_analysis(IndexAnalysis.requested(analyzer, language))
+        self.analyzer_name: AnalyzerName | None = self.analysis.name
+        """The tantivy analyzer's name; ``None`` when a language analyzer (`text_analyzer`) indexes the text."""
+        self._schema = self.analysis.schema()
         self._index = self._open_index()
-        self._index.register_tokenizer(self._tokenizer, build_analyzer(self.analyzer_name))
+        self.analysis.register(self._index)
         self._index.config_reader('manual')
         self._index.reload()
         self._writer_heap = writer_heap_bytes
@@ -116,19 +127,29 @@ class TantivyStore:
         self._commit_lock = threading.Lock()
         self._pending_lock = threading.Lock()
         self._pending: list[_Write] = []
-        self._queries = TextQueryBuilder(self._schema, 'text', self._analyzer)
+        self._queries = self.analysis.query_builder(self._schema)
+        self.text_query_syntax = self.analysis.query_syntax
+
+    @property
+    def text_analyzer(self) -> TextAnalyzer | None:
+        """The core analyzer that indexes the text (``language=``); ``None`` for a tantivy analyzer."""
+        return self.analysis.text_analyzer
+
+    @property
+    def language(self) -> str | None:
+        """The language code of `text_analyzer` (``None`` for a tantivy analyzer)."""
+        analyzer = self.analysis.text_analyzer
+        return analyzer.language if analyzer is not None else None
 
     # -- opening ------------------------------------------------------------------------
 
-    def _resolve_analyzer(self, requested: AnalyzerName | None) -> AnalyzerName:
-        if requested is not None and requested not in ANALYZERS:
-            raise ValueError(f'unknown analyzer {requested!r}: choose one of {", ".join(ANALYZERS)}')
+    def _resolve_analysis(self, requested: IndexAnalysis | None) -> IndexAnalysis:
         if self.path is None:
-            return requested or DEFAULT_ANALYZER
+            return requested or IndexAnalysis.default()
         config_path = self.path / CONFIG_FILE
         if config_path.exists():
             config = json.loads(config_path.read_text('utf-8'))
-            saved: AnalyzerName = config['analyzer']
+            saved = IndexAnalysis.from_saved(config['analyzer'])
             if config.get('format') != FORMAT_VERSION:
                 raise ValueError(
                     f'{self.path} holds a toolish-rag-tantivy index of format {config.get("format")}; this '
@@ -136,17 +157,14 @@ class TantivyStore:
                     'outlines are read from): delete the directory and ingest the documents again'
                 )
             if requested is not None and requested != saved:
-                raise ValueError(
-                    f'{self.path} was indexed with analyzer {saved!r}; reopen it with that analyzer '
-                    f'(or None), or build a new index for {requested!r}'
-                )
+                raise saved.mismatch(requested, self.path)
             return saved
         if self.path.exists() and any(p.name != CONFIG_FILE for p in self.path.iterdir()):
             raise ValueError(f'{self.path} is not empty and holds no toolish-rag-tantivy index')
         self.path.mkdir(parents=True, exist_ok=True)
-        chosen = requested or DEFAULT_ANALYZER
+        chosen = requested or IndexAnalysis.default()
         tmp = config_path.with_suffix('.tmp')
-        tmp.write_text(json.dumps({'format': FORMAT_VERSION, 'analyzer': chosen}), 'utf-8')
+        tmp.write_text(json.dumps({'format': FORMAT_VERSION, 'analyzer': chosen.saved}), 'utf-8')
         os.replace(tmp, config_path)
         return chosen
 
@@ -182,7 +200,7 @@ class TantivyStore:
 
     def __repr__(self) -> str:
         where = str(self.path) if self.path is not None else 'RAM'
-        return f'TantivyStore({where!r}, analyzer={self.analyzer_name!r}, records={self._index.searcher().num_docs})'
+        return f'TantivyStore({where!r}, {self.analysis.option}, records={self._index.searcher().num_docs})'
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -242,8 +260,9 @@ class TantivyStore:
         existing_docs = self._count_existing(snapshot, 'doc_head', 'document_id', write.delete_documents, overlay.docs)
         existing_ents = self._count_existing(snapshot, 'kind', 'eid', write.delete_entities, overlay.ents)
         self._check_clashes(snapshot, write, docs_gone, ents_gone, overlay)
-        new_docs = [d for item in write.documents for d in to_tantivy(item)]
-        new_docs += [d for item in write.entities for d in to_tantivy(item)]
+        analyzer = self.analysis.text_analyzer
+        new_docs = [d for item in write.documents for d in to_tantivy(item, analyzer)]
+        new_docs += [d for item in write.entities for d in to_tantivy(item, analyzer)]
         for doc_id in sorted(docs_gone):
             writer.delete_documents_by_term('document_id', doc_id)
         for entity_id in sorted(ents_gone):
@@ -448,15 +467,18 @@ class _BatchOverlay:
             self._own(f'entity {e.id!r}', [e.id])
 
 
-def open_store(location: str, *, embedder: Any = None) -> TantivyStore | PartitionedTantivyStore:
+def open_store(
+    location: str, *, embedder: Any = None, language: str | None = None
+) -> TantivyStore | PartitionedTantivyStore:
     """Entry point for ``toolish_rag.stores``: ``"tantivy:./index"`` (or ``"tantivy"`` for RAM).
 
     A directory a `PartitionedTantivyStore` created opens as one, with its saved partition key,
     so every tool that opens it by spec keeps its strict isolation.
     ``embedder`` is accepted for the common signature and ignored: this store never embeds.
+    ``language``: as `TantivyStore` (``None``: the saved analysis, or the default for a new index).
     """
     from .partitioned import PARTITIONS_FILE, PartitionedTantivyStore
 
     if location and (Path(location) / PARTITIONS_FILE).exists():
-        return PartitionedTantivyStore(location)
-    return TantivyStore(location or None)
+        return PartitionedTantivyStore(location, language=language)
+    return TantivyStore(location or None, language=language)

@@ -1,0 +1,225 @@
+"""`InMemoryStore`'s window vectors: the extra embeddings of long chunks, and MaxP scoring.
+
+A record's first vector stays in the snapshot's vector matrix, as without windows (it is the
+embedding of the whole text, `toolish_rag.windows`); its further windows' vectors live here,
+concatenated in record order, with per record the number it has:
+
+* ``counts[i] >= 0``: record ``i`` was windowed under the snapshot's config ``key`` and has that
+  many extra vectors (``0``: its text fits in one window);
+* ``counts[i] == -1``: record ``i`` was never windowed (a store written before windows existed,
+  or with ``windows=None``): it is scored by its one vector until `InMemoryStore.rebuild_windows`.
+
+Vector search scores a record by the best of its vectors (MaxP): one matrix product for the
+first vectors, one for the extra ones, and a segment maximum (``np.maximum.reduceat``) folding
+each record's extra scores into its own. Filters mask the per-record scores afterwards, as before,
+so the top ``k`` is exact under any filter. Everything here is immutable: a write builds a new
+`WindowVectors` for the next snapshot, so a reader always sees the windows of its own version.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from pydantic_ai.embeddings import Embedder
+
+from ..windows import EmbeddingWindows, plan_windows
+
+__all__ = [
+    'WINDOW_FILES',
+    'WindowVectors',
+    'WindowWrite',
+    'aligned',
+    'load_windows',
+    'plan_write',
+    'save_windows',
+    'window_key',
+]
+
+logger = logging.getLogger('toolish_rag.stores.memory')
+
+WINDOW_FILES = ('windows.npy', 'window_counts.npy', 'windows.json')
+"""The window files of a saved version (derived from the records, like the vectors)."""
+
+Matrix = npt.NDArray[np.float32]
+
+
+def _empty(width: int) -> Matrix:
+    return np.zeros((0, width), dtype=np.float32)
+
+
+@dataclass(frozen=True, eq=False)
+class WindowVectors:
+    """The extra window vectors of one snapshot's records (see the module)."""
+
+    counts: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
+    vectors: Matrix = field(default_factory=lambda: _empty(0))
+    key: str | None = None
+    """The `EmbeddingWindows.key` the windowed records (``counts >= 0``) were made with."""
+
+    @classmethod
+    def unwindowed(cls, n: int, key: str | None = None) -> WindowVectors:
+        """``n`` records never windowed (``counts == -1``)."""
+        return cls(np.full(n, -1, dtype=np.int32), _empty(0), key)
+
+    def __post_init__(self) -> None:
+        assert int(np.maximum(self.counts, 0).sum()) == self.vectors.shape[0], 'window counts and vectors disagree'
+
+    @property
+    def extra(self) -> int:
+        """How many extra vectors the snapshot holds."""
+        return int(self.vectors.shape[0])
+
+    @property
+    def unknown(self) -> int:
+        """How many records were never windowed."""
+        return int((self.counts < 0).sum())
+
+    def _starts(self) -> npt.NDArray[np.intp]:
+        sizes = np.maximum(self.counts, 0)
+        return np.concatenate([[0], np.cumsum(sizes)]).astype(np.intp)
+
+    def rows(self, i: int) -> Matrix:
+        """Record ``i``'s extra vectors."""
+        starts = self._starts()
+        return self.vectors[starts[i] : starts[i + 1]]
+
+    def select(self, keep: list[int]) -> WindowVectors:
+        """The windows of the records at positions ``keep`` (in that order)."""
+        if not keep:
+            return WindowVectors(np.zeros(0, dtype=np.int32), _empty(self.vectors.shape[1]), self.key)
+        starts = self._starts()
+        counts = self.counts[keep]
+        if not self.extra:
+            return WindowVectors(counts, self.vectors, self.key)
+        picks = [np.arange(starts[i], starts[i + 1]) for i in keep if self.counts[i] > 0]
+        index = np.concatenate(picks) if picks else np.zeros(0, dtype=np.intp)
+        return WindowVectors(counts, self.vectors[index], self.key)
+
+    def forget(self) -> WindowVectors:
+        """The same records, none windowed (their windows were made under another config)."""
+        return WindowVectors.unwindowed(len(self.counts), self.key)
+
+    def with_key(self, key: str | None) -> WindowVectors:
+        return WindowVectors(self.counts, self.vectors, key)
+
+    def concat(self, other: WindowVectors) -> WindowVectors:
+        """These records' windows, then ``other``'s (which must share the key, or know none)."""
+        width = max(self.vectors.shape[1], other.vectors.shape[1])
+        parts = [m for m in (self.vectors, other.vectors) if m.shape[0]]
+        vectors = np.vstack(parts) if parts else _empty(width)
+        return WindowVectors(np.concatenate([self.counts, other.counts]).astype(np.int32), vectors, other.key)
+
+    def best(self, scores: Matrix, q: Matrix) -> Matrix:
+        """``scores`` (each record's first vector against ``q``) raised to each record's best window."""
+        if not self.extra:
+            return scores
+        extra = np.asarray(self.vectors @ q, dtype=np.float32)
+        owners = np.flatnonzero(self.counts > 0)
+        starts = self._starts()[owners]
+        best = np.maximum.reduceat(extra, starts)
+        out = scores.copy()
+        out[owners] = np.maximum(out[owners], best)
+        return out
+
+
+def save_windows(target: Path, windows: WindowVectors) -> None:
+    """Write ``windows`` into a version directory (`WINDOW_FILES`)."""
+    np.save(target / WINDOW_FILES[0], windows.vectors)
+    np.save(target / WINDOW_FILES[1], windows.counts)
+    (target / WINDOW_FILES[2]).write_text(json.dumps({'key': windows.key}), encoding='utf-8')
+
+
+def load_windows(source: Path, records: int) -> WindowVectors:
+    """The windows saved in ``source``; a version saved before windows existed has none (all ``-1``)."""
+    if not (source / WINDOW_FILES[1]).exists():
+        return WindowVectors.unwindowed(records)
+    counts = np.load(source / WINDOW_FILES[1]).astype(np.int32)
+    vectors = np.load(source / WINDOW_FILES[0]).astype(np.float32)
+    key = json.loads((source / WINDOW_FILES[2]).read_text(encoding='utf-8')).get('key')
+    if counts.shape[0] != records:
+        raise ValueError(f'{source} holds windows for {counts.shape[0]} records but {records} records')
+    return WindowVectors(counts, vectors, key)
+
+
+def aligned(old: WindowVectors, key: str | None) -> WindowVectors:
+    """``old`` as the next write under ``key`` (``None``: windows off) builds on.
+
+    Windows made under another config are forgotten (their records score by their first vector
+    until rebuilt): every windowed record of a snapshot was windowed under its one key.
+    """
+    if key is None or old.key == key:
+        return old
+    if int((old.counts >= 0).sum()):
+        logger.warning(
+            'this store was windowed with %s and is now opened with %s: its records are scored by '
+            'their first vector until `await store.rebuild_windows()` embeds their windows again',
+            old.key,
+            key,
+        )
+        return WindowVectors.unwindowed(len(old.counts), key)
+    return old.with_key(key)
+
+
+@dataclass(frozen=True)
+class WindowWrite:
+    """The window texts a write embeds, and how their vectors become the new records' windows."""
+
+    texts: list[str]
+    counts: npt.NDArray[np.int32]
+    reused: list[Matrix]
+    """Per new record, its reused extra vectors (empty when computed or none)."""
+    key: str | None
+
+    def assemble(self, embedded: Matrix, width: int) -> WindowVectors:
+        """The new records' windows, given the vectors of `texts` (normalised, in order)."""
+        parts: list[Matrix] = []
+        offset = 0
+        for j, count in enumerate(self.counts.tolist()):
+            if count <= 0:
+                continue
+            if self.reused[j].shape[0]:
+                parts.append(self.reused[j])
+            else:
+                parts.append(embedded[offset : offset + count])
+                offset += count
+        vectors = np.vstack(parts).astype(np.float32) if parts else _empty(width)
+        return WindowVectors(self.counts, vectors, self.key)
+
+
+async def plan_write(
+    embedder: Embedder, config: EmbeddingWindows | None, base: WindowVectors, texts: list[str], same: list[int | None]
+) -> WindowWrite:
+    """What a write of records with these ``texts`` embeds beyond their first vectors.
+
+    ``same[j]`` is the position in ``base`` (already `aligned`) of a stored record with the same
+    text as new record ``j``, whose windows are reused when it has them; any other record is
+    windowed now (or, with ``config`` ``None``, stays unwindowed).
+    """
+    n = len(texts)
+    counts = np.full(n, -1, dtype=np.int32)
+    reused: list[Matrix] = [_empty(0)] * n
+    todo: list[int] = []
+    for j, i in enumerate(same):
+        if i is not None and base.counts[i] >= 0:
+            counts[j] = base.counts[i]
+            reused[j] = base.rows(i)
+        elif config is not None:
+            todo.append(j)
+    if not todo or config is None:
+        return WindowWrite([], counts, reused, base.key)
+    plan = await plan_windows(embedder, [texts[j] for j in todo], config)
+    extra: list[str] = []
+    for j, rows in zip(todo, plan.texts, strict=True):
+        counts[j] = len(rows) - 1
+        extra.extend(rows[1:])
+    return WindowWrite(extra, counts, reused, plan.key)
+
+
+async def window_key(embedder: Embedder, config: EmbeddingWindows | None) -> str | None:
+    """The key of the windows ``config`` makes with ``embedder`` (``None``: windows off)."""
+    return None if config is None else (await plan_windows(embedder, [], config)).key

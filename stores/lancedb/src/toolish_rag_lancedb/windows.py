@@ -1,0 +1,93 @@
+"""Multi-vector chunks: a ``windows`` column of every record's window vectors, searched by MaxP.
+
+A chunk longer than the embedder reads gets several vectors (`toolish_rag.windows`: the text's
+own embedding, then windows of it); vector search scores it by its best one. In LanceDB that is a
+multivector column, ``list<fixed_size_list<float32, dims>>`` in the records table: with one query
+vector, LanceDB's multivector distance with ``cosine`` is ``1 - max(cosine of each row)``, i.e.
+MaxP, and a flat search with a ``WHERE`` prefilter returns the exact top ``k`` in scope, as the
+single-vector search does. Measured against a separate windows table (which would need every
+filter column copied and kept in step, and a second commit per write): one column keeps a
+write one commit (crash-consistent as before, `toolish_rag_lancedb.writes`), the filter the same
+SQL, and costs about 1.4x the single-vector scan at 1.3 rows per record (docs/multivector.md).
+
+Every row of the column holds the record's first vector (``vector``, unchanged) as its row 0, so
+``vector`` still serves single-vector reads and any index built on it. The column exists in tables
+created by a store whose windows can apply (an embedder that states how much it reads, or an
+explicit ``max_tokens``); a table created before holds none, keeps working single-vector, and
+the store logs once that re-ingesting into a new location gives its long chunks windows.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+from pydantic_ai.embeddings import Embedder
+
+from toolish_rag.windows import EmbeddingWindows, embed_windows, plan_windows
+
+__all__ = [
+    'REBUILD_HINT',
+    'WINDOWS_COLUMN',
+    'embed_records',
+    'set_windows',
+    'windows_apply',
+    'windows_field',
+    'windows_logger',
+]
+
+windows_logger = logging.getLogger('toolish_rag_lancedb')
+
+WINDOWS_COLUMN = 'windows'
+
+REBUILD_HINT = (
+    'the LanceDB records table at %s was written without window vectors: long chunks are scored by '
+    'their first vector (what the embedder reads of their beginning). Re-ingest into a new location '
+    'to score them by their best window.'
+)
+
+
+def windows_field(dims: int) -> pa.Field:
+    """The multivector column for ``dims``-dimensional embeddings."""
+    return pa.field(WINDOWS_COLUMN, pa.list_(pa.list_(pa.float32(), dims)))
+
+
+async def windows_apply(embedder: Embedder, config: EmbeddingWindows | None) -> bool:
+    """Whether ``config`` can give a text of ``embedder`` more than one vector."""
+    if config is None or config.max_windows == 1:
+        return False
+    return (
+        config.max_tokens is not None or (await plan_windows(embedder, [], config)).key.split(';')[0] != 'tokens=None'
+    )
+
+
+async def embed_records(
+    embedder: Embedder, texts: Sequence[str], config: EmbeddingWindows | None
+) -> tuple[np.ndarray[Any, np.dtype[np.float32]], list[np.ndarray[Any, np.dtype[np.float32]]] | None]:
+    """Each text's first vector, and (with ``config``) all its rows, from one embedding call."""
+    if config is None:
+        result = await embedder.embed_documents(list(texts))
+        vectors = np.asarray(result.embeddings, dtype=np.float32).reshape(len(texts), -1)
+        return vectors, None
+    rows = await embed_windows(embedder, texts, config, batch_size=sys.maxsize)
+    return np.stack([r[0] for r in rows]).astype(np.float32), rows
+
+
+def set_windows(data: pa.Table, vectors: np.ndarray[Any, Any], rows: Sequence[np.ndarray[Any, Any]] | None) -> pa.Table:
+    """``data`` (records rows) with its ``windows`` column filled: each record's rows, or its one vector."""
+    if WINDOWS_COLUMN not in data.column_names:
+        return data
+    field = data.schema.field(WINDOWS_COLUMN)
+    dims = field.type.value_type.list_size
+    if rows is None:
+        rows = [v.reshape(1, -1) for v in vectors]
+    counts = np.array([r.shape[0] for r in rows], dtype=np.int32)
+    offsets = np.concatenate([[0], np.cumsum(counts)]).astype(np.int32)
+    flat = np.vstack(rows).astype(np.float32) if len(rows) else np.zeros((0, dims), dtype=np.float32)
+    inner = pa.FixedSizeListArray.from_arrays(pa.array(flat.reshape(-1), type=pa.float32()), dims)
+    array = pa.ListArray.from_arrays(pa.array(offsets, type=pa.int32()), inner).cast(field.type)
+    return data.set_column(data.schema.get_field_index(WINDOWS_COLUMN), field, array)

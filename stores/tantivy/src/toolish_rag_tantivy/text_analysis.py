@@ -1,0 +1,151 @@
+"""How an index analyses its text: a tantivy analyzer by name, or the core's language analyzer.
+
+Two kinds of index, fixed when the index is created and saved next to it:
+
+``analyzer=`` (`toolish_rag_tantivy.analyzers`; the default, ``subword_stem``)
+    The ``text`` field is stored and indexed by a tantivy analyzer registered under
+    `tokenizer_name`; queries are analysed by the same tantivy analyzer. English stemming.
+``language=`` (``'zh'``, ``'de'``, ``'en'``... any code `toolish_rag.analyzer_for` takes)
+    The core's `toolish_rag.analysis.TextAnalyzer` cuts the text into tokens in Python
+    (character bigrams for Chinese, Japanese, Thai...; the language's stop words and Snowball
+    stems for words), and the index holds ``' '.join(tokens)`` in a ``words`` field split on
+    whitespace only: tantivy neither lower-cases, stems nor drops long tokens there, so the
+    index holds exactly the core's tokens and `InMemoryStore`, `TantivyStore` and
+    `LanceDBStore` with the same language match the same records for a query. The query is cut
+    by the same analyzer and searched in ``words``; ``text`` is then only stored (its tokenizer
+    emits nothing, so the index does not hold the text twice).
+
+An index saves the analyzer's name or the `TextAnalyzer.identity` (``'toolish-v1:zh'``); an
+index built with one must never be queried with another (its tokens would not match), so
+opening it with a different explicit choice is an error that says to rebuild.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import tantivy
+
+from toolish_rag.analysis import TextAnalyzer, analyzer_for
+
+from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
+from .query import TextQueryBuilder, text_query_syntax
+from .schema import build_schema
+
+__all__ = ['STORED_ONLY_TOKENIZER', 'WORDS_FIELD', 'WORDS_TOKENIZER', 'CoreQueryAnalyzer', 'IndexAnalysis']
+
+WORDS_FIELD = 'words'
+"""The field a language analyzer's tokens are indexed in."""
+WORDS_TOKENIZER = 'toolish_words'
+"""Splits ``words`` on whitespace, nothing else."""
+STORED_ONLY_TOKENIZER = 'toolish_stored_only'
+"""Emits no token: ``text`` of a language-analysed index is only stored."""
+_NO_MATCH = r'[^\s\S]'
+
+
+@dataclass(frozen=True, slots=True)
+class CoreQueryAnalyzer:
+    """The core `TextAnalyzer` in the shape `TextQueryBuilder` asks of a tantivy analyzer."""
+
+    analyzer: TextAnalyzer
+
+    def analyze(self, text: str) -> list[str]:
+        return self.analyzer.tokens(text)
+
+
+@dataclass(frozen=True, slots=True)
+class IndexAnalysis:
+    """One index's text analysis: exactly one of a tantivy analyzer ``name`` or a core ``text_analyzer``."""
+
+    name: AnalyzerName | None = None
+    text_analyzer: TextAnalyzer | None = None
+
+    def __post_init__(self) -> None:
+        if (self.name is None) == (self.text_analyzer is None):
+            raise ValueError('an index is analysed by a tantivy analyzer name or a TextAnalyzer, exactly one')
+        if self.name is not None and self.name not in ANALYZERS:
+            raise ValueError(f'unknown analyzer {self.name!r}: choose one of {", ".join(ANALYZERS)}')
+
+    @classmethod
+    def requested(cls, analyzer: AnalyzerName | None, language: str | None) -> IndexAnalysis | None:
+        """What a caller asked for (``None``: nothing, so the saved analysis or the default)."""
+        if analyzer is not None and language is not None:
+            raise ValueError(
+                f'give analyzer= (a tantivy analyzer, English) or language= (the language-aware analyzer), '
+                f'not both: got analyzer={analyzer!r} and language={language!r}'
+            )
+        if analyzer is not None:
+            return cls(name=analyzer)
+        if language is not None:
+            return cls(text_analyzer=analyzer_for(language))
+        return None
+
+    @classmethod
+    def default(cls) -> IndexAnalysis:
+        return cls(name=DEFAULT_ANALYZER)
+
+    @classmethod
+    def from_saved(cls, saved: str) -> IndexAnalysis:
+        """The analysis an index saved as `saved` (an analyzer name or an analyzer identity)."""
+        if saved in ANALYZERS:
+            return cls(name=saved)  # type: ignore[arg-type]
+        return cls(text_analyzer=TextAnalyzer.from_identity(saved))
+
+    @property
+    def saved(self) -> str:
+        """What is saved next to the index: the analyzer's name, or the `TextAnalyzer.identity`.
+
+        Both under the key ``analyzer``: a version of this store from before language analyzers
+        reads an identity as an unknown analyzer name and refuses the index, rather than
+        searching a ``text`` field that holds no tokens.
+        """
+        if self.text_analyzer is not None:
+            return self.text_analyzer.identity
+        assert self.name is not None
+        return self.name
+
+    @property
+    def option(self) -> str:
+        """The argument that opens an index built with this analysis (for error messages)."""
+        if self.text_analyzer is not None:
+            return f'language={self.text_analyzer.language!r}'
+        return f'analyzer={self.name!r}'
+
+    def mismatch(self, requested: IndexAnalysis, where: object) -> ValueError:
+        """The error for opening an index built with this analysis with ``requested`` instead."""
+        return ValueError(
+            f'{where} was indexed with {self.option}; reopen it with that (or with neither analyzer= nor '
+            f'language=, which uses the saved one), or ingest the documents again into a new location to '
+            f'index them with {requested.option}: an index is never searched with another analyzer than it '
+            'was built with'
+        )
+
+    @property
+    def field(self) -> str:
+        """The field BM25 searches."""
+        return 'text' if self.text_analyzer is None else WORDS_FIELD
+
+    def schema(self) -> tantivy.Schema:
+        if self.name is not None:
+            return build_schema(tokenizer_name(self.name))
+        return build_schema(STORED_ONLY_TOKENIZER, WORDS_TOKENIZER)
+
+    def register(self, index: tantivy.Index) -> None:
+        """Register the tokenizers the schema names (each time an index is opened)."""
+        if self.name is not None:
+            index.register_tokenizer(tokenizer_name(self.name), build_analyzer(self.name))
+            return
+        index.register_tokenizer(WORDS_TOKENIZER, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.whitespace()).build())
+        index.register_tokenizer(
+            STORED_ONLY_TOKENIZER, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_NO_MATCH)).build()
+        )
+
+    def query_builder(self, schema: tantivy.Schema) -> TextQueryBuilder:
+        if self.name is not None:
+            return TextQueryBuilder(schema, 'text', build_analyzer(self.name))
+        assert self.text_analyzer is not None
+        return TextQueryBuilder(schema, WORDS_FIELD, CoreQueryAnalyzer(self.text_analyzer), or_pieces=True)
+
+    @property
+    def query_syntax(self) -> str:
+        return text_query_syntax(self.text_analyzer)
