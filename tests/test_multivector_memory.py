@@ -5,7 +5,9 @@ from __future__ import annotations
 import logging
 import random
 from collections.abc import Sequence
+from dataclasses import replace
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
@@ -93,7 +95,8 @@ def _corpus(n: int = 24, seed: int = 7) -> list[Document]:
 
 
 async def _oracle(store: InMemoryStore, query: str, config: EmbeddingWindows | None) -> dict[str, float]:
-    """Each record's MaxP score recomputed from scratch with numpy: unit rows, best dot product."""
+    """Each record's score recomputed from scratch with numpy: unit rows, best dot product (MaxP),
+    averaged with the whole text's (row 0) for ``scoring='mean_whole_best'``."""
     records = [c for d in await _documents(store) for c in d.chunks]
     model = store.embedder
     q = np.asarray((await model.embed_query(query)).embeddings[0], dtype=np.float32)
@@ -103,7 +106,10 @@ async def _oracle(store: InMemoryStore, query: str, config: EmbeddingWindows | N
     out: dict[str, float] = {}
     for r, m in zip(records, rows, strict=True):
         unit = m / np.maximum(np.linalg.norm(m, axis=1, keepdims=True), 1e-12)
-        out[r.id] = float((unit @ q).max())
+        cosines = unit @ q
+        best = float(cosines.max())
+        mean = config is not None and config.scoring == 'mean_whole_best'
+        out[r.id] = (float(cosines[0]) + best) / 2 if mean else best
     return out
 
 
@@ -142,9 +148,11 @@ async def test_a_passage_past_the_first_window_is_found_with_windows_only() -> N
     assert _scores(with_windows)['long-0'] > _scores(without)['long-0'] + 0.2
 
 
-async def test_scores_equal_a_numpy_maxp_oracle_under_random_filters() -> None:
+@pytest.mark.parametrize('scoring', ['mean_whole_best', 'best'])
+async def test_scores_equal_a_numpy_oracle_under_random_filters(scoring: Literal['mean_whole_best', 'best']) -> None:
     docs = _corpus()
-    store = await _store(docs)
+    config = replace(WINDOWS, scoring=scoring)
+    store = await _store(docs, config)
     assert store._snapshot.windows.extra > 10  # the corpus has long chunks
     rng = random.Random(3)
     filters: list[Filter | None] = [None]
@@ -156,7 +164,7 @@ async def test_scores_equal_a_numpy_maxp_oracle_under_random_filters() -> None:
         )
     records = {c.id: c for d in docs for c in d.chunks}
     for query in ['zebra migration', 'committee budget quantum dots', 'honey bees glacier']:
-        oracle = await _oracle(store, query, WINDOWS)
+        oracle = await _oracle(store, query, config)
         for f in filters:
             k = rng.randint(1, 8)
             hits = await store.vector_search(SearchRequest(query=query, top_k=k, filter=f))
@@ -290,4 +298,7 @@ async def test_minilm_finds_the_end_of_a_long_abstract(tmp_path: Path) -> None:
     rows = (await embed_windows(store.embedder, [long], EmbeddingWindows()))[0]
     assert rows.shape[0] >= 2
     q = np.asarray((await store.embedder.embed_query(query)).embeddings[0], dtype=np.float32)
-    assert hits[0].score == pytest.approx(float((_unit(rows) @ (q / np.linalg.norm(q))).max()), abs=1e-4)
+    cosines = _unit(rows) @ (q / np.linalg.norm(q))
+    # The default scoring: the mean of the whole text's cosine (row 0) and the best window's.
+    assert hits[0].score == pytest.approx((float(cosines[0]) + float(cosines.max())) / 2, abs=1e-4)
+    assert float(cosines.max()) > float(cosines[0]) + 0.1  # the window found what the whole text hid

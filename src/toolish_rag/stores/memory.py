@@ -830,17 +830,17 @@ class InMemoryStore:
                 f'the store holds {snap.vectors.shape[1]}-dimensional vectors but the embedder makes '
                 f'{q.shape[0]}-dimensional ones: open it with the embedder it was built with'
             )
-        windowed = self._windows is not None
-        scores = await asyncio.to_thread(self._vector_scores, snap, q, request.filter, windowed)
+        scoring = self._windows.scoring if self._windows is not None else None
+        scores = await asyncio.to_thread(self._vector_scores, snap, q, request.filter, scoring)
         return [SearchHit(snap.records[i], float(scores[i])) for i in _top(scores, request.top_k)]
 
     @staticmethod
     def _vector_scores(
-        snap: _Snapshot, q: npt.NDArray[np.float32], f: Filter | None, windowed: bool = False
+        snap: _Snapshot, q: npt.NDArray[np.float32], f: Filter | None, scoring: str | None = None
     ) -> npt.NDArray[np.float32]:
         scores: npt.NDArray[np.float32] = np.asarray(snap.vectors @ q, dtype=np.float32)
-        if windowed:
-            scores = snap.windows.best(scores, q)  # MaxP: a record scores by its best window
+        if scoring is not None:
+            scores = snap.windows.best(scores, q, scoring)  # a record scores by its windows too
         mask = snap.mask(f)
         if mask is not None:
             scores = np.where(mask, scores, np.float32(-np.inf)).astype(np.float32)

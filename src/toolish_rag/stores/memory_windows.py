@@ -114,16 +114,21 @@ class WindowVectors:
         vectors = np.vstack(parts) if parts else _empty(width)
         return WindowVectors(np.concatenate([self.counts, other.counts]).astype(np.int32), vectors, other.key)
 
-    def best(self, scores: Matrix, q: Matrix) -> Matrix:
-        """``scores`` (each record's first vector against ``q``) raised to each record's best window."""
+    def best(self, scores: Matrix, q: Matrix, scoring: str = 'best') -> Matrix:
+        """Each record's score from ``scores`` (its first vector against ``q``) and its windows.
+
+        ``'best'``: the best of its rows (MaxP); ``'mean_whole_best'``: the mean of its first
+        row's score and its best row's (`EmbeddingWindows.scoring`). A record without windows
+        keeps its score either way.
+        """
         if not self.extra:
             return scores
         extra = np.asarray(self.vectors @ q, dtype=np.float32)
         owners = np.flatnonzero(self.counts > 0)
         starts = self._starts()[owners]
-        best = np.maximum.reduceat(extra, starts)
+        best = np.maximum(scores[owners], np.maximum.reduceat(extra, starts))
         out = scores.copy()
-        out[owners] = np.maximum(out[owners], best)
+        out[owners] = (scores[owners] + best) / np.float32(2) if scoring == 'mean_whole_best' else best
         return out
 
 

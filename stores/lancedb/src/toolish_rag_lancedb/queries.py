@@ -18,7 +18,7 @@ propagates as itself, to the application, not to the model.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -36,6 +36,7 @@ from .regex_prefilter import prefilter_pattern
 from .schema import RECORDS_TABLE, RESULT_COLUMNS, in_lists, record_from_row
 from .tables import Tables
 from .text_query import parse_text_query
+from .windows import WINDOWS_COLUMN
 
 __all__ = [
     'AnnProbe',
@@ -68,9 +69,21 @@ def _hits(table: pa.Table, score_column: str, transform: Callable[[float], float
 
 
 async def vector_search(
-    tables: Tables, table: Any, vector: np.ndarray[Any, Any], request: SearchRequest, probe: AnnProbe
+    tables: Tables,
+    table: Any,
+    vector: np.ndarray[Any, Any],
+    request: SearchRequest,
+    probe: AnnProbe,
+    scoring: str | None = None,
 ) -> list[SearchHit]:
-    """Top ``top_k`` by cosine similarity (exact below the ANN index, ANN with it)."""
+    """Top ``top_k`` by cosine similarity (exact below the ANN index, ANN with it).
+
+    On the ``windows`` column LanceDB's distance is MaxP (the best row). With ``scoring``
+    ``'mean_whole_best'`` (`toolish_rag.windows.EmbeddingWindows.scoring`) a record scores the
+    mean of its ``vector``'s cosine and its best row's, which LanceDB cannot rank by, so
+    `_mean_whole_best` ranks candidates fetched by MaxP and widens them until the top ``k`` is
+    provably the same as over the whole scope.
+    """
     where = tables.where(request.filter)
     if not np.any(vector):
         # No direction to compare with (e.g. a query without words for a lexical embedder):
@@ -79,9 +92,9 @@ async def vector_search(
         rows = await (q if where is None else q.where(where)).to_arrow()
         return [SearchHit(record=record_from_row(row), score=0.0) for row in rows.to_pylist()]
 
-    def build(exact: bool) -> Any:
-        q = table.query().nearest_to(vector).column(tables.vector_column).distance_type('cosine').limit(request.top_k)
-        q = q.select([*RESULT_COLUMNS, '_distance'])
+    def build(exact: bool, limit: int = request.top_k, columns: Sequence[str] = ()) -> Any:
+        q = table.query().nearest_to(vector).column(tables.vector_column).distance_type('cosine').limit(limit)
+        q = q.select([*RESULT_COLUMNS, *columns, '_distance'])
         if where is not None:
             q = q.where(where)
         if exact:
@@ -90,11 +103,57 @@ async def vector_search(
             q = q.nprobes(probe.nprobes).refine_factor(probe.refine_factor)
         return q
 
+    if scoring == 'mean_whole_best' and tables.vector_column == WINDOWS_COLUMN:
+        return await _mean_whole_best(
+            build, vector, request.top_k, count=lambda: table.count_rows(where), ann=tables.has_ann
+        )
     result = await build(exact=False).to_arrow()
     # An ANN probe can come back short under a selective filter: then answer exactly.
     if tables.has_ann and result.num_rows < request.top_k and await table.count_rows(where) > result.num_rows:
         result = await build(exact=True).to_arrow()
     return _hits(result, '_distance', lambda d: 1.0 - d)
+
+
+async def _mean_whole_best(
+    build: Callable[..., Any],
+    vector: np.ndarray[Any, Any],
+    top_k: int,
+    count: Callable[[], Awaitable[int]],
+    ann: bool,
+) -> list[SearchHit]:
+    """Top ``top_k`` by the mean of the whole text's cosine and the best row's (threshold algorithm).
+
+    Row 0 of every record's windows is its ``vector``, so its whole-text cosine ``w`` is at most
+    its best row's ``b`` and its score ``(w + b) / 2`` at most ``b``. Fetch the ``n`` best records
+    by ``b`` (LanceDB's MaxP): a record not among them has ``b`` at most the smallest ``b`` fetched,
+    so once the ``k``-th best score among the fetched reaches that bound (or the scope holds fewer
+    than ``n`` records) no other record can enter the top ``k``. Otherwise fetch four times as many.
+    With an ANN index the MaxP candidates are approximate, as the single-vector search is (and
+    exact when the probe comes back short under a selective filter).
+    """
+    q = np.asarray(vector, dtype=np.float32)
+    q = q / (float(np.linalg.norm(q)) or 1.0)
+    limit = max(2 * top_k, top_k + 20)
+    exact = False
+    while True:
+        result = await build(exact=exact, limit=limit, columns=('vector',)).to_arrow()
+        if ann and not exact and result.num_rows < limit and await count() > result.num_rows:
+            exact = True
+            continue
+        if not result.num_rows:
+            return []
+        best = 1.0 - np.asarray(result.column('_distance').to_numpy(zero_copy_only=False), dtype=np.float64)
+        flat = result.column('vector').combine_chunks().flatten().to_numpy(zero_copy_only=False)
+        whole = flat.reshape(result.num_rows, -1).astype(np.float32)
+        norms = np.linalg.norm(whole, axis=1)
+        cosine = (whole @ q) / np.where(norms > 0, norms, 1.0)
+        scores = (np.minimum(cosine, best) + best) / 2
+        order = np.argsort(-scores, kind='stable')[:top_k]
+        if result.num_rows < limit or len(order) < top_k or scores[order[-1]] >= best.min():
+            break
+        limit *= 4
+    rows = result.select(RESULT_COLUMNS).to_pylist()
+    return [SearchHit(record=record_from_row(rows[i]), score=float(scores[i])) for i in order]
 
 
 async def text_search(tables: Tables, table: Any, request: SearchRequest, scan_limit: int) -> list[SearchHit]:

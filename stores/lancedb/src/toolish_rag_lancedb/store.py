@@ -280,7 +280,8 @@ class LanceDBStore:
         vector = (await self._embed([request.query], query=True))[0]
         await self._note_unwindowed()
         probe = queries.AnnProbe(nprobes=self.nprobes, refine_factor=self.refine_factor)
-        return await queries.vector_search(self._tables, table, vector, request, probe)
+        scoring = self.windows.scoring if self.windows is not None else None
+        return await queries.vector_search(self._tables, table, vector, request, probe, scoring)
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         """BM25 over the indexed text, with a substring fallback when no word matches."""
