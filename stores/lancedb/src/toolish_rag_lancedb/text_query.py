@@ -93,26 +93,9 @@ def parse_text_query(query: str, column: str = 'text', analyzer: TextAnalyzer | 
         # Every phrase's words also join the OR-match, so a phrase only re-ranks.
         terms = ' '.join([words, *phrases]).strip()
         if _WORD.search(terms):
-            clauses.append(
-                MatchQuery(
-                    terms,
-                    column,
-                    boost=1.0,
-                    fuzziness=0,
-                    max_expansions=50,
-                    operator=FullTextOperator.OR,
-                    prefix_length=0,
-                    document_granularity=None,
-                )
-            )
+            clauses.append(_or_match(terms, column))
         clauses.extend(PhraseQuery(' '.join(p.split()), column, slop=0, document_granularity=None) for p in phrases)
-    fts: FullTextQuery | None
-    if not clauses:
-        fts = None
-    elif len(clauses) == 1:
-        fts = clauses[0]
-    else:
-        fts = BooleanQuery([(Occur.SHOULD, c) for c in clauses])
+    fts = _any_of(clauses)
     whole = ' '.join(text.replace('"', ' ').split())
     pieces = [p for p in whole.split() if _unindexable(p)]
     if not pieces:
@@ -135,28 +118,11 @@ def _parse_analysed(text: str, analyzer: TextAnalyzer) -> ParsedTextQuery:
     tokens += [t for phrase in phrases for t in phrase]  # a phrase's words also join the OR-match
     clauses: list[FullTextQuery] = []
     if tokens:
-        clauses.append(
-            MatchQuery(
-                ' '.join(tokens),
-                WORDS_COLUMN,
-                boost=1.0,
-                fuzziness=0,
-                max_expansions=50,
-                operator=FullTextOperator.OR,
-                prefix_length=0,
-                document_granularity=None,
-            )
-        )
+        clauses.append(_or_match(' '.join(tokens), WORDS_COLUMN))
         clauses.extend(
             PhraseQuery(' '.join(p), WORDS_COLUMN, slop=0, document_granularity=None) for p in phrases if len(p) > 1
         )
-    fts: FullTextQuery | None
-    if not clauses:
-        fts = None
-    elif len(clauses) == 1:
-        fts = clauses[0]
-    else:
-        fts = BooleanQuery([(Occur.SHOULD, c) for c in clauses])
+    fts = _any_of(clauses)
     if tokens:
         return ParsedTextQuery(fts=fts, substrings=())
     # No token at all: symbols the index cannot hold are scanned for; words it drops (stop words,
@@ -166,6 +132,27 @@ def _parse_analysed(text: str, analyzer: TextAnalyzer) -> ParsedTextQuery:
     if not pieces:
         return ParsedTextQuery(fts=None, substrings=())
     return ParsedTextQuery(fts=None, substrings=tuple(dict.fromkeys([whole, *pieces])))
+
+
+def _or_match(terms: str, column: str) -> MatchQuery:
+    """Any of ``terms`` (exact tokens: no fuzziness, no prefix) in ``column``."""
+    return MatchQuery(
+        terms,
+        column,
+        boost=1.0,
+        fuzziness=0,
+        max_expansions=50,
+        operator=FullTextOperator.OR,
+        prefix_length=0,
+        document_granularity=None,
+    )
+
+
+def _any_of(clauses: list[FullTextQuery]) -> FullTextQuery | None:
+    """The clauses as one query, each one enough to match (``None`` for none)."""
+    if not clauses:
+        return None
+    return clauses[0] if len(clauses) == 1 else BooleanQuery([(Occur.SHOULD, c) for c in clauses])
 
 
 def _unindexable(piece: str) -> bool:
