@@ -36,7 +36,15 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-__all__ = ['DEFAULT_WINDOWS', 'EmbeddingWindows', 'WindowPlan', 'embed_windows', 'plan_windows', 'window_texts']
+__all__ = [
+    'DEFAULT_WINDOWS',
+    'EmbeddingWindows',
+    'WindowPlan',
+    'embed_windows',
+    'plan_windows',
+    'window_budget',
+    'window_texts',
+]
 
 _WORD = re.compile(r'\S+')
 _BATCH = 256
@@ -163,6 +171,16 @@ async def _budget(embedder: Embedder, config: EmbeddingWindows, tokens: _Tokens)
     if limit is None:
         return None
     return max(8, limit - await tokens.special())
+
+
+async def window_budget(embedder: Embedder | EmbeddingModel, config: EmbeddingWindows) -> int | None:
+    """The tokens a text may have before ``config`` windows it with ``embedder``; ``None``: never.
+
+    ``config.max_tokens`` when given, else what the embedder reads less its special tokens; an
+    embedder that states no limit (it reads the whole text) gets no windows.
+    """
+    model = _as_embedder(embedder)
+    return await _budget(model, config, _Tokens(model))
 
 
 async def plan_windows(

@@ -28,7 +28,7 @@ import numpy as np
 import pyarrow as pa
 from pydantic_ai.embeddings import Embedder
 
-from toolish_rag.windows import EmbeddingWindows, embed_windows, plan_windows
+from toolish_rag.windows import EmbeddingWindows, embed_windows, window_budget
 
 __all__ = [
     'REBUILD_HINT',
@@ -60,9 +60,7 @@ async def windows_apply(embedder: Embedder, config: EmbeddingWindows | None) -> 
     """Whether ``config`` can give a text of ``embedder`` more than one vector."""
     if config is None or config.max_windows == 1:
         return False
-    return (
-        config.max_tokens is not None or (await plan_windows(embedder, [], config)).key.split(';')[0] != 'tokens=None'
-    )
+    return await window_budget(embedder, config) is not None
 
 
 async def embed_records(
