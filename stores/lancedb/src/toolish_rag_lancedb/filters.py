@@ -37,9 +37,16 @@ raises `toolish_rag.errors.UnsupportedValueError` before anything is written
 How filters translate
 =====================
 
-Every positive predicate becomes a clause that is never SQL ``NULL`` (``col IS NOT NULL
-AND ...``): SQL's three-valued logic would otherwise make ``NOT`` drop rows without the
-key, while the reference semantics say negations are exact complements. A predicate on a
+A predicate under a negation (an odd number of ``NOT``, ``ne`` or ``nin`` above it) becomes a
+clause that is never SQL ``NULL`` (``col IS NOT NULL AND ...``): SQL's three-valued logic would
+otherwise make ``NOT`` drop rows without the key, while the reference semantics say negations
+are exact complements. Everywhere else the predicate is bare (``col < 5``): on a row without
+the key it is ``NULL``, which a ``WHERE`` treats as false, and with no negation above it a
+``NULL`` can only make the clause ``NULL`` where ``FALSE`` would make it false too (the clause is
+monotone in it), so the rows are the same. The bare form is what lets LanceDB answer the clause
+from scalar indexes (`toolish_rag_lancedb.metadata_indexes`): it cannot answer ``IS NOT NULL`` on
+a list column from a LABEL_LIST index, so a guarded ``array_has`` in an ``OR`` with the key's
+scalar column made the whole ``OR`` a scan. A predicate on a
 *(key, type)* column that does not exist yet is simply ``FALSE``. Values are rendered as SQL
 literals (strings with ``'`` doubled; LanceDB treats backslashes literally), so a value is
 always data, never syntax; keys are re-validated and quoted with backticks. The translation
@@ -51,7 +58,7 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Collection, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -199,6 +206,20 @@ class _Translator(FilterVisitor[str]):
 
     def __init__(self, columns: Collection[str]) -> None:
         self.columns = columns
+        self.negated = False
+        """Whether an odd number of negations is above the node being translated."""
+
+    def guarded(self, col: str, test: str) -> str:
+        """``test`` on ``col``, made never-``NULL`` only where a negation above could flip a ``NULL``."""
+        return f'({col} IS NOT NULL AND {test})' if self.negated else f'({test})'
+
+    def negation(self, translate: Callable[[], str]) -> str:
+        """``NOT`` of what ``translate`` renders with the polarity flipped."""
+        self.negated = not self.negated
+        try:
+            return f'(NOT {translate()})'
+        finally:
+            self.negated = not self.negated
 
     def col(self, key: str, kind: ColumnKind) -> str | None:
         name = column_name(key, kind)
@@ -223,13 +244,13 @@ class _Translator(FilterVisitor[str]):
             listed = self.col(key, f'l{kind}')  # type: ignore[arg-type]
             if scalar is not None:
                 test = f'{scalar} = {lits[0]}' if len(lits) == 1 else f'{scalar} IN ({", ".join(lits)})'
-                parts.append(f'({scalar} IS NOT NULL AND {test})')
+                parts.append(self.guarded(scalar, test))
             if listed is not None:
                 if len(lits) == 1:
                     test = f'array_has({listed}, {lits[0]})'
                 else:
                     test = f'array_has_any({listed}, make_array({", ".join(lits)}))'
-                parts.append(f'({listed} IS NOT NULL AND {test})')
+                parts.append(self.guarded(listed, test))
         return self.any_of(parts)
 
     def ordered(self, key: str, op: str, value: Scalar) -> str:
@@ -243,9 +264,9 @@ class _Translator(FilterVisitor[str]):
         scalar = self.col(key, kind)
         listed = self.col(key, f'l{kind}')  # type: ignore[arg-type]
         if scalar is not None:
-            parts.append(f'({scalar} IS NOT NULL AND {scalar} {sym} {lit})')
+            parts.append(self.guarded(scalar, f'{scalar} {sym} {lit}'))
         if listed is not None:
-            parts.append(f'({listed} IS NOT NULL AND {agg}({listed}) {sym} {lit})')
+            parts.append(self.guarded(listed, f'{agg}({listed}) {sym} {lit}'))
         return self.any_of(parts)
 
     def affix(self, key: str, value: str, *, suffix: bool) -> str:
@@ -254,10 +275,10 @@ class _Translator(FilterVisitor[str]):
         helper = self.col(key, 'lsr' if suffix else 'lsx')
         if scalar is not None:
             fn = 'ends_with' if suffix else 'starts_with'
-            parts.append(f'({scalar} IS NOT NULL AND {fn}({scalar}, {sql_string(value)}))')
+            parts.append(self.guarded(scalar, f'{fn}({scalar}, {sql_string(value)})'))
         if helper is not None:
             needle = LIST_SEPARATOR + _escape_element(value[::-1] if suffix else value)
-            parts.append(f'({helper} IS NOT NULL AND strpos({helper}, {sql_string(needle)}) > 0)')
+            parts.append(self.guarded(helper, f'strpos({helper}, {sql_string(needle)}) > 0'))
         return self.any_of(parts)
 
     # -- one method per node ------------------------------------------------------------
@@ -266,7 +287,7 @@ class _Translator(FilterVisitor[str]):
         return self.equals_any(node.key, [node.value])
 
     def visit_ne(self, node: filters.Ne) -> str:
-        return f'(NOT {self.equals_any(node.key, [node.value])})'
+        return self.negation(lambda: self.equals_any(node.key, [node.value]))
 
     def visit_gt(self, node: filters.Gt) -> str:
         return self.ordered(node.key, node.op, node.value)
@@ -284,17 +305,17 @@ class _Translator(FilterVisitor[str]):
         return self.equals_any(node.key, node.values)
 
     def visit_nin(self, node: filters.Nin) -> str:
-        return f'(NOT {self.equals_any(node.key, node.values)})'
+        return self.negation(lambda: self.equals_any(node.key, node.values))
 
     def visit_contains(self, node: filters.Contains) -> str:
         key, value = node.key, node.value
         parts: list[str] = []
         listed = self.col(key, f'l{_kind(value)}')  # type: ignore[arg-type]
         if listed is not None:
-            parts.append(f'({listed} IS NOT NULL AND array_has({listed}, {sql_literal(value)}))')
+            parts.append(self.guarded(listed, f'array_has({listed}, {sql_literal(value)})'))
         scalar = self.col(key, 'str')
         if isinstance(value, str) and scalar is not None:
-            parts.append(f'({scalar} IS NOT NULL AND strpos({scalar}, {sql_string(value)}) > 0)')
+            parts.append(self.guarded(scalar, f'strpos({scalar}, {sql_string(value)}) > 0'))
         return self.any_of(parts)
 
     def visit_starts_with(self, node: filters.StartsWith) -> str:
@@ -310,7 +331,7 @@ class _Translator(FilterVisitor[str]):
 
     def visit_has_any_label(self, node: filters.HasAnyLabel) -> str:
         labels = ', '.join(sql_string(label) for label in sorted(node.labels))
-        return f'(labels IS NOT NULL AND array_has_any(labels, make_array({labels})))'
+        return self.guarded('labels', f'array_has_any(labels, make_array({labels}))')
 
     def visit_and(self, node: filters.And) -> str:
         if not node.filters:
@@ -321,7 +342,7 @@ class _Translator(FilterVisitor[str]):
         return self.any_of([self.visit(x) for x in node.filters])
 
     def visit_not(self, node: filters.Not) -> str:
-        return f'(NOT {self.visit(node.filter)})'
+        return self.negation(lambda: self.visit(node.filter))
 
 
 def filter_to_where(f: Filter, columns: Collection[str]) -> str:

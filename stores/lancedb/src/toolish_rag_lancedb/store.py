@@ -50,6 +50,7 @@ from toolish_rag.writes import graph_upsert_batch
 from . import graph, queries, relations, sections
 from .filters import filter_to_where, sql_string
 from .maintenance import IndexPolicy, IndexUpkeep, describe_indexes
+from .metadata_indexes import ensure_metadata_indexes
 from .schema import (
     RECORDS_TABLE,
     RELATIONS_TABLE,
@@ -115,6 +116,11 @@ class LanceDBStore:
         ann_rebuild_growth: re-train the default ANN index once the table has grown this many
             times over since the index was built (or since this object first saw it), so its
             partition count keeps up with the data. ``None``: never.
+        metadata_index_threshold: from this many rows, every typed metadata column gets a
+            scalar index (created by ``optimize()``, see `toolish_rag_lancedb.metadata_indexes`),
+            so a filter costs an index lookup instead of a scan of the column over every row
+            (at 1M chunks the scan cost a filtered text search about four times its BM25 search).
+            ``None``: never.
         language: analyse text with the core's language-aware `toolish_rag.TextAnalyzer` for
             this language (``'zh'``, ``'de'``, ``'en'``...: any code `toolish_rag.analyzer_for`
             takes) instead of LanceDB's English analyzer: a ``words`` column holds its tokens,
@@ -148,6 +154,7 @@ class LanceDBStore:
         ann_rebuild_growth: float | None = 4.0,
         language: str | None = None,
         windows: EmbeddingWindows | None = DEFAULT_WINDOWS,
+        metadata_index_threshold: int | None = 10_000,
     ) -> None:
         requested = analyzer_for(language) if language is not None else None
         self._tables = Tables(os.fspath(uri), storage_options or {}, read_consistency_interval, requested)
@@ -162,6 +169,7 @@ class LanceDBStore:
         self.refine_factor = refine_factor
         self.ann_rebuild_growth = ann_rebuild_growth
         self.windows = windows
+        self.metadata_index_threshold = metadata_index_threshold
         self._tables.windowed = windows is not None
         self._windows_apply: bool | None = None
         self._noted_unwindowed = False
@@ -582,8 +590,14 @@ class LanceDBStore:
         await self.optimize()
 
     async def optimize(self) -> None:
-        """Compact files, fold new rows into every index and prune old versions."""
+        """Compact files, fold new rows into every index and prune old versions.
+
+        First, once the table has ``metadata_index_threshold`` rows, the typed metadata columns
+        without a scalar index get one (`ensure_metadata_indexes`).
+        """
         await self._ledger.settle()
+        if self._tables.records is not None:
+            await ensure_metadata_indexes(self._tables.records, self._tables.columns, self.metadata_index_threshold)
         await self._upkeep.optimize(self.cleanup_older_than)
 
     async def index_stats(self) -> dict[str, dict[str, Any]]:

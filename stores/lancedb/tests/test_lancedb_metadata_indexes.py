@@ -1,0 +1,153 @@
+"""Scalar indexes on metadata columns change what a filter costs, never what a search returns.
+
+A scalar index makes LanceDB answer (part of) a pushed-down scope from the index instead of
+evaluating the clause row by row, with its own handling of ``NULL`` under ``NOT``, ``IN`` and
+ranges: a different code path for the security boundary. So every check here compares against
+the reference semantics (`toolish_rag.filters.matches`) and against the same store without
+indexes, with indexed and not-yet-indexed rows mixed, and the conformance kit runs on a store
+whose metadata columns are all indexed (`TestIndexedConformance`). No timing is asserted.
+"""
+
+from __future__ import annotations
+
+import pathlib
+import random
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import pytest
+from test_lancedb_filters import _filter, _records
+
+from toolish_rag.content import Document, Entity, Relation
+from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.filters import Filter, PropertyFilter as F, matches
+from toolish_rag.search import SearchHit, SearchRequest
+from toolish_rag.testing import StoreConformance
+from toolish_rag_lancedb import LanceDBStore
+from toolish_rag_lancedb.metadata_indexes import metadata_index_config
+
+pytestmark = pytest.mark.asyncio
+
+
+class IndexingStore(LanceDBStore):
+    """Optimizes after every upsert, so each write's metadata columns are indexed at once."""
+
+    async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None:
+        await super().upsert(items)
+        await self.optimize()
+
+
+class TestIndexedConformance(StoreConformance):
+    """The conformance kit (every filter edge case, every search) with every metadata column indexed."""
+
+    async def make_store(self, path: pathlib.Path, embedder: Any) -> LanceDBStore:
+        return IndexingStore(path, embedder=embedder, metadata_index_threshold=0)
+
+    async def reopen_store(self, path: pathlib.Path, embedder: Any) -> LanceDBStore:
+        return IndexingStore(path, embedder=embedder, metadata_index_threshold=0)
+
+
+def _indexed_columns(stats: dict[str, dict[str, Any]]) -> set[str]:
+    return {c for s in stats.values() for c in s['columns'] if c.startswith('md__')}
+
+
+def _same_ranking(got: Sequence[SearchHit], want: Sequence[SearchHit], top_k: int) -> bool:
+    """The same scores in the same order, and the same ids at each score.
+
+    LanceDB orders records of equal score arbitrarily (by how the prefilter reached the search),
+    and when ``top_k`` cuts through such a tie, which of them make the cut: so the ids of the
+    lowest score are compared only when nothing was cut.
+    """
+    if [h.score for h in got] != [h.score for h in want]:
+        return False
+    cut = want[-1].score if want and len(want) == top_k else None
+    return all(
+        {h.id for h in got if h.score == score} == {h.id for h in want if h.score == score}
+        for score in {h.score for h in want}
+        if score != cut
+    )
+
+
+async def test_optimize_indexes_every_typed_metadata_column(tmp_path: pathlib.Path) -> None:
+    store = LanceDBStore(tmp_path / 'kb', embedder=HashingEmbeddingModel(32), metadata_index_threshold=0)
+    await store.upsert(_records(random.Random(3), 40))
+    columns = {c for c in (await (await store.records_table()).schema()).names if c.startswith('md__')}
+    await store.optimize()
+    indexed = _indexed_columns(await store.index_stats())
+    assert indexed == {c for c in columns if metadata_index_config(c) is not None}
+    assert any(c.endswith('__lsx') for c in columns) and not any(c.endswith('__lsx') for c in indexed)
+    table = await store.records_table()
+    # A string equality reads the scalar column and the string-list column: both indexed.
+    plan = await table.query().where(store.filter_sql(F.eq('a', 'x'))).select(['id']).explain_plan(verbose=True)
+    assert 'ScalarIndexQuery' in plan
+
+
+async def test_below_the_threshold_nothing_is_indexed(tmp_path: pathlib.Path) -> None:
+    store = LanceDBStore(tmp_path / 'kb', embedder=HashingEmbeddingModel(32), metadata_index_threshold=1_000)
+    await store.upsert(_records(random.Random(3), 40))
+    await store.optimize()
+    assert not _indexed_columns(await store.index_stats())
+    never = LanceDBStore(tmp_path / 'never', embedder=HashingEmbeddingModel(32), metadata_index_threshold=None)
+    await never.upsert(_records(random.Random(3), 40))
+    await never.optimize()
+    assert not _indexed_columns(await never.index_stats())
+
+
+async def test_random_filters_on_indexed_and_unindexed_rows_match_the_reference(tmp_path: pathlib.Path) -> None:
+    """Half the rows indexed, half written after the indexes: LanceDB combines index and scan."""
+    rng = random.Random(99)
+    records = _records(rng, 160)
+    plain = LanceDBStore(tmp_path / 'plain', embedder=HashingEmbeddingModel(32), metadata_index_threshold=None)
+    indexed = LanceDBStore(tmp_path / 'indexed', embedder=HashingEmbeddingModel(32), metadata_index_threshold=0)
+    for store in (plain, indexed):
+        await store.upsert(records[:80])
+        await store.optimize()
+        await store.upsert(records[80:])  # later rows: not in the scalar indexes yet
+    stats = await indexed.index_stats()
+    assert _indexed_columns(stats)
+    assert any(s['unindexed_rows'] for name, s in stats.items() if name.startswith('md__'))
+    ids = [r.id for r in records]
+    for _ in range(200):
+        f = _filter(rng)
+        want = {r.id for r in records if matches(f, r)}
+        got = {r.id for r in await indexed.get_records(ids, filter=f)}
+        assert got == want, f'{f!r}\n{indexed.filter_sql(f)}\nextra {got - want} missing {want - got}'
+        # Text search under the same scope: the very hits (ids, order, scores) of the unindexed store.
+        request = SearchRequest('entity common', 200, f)
+        hits = await indexed.text_search(request)
+        assert {h.id for h in hits} == want
+        assert _same_ranking(hits, await plain.text_search(request), 200)
+
+
+@pytest.mark.parametrize('selectivity', [1, 10, 50, 100])
+async def test_scoped_text_search_equals_the_unindexed_store(tmp_path: pathlib.Path, selectivity: int) -> None:
+    """``bucket < n`` at several selectivities: exactly top_k in scope, as without the index."""
+    records = [
+        Entity(
+            id=f'e{i:04d}',
+            name=f'item {i} ' + ' '.join(f'w{(i * j) % 37}' for j in range(1, 6)),
+            metadata={'bucket': i % 100, 'tier': 'gold' if i % 3 else 'silver', 'flag': i % 2 == 0},
+        )
+        for i in range(600)
+    ]
+    plain = LanceDBStore(tmp_path / 'plain', embedder=HashingEmbeddingModel(32), metadata_index_threshold=None)
+    indexed = LanceDBStore(tmp_path / 'indexed', embedder=HashingEmbeddingModel(32), metadata_index_threshold=0)
+    for store in (plain, indexed):
+        await store.upsert(records)
+        await store.optimize()
+    scopes: list[Filter] = [
+        F.lt('bucket', selectivity),
+        F.lt('bucket', selectivity) & F.eq('tier', 'gold'),
+        ~F.gte('bucket', selectivity) | F.eq('flag', True),
+    ]
+    for scope in scopes:
+        in_scope = [r for r in records if matches(scope, r)]
+        for query in ('w1 w2', 'w5 item', 'w36'):
+            for top_k in (1, 10, 50):
+                request = SearchRequest(query, top_k, scope)
+                hits = await indexed.text_search(request)
+                assert _same_ranking(hits, await plain.text_search(request), 200)
+                assert all(matches(scope, h.record) for h in hits)
+                words = set(query.split())
+                matching = [r for r in in_scope if words & set(r.text.split())]
+                assert len(hits) == min(top_k, len(matching))
