@@ -592,7 +592,7 @@ async def bench_corpus(corpus: Corpus, setup: Setup, regex_rounds: int) -> tuple
     print('  tools done', flush=True)
     filtered_lines, filtered = await time_filtered(rag, raw, corpus)
     print('  filtered done', flush=True)
-    # One incremental write at this size: replacing a document rebuilds the snapshot.
+    # One incremental write at this size (the same document again: its vectors are reused).
     replace_ms, _ = await timed(indexed.store.upsert([corpus.documents[len(corpus.documents) // 2]]))
     load_end = os.getloadavg()
 

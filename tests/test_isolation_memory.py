@@ -131,7 +131,7 @@ def test_whole_store_scores_equal_bm25s_bit_for_bit() -> None:
     reference.index(tokenize(texts, stemmer), show_progress=False)
     ours = build_bm25(texts, stemmer)
     for _ in range(50):
-        words = [t for t in tokenize([' '.join(rng.choices(vocab, k=4))], stemmer)[0] if t in ours.vocabulary]
+        words = [t for t in tokenize([' '.join(rng.choices(vocab, k=4))], stemmer)[0] if t in ours]
         if words:
             assert np.array_equal(ours.scores(words, ours.whole, None), reference.get_scores(words))
 

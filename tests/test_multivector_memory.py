@@ -180,7 +180,7 @@ async def test_scores_equal_a_numpy_oracle_under_random_filters(scoring: Literal
 async def test_without_windows_scores_are_one_vector_per_record() -> None:
     docs = _corpus(10)
     store = await _store(docs, None)
-    assert store._snapshot.windows.unknown == len(store)
+    assert store._snapshot.unwindowed == len(store)
     oracle = await _oracle(store, 'zebra migration', None)
     hits = await store.vector_search(SearchRequest(query='zebra migration', top_k=50))
     assert _scores(hits) == pytest.approx(oracle, abs=1e-5)
@@ -206,10 +206,10 @@ async def test_a_store_saved_before_windows_loads_single_vector_and_rebuilds(
     docs = _corpus(12)
     path = tmp_path / 'kb'
     await _store(docs, None, path=path)
-    # The format before windows: the version directory has no window files at all.
-    version = path / (path / 'CURRENT').read_text().strip()
-    for name in ('windows.npy', 'window_counts.npy', 'windows.json'):
-        (version / name).unlink()
+    # The format before windows: the saved records have no window files at all.
+    for segment in (path / 'segments').iterdir():
+        for name in ('windows.npy', 'window_counts.npy', 'windows.json'):
+            (segment / name).unlink()
     with caplog.at_level(logging.WARNING, logger='toolish_rag.stores.memory'):
         legacy = InMemoryStore(HashingEmbeddingModel(128), path=path, windows=WINDOWS)
     assert 'rebuild_windows' in caplog.text
@@ -236,7 +236,7 @@ async def test_another_window_config_forgets_the_old_windows_until_rebuilt(tmp_p
     _STORED[id(store)] = docs
     await store.upsert([docs[0]])  # a write under the new config
     assert store._snapshot.windows.key == other.key(40)
-    assert store._snapshot.windows.unknown == len(store) - len(docs[0].chunks)
+    assert store._snapshot.unwindowed == len(store) - len(docs[0].chunks)
     await store.rebuild_windows()
     hits = await store.vector_search(SearchRequest(query='glacier melt', top_k=100))
     assert _scores(hits) == pytest.approx(await _oracle(store, 'glacier melt', other), abs=1e-5)

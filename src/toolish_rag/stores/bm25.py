@@ -13,6 +13,13 @@ posting lists of its few words, counts how many postings are in scope (the word'
 frequency in the scope) and scores just those; the scope's record count and average length
 are computed once per filter (`ScopeStatistics.of`) and cached with the filter's mask.
 
+The index is a list of segments (`Bm25Segment`), one per write of the store, merged as they
+accumulate (`toolish_rag.stores.memory_segments`): bm25s cannot add or remove a document without
+rebuilding everything, which took the store 57 s at a million chunks. A word's postings are
+gathered from every segment before its document frequency is counted, and replaced or deleted
+records are masked out like records outside a scope, so the scores are those of one index over the
+live records, whatever the segmentation (a test holds this).
+
 The formula is bm25s's default (Lucene's BM25: ``k1=1.5``, ``b=0.75``, IDF
 ``log(1 + (N - df + 0.5) / (df + 0.5))``), evaluated with the same float types and in the same
 order, so with whole-store statistics the scores equal ``bm25s.BM25().get_scores`` bit for bit
@@ -22,13 +29,14 @@ order, so with whole-store statistics the scores equal ``bm25s.BM25().get_scores
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from itertools import chain
 
 import numpy as np
 import numpy.typing as npt
 
-__all__ = ['Bm25Index', 'ScopeStatistics']
+__all__ = ['Bm25Index', 'Bm25Segment', 'ScopeStatistics']
 
 K1 = 1.5
 B = 0.75
@@ -56,9 +64,16 @@ class ScopeStatistics:
         return cls(int(selected.size), float(selected.mean()))
 
 
-@dataclass(frozen=True)
-class Bm25Index:
-    """Posting lists (record positions and term frequencies per word) and record lengths."""
+@dataclass(frozen=True, eq=False)
+class Bm25Segment:
+    """The postings of a contiguous run of records, numbered from 0 within the run; immutable.
+
+    A store appends one segment per write instead of rebuilding every posting list: a word's
+    postings are the union of its postings in every segment, so scoring gathers them (shifted by
+    each segment's offset) before counting document frequencies, and the scores equal one index
+    built over all the records at once (a test holds this). Small segments are merged (`merge`,
+    array work, no re-tokenising) so a store keeps a logarithmic number of them.
+    """
 
     vocabulary: dict[str, int]
     starts: npt.NDArray[np.int64]
@@ -67,10 +82,9 @@ class Bm25Index:
     frequencies: npt.NDArray[np.float32]
     lengths: npt.NDArray[np.int64]
     """Tokens per record (after stop words): BM25's document length."""
-    whole: ScopeStatistics
 
     @classmethod
-    def build(cls, token_ids: list[list[int]], vocabulary: dict[str, int]) -> Bm25Index:
+    def build(cls, token_ids: list[list[int]], vocabulary: dict[str, int]) -> Bm25Segment:
         """Index records given as word ids (``bm25s.tokenize(..., return_ids=True)``)."""
         n = len(token_ids)
         lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=n)
@@ -79,19 +93,120 @@ class Bm25Index:
         # One (word, record) pair per posting, sorted by word then record; the run lengths are the counts.
         pairs, counts = np.unique(words * max(n, 1) + records, return_counts=True)
         posting_words = pairs // max(n, 1)
-        starts = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-        np.cumsum(np.bincount(posting_words, minlength=len(vocabulary)), out=starts[1:])
         return cls(
             vocabulary=vocabulary,
-            starts=starts,
+            starts=_starts(posting_words, len(vocabulary)),
             positions=pairs % max(n, 1),
             frequencies=counts.astype(np.float32),
             lengths=lengths,
-            whole=ScopeStatistics.of(lengths, None),
         )
 
     def __len__(self) -> int:
         return int(self.lengths.size)
+
+    def _posting_words(self) -> npt.NDArray[np.int64]:
+        return np.repeat(np.arange(len(self.starts) - 1, dtype=np.int64), np.diff(self.starts))
+
+    @classmethod
+    def merge(cls, parts: Sequence[Bm25Segment]) -> Bm25Segment:
+        """One segment holding ``parts``' records in order (``parts[1]``'s follow ``parts[0]``'s...)."""
+        vocabulary: dict[str, int] = {}
+        words: list[npt.NDArray[np.int64]] = []
+        positions: list[npt.NDArray[np.int64]] = []
+        offset = 0
+        for part in parts:
+            local = np.fromiter(
+                (vocabulary.setdefault(w, len(vocabulary)) for w in part.vocabulary),
+                dtype=np.int64,
+                count=len(part.vocabulary),
+            )
+            order = np.fromiter(part.vocabulary.values(), dtype=np.int64, count=len(part.vocabulary))
+            mapping = np.empty(len(part.vocabulary), dtype=np.int64)
+            mapping[order] = local  # local word id -> merged word id
+            words.append(mapping[part._posting_words()])
+            positions.append(part.positions + offset)
+            offset += len(part)
+        all_words = np.concatenate(words) if words else np.zeros(0, dtype=np.int64)
+        # Stable: within a word, earlier parts' postings (lower positions) stay first, so ascending.
+        order = np.argsort(all_words, kind='stable')
+        return cls(
+            vocabulary=vocabulary,
+            starts=_starts(all_words, len(vocabulary)),
+            positions=(np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64))[order],
+            frequencies=(np.concatenate([p.frequencies for p in parts]) if parts else np.zeros(0, np.float32))[order],
+            lengths=np.concatenate([p.lengths for p in parts]) if parts else np.zeros(0, dtype=np.int64),
+        )
+
+    def select(self, keep: Mask) -> Bm25Segment:
+        """The segment of the records ``keep`` admits, renumbered in order (their postings unchanged)."""
+        renumber = np.cumsum(keep, dtype=np.int64) - 1
+        kept = keep[self.positions]
+        return Bm25Segment(
+            vocabulary=self.vocabulary,
+            starts=_starts(self._posting_words()[kept], len(self.vocabulary)),
+            positions=renumber[self.positions[kept]],
+            frequencies=self.frequencies[kept],
+            lengths=self.lengths[keep],
+        )
+
+
+def _starts(posting_words: npt.NDArray[np.int64], words: int) -> npt.NDArray[np.int64]:
+    """CSR offsets of postings sorted by word: word ``w``'s run is ``starts[w]:starts[w + 1]``."""
+    starts = np.zeros(words + 1, dtype=np.int64)
+    np.cumsum(np.bincount(posting_words, minlength=words), out=starts[1:])
+    return starts
+
+
+@dataclass(frozen=True, eq=False)
+class Bm25Index:
+    """Posting lists (record positions and term frequencies per word) and record lengths, in segments.
+
+    Segment ``s`` holds the records from ``offsets[s]`` on. Scores are those of one index over all
+    the records: a word's postings are gathered from every segment first (see `Bm25Segment`).
+    """
+
+    segments: tuple[Bm25Segment, ...]
+    offsets: tuple[int, ...]
+    lengths: npt.NDArray[np.int64]
+    """Tokens per record, every segment's in order."""
+    whole: ScopeStatistics
+
+    @classmethod
+    def of(cls, segments: Sequence[Bm25Segment]) -> Bm25Index:
+        offsets = np.concatenate([[0], np.cumsum([len(s) for s in segments], dtype=np.int64)])[:-1]
+        lengths = (
+            np.concatenate([s.lengths for s in segments])
+            if len(segments) > 1
+            else segments[0].lengths
+            if segments
+            else np.zeros(0, dtype=np.int64)
+        )
+        return cls(tuple(segments), tuple(int(o) for o in offsets), lengths, ScopeStatistics.of(lengths, None))
+
+    @classmethod
+    def build(cls, token_ids: list[list[int]], vocabulary: dict[str, int]) -> Bm25Index:
+        """An index of one segment (see `Bm25Segment.build`)."""
+        return cls.of([Bm25Segment.build(token_ids, vocabulary)])
+
+    def __len__(self) -> int:
+        return int(self.lengths.size)
+
+    def __contains__(self, word: object) -> bool:
+        """Whether any record was ever indexed with ``word`` (it may score nothing in a scope)."""
+        return any(word in s.vocabulary for s in self.segments)
+
+    def postings(self, word: str) -> tuple[npt.NDArray[np.int64], npt.NDArray[np.float32]] | None:
+        """``word``'s record positions (ascending) and term frequencies over every segment."""
+        found = [
+            (s.positions[s.starts[w] : s.starts[w + 1]] + offset, s.frequencies[s.starts[w] : s.starts[w + 1]])
+            for s, offset in zip(self.segments, self.offsets, strict=True)
+            if (w := s.vocabulary.get(word)) is not None
+        ]
+        if not found:
+            return None
+        if len(found) == 1:
+            return found[0]
+        return np.concatenate([p for p, _ in found]), np.concatenate([f for _, f in found])
 
     def scores(self, words: list[str], statistics: ScopeStatistics, mask: Mask | None) -> npt.NDArray[np.float32]:
         """BM25 of every record for ``words`` under ``statistics``; records outside ``mask`` score 0.
@@ -111,11 +226,10 @@ class Bm25Index:
             return out
         n, mean_length = statistics.records, np.float64(statistics.mean_length)
         for word in words:
-            w = self.vocabulary.get(word)
-            if w is None:
+            found = self.postings(word)
+            if found is None:
                 continue
-            lo, hi = self.starts[w], self.starts[w + 1]
-            positions, tf = self.positions[lo:hi], self.frequencies[lo:hi]
+            positions, tf = found
             if mask is not None:
                 inside = mask[positions]
                 positions, tf = positions[inside], tf[inside]

@@ -16,6 +16,11 @@
 Concurrency: the store's state is an immutable snapshot. A writer (one at a time, under
 an ``asyncio.Lock``) builds the next snapshot and swaps it in with one assignment, so
 readers always see a whole version: the old one or the new one, never half a document.
+
+Writes cost what they write (`toolish_rag.stores.memory_segments`): the next snapshot appends
+the written records to slots that only grow, sharing the vector buffer and the BM25 segments of
+the records it keeps, and marks replaced or deleted slots dead; a quarter dead, it compacts.
+Saving appends a segment too (`toolish_rag.stores.memory_persistence`).
 """
 
 from __future__ import annotations
@@ -25,18 +30,13 @@ import dataclasses
 import json
 import logging
 import os
-import shutil
-import threading
-import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Literal, TypeVar
+from typing import Any, Literal
 
 import numpy as np
 import numpy.typing as npt
-from pydantic import TypeAdapter
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from ..analysis import TextAnalyzer, analyzer_for
@@ -58,10 +58,14 @@ from ..sections import (
 )
 from ..windows import DEFAULT_WINDOWS, EmbeddingWindows
 from ..writes import graph_upsert_batch
-from .bm25 import Bm25Index, ScopeStatistics
+from .bm25 import Bm25Index, Bm25Segment, ScopeStatistics
+from .caches import Lru, Once
 from .memory_graph import GraphState, entities_of, neighbours_of, nodes_of
 from .memory_navigation import NavigationIndex, NavigationScope, positions_of
-from .memory_windows import WINDOW_FILES, WindowVectors, aligned, load_windows, plan_write, save_windows, window_key
+from .memory_persistence import SavedSegment, load, save
+from .memory_rows import GrowingMatrix
+from .memory_segments import Segment, merge_tail
+from .memory_windows import WindowVectors, aligned, plan_write, window_key
 
 __all__ = ['InMemoryStore']
 
@@ -70,59 +74,6 @@ _logger = logging.getLogger(__name__)
 _EMBED_BATCH = 256
 _QUERY_CACHE_SIZE = 256
 _SCOPE_CACHE_SIZE = 64
-
-_K = TypeVar('_K')
-_V = TypeVar('_V')
-
-
-@dataclass
-class _Lru(Generic[_K, _V]):
-    """A small least-recently-used cache that threads may share.
-
-    Searches run in `asyncio.to_thread` workers, so several threads read, insert and evict at
-    once; an ``OrderedDict``'s get, ``move_to_end`` and ``popitem`` are each atomic but not
-    together (one thread evicted a key between another's get and ``move_to_end``: a
-    ``KeyError``). Every operation therefore holds the lock. Values are computed by the caller
-    outside it: two threads may compute the same value and the later ``put`` wins, harmless
-    because the values are pure functions of the key.
-    """
-
-    size: int
-    _items: OrderedDict[_K, _V] = field(default_factory=OrderedDict)
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def get(self, key: _K) -> _V | None:
-        with self._lock:
-            value = self._items.get(key)
-            if value is not None:
-                self._items.move_to_end(key)
-            return value
-
-    def put(self, key: _K, value: _V) -> _V:
-        with self._lock:
-            self._items[key] = value
-            self._items.move_to_end(key)
-            while len(self._items) > self.size:
-                self._items.popitem(last=False)
-        return value
-
-
-@dataclass
-class _Once(Generic[_V]):
-    """A value built on first use, once, whichever thread asks first.
-
-    Snapshots with the same records share their cells (see `_Snapshot.with_graph`), so an index one
-    of them built serves the other: a graph-only write neither rebuilds nor re-triggers it.
-    """
-
-    _value: _V | None = None
-    _lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def get(self, build: Callable[[], _V]) -> _V:
-        with self._lock:
-            if self._value is None:
-                self._value = build()
-            return self._value
 
 
 def tokenize(texts: list[str], analyzer: TextAnalyzer | Any) -> list[list[str]]:
@@ -159,25 +110,63 @@ Statistics = Literal['scope', 'store']
 _STATISTICS: tuple[Statistics, ...] = ('scope', 'store')
 
 
+_COMPACT_SHARE = 4
+"""A version whose dead slots exceed 1/4 of its slots is compacted (see `memory_segments`)."""
+
+
 @dataclass
 class _Snapshot:
-    """One version of the store. Everything but ``graph`` derives from ``records``, as do the caches below.
+    """One version of the store. Everything but ``graph`` derives from the records, as do the caches below.
+
+    Records live in slots that only grow (`memory_segments`): ``records``, the vector matrix and
+    the windows hold every slot, ``live`` says which still hold a record of this version (``None``:
+    all of them), and ``index``/``by_document``/``documents`` name live records only. Every
+    search masks dead slots out before ranking, so they change no score, count or statistic.
 
     The caches (BM25, navigation, filter masks and scope statistics) are pure functions of the
-    records, so `with_graph` shares them with the next version when a write changes only the graph.
+    records, so `with_graph` shares them with the next version when a write changes only the graph,
+    and a write passes its filter masks on, extended by its own records (`applied`).
     """
 
     records: tuple[Record, ...] = ()
-    vectors: npt.NDArray[np.float32] = field(default_factory=lambda: np.zeros((0, 0), dtype=np.float32))
+    rows: GrowingMatrix = field(default_factory=lambda: GrowingMatrix.of(np.zeros((0, 0), dtype=np.float32)))
     documents: dict[str, DocumentInfo] = field(default_factory=dict)
     index: dict[str, int] = field(default_factory=dict)
     by_document: dict[str, list[int]] = field(default_factory=dict)
     graph: GraphState = field(default_factory=GraphState)
     windows: WindowVectors = field(default_factory=WindowVectors)
-    _bm25: _Once[Bm25Index] = field(default_factory=_Once)
-    _masks: _Lru[Filter, npt.NDArray[np.bool_]] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
-    _scopes: _Lru[Filter, ScopeStatistics] = field(default_factory=lambda: _Lru(_SCOPE_CACHE_SIZE))
-    _navigation: _Once[NavigationIndex] = field(default_factory=_Once)
+    live: npt.NDArray[np.bool_] | None = None
+    segments: tuple[Segment, ...] = ()
+    _bm25: Once[Bm25Index] = field(default_factory=Once)
+    _masks: Lru[Filter, npt.NDArray[np.bool_]] = field(default_factory=lambda: Lru(_SCOPE_CACHE_SIZE))
+    _scopes: Lru[Filter | None, ScopeStatistics] = field(default_factory=lambda: Lru(_SCOPE_CACHE_SIZE))
+    _navigation: Once[NavigationIndex] = field(default_factory=Once)
+
+    @property
+    def vectors(self) -> npt.NDArray[np.float32]:
+        """Every slot's first vector (read-only)."""
+        return self.rows.view
+
+    @property
+    def dead(self) -> int:
+        """Slots whose record this version no longer holds."""
+        return 0 if self.live is None else len(self.records) - int(np.count_nonzero(self.live))
+
+    def __len__(self) -> int:
+        """The records this version holds."""
+        return len(self.index)
+
+    @property
+    def unwindowed(self) -> int:
+        """The records this version holds that were never windowed (see `memory_windows`)."""
+        unknown = self.windows.counts < 0
+        return int(np.count_nonzero(unknown if self.live is None else unknown & self.live))
+
+    def live_records(self) -> list[Record]:
+        """The records this version holds, in slot order."""
+        if self.live is None:
+            return list(self.records)
+        return [self.records[i] for i in np.flatnonzero(self.live).tolist()]
 
     @classmethod
     def build(
@@ -187,7 +176,14 @@ class _Snapshot:
         documents: dict[str, DocumentInfo],
         graph: GraphState | None = None,
         windows: WindowVectors | None = None,
+        analyzer: TextAnalyzer | None = None,
+        postings: Callable[[], Bm25Segment] | None = None,
     ) -> _Snapshot:
+        """A version holding ``records`` in one segment, every slot live.
+
+        ``postings`` builds the segment's BM25 postings when it is first needed (by default:
+        tokenising the records' texts with ``analyzer``).
+        """
         index = {r.id: i for i, r in enumerate(records)}
         by_document: dict[str, list[int]] = {}
         for i, r in enumerate(records):
@@ -196,20 +192,153 @@ class _Snapshot:
         for positions in by_document.values():
             positions.sort(key=lambda i: records[i].sequence_number)  # type: ignore[union-attr]
         windows = windows if windows is not None else WindowVectors.unwindowed(len(records))
-        return cls(tuple(records), vectors, documents, index, by_document, graph or GraphState(), windows)
+        texts = [r.text for r in records]
+        segment = Segment.written(
+            0,
+            len(records),
+            frozenset(documents),
+            frozenset(),
+            frozenset(),
+            postings or (lambda: build_bm25(texts, analyzer or analyzer_for(None)).segments[0]),
+        )
+        return cls(
+            tuple(records),
+            GrowingMatrix.of(vectors),
+            documents,
+            index,
+            by_document,
+            graph or GraphState(),
+            windows,
+            None,
+            (segment,) if records or documents else (),
+        )
+
+    def applied(self, write: SavedSegment, graph: GraphState, analyzer: TextAnalyzer, merge: bool = True) -> _Snapshot:
+        """The next version: ``write``'s removals, then its records appended (see the class).
+
+        A write replaces the documents and entities it holds, so those are removed too. Costs
+        what the write holds plus copies of the per-slot bookkeeping (a pointer per slot), never
+        the vectors or posting lists of the records it keeps. ``merge=False`` keeps the segments as
+        they are (replaying a saved store, whose segments are merged already).
+        """
+        start, added = len(self.records), len(write.records)
+        removed_documents = write.removed_documents | {d.id for d in write.documents}
+        removed_entities = write.removed_entities | {r.id for r in write.records if isinstance(r, Entity)}
+        killed = [i for d in removed_documents for i in self.by_document.get(d, ())]
+        for entity_id in removed_entities:
+            i = self.index.get(entity_id)
+            if i is not None and isinstance(self.records[i], Entity):
+                killed.append(i)
+        live = np.ones(start + added, dtype=np.bool_)
+        if self.live is not None:
+            live[:start] = self.live
+        live[killed] = False
+        index = dict(self.index)
+        for i in killed:
+            del index[self.records[i].id]
+        by_document = dict(self.by_document)
+        for d in removed_documents:
+            by_document.pop(d, None)
+        for j, r in enumerate(write.records):
+            index[r.id] = start + j
+            if isinstance(r, Chunk):
+                by_document.setdefault(r.document_id, []).append(start + j)
+        for d in {r.document_id for r in write.records if isinstance(r, Chunk)}:
+            by_document[d].sort(key=lambda i: write.records[i - start].sequence_number)  # type: ignore[union-attr]
+        documents = {k: v for k, v in self.documents.items() if k not in removed_documents}
+        documents.update((d.id, d) for d in write.documents)
+        width = write.vectors.shape[1] if added else self.rows.width
+        if self.rows.rows and added and width != self.rows.width:
+            raise ValueError('the embedder changed dimensions: use a new store for a new model')
+        rows = self.rows.append(write.vectors) if self.rows.rows else GrowingMatrix.of(write.vectors)
+        texts = [r.text for r in write.records]
+        segment = Segment.written(
+            start,
+            start + added,
+            frozenset(d.id for d in write.documents),
+            write.removed_documents,
+            write.removed_entities,
+            lambda: build_bm25(texts, analyzer).segments[0],
+            write.name,
+        )
+        windows = self.windows
+        if write.windows.key is not None and windows.key != write.windows.key:
+            windows = aligned(windows, write.windows.key)  # windows of another config are forgotten
+        segments = (*self.segments, segment)
+        nxt = _Snapshot(
+            self.records + tuple(write.records),
+            rows if added else self.rows,
+            documents,
+            index,
+            by_document,
+            graph,
+            windows.concat(write.windows),
+            None if bool(live.all()) else live,
+            merge_tail(segments) if merge else segments,
+        )
+        for f, mask in self._masks.items():  # the scopes searched so far stay a lookup
+            extended = np.concatenate([mask, np.fromiter((matches(f, r) for r in write.records), np.bool_, added)])
+            extended[killed] = False
+            nxt._masks.put(f, extended)
+        return nxt
+
+    def compacted(self, analyzer: TextAnalyzer, windows: WindowVectors | None = None) -> _Snapshot:
+        """This version without its dead slots, in one segment (``windows``: replace the records').
+
+        Posting lists already built are merged and renumbered (no text is tokenised again).
+        """
+        keep = np.flatnonzero(self.live) if self.live is not None else np.arange(len(self.records))
+        segments, live = self.segments, self.live
+
+        def postings() -> Bm25Segment:
+            merged = Bm25Segment.merge([s.postings() for s in segments])
+            return merged if live is None else merged.select(live)
+
+        nxt = _Snapshot.build(
+            [self.records[i] for i in keep.tolist()],
+            self.vectors[keep],
+            dict(self.documents),
+            self.graph,
+            windows if windows is not None else self.windows.select(keep.tolist()),
+            analyzer,
+            postings if segments and all(s.built() for s in segments) else None,
+        )
+        for f, mask in self._masks.items():
+            nxt._masks.put(f, mask[keep])
+        return nxt
+
+    def saved_segment(self, segment: Segment) -> SavedSegment:
+        """What a saved store keeps of ``segment``: its live records and what it removed (see
+        `toolish_rag.stores.memory_persistence`)."""
+        slots = np.arange(segment.start, segment.stop)
+        if self.live is not None:
+            slots = slots[self.live[segment.start : segment.stop]]
+        positions = slots.tolist()
+        return SavedSegment(
+            name=segment.name,
+            records=[self.records[i] for i in positions],
+            vectors=self.vectors[slots],
+            windows=self.windows.select(positions),
+            documents=[info for d, info in self.documents.items() if d in segment.documents],
+            removed_documents=segment.removed_documents,
+            removed_entities=segment.removed_entities,
+        )
 
     def with_graph(self, graph: GraphState) -> _Snapshot:
         """The next version when only the graph changed: the same records, vectors and caches, shared."""
         return dataclasses.replace(self, graph=graph)
 
     def mask(self, f: Filter | None) -> npt.NDArray[np.bool_] | None:
-        """Which records satisfy ``f`` (cached for the few filters a deployment repeats)."""
+        """Which slots hold a live record that satisfies ``f`` (cached for the few filters a deployment
+        repeats); ``f`` ``None``: the live slots, ``None`` when every slot is live."""
         if f is None:
-            return None
+            return self.live
         cached = self._masks.get(f)
         if cached is not None:
             return cached
         result = np.fromiter((matches(f, r) for r in self.records), dtype=np.bool_, count=len(self.records))
+        if self.live is not None:
+            result &= self.live
         return self._masks.put(f, result)
 
     def cached_mask(self, f: Filter) -> npt.NDArray[np.bool_] | None:
@@ -218,7 +347,7 @@ class _Snapshot:
 
     def navigation(self) -> NavigationIndex:
         """The chunks indexed for navigation, built on first use (one build per version, like BM25)."""
-        return self._navigation.get(lambda: NavigationIndex.build(self.records))
+        return self._navigation.get(lambda: NavigationIndex.build(self.records, self.live))
 
     def document_page(self, request: DocumentPageRequest) -> DocumentPage:
         """One page of the documents in scope (`toolish_rag.sections.reference_document_page`)."""
@@ -309,16 +438,14 @@ class _Snapshot:
         inside = self.chunks(probe) if probe is not None else []
         return inside[0] if inside else None
 
-    def bm25(self, analyzer: TextAnalyzer) -> Bm25Index:
-        """The BM25 index of this snapshot, built on first use (one build per version).
-
-        One store has one analyzer, so the cell never holds another analyzer's index.
-        """
-        return self._bm25.get(lambda: build_bm25([r.text for r in self.records], analyzer))
+    def bm25(self) -> Bm25Index:
+        """The BM25 index of this version: its segments' postings, each built on first use and shared
+        with later versions (a write tokenises only its own records)."""
+        return self._bm25.get(lambda: Bm25Index.of([s.postings() for s in self.segments]))
 
     def scope_statistics(self, index: Bm25Index, f: Filter | None) -> ScopeStatistics:
-        """BM25's record count and mean length over the records ``f`` admits (cached like masks)."""
-        if f is None:
+        """BM25's record count and mean length over the live records ``f`` admits (cached like masks)."""
+        if f is None and self.live is None:
             return index.whole
         cached = self._scopes.get(f)
         if cached is not None:
@@ -344,110 +471,8 @@ def _top(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
     return finite[order]
 
 
-_FORMAT = 1
 _SETTINGS = 'settings.json'
 """Choices that change no stored data (the BM25 statistics), kept beside the versions."""
-_RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
-
-
-def _model_id(model: Any) -> str:
-    return f'{getattr(model, "system", "?")}:{getattr(model, "model_name", "?")}'
-
-
-_RECORD_FILES = ('records.jsonl', 'vectors.npy', 'documents.json', *WINDOW_FILES)
-"""The files derived from the records. A version whose records are its predecessor's (a write that
-changed only the graph) hard-links them from there instead of writing them again."""
-_RELATIONS, _MARKS = 'relations.jsonl', 'marks.json'
-"""The graph's files; a version saved before the graph existed has neither, and loads with an empty graph."""
-
-
-def _save(path: Path, snap: _Snapshot, model: Any, previous: Path | None = None) -> Path:
-    """Write a new version directory, then switch the CURRENT pointer with one atomic rename.
-
-    A crash at any point leaves the previous version in place and readable. ``previous`` is the
-    directory of a version with the same records as ``snap``, whose record files are linked, not
-    rewritten. Returns the new version's directory.
-    """
-    path.mkdir(parents=True, exist_ok=True)
-    version = f'v{time.time_ns()}'
-    target = path / version
-    target.mkdir()
-    if previous is None or not _linked(previous, target):
-        _write_records(target, snap)
-    with open(target / _RELATIONS, 'wb') as f:
-        for relation in snap.graph.relations.values():
-            f.write(relation.model_dump_json().encode('utf-8'))
-            f.write(b'\n')
-    (target / _MARKS).write_text(json.dumps(snap.graph.marks), encoding='utf-8')
-    manifest = {
-        'format': _FORMAT,
-        'embedder': _model_id(model),
-        'records': len(snap.records),
-        'relations': len(snap.graph.relations),
-    }
-    (target / 'manifest.json').write_text(json.dumps(manifest), encoding='utf-8')
-    for name in (*_RECORD_FILES, _RELATIONS, _MARKS, 'manifest.json'):
-        with open(target / name, 'rb') as fh:
-            os.fsync(fh.fileno())
-    pointer = path / 'CURRENT.tmp'
-    pointer.write_text(version, encoding='utf-8')
-    os.replace(pointer, path / 'CURRENT')
-    for old in path.iterdir():
-        if old.is_dir() and old.name.startswith('v') and old.name != version:
-            shutil.rmtree(old, ignore_errors=True)
-    return target
-
-
-def _write_records(target: Path, snap: _Snapshot) -> None:
-    with open(target / 'records.jsonl', 'wb') as f:
-        for r in snap.records:
-            f.write(_RECORD_ADAPTER.dump_json(r))
-            f.write(b'\n')
-    np.save(target / 'vectors.npy', snap.vectors)
-    save_windows(target, snap.windows)
-    documents = [dataclasses.asdict(d) for d in snap.documents.values()]
-    (target / 'documents.json').write_text(json.dumps(documents), encoding='utf-8')
-
-
-def _linked(previous: Path, target: Path) -> bool:
-    """Hard-link the record files of ``previous`` into ``target``; ``False`` (and none linked) if it cannot."""
-    try:
-        for name in _RECORD_FILES:
-            os.link(previous / name, target / name)
-    except OSError:  # no hard links on this file system, or the version is gone: write the files instead
-        for name in _RECORD_FILES:
-            (target / name).unlink(missing_ok=True)
-        return False
-    return True
-
-
-def _load(path: Path) -> tuple[_Snapshot, Path | None]:
-    """The current version at ``path`` and its directory (an empty store and ``None`` if there is none)."""
-    current = path / 'CURRENT'
-    if not current.exists():
-        return _Snapshot(), None
-    source = path / current.read_text(encoding='utf-8').strip()
-    manifest = json.loads((source / 'manifest.json').read_text(encoding='utf-8'))
-    if manifest.get('format') != _FORMAT:
-        raise ValueError(f'{path} was written by an incompatible toolish-rag (format {manifest.get("format")})')
-    with open(source / 'records.jsonl', 'rb') as f:
-        records = [_RECORD_ADAPTER.validate_json(line) for line in f if line.strip()]
-    vectors = np.load(source / 'vectors.npy')
-    windows = load_windows(source, len(records))
-    documents = {
-        d['id']: DocumentInfo(**d) for d in json.loads((source / 'documents.json').read_text(encoding='utf-8'))
-    }
-    return _Snapshot.build(records, vectors, documents, _load_graph(source), windows), source
-
-
-def _load_graph(source: Path) -> GraphState:
-    relations: dict[str, Relation] = {}
-    if (source / _RELATIONS).exists():
-        with open(source / _RELATIONS, 'rb') as f:
-            relations = {r.id: r for r in (Relation.model_validate_json(line) for line in f if line.strip())}
-    marks_file = source / _MARKS
-    marks = json.loads(marks_file.read_text(encoding='utf-8')) if marks_file.exists() else {}
-    return GraphState(relations, marks)
 
 
 def _saved_settings(path: Path | None) -> dict[str, Any]:
@@ -492,9 +517,11 @@ class InMemoryStore:
         path: optional directory to persist to. Every write saves a new version and
             switches to it atomically, so a crash leaves the last complete version; a new
             process opening the same path sees the same records, vectors and metadata
-            types. Saving rewrites the whole store, which suits collections up to some
-            tens of thousands of chunks; use the LanceDB store beyond that. (A write of
-            relations or ledger marks alone links the record files of the last version.)
+            types. A write saves its own records as a new segment (merged with its recent
+            neighbours from time to time, see `toolish_rag.stores.memory_persistence`), not
+            the whole store; opening reads every record into memory, so a million chunks take
+            some GB of RAM and a minute to open. (A write of relations or ledger marks alone
+            saves no records.)
         statistics: whose corpus statistics (record count, mean length, word frequencies)
             BM25 ranks with. ``'scope'``: those of the records the search's filter admits, so
             a tenant's scores never reveal what other tenants hold. ``'store'``: the whole
@@ -538,16 +565,16 @@ class InMemoryStore:
         self._embedder: Embedder | None = None
         self._write_lock = asyncio.Lock()
         self._path = Path(path) if path is not None else None
-        self._query_cache: _Lru[str, npt.NDArray[np.float32]] = _Lru(_QUERY_CACHE_SIZE)
+        self._query_cache: Lru[str, npt.NDArray[np.float32]] = Lru(_QUERY_CACHE_SIZE)
         self._windows = windows
         self._window_key_value: tuple[str | None] | None = None
-        self._snapshot, self._version = _load(self._path) if self._path is not None else (_Snapshot(), None)
         saved = _saved_statistics(self._path)
         self._statistics: Statistics = statistics or saved or 'scope'
         if self._path is not None and statistics is not None and statistics != saved:
             _save_setting(self._path, 'statistics', statistics)
         self._analyzer = self._open_analyzer(language)
-        unwindowed = self._snapshot.windows.unknown
+        self._snapshot = self._loaded()
+        unwindowed = self._snapshot.unwindowed
         if windows is not None and unwindowed:
             _logger.warning(
                 '%s holds %d records saved without embedding windows: they are scored by their first '
@@ -572,7 +599,7 @@ class InMemoryStore:
         analyzer = analyzer_for(language) if language is not None else saved or analyzer_for(None)
         if self._path is not None and language is not None and analyzer != (saved or analyzer_for(None)):
             _save_setting(self._path, 'analyzer', analyzer.identity)
-            if self._snapshot.records:
+            if (self._path / 'CURRENT').exists():
                 _logger.info(
                     '%s: text search re-analysed with %s (was %s)',
                     self._path,
@@ -599,11 +626,32 @@ class InMemoryStore:
         """Where the store persists itself (``None``: memory only)."""
         return self._path
 
+    def _loaded(self) -> _Snapshot:
+        """The saved version at the path, its segments replayed in order (an empty store if none)."""
+        saved = load(self._path) if self._path is not None else None
+        if saved is None:
+            return _Snapshot()
+        segments, graph = saved
+        snapshot = _Snapshot(graph=graph)
+        for segment in segments:
+            snapshot = snapshot.applied(segment, graph, self._analyzer, merge=False)
+        return snapshot
+
     async def _commit(self, snapshot: _Snapshot) -> None:
-        """Persist (when a path is set), then publish ``snapshot`` to readers."""
+        """Compact if a quarter of the slots are dead, persist (when a path is set), then publish
+        ``snapshot`` to readers. Saving writes the segments not saved yet (`memory_persistence`)."""
+        if snapshot.dead * _COMPACT_SHARE > len(snapshot.records):
+            snapshot = await asyncio.to_thread(snapshot.compacted, self._analyzer)
         if self._path is not None:
-            same_records = self._version if snapshot.records is self._snapshot.records else None
-            self._version = await asyncio.to_thread(_save, self._path, snapshot, self.embedder.model, same_records)
+            await asyncio.to_thread(
+                save,
+                self._path,
+                snapshot.segments,
+                snapshot.saved_segment,
+                snapshot.graph,
+                self.embedder.model,
+                len(snapshot),
+            )
         self._snapshot = snapshot
 
     @property
@@ -613,13 +661,13 @@ class InMemoryStore:
         return self._embedder
 
     def __len__(self) -> int:
-        return len(self._snapshot.records)
+        return len(self._snapshot)
 
     def __repr__(self) -> str:
         snap = self._snapshot
         language = '' if self._analyzer.language == 'en' else f', language={self._analyzer.language!r}'
         return (
-            f'InMemoryStore(documents={len(snap.documents)}, records={len(snap.records)}, '
+            f'InMemoryStore(documents={len(snap.documents)}, records={len(snap)}, '
             f'statistics={self._statistics!r}{language})'
         )
 
@@ -643,6 +691,8 @@ class InMemoryStore:
             return 0
         async with self._write_lock:
             old = self._snapshot
+            if old.dead:  # window only the records this version holds
+                old = await asyncio.to_thread(old.compacted, self._analyzer)
             base = aligned(old.windows, await self._window_key())
             todo = base.unknown
             if not todo:
@@ -651,8 +701,8 @@ class InMemoryStore:
             plan = await plan_write(self.embedder, self._windows, base, texts, list(range(len(texts))))
             width = old.vectors.shape[1]
             extra = await self._embed(plan.texts) if plan.texts else np.zeros((0, width), dtype=np.float32)
-            windows = plan.assemble(extra, width)
-            snapshot = _Snapshot.build(list(old.records), old.vectors, old.documents, old.graph, windows)
+            # Every record's windows change: one new segment, saved whole.
+            snapshot = await asyncio.to_thread(old.compacted, self._analyzer, plan.assemble(extra, width))
             await self._commit(snapshot)
             return todo
 
@@ -688,27 +738,32 @@ class InMemoryStore:
     async def _with_records(
         self, old: _Snapshot, documents: list[Document], entities: list[Entity], graph: GraphState
     ) -> _Snapshot:
-        """The next version with these documents and entities written: vectors of unchanged text reused."""
-        replaced_docs = {d.id for d in documents}
-        replaced_entities = {e.id for e in entities}
-        keep = [
-            i
-            for i, r in enumerate(old.records)
-            if not (isinstance(r, Chunk) and r.document_id in replaced_docs) and r.id not in replaced_entities
-        ]
+        """The next version with these documents and entities written: vectors of unchanged text reused.
+
+        Costs what the batch holds (see `_Snapshot.applied`): the records it replaces are marked
+        dead, its own are appended.
+        """
+        replaced_docs = frozenset(d.id for d in documents)
+        replaced_entities = frozenset(e.id for e in entities)
         new_records: list[Record] = [c for d in documents for c in d.chunks]
         new_records.extend(entities)
-        kept_ids = {old.records[i].id for i in keep}
-        clash = next((r.id for r in new_records if r.id in kept_ids), None)
-        if clash is not None:
-            raise ValueError(f'record id {clash!r} already belongs to another document or entity')
+        for r in new_records:
+            i = old.index.get(r.id)
+            if i is None:
+                continue
+            held = old.records[i]
+            if isinstance(held, Chunk) and held.document_id in replaced_docs:
+                continue
+            if isinstance(held, Entity) and held.id in replaced_entities:
+                continue
+            raise ValueError(f'record id {r.id!r} already belongs to another document or entity')
         # Reuse vectors of records whose indexed text did not change.
         reuse: dict[int, npt.NDArray[np.float32]] = {}
         to_embed: list[int] = []
         same: list[int | None] = []
         for j, r in enumerate(new_records):
             i = old.index.get(r.id)
-            if i is not None and old.records[i].text == r.text and old.vectors.shape[0] > i:
+            if i is not None and old.records[i].text == r.text:
                 reuse[j] = old.vectors[i]
                 same.append(i)
             else:
@@ -720,19 +775,14 @@ class InMemoryStore:
         texts = [new_records[j].text for j in to_embed] + plan.texts
         embedded = await self._embed(texts) if texts else None
         fresh = embedded[: len(to_embed)] if embedded is not None and to_embed else None
-        width = fresh.shape[1] if fresh is not None else old.vectors.shape[1] if old.vectors.shape[0] else 0
+        width = fresh.shape[1] if fresh is not None else old.rows.width
         new_vectors = np.zeros((len(new_records), width), dtype=np.float32)
         for j, v in reuse.items():
             new_vectors[j] = v
         if fresh is not None:
             new_vectors[to_embed] = fresh
-        if old.vectors.shape[0] and new_vectors.shape[0] and old.vectors.shape[1] != new_vectors.shape[1]:
-            raise ValueError('the embedder changed dimensions: use a new store for a new model')
-        kept_vectors = old.vectors[keep] if keep else np.zeros((0, width), dtype=np.float32)
-        vectors = np.vstack([kept_vectors, new_vectors]) if width else np.zeros((0, 0), dtype=np.float32)
-        docs = {k: v for k, v in old.documents.items() if k not in replaced_docs}
-        for d in documents:
-            docs[d.id] = DocumentInfo(
+        infos = [
+            DocumentInfo(
                 id=d.id,
                 uri=d.uri,
                 title=d.title,
@@ -740,27 +790,31 @@ class InMemoryStore:
                 chunk_count=len(d.chunks),
                 metadata=dict(d.metadata),
             )
+            for d in documents
+        ]
         extra = embedded[len(to_embed) :] if embedded is not None else np.zeros((0, width), dtype=np.float32)
-        windows = base.select(keep).concat(plan.assemble(extra, width))
-        return _Snapshot.build([old.records[i] for i in keep] + new_records, vectors, docs, graph, windows)
+        write = SavedSegment(new_records, new_vectors, plan.assemble(extra, width), infos)
+        if base is not old.windows:
+            old = dataclasses.replace(old, windows=base)
+        return await asyncio.to_thread(old.applied, write, graph, self._analyzer)
 
     async def _delete(self, doc_ids: set[str], entity_ids: set[str]) -> tuple[int, int]:
         async with self._write_lock:
             old = self._snapshot
-            keep = [
-                i
-                for i, r in enumerate(old.records)
-                if not (isinstance(r, Chunk) and r.document_id in doc_ids)
-                and not (isinstance(r, Entity) and r.id in entity_ids)
-            ]
-            removed_entities = sum(1 for r in old.records if isinstance(r, Entity) and r.id in entity_ids)
             removed_docs = sum(1 for d in doc_ids if d in old.documents)
-            docs = {k: v for k, v in old.documents.items() if k not in doc_ids}
-            vectors = old.vectors[keep] if old.vectors.shape[0] else old.vectors
+            entities = frozenset(
+                e for e in entity_ids if (i := old.index.get(e)) is not None and isinstance(old.records[i], Entity)
+            )
             graph = old.graph.without_documents(doc_ids)
-            windows = old.windows.select(keep)
-            await self._commit(_Snapshot.build([old.records[i] for i in keep], vectors, docs, graph, windows))
-            return removed_docs, removed_entities
+            if not removed_docs and not entities:
+                if graph is not old.graph:
+                    await self._commit(old.with_graph(graph))
+                return 0, 0
+            empty = np.zeros((0, old.rows.width), dtype=np.float32)
+            nothing = WindowVectors.of(np.zeros(0, np.int32), empty, None)
+            write = SavedSegment([], empty, nothing, [], frozenset(doc_ids), entities)
+            await self._commit(await asyncio.to_thread(old.applied, write, graph, self._analyzer))
+            return removed_docs, len(entities)
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
         return (await self._delete(set(document_ids), set()))[0]
@@ -789,7 +843,7 @@ class InMemoryStore:
             return removed
 
     async def list_entities(self) -> Sequence[Entity]:
-        return entities_of(self._snapshot.records)
+        return entities_of(self._snapshot.live_records())
 
     async def graph_marks(self, builder: str) -> dict[str, str]:
         return dict(self._snapshot.graph.marks.get(builder, {}))
@@ -856,15 +910,16 @@ class InMemoryStore:
         return [SearchHit(snap.records[i], float(scores[i])) for i in _top(scores, request.top_k)]
 
     def _text_scores(self, snap: _Snapshot, query: str, f: Filter | None) -> npt.NDArray[np.float64] | None:
-        index = snap.bm25(self._analyzer)
-        tokens = [t for t in self._analyzer.tokens(query) if t in index.vocabulary]
+        index = snap.bm25()
+        tokens = [t for t in self._analyzer.tokens(query) if t in index]
         if not tokens:
             return None
         mask = snap.mask(f)
         if self.statistics == 'store':
             # bm25s's ranking of the whole store (its count, mean length and document frequencies);
             # the scope only selects which of those scores are returned.
-            scores = index.scores(tokens, index.whole, None).astype(np.float64)
+            whole = snap.mask(None)  # the live slots (``None``: all)
+            scores = index.scores(tokens, snap.scope_statistics(index, None), whole).astype(np.float64)
             hit = scores > 0 if mask is None else (scores > 0) & mask
         else:
             scores = index.scores(tokens, snap.scope_statistics(index, f), mask).astype(np.float64)

@@ -83,8 +83,10 @@ class NavigationIndex:
     """Document ``d``'s entries are ``member_starts[d]`` to ``member_starts[d + 1]``."""
 
     @classmethod
-    def build(cls, records: Sequence[Record]) -> NavigationIndex:
-        indexed = [(i, r) for i, r in enumerate(records) if isinstance(r, Chunk)]
+    def build(cls, records: Sequence[Record], live: npt.NDArray[np.bool_] | None = None) -> NavigationIndex:
+        """The index of the chunks among ``records`` (those ``live`` admits: a version's dead slots hold none)."""
+        slots = range(len(records)) if live is None else np.flatnonzero(live).tolist()
+        indexed = [(i, r) for i in slots if isinstance(r := records[i], Chunk)]
         indexed.sort(key=lambda item: (item[1].document_id, item[1].sequence_number))  # stable: ties keep store order
         rows = [i for i, _ in indexed]
         chunks = tuple(chunk for _, chunk in indexed)

@@ -28,6 +28,7 @@ import numpy.typing as npt
 from pydantic_ai.embeddings import Embedder
 
 from ..windows import EmbeddingWindows, plan_windows
+from .memory_rows import GrowingMatrix
 
 __all__ = [
     'WINDOW_FILES',
@@ -54,20 +55,33 @@ def _empty(width: int) -> Matrix:
 
 @dataclass(frozen=True, eq=False)
 class WindowVectors:
-    """The extra window vectors of one snapshot's records (see the module)."""
+    """The extra window vectors of one snapshot's records (see the module).
+
+    The vectors are a prefix of a buffer later versions append to (`GrowingMatrix`), so a write
+    adding records copies only its own windows, not every record's.
+    """
 
     counts: npt.NDArray[np.int32] = field(default_factory=lambda: np.zeros(0, dtype=np.int32))
-    vectors: Matrix = field(default_factory=lambda: _empty(0))
+    matrix: GrowingMatrix = field(default_factory=lambda: GrowingMatrix.of(_empty(0)))
     key: str | None = None
     """The `EmbeddingWindows.key` the windowed records (``counts >= 0``) were made with."""
 
     @classmethod
+    def of(cls, counts: npt.NDArray[np.int32], vectors: Matrix, key: str | None) -> WindowVectors:
+        return cls(counts, GrowingMatrix.of(vectors), key)
+
+    @classmethod
     def unwindowed(cls, n: int, key: str | None = None) -> WindowVectors:
         """``n`` records never windowed (``counts == -1``)."""
-        return cls(np.full(n, -1, dtype=np.int32), _empty(0), key)
+        return cls.of(np.full(n, -1, dtype=np.int32), _empty(0), key)
 
     def __post_init__(self) -> None:
-        assert int(np.maximum(self.counts, 0).sum()) == self.vectors.shape[0], 'window counts and vectors disagree'
+        assert int(np.maximum(self.counts, 0).sum()) == self.matrix.rows, 'window counts and vectors disagree'
+
+    @property
+    def vectors(self) -> Matrix:
+        """The extra vectors, record after record (read-only)."""
+        return self.matrix.view
 
     @property
     def extra(self) -> int:
@@ -91,28 +105,32 @@ class WindowVectors:
     def select(self, keep: list[int]) -> WindowVectors:
         """The windows of the records at positions ``keep`` (in that order)."""
         if not keep:
-            return WindowVectors(np.zeros(0, dtype=np.int32), _empty(self.vectors.shape[1]), self.key)
+            return WindowVectors.of(np.zeros(0, dtype=np.int32), _empty(self.matrix.width), self.key)
         starts = self._starts()
         counts = self.counts[keep]
         if not self.extra:
-            return WindowVectors(counts, self.vectors, self.key)
+            return WindowVectors(counts, self.matrix, self.key)
         picks = [np.arange(starts[i], starts[i + 1]) for i in keep if self.counts[i] > 0]
         index = np.concatenate(picks) if picks else np.zeros(0, dtype=np.intp)
-        return WindowVectors(counts, self.vectors[index], self.key)
+        return WindowVectors.of(counts, self.vectors[index], self.key)
 
     def forget(self) -> WindowVectors:
         """The same records, none windowed (their windows were made under another config)."""
         return WindowVectors.unwindowed(len(self.counts), self.key)
 
     def with_key(self, key: str | None) -> WindowVectors:
-        return WindowVectors(self.counts, self.vectors, key)
+        return WindowVectors(self.counts, self.matrix, key)
 
     def concat(self, other: WindowVectors) -> WindowVectors:
-        """These records' windows, then ``other``'s (which must share the key, or know none)."""
-        width = max(self.vectors.shape[1], other.vectors.shape[1])
-        parts = [m for m in (self.vectors, other.vectors) if m.shape[0]]
-        vectors = np.vstack(parts) if parts else _empty(width)
-        return WindowVectors(np.concatenate([self.counts, other.counts]).astype(np.int32), vectors, other.key)
+        """These records' windows, then ``other``'s (which must share the key, or know none: then this one's)."""
+        counts = np.concatenate([self.counts, other.counts]).astype(np.int32)
+        if not other.extra:
+            rows = self.matrix
+        elif not self.extra and self.matrix.width != other.matrix.width:
+            rows = GrowingMatrix.of(other.vectors)  # the first windows this store holds set the width
+        else:
+            rows = self.matrix.append(other.vectors)
+        return WindowVectors(counts, rows, other.key if other.key is not None else self.key)
 
     def best(self, scores: Matrix, q: Matrix, scoring: str = 'best') -> Matrix:
         """Each record's score from ``scores`` (its first vector against ``q``) and its windows.
@@ -148,7 +166,7 @@ def load_windows(source: Path, records: int) -> WindowVectors:
     key = json.loads((source / WINDOW_FILES[2]).read_text(encoding='utf-8')).get('key')
     if counts.shape[0] != records:
         raise ValueError(f'{source} holds windows for {counts.shape[0]} records but {records} records')
-    return WindowVectors(counts, vectors, key)
+    return WindowVectors.of(counts, vectors, key)
 
 
 def aligned(old: WindowVectors, key: str | None) -> WindowVectors:
@@ -193,7 +211,7 @@ class WindowWrite:
                 parts.append(embedded[offset : offset + count])
                 offset += count
         vectors = np.vstack(parts).astype(np.float32) if parts else _empty(width)
-        return WindowVectors(self.counts, vectors, self.key)
+        return WindowVectors.of(self.counts, vectors, self.key)
 
 
 async def plan_write(

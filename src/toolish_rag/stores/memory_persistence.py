@@ -1,0 +1,211 @@
+"""How `InMemoryStore` saves itself: a log of segments, and versions that name which segments they hold.
+
+::
+
+    path/CURRENT                      the current version's directory name (switched by one rename)
+    path/settings.json                choices that change no stored data (BM25 statistics, language)
+    path/v<n>/manifest.json           format, embedder, the segments in order, counts
+    path/v<n>/relations.jsonl         the graph (relations, then the builders' ledger marks)
+    path/v<n>/marks.json
+    path/segments/<name>/             one write's records (or several writes', merged):
+        records.jsonl, vectors.npy,   the live records it appended, their first vectors,
+        windows.npy, window_counts.npy, windows.json   their window vectors,
+        documents.json                the documents it wrote,
+        removed.json                  the documents and entities removed before it appended
+
+A write saves its own segment and a new version naming the old segments plus the new one, so it
+costs what it wrote, not the store's size (a version used to rewrite every record). Loading
+replays the segments in order: removals, then appends, exactly as the writes ran. When the store
+merges segments or compacts, the merged segment is written whole (its live records) and the parts
+are deleted once no version names them.
+
+A crash at any point leaves the previous version readable: segments and the version directory are
+written and synced before ``CURRENT`` switches, and only then are the directories no version
+names removed. Stores saved in the first format (each version a full copy) load as one segment,
+written in the new layout by the next save.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+from pydantic import TypeAdapter
+
+from ..content import Record, Relation
+from ..protocols import DocumentInfo
+from .memory_graph import GraphState
+from .memory_segments import Segment, new_name
+from .memory_windows import WINDOW_FILES, WindowVectors, load_windows, save_windows
+
+__all__ = ['FORMAT', 'SavedSegment', 'load', 'save']
+
+FORMAT = 2
+_LEGACY_FORMAT = 1
+_SEGMENTS = 'segments'
+_RELATIONS, _MARKS, _MANIFEST = 'relations.jsonl', 'marks.json', 'manifest.json'
+_SEGMENT_FILES = ('records.jsonl', 'vectors.npy', *WINDOW_FILES, 'documents.json', 'removed.json')
+_RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
+
+
+@dataclass(frozen=True)
+class SavedSegment:
+    """One write: what a segment directory holds, and what a store's write applies (see the module).
+
+    Replaying it removes ``removed_documents`` and ``removed_entities``, and the documents and
+    entities it holds (a write replaces them), then appends ``records``.
+    """
+
+    records: list[Record]
+    vectors: npt.NDArray[np.float32]
+    """The records' first vectors, normalised."""
+    windows: WindowVectors
+    documents: list[DocumentInfo]
+    removed_documents: frozenset[str] = frozenset()
+    removed_entities: frozenset[str] = frozenset()
+    name: str | None = None
+    """Its directory under ``segments/`` (``None``: a write not saved yet, named when applied)."""
+
+
+def model_id(model: Any) -> str:
+    return f'{getattr(model, "system", "?")}:{getattr(model, "model_name", "?")}'
+
+
+def _sync(directory: Path, names: Sequence[str]) -> None:
+    for name in names:
+        with open(directory / name, 'rb') as fh:
+            os.fsync(fh.fileno())
+
+
+def _write_segment(root: Path, saved: SavedSegment) -> None:
+    assert saved.name is not None
+    target = root / _SEGMENTS / saved.name
+    partial = root / _SEGMENTS / f'{saved.name}.partial'
+    shutil.rmtree(partial, ignore_errors=True)
+    partial.mkdir(parents=True)
+    with open(partial / 'records.jsonl', 'wb') as f:
+        for r in saved.records:
+            f.write(_RECORD_ADAPTER.dump_json(r))
+            f.write(b'\n')
+    np.save(partial / 'vectors.npy', saved.vectors)
+    save_windows(partial, saved.windows)
+    documents = [dataclasses.asdict(d) for d in saved.documents]
+    (partial / 'documents.json').write_text(json.dumps(documents), encoding='utf-8')
+    removed = {'documents': sorted(saved.removed_documents), 'entities': sorted(saved.removed_entities)}
+    (partial / 'removed.json').write_text(json.dumps(removed), encoding='utf-8')
+    _sync(partial, _SEGMENT_FILES)
+    os.replace(partial, target)  # a segment directory without the suffix is always complete
+
+
+def save(
+    path: Path,
+    segments: Sequence[Segment],
+    content: Callable[[Segment], SavedSegment],
+    graph: GraphState,
+    model: Any,
+    records: int,
+) -> None:
+    """Write a new version of ``segments`` (saving those not on disk yet) and switch ``CURRENT`` to it.
+
+    ``content`` gives a segment's records, vectors and documents when it must be written.
+    """
+    (path / _SEGMENTS).mkdir(parents=True, exist_ok=True)
+    for segment in segments:
+        if not (path / _SEGMENTS / segment.name).is_dir():
+            _write_segment(path, content(segment))
+    version = f'v{time.time_ns()}'
+    target = path / version
+    target.mkdir()
+    with open(target / _RELATIONS, 'wb') as f:
+        for relation in graph.relations.values():
+            f.write(relation.model_dump_json().encode('utf-8'))
+            f.write(b'\n')
+    (target / _MARKS).write_text(json.dumps(graph.marks), encoding='utf-8')
+    manifest = {
+        'format': FORMAT,
+        'embedder': model_id(model),
+        'segments': [s.name for s in segments],
+        'records': records,
+        'relations': len(graph.relations),
+    }
+    (target / _MANIFEST).write_text(json.dumps(manifest), encoding='utf-8')
+    _sync(target, (_RELATIONS, _MARKS, _MANIFEST))
+    pointer = path / 'CURRENT.tmp'
+    pointer.write_text(version, encoding='utf-8')
+    os.replace(pointer, path / 'CURRENT')
+    for old in path.iterdir():
+        if old.is_dir() and old.name.startswith('v') and old.name != version:
+            shutil.rmtree(old, ignore_errors=True)
+    named = {s.name for s in segments}
+    for old in (path / _SEGMENTS).iterdir():
+        if old.name not in named:
+            shutil.rmtree(old, ignore_errors=True)
+
+
+def _read_records(source: Path) -> list[Record]:
+    with open(source / 'records.jsonl', 'rb') as f:
+        return [_RECORD_ADAPTER.validate_json(line) for line in f if line.strip()]
+
+
+def _read_documents(source: Path) -> list[DocumentInfo]:
+    return [DocumentInfo(**d) for d in json.loads((source / 'documents.json').read_text(encoding='utf-8'))]
+
+
+def _read_segment(source: Path) -> SavedSegment:
+    records = _read_records(source)
+    removed = json.loads((source / 'removed.json').read_text(encoding='utf-8'))
+    return SavedSegment(
+        name=source.name,
+        records=records,
+        vectors=np.load(source / 'vectors.npy'),
+        windows=load_windows(source, len(records)),
+        documents=_read_documents(source),
+        removed_documents=frozenset(removed['documents']),
+        removed_entities=frozenset(removed['entities']),
+    )
+
+
+def load(path: Path) -> tuple[list[SavedSegment], GraphState] | None:
+    """The current version's segments, to replay in order, and its graph (``None``: nothing saved)."""
+    current = path / 'CURRENT'
+    if not current.exists():
+        return None
+    source = path / current.read_text(encoding='utf-8').strip()
+    manifest = json.loads((source / _MANIFEST).read_text(encoding='utf-8'))
+    fmt = manifest.get('format')
+    if fmt == _LEGACY_FORMAT:
+        # One full copy per version: one segment, not on disk in this layout (the next save writes it).
+        records = _read_records(source)
+        legacy = SavedSegment(
+            name=new_name(),
+            records=records,
+            vectors=np.load(source / 'vectors.npy'),
+            windows=load_windows(source, len(records)),
+            documents=_read_documents(source),
+            removed_documents=frozenset(),
+            removed_entities=frozenset(),
+        )
+        return [legacy], _load_graph(source)
+    if fmt != FORMAT:
+        raise ValueError(f'{path} was written by an incompatible toolish-rag (format {fmt})')
+    segments = [_read_segment(path / _SEGMENTS / name) for name in manifest['segments']]
+    return segments, _load_graph(source)
+
+
+def _load_graph(source: Path) -> GraphState:
+    relations: dict[str, Relation] = {}
+    if (source / _RELATIONS).exists():
+        with open(source / _RELATIONS, 'rb') as f:
+            relations = {r.id: r for r in (Relation.model_validate_json(line) for line in f if line.strip())}
+    marks_file = source / _MARKS
+    marks = json.loads(marks_file.read_text(encoding='utf-8')) if marks_file.exists() else {}
+    return GraphState(relations, marks)
