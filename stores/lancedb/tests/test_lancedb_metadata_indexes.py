@@ -23,8 +23,10 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Filter, PropertyFilter as F, matches
 from toolish_rag.search import SearchHit, SearchRequest
 from toolish_rag.testing import StoreConformance
-from toolish_rag_lancedb import LanceDBStore
+from toolish_rag_lancedb import LanceDBStore, queries
 from toolish_rag_lancedb.metadata_indexes import metadata_index_config
+from toolish_rag_lancedb.queries import settled
+from toolish_rag_lancedb.text_query import parse_text_query
 
 pytestmark = pytest.mark.asyncio
 
@@ -151,3 +153,110 @@ async def test_scoped_text_search_equals_the_unindexed_store(tmp_path: pathlib.P
                 words = set(query.split())
                 matching = [r for r in in_scope if words & set(r.text.split())]
                 assert len(hits) == min(top_k, len(matching))
+
+
+# -- broad scopes: a post-filtered window of the unscoped ranking, or the prefiltered query ----------
+
+
+async def _prefiltered(store: LanceDBStore, query: str, top_k: int, f: Filter) -> list[tuple[str, float]]:
+    """The plain prefiltered LanceDB query the store ran before the candidate-window plan."""
+    table = await store.records_table()
+    q = table.query().nearest_to_text(parse_text_query(query).fts).select(['id', '_score'])
+    rows = await q.where(store.filter_sql(f)).limit(top_k).to_arrow()
+    return [(r['id'], r['_score']) for r in rows.to_pylist()]
+
+
+def _same_hits(got: Sequence[SearchHit], want: list[tuple[str, float]]) -> bool:
+    """Equal scores in equal order and the same records at every score, the cut included.
+
+    Only the order among records of equal score may differ (LanceDB's, per query plan).
+    """
+    if [h.score for h in got] != [s for _, s in want]:
+        return False
+    return all(
+        {h.id for h in got if h.score == score} == {i for i, s in want if s == score} for score in {s for _, s in want}
+    )
+
+
+@pytest.fixture
+def plans(monkeypatch: pytest.MonkeyPatch) -> list[bool]:
+    """Records each candidate window's verdict: ``True`` answered from it, ``False`` fell back."""
+    seen: list[bool] = []
+
+    def spy(window: Any, top_k: int) -> bool:
+        seen.append(settled(window, top_k))
+        return seen[-1]
+
+    monkeypatch.setattr(queries, 'settled', spy)
+    return seen
+
+
+def _ranked_records(n: int) -> list[Entity]:
+    """Texts with many repeated words, so scores spread and tie: ``share`` = ``bucket < share * 100``."""
+    rng = random.Random(5)
+    words = [f'w{i}' for i in range(12)]
+    return [
+        Entity(
+            id=f'r{i:04d}',
+            name=' '.join(rng.choices(words, k=rng.randrange(2, 9))),
+            metadata={'bucket': i % 100, 'tags': ['a', 'b'] if i % 4 == 0 else ['c']},
+        )
+        for i in range(n)
+    ]
+
+
+@pytest.mark.parametrize('indexed', [True, False], ids=['indexed', 'scanned'])
+async def test_broad_scopes_return_the_prefiltered_hits(
+    tmp_path: pathlib.Path, plans: list[bool], indexed: bool
+) -> None:
+    records = _ranked_records(1200)
+    store = LanceDBStore(
+        tmp_path / 'kb', embedder=HashingEmbeddingModel(32), metadata_index_threshold=0 if indexed else None
+    )
+    await store.upsert(records)
+    await store.optimize()
+    scopes: list[Filter] = [
+        *(F.lt('bucket', n) for n in (1, 5, 10, 30, 50, 90, 100)),
+        F.ne('bucket', 3),
+        F.eq('tags', 'c') | F.lt('bucket', 2),
+        ~F.contains('tags', 'a'),
+    ]
+    for scope in scopes:
+        in_scope = [r for r in records if matches(scope, r)]
+        for query in ('w1', 'w2 w3', 'w4 w5 w6 w7', 'w11 w0'):
+            words = set(query.split())
+            matching = sum(1 for r in in_scope if words & set(r.text.split()))
+            for top_k in (1, 3, 10, 40):
+                hits = await store.text_search(SearchRequest(query, top_k, scope))
+                want = await _prefiltered(store, query, top_k, scope)
+                assert _same_hits(hits, want), (scope, query, top_k, [(h.id, h.score) for h in hits], want)
+                assert all(matches(scope, h.record) for h in hits)
+                assert len(hits) == min(top_k, matching)
+    assert True in plans and False in plans  # both the window and the fallback answered
+
+
+async def test_a_scope_ranking_low_falls_back_to_the_prefilter(tmp_path: pathlib.Path, plans: list[bool]) -> None:
+    """Half the records in scope, all ranking below every out-of-scope one: the window holds none of them."""
+    loud = [Entity(id=f'x{i:03d}', name='alpha alpha alpha alpha', metadata={'side': 'out'}) for i in range(150)]
+    quiet = [
+        Entity(id=f'q{i:03d}', name=f'alpha beta gamma delta {i} ' + 'w ' * (i % 7), metadata={'side': 'in'})
+        for i in range(150)
+    ]
+    store = LanceDBStore(tmp_path / 'kb', embedder=HashingEmbeddingModel(32), metadata_index_threshold=0)
+    await store.upsert([*loud, *quiet])
+    await store.optimize()
+    scope = F.eq('side', 'in')
+    for top_k in (1, 10, 30):
+        hits = await store.text_search(SearchRequest('alpha', top_k, scope))
+        assert len(hits) == top_k and all(h.id.startswith('q') for h in hits)
+        assert _same_hits(hits, await _prefiltered(store, 'alpha', top_k, scope))
+    assert plans and not any(plans)
+
+
+async def test_candidate_window_sizes() -> None:
+    assert queries.candidate_window(0.5, 10) == 60
+    assert queries.candidate_window(0.3, 10) == 100
+    assert queries.candidate_window(0.1, 10) is None  # narrower: prefiltered (an index lookup)
+    assert queries.candidate_window(0.0, 10) is None
+    assert queries.candidate_window(1.0, 10) == 30
+    assert queries.candidate_window(1.0, 100) is None

@@ -5,7 +5,9 @@ both reads run on a handle pinned at one table version (`PinnedRecords`).
 
 Each function takes the records table a reader holds (``Tables.records_for_read``) and builds
 its filter into the query's ``WHERE`` (a prefilter), so every search returns ``top_k`` hits
-whenever that many records in scope match. Searches select their score column (``_distance``,
+whenever that many records in scope match. Text search under a broad scope first tries the same
+``WHERE`` as a post-filter on a window of the unscoped ranking, and keeps that answer only when it
+provably equals the prefiltered one (`text_search`). Searches select their score column (``_distance``,
 ``_score``) explicitly: LanceDB otherwise adds it itself and logs a deprecation warning to
 the user's terminal on every search.
 
@@ -18,6 +20,8 @@ propagates as itself, to the application, not to the model.
 
 from __future__ import annotations
 
+import math
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -43,10 +47,13 @@ __all__ = [
     'PinnedRecords',
     'PinnedTable',
     'Pins',
+    'ScopeShares',
+    'candidate_window',
     'expand',
     'expand_around',
     'fetch',
     'regex_search',
+    'settled',
     'text_search',
     'vector_search',
 ]
@@ -156,16 +163,96 @@ async def _mean_whole_best(
     return [SearchHit(record=record_from_row(rows[i]), score=float(scores[i])) for i in order]
 
 
-async def text_search(tables: Tables, table: Any, request: SearchRequest, scan_limit: int) -> list[SearchHit]:
-    """BM25 over the indexed text (or analysed words), with a substring fallback when no word matches."""
+CANDIDATE_FACTOR = 3
+"""A broad scope's text search reads this many times ``top_k`` / share candidates of the unscoped ranking
+(three times the candidates the scope's share leads one to expect it needs: a window short of ``top_k``
+in-scope rows costs a second query)."""
+MAX_CANDIDATES = 100
+"""The most candidates that plan reads. Reading each costs LanceDB a row fetch: at a million rows
+(top_k 10), a window of 300 for a 10% scope made the tool call 16.6 ms at p50 where the prefilter,
+an index lookup (`toolish_rag_lancedb.metadata_indexes`), took 13.8 ms; for a 50% scope the
+prefilter's lookup hands back half a million row ids and a window of 60 is the cheaper. So a scope
+needing more than 100 candidates (under 30% at top_k 10) is prefiltered."""
+
+
+class ScopeShares:
+    """The share of the records each scope admits, per table version: what plans a filtered text search.
+
+    Counting a scope is an index lookup (or a scan of its columns), a few milliseconds at a
+    million rows and 85 ms for a cold half: too much per search, so it is counted once per table
+    version and remembered (the most recent ``capacity`` scopes). A share from a version ago only
+    chooses the plan; the answer is the same either way (`text_search`).
+    """
+
+    def __init__(self, capacity: int = 256) -> None:
+        self._capacity = capacity
+        self._shares: OrderedDict[tuple[int, str], float] = OrderedDict()
+
+    async def share(self, table: Any, where: str) -> float:
+        key = (int(await table.version()), where)
+        share = self._shares.get(key)
+        if share is None:
+            total = int(await table.count_rows())
+            share = int(await table.count_rows(where)) / total if total else 0.0
+            self._shares[key] = share
+            while len(self._shares) > self._capacity:
+                self._shares.popitem(last=False)
+        else:
+            self._shares.move_to_end(key)
+        return share
+
+
+def candidate_window(share: float, top_k: int) -> int | None:
+    """How many candidates of the unscoped ranking a scope admitting ``share`` of the records needs
+    (`CANDIDATE_FACTOR` times ``top_k / share``), or ``None``: more than `MAX_CANDIDATES`, prefilter."""
+    if share <= 0:
+        return None
+    window = math.ceil(CANDIDATE_FACTOR * top_k / share)
+    return window if window <= MAX_CANDIDATES else None
+
+
+def settled(window: pa.Table, top_k: int) -> bool:
+    """Whether the in-scope rows of a candidate window are the scope's own top ``top_k``, provably.
+
+    The window is the unscoped top-``n``, so every record scoring above its lowest score is in it.
+    When some in-scope row of it scores strictly below the ``top_k``-th, every in-scope record
+    scoring at least the ``top_k``-th is in the window: the first ``top_k`` in-scope rows are the
+    records the prefiltered query returns, and no tie at the cut lets a record outside the scope
+    decide which of equally scored ones are shown.
+    """
+    if window.num_rows <= top_k:
+        return False
+    scores = window.column('_score')
+    return float(scores[top_k].as_py()) < float(scores[top_k - 1].as_py())
+
+
+async def text_search(
+    tables: Tables, table: Any, request: SearchRequest, scan_limit: int, shares: ScopeShares | None = None
+) -> list[SearchHit]:
+    """BM25 over the indexed text (or analysed words), with a substring fallback when no word matches.
+
+    A scope is LanceDB's prefilter: it evaluates the clause into a row mask before BM25 runs,
+    which at a million rows costs more than the search when the scope is broad (an index lookup
+    that hands back half a million row ids). So with ``shares``, a scope admitting a large share
+    of the records first reads the unscoped top ``n`` (`candidate_window`) with the same clause as
+    a post-filter: LanceDB evaluates it on those ``n`` rows only. When that `settled` the scope's
+    top ``top_k``, those are the hits, with the prefiltered query's scores; otherwise (a scope
+    whose records rank low for this query) the prefiltered query answers, as it does for narrow
+    scopes. Both read the same ``WHERE``: only in-scope rows ever leave LanceDB.
+    """
     parsed = parse_text_query(request.query, analyzer=tables.text_analyzer)
     where = tables.where(request.filter)
     if parsed.fts is not None:
-        q = table.query().nearest_to_text(parsed.fts).select([*RESULT_COLUMNS, '_score']).limit(request.top_k)
-        if where is not None:
-            q = q.where(where)
+        fts = parsed.fts
+
+        def query() -> Any:  # a new builder each time: LanceDB's builders change in place
+            return table.query().nearest_to_text(fts).select([*RESULT_COLUMNS, '_score'])
+
         try:
-            result = await q.to_arrow()
+            result = await _postfiltered(query, table, where, request.top_k, shares)
+            if result is None:
+                q = query()
+                result = await (q if where is None else q.where(where)).limit(request.top_k).to_arrow()
         except ValueError as exc:
             if 'INVERTED index' not in str(exc):
                 raise
@@ -176,6 +263,19 @@ async def text_search(tables: Tables, table: Any, request: SearchRequest, scan_l
         if result.num_rows:
             return _hits(result, '_score')
     return await _substring_search(tables, table, parsed.substrings, request.top_k, where, scan_limit)
+
+
+async def _postfiltered(
+    query: Callable[[], Any], table: Any, where: str | None, top_k: int, shares: ScopeShares | None
+) -> Any:
+    """The scope's top ``top_k`` from a post-filtered candidate window, or ``None``: prefilter instead."""
+    if where is None or shares is None:
+        return None
+    window = candidate_window(await shares.share(table, where), top_k)
+    if window is None:
+        return None
+    candidates = await query().where(where).postfilter().limit(window).to_arrow()
+    return candidates.slice(0, top_k) if settled(candidates, top_k) else None
 
 
 async def _substring_search(

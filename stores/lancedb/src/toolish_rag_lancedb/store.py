@@ -176,6 +176,7 @@ class LanceDBStore:
         self._ledger = DocumentLedger(self._tables)
         self._upkeep = IndexUpkeep(self._tables)
         self._record_pins = queries.Pins(RECORDS_TABLE)
+        self._scope_shares = queries.ScopeShares()
         self._relation_pins = queries.Pins(RELATIONS_TABLE)
 
     @property
@@ -296,7 +297,7 @@ class LanceDBStore:
         table = await self._tables.records_for_read()
         if table is None or request.top_k <= 0:
             return []
-        return await queries.text_search(self._tables, table, request, self.regex_scan_limit)
+        return await queries.text_search(self._tables, table, request, self.regex_scan_limit, self._scope_shares)
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         """Records whose exact text (a chunk's ``urtext``, an entity's text) matches ``pattern``, by RE2.
