@@ -31,10 +31,10 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Filter, PropertyFilter as F, matches
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchRequest
 from toolish_rag.sections import DocumentPageRequest, SectionReadRequest
-from toolish_rag.stores import InMemoryStore
+from toolish_rag.stores import InMemoryStore, memory_rows
 from toolish_rag.stores.bm25 import Bm25Index, Bm25Segment
 from toolish_rag.stores.memory import tokenize
-from toolish_rag.stores.memory_rows import GrowingMatrix
+from toolish_rag.stores.memory_rows import GrowingList, GrowingMatrix, LayeredMap
 
 WORDS = [f'w{i}' for i in range(60)] + ['refund', 'receipt', 'warranty', 'shipping', 'the', 'and']
 QUERIES = ['refund receipt', 'w3 w7 w11', 'warranty shipping w1', 'w42', 'the and']
@@ -222,6 +222,43 @@ def test_a_growing_matrix_never_changes_rows_an_older_version_holds() -> None:
         longer.view[0, 0] = 9
     big = longer.append(np.zeros((5000, 2), dtype=np.float32))  # past the capacity: copied, longer intact
     assert big.rows == 5005 and longer.view.shape == (5, 2)
+
+
+def test_a_growing_list_never_changes_items_an_older_version_holds() -> None:
+    base = GrowingList.of(['a', 'b'])
+    longer = base.append(['c'])
+    forked = base.append(['x', 'y'])  # not the tip any more: a copy
+    assert list(base) == ['a', 'b'] and list(longer) == ['a', 'b', 'c'] and list(forked) == ['a', 'b', 'x', 'y']
+    assert longer[-1] == 'c' and longer[1:] == ['b', 'c'] and len(forked) == 4
+    with pytest.raises(IndexError):
+        base[2]
+
+
+@pytest.mark.parametrize('seed', range(3))
+def test_a_layered_map_behaves_as_a_dict_across_versions(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Random removals and insertions against a plain dict (values, order, size), every version
+    kept and checked again at the end: a later version's changes never show in an earlier one."""
+    monkeypatch.setattr(memory_rows, '_FOLD_MIN', 8)  # fold the overlay into a new base often
+    rng = random.Random(seed)
+    reference: dict[int, int] = {k: k for k in range(50)}
+    layered: LayeredMap[int, int] = LayeredMap(dict(reference))
+    history: list[tuple[dict[int, int], LayeredMap[int, int]]] = []
+    folds = 0
+    for step in range(600):
+        removed = rng.sample(range(80), rng.randrange(0, 4))
+        added = [(rng.randrange(80), step) for _ in range(rng.randrange(0, 4))]
+        before, layered = layered, layered.changed(removed, added)
+        folds += layered._base is not before._base
+        for k in removed:
+            reference.pop(k, None)
+        for k, v in added:
+            reference.pop(k, None)
+            reference[k] = v
+        history.append((dict(reference), layered))
+    assert folds > 5
+    for expected, version in history:
+        assert list(version.items()) == list(expected.items()) and len(version) == len(expected)
+        assert all(version.get(k) == expected.get(k) and (k in version) == (k in expected) for k in range(80))
 
 
 async def test_a_store_saved_in_the_first_format_loads_and_moves_to_segments(tmp_path: Path) -> None:

@@ -63,7 +63,7 @@ from .caches import Lru, Once
 from .memory_graph import GraphState, entities_of, neighbours_of, nodes_of
 from .memory_navigation import NavigationIndex, NavigationScope, positions_of
 from .memory_persistence import SavedSegment, load, save
-from .memory_rows import GrowingMatrix
+from .memory_rows import GrowingList, GrowingMatrix, LayeredMap
 from .memory_segments import Segment, merge_tail
 from .memory_windows import WindowVectors, aligned, plan_write, window_key
 
@@ -128,11 +128,12 @@ class _Snapshot:
     and a write passes its filter masks on, extended by its own records (`applied`).
     """
 
-    records: tuple[Record, ...] = ()
+    records: GrowingList[Record] = field(default_factory=lambda: GrowingList.of(()))
     rows: GrowingMatrix = field(default_factory=lambda: GrowingMatrix.of(np.zeros((0, 0), dtype=np.float32)))
-    documents: dict[str, DocumentInfo] = field(default_factory=dict)
-    index: dict[str, int] = field(default_factory=dict)
-    by_document: dict[str, list[int]] = field(default_factory=dict)
+    documents: LayeredMap[str, DocumentInfo] = field(default_factory=lambda: LayeredMap({}))
+    index: LayeredMap[str, int] = field(default_factory=lambda: LayeredMap({}))
+    by_document: LayeredMap[str, list[int]] = field(default_factory=lambda: LayeredMap({}))
+    """Each document's chunk slots in reading order (lists never changed once published)."""
     graph: GraphState = field(default_factory=GraphState)
     windows: WindowVectors = field(default_factory=WindowVectors)
     live: npt.NDArray[np.bool_] | None = None
@@ -173,7 +174,7 @@ class _Snapshot:
         cls,
         records: list[Record],
         vectors: npt.NDArray[np.float32],
-        documents: dict[str, DocumentInfo],
+        documents: Mapping[str, DocumentInfo],
         graph: GraphState | None = None,
         windows: WindowVectors | None = None,
         analyzer: TextAnalyzer | None = None,
@@ -196,17 +197,17 @@ class _Snapshot:
         segment = Segment.written(
             0,
             len(records),
-            frozenset(documents),
+            tuple(documents),
             frozenset(),
             frozenset(),
             postings or (lambda: build_bm25(texts, analyzer or analyzer_for(None)).segments[0]),
         )
         return cls(
-            tuple(records),
+            GrowingList.of(records),
             GrowingMatrix.of(vectors),
-            documents,
-            index,
-            by_document,
+            LayeredMap(dict(documents)),
+            LayeredMap(index),
+            LayeredMap(by_document),
             graph or GraphState(),
             windows,
             None,
@@ -233,20 +234,18 @@ class _Snapshot:
         if self.live is not None:
             live[:start] = self.live
         live[killed] = False
-        index = dict(self.index)
-        for i in killed:
-            del index[self.records[i].id]
-        by_document = dict(self.by_document)
-        for d in removed_documents:
-            by_document.pop(d, None)
+        records = self.records.append(write.records)
+        chunks: dict[str, list[int]] = {}
         for j, r in enumerate(write.records):
-            index[r.id] = start + j
             if isinstance(r, Chunk):
-                by_document.setdefault(r.document_id, []).append(start + j)
-        for d in {r.document_id for r in write.records if isinstance(r, Chunk)}:
-            by_document[d].sort(key=lambda i: write.records[i - start].sequence_number)  # type: ignore[union-attr]
-        documents = {k: v for k, v in self.documents.items() if k not in removed_documents}
-        documents.update((d.id, d) for d in write.documents)
+                chunks.setdefault(r.document_id, []).append(start + j)
+        for positions in chunks.values():
+            positions.sort(key=lambda i: records[i].sequence_number)  # type: ignore[union-attr]
+        index = self.index.changed(
+            [self.records[i].id for i in killed], ((r.id, start + j) for j, r in enumerate(write.records))
+        )
+        by_document = self.by_document.changed(removed_documents, chunks.items())
+        documents = self.documents.changed(removed_documents, ((d.id, d) for d in write.documents))
         width = write.vectors.shape[1] if added else self.rows.width
         if self.rows.rows and added and width != self.rows.width:
             raise ValueError('the embedder changed dimensions: use a new store for a new model')
@@ -255,7 +254,7 @@ class _Snapshot:
         segment = Segment.written(
             start,
             start + added,
-            frozenset(d.id for d in write.documents),
+            tuple(d.id for d in write.documents),
             write.removed_documents,
             write.removed_entities,
             lambda: build_bm25(texts, analyzer).segments[0],
@@ -266,7 +265,7 @@ class _Snapshot:
             windows = aligned(windows, write.windows.key)  # windows of another config are forgotten
         segments = (*self.segments, segment)
         nxt = _Snapshot(
-            self.records + tuple(write.records),
+            records,
             rows if added else self.rows,
             documents,
             index,
@@ -297,7 +296,7 @@ class _Snapshot:
         nxt = _Snapshot.build(
             [self.records[i] for i in keep.tolist()],
             self.vectors[keep],
-            dict(self.documents),
+            self.documents,
             self.graph,
             windows if windows is not None else self.windows.select(keep.tolist()),
             analyzer,
@@ -319,7 +318,7 @@ class _Snapshot:
             records=[self.records[i] for i in positions],
             vectors=self.vectors[slots],
             windows=self.windows.select(positions),
-            documents=[info for d, info in self.documents.items() if d in segment.documents],
+            documents=[self.documents[d] for d in segment.written_documents() if d in self.documents],
             removed_documents=segment.removed_documents,
             removed_entities=segment.removed_entities,
         )

@@ -68,8 +68,8 @@ class Segment:
     """Its directory under a saved store's ``segments/`` (see `toolish_rag.stores.memory_persistence`)."""
     start: int
     stop: int
-    documents: frozenset[str]
-    """The documents this segment wrote (a saved segment holds their `DocumentInfo`)."""
+    documents: tuple[str, ...]
+    """The documents this segment wrote, in order (a saved segment holds their `DocumentInfo`)."""
     removed_documents: frozenset[str] = frozenset()
     """Documents removed before this segment's records were appended (a delete, or a replacement)."""
     removed_entities: frozenset[str] = frozenset()
@@ -80,7 +80,7 @@ class Segment:
         cls,
         start: int,
         stop: int,
-        documents: frozenset[str],
+        documents: tuple[str, ...],
         removed_documents: frozenset[str],
         removed_entities: frozenset[str],
         postings: Callable[[], Bm25Segment],
@@ -92,6 +92,10 @@ class Segment:
     @property
     def slots(self) -> int:
         return self.stop - self.start
+
+    def written_documents(self) -> list[str]:
+        """`documents` once each, where each was written last (the store's document order)."""
+        return list(reversed(dict.fromkeys(reversed(self.documents))))
 
     def postings(self) -> Bm25Segment:
         """The BM25 postings of this segment's slots (dead ones included: searches mask them)."""
@@ -111,7 +115,7 @@ def _merged(parts: Sequence[Segment]) -> Segment:
     return Segment.written(
         parts[0].start,
         parts[-1].stop,
-        frozenset().union(*(p.documents for p in parts)),
+        tuple(d for p in parts for d in p.documents),
         frozenset().union(*(p.removed_documents for p in parts)),
         frozenset().union(*(p.removed_entities for p in parts)),
         lambda: Bm25Segment.merge([p.postings() for p in parts]),
