@@ -519,7 +519,7 @@ def plot(rows: Sequence[Measured], path: pathlib.Path, title: str) -> None:
     import matplotlib.pyplot as plt
 
     sets = list(dict.fromkeys(r.vector_set for r in rows))
-    fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 5), squeeze=False)
+    fig, axes = plt.subplots(1, len(sets), figsize=(6.5 * len(sets), 6), squeeze=False)
     for ax, name in zip(axes[0], sets, strict=True):
         mine = [r for r in rows if r.vector_set == name and r.nprobes is not None]
         for line in dict.fromkeys((r.index, r.refine_factor, 'ef' in r.setting) for r in mine):
@@ -539,7 +539,7 @@ def plot(rows: Sequence[Measured], path: pathlib.Path, title: str) -> None:
         ax.set_ylabel('recall@10 vs exact (dashed: 0.95)')
         ax.set_title(name)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc='lower right')
+        ax.legend(fontsize=7, loc='upper center', bbox_to_anchor=(0.5, -0.13), ncol=2)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
