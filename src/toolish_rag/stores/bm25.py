@@ -109,31 +109,51 @@ class Bm25Segment:
 
     @classmethod
     def merge(cls, parts: Sequence[Bm25Segment]) -> Bm25Segment:
-        """One segment holding ``parts``' records in order (``parts[1]``'s follow ``parts[0]``'s...)."""
+        """One segment holding ``parts``' records in order (``parts[1]``'s follow ``parts[0]``'s...).
+
+        Linear in the postings, no sort: each part's postings of a word are contiguous, and land
+        after the same word's postings of the parts before it, so every posting's place is the
+        word's start in the merged segment, plus the earlier parts' counts of the word, plus its
+        rank within its part's run.
+        """
         vocabulary: dict[str, int] = {}
-        words: list[npt.NDArray[np.int64]] = []
-        positions: list[npt.NDArray[np.int64]] = []
-        offset = 0
+        mapped: list[npt.NDArray[np.int64]] = []
         for part in parts:
             local = np.fromiter(
                 (vocabulary.setdefault(w, len(vocabulary)) for w in part.vocabulary),
                 dtype=np.int64,
                 count=len(part.vocabulary),
             )
-            order = np.fromiter(part.vocabulary.values(), dtype=np.int64, count=len(part.vocabulary))
             mapping = np.empty(len(part.vocabulary), dtype=np.int64)
-            mapping[order] = local  # local word id -> merged word id
-            words.append(mapping[part._posting_words()])
-            positions.append(part.positions + offset)
+            mapping[np.fromiter(part.vocabulary.values(), dtype=np.int64, count=len(part.vocabulary))] = local
+            mapped.append(mapping)  # local word id -> merged word id
+        words = len(vocabulary)
+        before = np.zeros(words, dtype=np.int64)  # the parts so far: postings per merged word
+        counts = []
+        for part, mapping in zip(parts, mapped, strict=True):
+            count = np.zeros(words, dtype=np.int64)
+            count[mapping] = np.diff(part.starts)
+            counts.append(count)
+        starts = np.zeros(words + 1, dtype=np.int64)
+        np.cumsum(np.sum(counts, axis=0) if counts else np.zeros(words, np.int64), out=starts[1:])
+        total = int(starts[-1])
+        positions = np.empty(total, dtype=np.int64)
+        frequencies = np.empty(total, dtype=np.float32)
+        offset = 0
+        for part, mapping, count in zip(parts, mapped, counts, strict=True):
+            local_words = part._posting_words()
+            merged_words = mapping[local_words]
+            rank = np.arange(local_words.size, dtype=np.int64) - part.starts[local_words]
+            place = starts[merged_words] + before[merged_words] + rank
+            positions[place] = part.positions + offset
+            frequencies[place] = part.frequencies
+            before += count
             offset += len(part)
-        all_words = np.concatenate(words) if words else np.zeros(0, dtype=np.int64)
-        # Stable: within a word, earlier parts' postings (lower positions) stay first, so ascending.
-        order = np.argsort(all_words, kind='stable')
         return cls(
             vocabulary=vocabulary,
-            starts=_starts(all_words, len(vocabulary)),
-            positions=(np.concatenate(positions) if positions else np.zeros(0, dtype=np.int64))[order],
-            frequencies=(np.concatenate([p.frequencies for p in parts]) if parts else np.zeros(0, np.float32))[order],
+            starts=starts,
+            positions=positions,
+            frequencies=frequencies,
             lengths=np.concatenate([p.lengths for p in parts]) if parts else np.zeros(0, dtype=np.int64),
         )
 
