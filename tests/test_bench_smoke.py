@@ -15,6 +15,36 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
+def test_memory_write_bench_runs_and_its_reopened_store_agrees() -> None:
+    """`benchmarks/memory_write_bench.py` on 2,000 chunks: every row printed, and the saved store,
+    reopened, ranks as the live one (the script checks that itself and fails otherwise)."""
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / 'benchmarks' / 'memory_write_bench.py'),
+            '--size',
+            '2000',
+            '--writes',
+            '4',
+            '--deletes',
+            '3',
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=ROOT,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out = done.stdout
+    for row in (
+        'replace one document (10 chunks) | 4 |',
+        'delete one document | 3 |',
+        'vector search, first after a write',
+    ):
+        assert row in out, out
+    assert 'same records and text rankings' in out and 'Raw rebuild at this size' in out
+
+
 def test_core_bench_quick_runs() -> None:
     page = ROOT / 'docs' / 'benchmarks-core.md'
     before = page.read_text(encoding='utf-8') if page.exists() else None
