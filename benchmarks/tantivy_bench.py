@@ -12,9 +12,14 @@ same work done with raw tantivy on the very index the store holds, alternating c
 * regex_search: every stored document fetched and its source text scanned with RE2;
 * broaden_chunk: the id looked up, then a document-id term + sequence-range query, ordered;
 * zoom_out: the id looked up, then a document-id + section term query, ordered;
-* filtered text search at 1%, 10% and 50% (metadata ``bucket < n``): the raw query ANDed
-  with a const-score range query on the same fast field; "exact" counts the calls that
-  returned as many hits as the raw filtered query (``min(top_k, in-scope matches)``), all in scope.
+* filtered text search at 1%, 10% and 50% (metadata ``bucket < n``): the same query parse
+  (``parse_query_lenient``, which builds the query the store builds), ANDed with the filter as
+  the store's native query (a const-score range query on the same fast field), the same
+  ``top_k``, no hit count (the store asks for none), and the hits' stored documents fetched;
+  "exact" counts the calls that returned as many hits as the raw filtered query
+  (``min(top_k, in-scope matches)``), all in scope. Each selectivity is printed with tool and
+  raw p50/p99, their ratios and the load average, beside an unfiltered pair timed just before
+  it in the same way (``--filtered-only`` runs just these, without the raw ingest).
 
 Ingest is timed through ``store.upsert`` (batches of 2,000 documents, one commit each) and
 against raw tantivy indexing the same chunk texts with the same analyzer and batches into a
@@ -208,12 +213,17 @@ class RawTantivy:
         """The metadata filter ``bucket < percent`` as a const-score range query on the same fast field."""
         return Query.const_score_query(self.index.parse_query(f'm_ord.bucket:<{percent}'), 0.0)
 
-    def filtered_text(self, q: str, bucket_query: Query) -> int:
-        """`text` ANDed with ``bucket_query``; how many hits it returned."""
+    def filtered_text(self, q: str, bucket_query: Query | None) -> int:
+        """`text` ANDed with ``bucket_query`` (``None``: unfiltered), no hit count; how many hits it returned.
+
+        The store's work, done directly: the same parse, the filter as the same native query, the
+        same ``top_k``, and ``count=False`` as the store searches (counting would be raw-only work).
+        """
         searcher = self.index.searcher()
         query, _ = self.index.parse_query_lenient(q, ['text'])
-        scoped_q = Query.boolean_query([(Occur.Must, query), (Occur.Must, bucket_query)])
-        return len([searcher.doc(a).to_dict() for _, a in searcher.search(scoped_q, TOP_K).hits])
+        if bucket_query is not None:
+            query = Query.boolean_query([(Occur.Must, query), (Occur.Must, bucket_query)])
+        return len([searcher.doc(a).to_dict() for _, a in searcher.search(query, TOP_K, count=False).hits])
 
 
 # -- timing --------------------------------------------------------------------------------
@@ -274,16 +284,29 @@ def regex_runs(n_chunks: int) -> int:
     return max(3, min(20, 2_000_000 // n_chunks))
 
 
-async def time_filtered(
-    rag: ToolishRag[None], raw: RawTantivy, qs: list[str], n_chunks: int, unfiltered: dict[str, float]
-) -> list[dict[str, Any]]:
-    """text_search at 1%, 10% and 50% of the chunks, regex_search at 1%, against raw queries ANDed alike.
+def load_average() -> float:
+    """The 1-minute load average (above the core count: other processes shared the CPUs)."""
+    return float(Path('/proc/loadavg').read_text().split()[0]) if Path('/proc/loadavg').exists() else float('nan')
 
+
+async def time_filtered_text(
+    rag: ToolishRag[None], raw: RawTantivy, qs: list[str], unfiltered: dict[str, float]
+) -> list[dict[str, Any]]:
+    """text_search at 1%, 10% and 50% of the chunks against the same filtered query run raw, alternated.
+
+    Before each selectivity, the unfiltered tool and raw call are alternated the same way, so
+    each filtered figure has an unfiltered one taken under the same load beside it.
     "exact" counts the calls that returned as many hits as the raw filtered query found
     (``min(top_k, in-scope matches)``), all in scope.
     """
     filtered: list[dict[str, Any]] = []
     for percent in (1, 10, 50):
+        load_before = load_average()
+        plain = await alternate(
+            lambda q: hits_of(rag, 'text_search', {'query': q, 'top_k': TOP_K}),
+            lambda q: raw.filtered_text(q, None),
+            qs,
+        )
         scoped = rag.with_metadata_filter(F.lt('bucket', percent))
         bucket_query = raw.bucket_below(percent)
         got = await alternate(
@@ -296,7 +319,27 @@ async def time_filtered(
             for hs, n in zip(got.tool_out, got.raw_out, strict=True)
             if len(hs) == n and all(h.record.metadata['bucket'] < percent for h in hs)
         )
-        filtered.append(filtered_entry('text_search', percent, got.tool_ms, got.raw_ms, unfiltered, exact))
+        entry = filtered_entry('text_search', percent, got.tool_ms, got.raw_ms, unfiltered, exact)
+        entry.update(
+            raw_p99_ms=round(percentile(got.raw_ms, 99), 4),
+            raw='parse_query_lenient + (query AND const-score m_ord.bucket range) + search(top_k, count=False) + fetch',
+            unfiltered_alongside={
+                'p50_ms': round(percentile(plain.tool_ms, 50), 4),
+                'p99_ms': round(percentile(plain.tool_ms, 99), 4),
+                'raw_p50_ms': round(percentile(plain.raw_ms, 50), 4),
+                'raw_p99_ms': round(percentile(plain.raw_ms, 99), 4),
+            },
+            load_average=[load_before, load_average()],
+        )
+        filtered.append(entry)
+    return filtered
+
+
+async def time_filtered(
+    rag: ToolishRag[None], raw: RawTantivy, qs: list[str], n_chunks: int, unfiltered: dict[str, float]
+) -> list[dict[str, Any]]:
+    """text_search at 1%, 10% and 50% of the chunks (`time_filtered_text`), regex_search at 1%, against raw queries ANDed alike."""
+    filtered = await time_filtered_text(rag, raw, qs, unfiltered)
     scoped = rag.with_metadata_filter(F.lt('bucket', 1))
     bucket_1 = raw.bucket_below(1)
     got = await alternate(
@@ -332,7 +375,12 @@ def filtered_entry(
 
 
 def table_rows(
-    key: str, n_chunks: int, tools: list[Timed], filtered: list[dict[str, Any]], build: float, raw_build: float
+    key: str,
+    n_chunks: int,
+    tools: list[Timed],
+    filtered: list[dict[str, Any]],
+    build: float | None,
+    raw_build: float | None,
 ) -> list[str]:
     """This corpus's rows of the printed table: tools, filtered searches, ingest."""
     lines = [
@@ -346,28 +394,65 @@ def table_rows(
             f'| {key} | {n_chunks:,} | {f["tool"]}, {f["selectivity"]:.0%} filter{exact_note} | {f["p50_ms"]:.2f} '
             f'| {f["p99_ms"]:.2f} | {f["raw_p50_ms"]:.2f} | {f["p50_ms"] / f["raw_p50_ms"]:.2f}x |'
         )
-    lines.append(
-        f'| {key} | {n_chunks:,} | ingest (chunks/s) | {n_chunks / build:,.0f} | - | {n_chunks / raw_build:,.0f} '
-        f'| {build / raw_build:.2f}x (time) |'
-    )
+    if build is not None and raw_build is not None:
+        lines.append(
+            f'| {key} | {n_chunks:,} | ingest (chunks/s) | {n_chunks / build:,.0f} | - | {n_chunks / raw_build:,.0f} '
+            f'| {build / raw_build:.2f}x (time) |'
+        )
     return lines
 
 
-async def bench(key: str, docs: list[Document], queries: list[str], repeats: int) -> tuple[list[str], dict[str, Any]]:
+def filtered_text_rows(key: str, n_chunks: int, filtered: list[dict[str, Any]]) -> list[str]:
+    """The filtered text rows with raw p99, both ratios and the load (`FILTERED_HEADER`): each row is
+    the unfiltered pair timed just before it, then the filtered pair."""
+    lines = []
+    for f in filtered:
+        if 'unfiltered_alongside' not in f:
+            continue
+        u = f['unfiltered_alongside']
+        load = ' to '.join(f'{x:.1f}' for x in f['load_average'])
+        lines.append(
+            f'| {key} | {f["selectivity"]:.0%} | {f["n"]} | {f["p50_ms"]:.2f} / {f["p99_ms"]:.2f} '
+            f'| {f["raw_p50_ms"]:.2f} / {f["raw_p99_ms"]:.2f} | {f["p50_ms"] / f["raw_p50_ms"]:.2f}x '
+            f'| {f["p99_ms"] / f["raw_p99_ms"]:.2f}x | {f["exact_top_k"]}/{f["n"]} '
+            f'| {u["p50_ms"]:.2f} / {u["p99_ms"]:.2f} | {u["raw_p50_ms"]:.2f} / {u["raw_p99_ms"]:.2f} | {load} |'
+        )
+    return lines
+
+
+FILTERED_HEADER = (
+    '| corpus | filter `bucket < n` | calls | tool p50 / p99 ms | raw p50 / p99 ms | p50 ratio | p99 ratio | exact '
+    '| unfiltered tool p50 / p99 | unfiltered raw p50 / p99 | load avg |\n'
+    '|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---|'
+)
+
+
+async def bench(
+    key: str, docs: list[Document], queries: list[str], repeats: int, *, filtered_only: bool = False
+) -> tuple[list[str], dict[str, Any]]:
+    """One corpus: ingest, every tool, the filtered searches (``filtered_only``: ingest and filtered text only)."""
     store = TantivyStore(writer_threads=2, writer_heap_bytes=512_000_000, regex_scan_limit=None)
     build = await store_ingest(store, docs)
     raw = RawTantivy(store.index)
     n_chunks = sum(len(d.chunks) for d in docs)
     print(f'{key}: indexed {n_chunks} chunks in {build:.1f} s through the store', flush=True)
-    raw_build = raw_ingest(docs, store.analyzer_name)
-    gc.collect()
-    print(f'{key}: raw tantivy indexed the same chunks in {raw_build:.1f} s', flush=True)
+    raw_build = None
+    if not filtered_only:
+        raw_build = raw_ingest(docs, store.analyzer_name)
+        gc.collect()
+        print(f'{key}: raw tantivy indexed the same chunks in {raw_build:.1f} s', flush=True)
     rag: ToolishRag[None] = ToolishRag(store, name='bench', max_top_k=50)
     qs = (queries * (1 + repeats // max(1, len(queries))))[:repeats]
     await rag.run_tool('text_search', {'query': qs[0], 'top_k': TOP_K})  # warm up
-    tools = await time_tools(rag, raw, docs, qs)
-    unfiltered = {t.entry['tool']: t.entry['p50_ms'] for t in tools}
-    filtered = await time_filtered(rag, raw, qs, n_chunks, unfiltered)
+    tools: list[Timed] = []
+    if filtered_only:
+        filtered = await time_filtered_text(rag, raw, qs, {'text_search': float('nan')})
+        for f in filtered:
+            f['unfiltered_p50_ms'] = f['unfiltered_alongside']['p50_ms']
+    else:
+        tools = await time_tools(rag, raw, docs, qs)
+        unfiltered = {t.entry['tool']: t.entry['p50_ms'] for t in tools}
+        filtered = await time_filtered(rag, raw, qs, n_chunks, unfiltered)
     store.close()
     entry: dict[str, Any] = {
         'name': key,
@@ -376,7 +461,7 @@ async def bench(key: str, docs: list[Document], queries: list[str], repeats: int
         'ingest': {
             'seconds': round(build, 3),
             'chunks_per_s': round(n_chunks / build, 1),
-            'raw_chunks_per_s': round(n_chunks / raw_build, 1),
+            'raw_chunks_per_s': round(n_chunks / raw_build, 1) if raw_build is not None else None,
             'raw': f'raw tantivy IndexWriter (2 threads, same analyzer), minimal schema, commit per {BATCH_DOCS} docs',
         },
         'tools': [t.entry for t in tools],
@@ -397,6 +482,11 @@ async def main() -> None:
     parser.add_argument('--repeats', type=int, default=200, help='calls per operation (regex: fewer)')
     parser.add_argument('--quick', action='store_true', help='2,000 synthetic chunks only, 30 calls (seconds)')
     parser.add_argument('--json-out', type=Path, default=None, help='write the speed-result JSON here')
+    parser.add_argument(
+        '--filtered-only',
+        action='store_true',
+        help='only ingest and filtered text_search beside raw (no raw ingest, unfiltered tools or regex)',
+    )
     args = parser.parse_args()
     sizes, repeats, scifact = args.sizes, args.repeats, not args.no_scifact
     if args.quick:
@@ -405,7 +495,7 @@ async def main() -> None:
     corpora: list[dict[str, Any]] = []
     if scifact and SCIFACT.exists():
         docs, queries = scifact_docs()
-        lines, entry = await bench('scifact', docs, queries, repeats)
+        lines, entry = await bench('scifact', docs, queries, repeats, filtered_only=args.filtered_only)
         rows += lines
         corpora.append(entry)
         write_json(args.json_out, corpora)
@@ -415,7 +505,7 @@ async def main() -> None:
         start = time.perf_counter()
         docs, queries = synthetic_docs(size)
         print(f'synthetic {size}: generated in {time.perf_counter() - start:.1f} s', flush=True)
-        lines, entry = await bench(synthetic_name(size), docs, queries, repeats)
+        lines, entry = await bench(synthetic_name(size), docs, queries, repeats, filtered_only=args.filtered_only)
         rows += lines
         corpora.append(entry)
         write_json(args.json_out, corpora)
@@ -428,6 +518,11 @@ async def main() -> None:
     print('| corpus | chunks | operation | tool p50 ms | tool p99 ms | raw p50 ms | tool/raw (p50) |')
     print('|---|---:|---|---:|---:|---:|---:|')
     print('\n'.join(rows))
+    print()
+    print('Filtered text_search beside the same filtered query run raw (alternated call by call):')
+    print()
+    print(FILTERED_HEADER)
+    print('\n'.join(line for c in corpora for line in filtered_text_rows(c['name'], c['chunks'], c['filtered'])))
     if args.json_out is not None:
         write_json(args.json_out, corpora)
         print(f'\nJSON written to {args.json_out}')

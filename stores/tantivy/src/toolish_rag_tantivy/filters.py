@@ -16,6 +16,9 @@ per node type, so a new node type is a type error here until it has one):
 * ``ne``, ``nin`` and ``not`` are ``all - positive``, so records without the key are
   kept: exact complements.
 
+`CompiledFilters` keeps compiled filters per committed version of an index, so a scope that
+every call of a tenant repeats is compiled once per commit rather than once per call.
+
 A filter holding a value the index cannot hold (an integer beyond 64 bits, a lone
 surrogate: `toolish_rag_tantivy.schema.unstorable`) is not translated: no term or fast-field
 value can carry it, and range bounds would round. `translatable` says so, the store's
@@ -24,6 +27,8 @@ value can carry it, and range bounds would round. `translatable` says so, the st
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Callable
 from decimal import Decimal
 
@@ -36,7 +41,7 @@ from toolish_rag.filters import Filter, FilterVisitor
 
 from .schema import SEP, scalar_terms, unstorable
 
-__all__ = ['FilterCompiler', 'translatable']
+__all__ = ['CompiledFilters', 'FilterCompiler', 'translatable']
 
 
 def _regex_escape(text: str) -> str:
@@ -199,6 +204,64 @@ class FilterCompiler(FilterVisitor[Query]):
         substring = self._string_match(key, '.*' + _regex_escape(value) + '.*', lambda s: value in s)
         on_scalar = Query.boolean_query([(Occur.Must, substring), (Occur.MustNot, self._term('m_list', key))])
         return _or([as_element, on_scalar])
+
+
+class CompiledFilters:
+    """A bounded cache of compiled filter queries for one index, each valid for one committed version.
+
+    Why: a scoped toolset sends the same filter with every call, and compiling it is work that
+    can depend on the index (a string range reads every value of its key from the term
+    dictionary; a ``starts_with``/``contains`` builds a regex automaton), so repeating it per call
+    grows with the index for nothing. Why per version: such a query is only right for the
+    searcher it was compiled against; a query compiled before a write, used after it, could miss
+    a new value, and under a negation (``~(tenant < 'b')``) that would *admit* a record outside the
+    scope. So an entry is keyed by the version its searcher belongs to (`TantivyStore` bumps the
+    version with every reload and clears the cache), and a snapshot of an older version can only
+    ever read or write entries of that version.
+
+    The key is the filter's JSON, not the filter object: pydantic equality and hashing would
+    take ``eq('x', 1)`` and ``eq('x', True)`` for the same filter, which compile to different
+    terms. Equal JSON means an equal filter (filters round-trip through JSON exactly).
+    Thread-safe; least recently used entries are dropped beyond ``max_entries``.
+    """
+
+    def __init__(self, max_entries: int = 256) -> None:
+        if max_entries < 1:
+            raise ValueError('max_entries must be at least 1')
+        self.max_entries = max_entries
+        self._lock = threading.Lock()
+        self._entries: OrderedDict[tuple[int, str], Query] = OrderedDict()
+        self.hits = 0
+        """Lookups answered from the cache (for tests and inspection)."""
+        self.misses = 0
+        """Lookups that compiled the filter."""
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def get(self, version: int, f: Filter, compile: Callable[[], Query]) -> Query:
+        """The query compiled for ``f`` at ``version``; ``compile()`` (outside the lock) when there is none."""
+        key = (version, f.to_json())
+        with self._lock:
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+                return found
+        query = compile()
+        with self._lock:
+            self.misses += 1
+            self._entries[key] = query
+            self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+        return query
+
+    def clear(self) -> None:
+        """Forget every entry (a new version was committed: none of them is needed any more)."""
+        with self._lock:
+            self._entries.clear()
 
 
 _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1

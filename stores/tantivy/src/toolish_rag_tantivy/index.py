@@ -9,7 +9,8 @@ into `TantivyStore`'s internals. Writes stay with `TantivyStore` (its writer, gr
 
 A snapshot is one searcher, that is one committed version of the index: every read made on
 the same snapshot sees the same version, even while a commit lands (an expansion reads its
-anchor and the window around it that way). A snapshot is cheap; take a new one per request.
+anchor and the window around it that way). A snapshot is cheap; take a new one per request. A snapshot taken with a `CompiledFilters` and
+its version (`TantivyStore.snapshot` does) reuses the filter queries compiled for that version.
 All methods block (tantivy calls): run them in a worker thread.
 """
 
@@ -29,7 +30,7 @@ from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import count_matches, regex_rank_key, scan_limit_error
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 
-from .filters import FilterCompiler
+from .filters import CompiledFilters, FilterCompiler, translatable
 from .schema import KIND_CHUNK, KIND_DOCUMENT, from_stored, scan_text
 
 __all__ = ['IndexSnapshot', 'all_hits', 'count_hits', 'ids_query', 'record_owners']
@@ -42,6 +43,10 @@ class IndexSnapshot:
     index: tantivy.Index
     schema: tantivy.Schema
     searcher: tantivy.Searcher
+    filters: CompiledFilters | None = None
+    """Compiled filters of this index (``None``: compile every time)."""
+    version: int = 0
+    """The committed version ``searcher`` belongs to: the key of ``filters``' entries."""
 
     @property
     def is_empty(self) -> bool:
@@ -61,9 +66,18 @@ class IndexSnapshot:
         else:
             parts.append((Occur.MustNot, Query.term_query(self.schema, 'kind', KIND_DOCUMENT)))
         if f is not None:
-            compiled = FilterCompiler(self.index, self.searcher).compile(f)
-            parts.append((Occur.Must, Query.const_score_query(compiled, 0.0)))
+            parts.append((Occur.Must, self.filter_query(f)))
         return Query.boolean_query(parts)
+
+    def filter_query(self, f: Filter) -> Query:
+        """``f`` as a scoring-free query on this searcher: compiled once per version when `filters` is set."""
+
+        def compile() -> Query:
+            return Query.const_score_query(FilterCompiler(self.index, self.searcher).compile(f), 0.0)
+
+        if self.filters is None or not translatable(f):
+            return compile()  # an untranslatable filter raises there, with its own message
+        return self.filters.get(self.version, f, compile)
 
     def record(self, address: tantivy.DocAddress) -> Record:
         """The record stored at ``address`` (an address from this snapshot's searcher)."""

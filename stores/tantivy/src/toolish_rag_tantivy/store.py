@@ -19,6 +19,9 @@ Concurrency and durability:
   reader (each search takes one searcher snapshot) sees the old version or the new one; an
   expansion around an anchor reads the anchor and its window on one searcher too;
 * the reader is reloaded after every commit: a search issued after ``upsert`` returns sees it;
+  each reload is a new *version*, which empties the cache of compiled filters
+  (`toolish_rag_tantivy.filters.CompiledFilters`): a filter query is reused only on the
+  version it was compiled for;
 * a tantivy commit is atomic on disk, so a process killed mid-write leaves the previous
   commit intact; re-running the same upsert is idempotent.
 """
@@ -55,7 +58,7 @@ from toolish_rag.sections import (
 from toolish_rag.writes import upsert_batch
 
 from .analyzers import AnalyzerName
-from .filters import translatable
+from .filters import CompiledFilters, translatable
 from .index import IndexSnapshot, record_owners
 from .query import TEXT_QUERY_SYNTAX
 from .schema import FORMAT_VERSION, KIND_ENTITY, check_storable, to_tantivy
@@ -119,7 +122,10 @@ class TantivyStore:
         self._index = self._open_index()
         self.analysis.register(self._index)
         self._index.config_reader('manual')
-        self._index.reload()
+        self._version_lock = threading.Lock()
+        self._version = 0
+        self._filters = CompiledFilters()
+        self._reload()
         self._writer_heap = writer_heap_bytes
         self._writer_threads = writer_threads
         self.regex_scan_limit = regex_scan_limit
@@ -247,7 +253,7 @@ class TantivyStore:
             for write, _ in applied:
                 write.future.set_exception(e)
             raise
-        self._index.reload()
+        self._reload()
         for write, counts in applied:
             write.future.set_result(counts)
 
@@ -353,9 +359,28 @@ class TantivyStore:
         """
         return translatable(filter)
 
+    def _reload(self) -> None:
+        """Show the last commit to new snapshots: a new version, so no filter compiled before it is reused.
+
+        The reader (manual policy) changes only here, and the version with it under one lock, so a
+        snapshot never pairs a searcher with another version's compiled filters.
+        """
+        with self._version_lock:
+            self._index.reload()
+            self._version += 1
+            self._filters.clear()
+
+    @property
+    def compiled_filters(self) -> CompiledFilters:
+        """The cache of compiled filter queries (per committed version; for inspection and tests)."""
+        return self._filters
+
     def snapshot(self) -> IndexSnapshot:
         """The index as of its last commit, for reads (`toolish_rag_tantivy.index`); blocks briefly."""
-        return IndexSnapshot(self._index, self._schema, self._index.searcher())
+        with self._version_lock:
+            return IndexSnapshot(
+                self._index, self._schema, self._index.searcher(), filters=self._filters, version=self._version
+            )
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         if request.top_k <= 0:
