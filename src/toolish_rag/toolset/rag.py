@@ -289,6 +289,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         self._functions: FunctionToolset[AgentDepsT] = FunctionToolset(
             self._build_tools(), max_retries=config.max_retries
         )
+        # `run_tool`'s tools: outside a run they depend on the configuration alone (no tool has a
+        # `prepare` function, and a direct context carries no retries), so they are built once.
+        self._direct_tools: dict[str, ToolsetTool[AgentDepsT]] | None = None
 
     @classmethod
     def _from(cls, config: _Config, eager_run: _EagerRun | None = None) -> ToolishRag[AgentDepsT]:
@@ -489,7 +492,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         `~toolish_rag.toolset.retries.MAX_RETRY_CHARS` characters, whatever was sent).
         """
         ctx = direct_context(deps)
-        tools = await self.get_tools(ctx)
+        tools = self._direct_tools
+        if tools is None:
+            tools = self._direct_tools = await self.get_tools(ctx)
         full = tool if tool in tools else tool_name(self._config.name, tool)
         if full not in tools:
             raise ValueError(f'{tool!r} is not offered by this toolset; it offers {sorted(tools)}')
