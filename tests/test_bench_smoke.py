@@ -15,27 +15,23 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 
-def test_memory_write_bench_runs_and_its_reopened_store_agrees() -> None:
-    """`benchmarks/memory_write_bench.py` on 2,000 chunks: every row printed, and the saved store,
-    reopened, ranks as the live one (the script checks that itself and fails otherwise)."""
+def _bench(script: str, *args: str) -> str:
+    """What ``benchmarks/<script> <args>`` printed (it must succeed within five minutes)."""
     done = subprocess.run(
-        [
-            sys.executable,
-            str(ROOT / 'benchmarks' / 'memory_write_bench.py'),
-            '--size',
-            '2000',
-            '--writes',
-            '4',
-            '--deletes',
-            '3',
-        ],
+        [sys.executable, str(ROOT / 'benchmarks' / script), *args],
         capture_output=True,
         text=True,
         timeout=300,
         cwd=ROOT,
     )
     assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
+    return done.stdout
+
+
+def test_memory_write_bench_runs_and_its_reopened_store_agrees() -> None:
+    """`benchmarks/memory_write_bench.py` on 2,000 chunks: every row printed, and the saved store,
+    reopened, ranks as the live one (the script checks that itself and fails otherwise)."""
+    out = _bench('memory_write_bench.py', '--size', '2000', '--writes', '4', '--deletes', '3')
     for row in (
         'replace one document (10 chunks) | 4 |',
         'delete one document | 3 |',
@@ -48,15 +44,7 @@ def test_memory_write_bench_runs_and_its_reopened_store_agrees() -> None:
 def test_core_bench_quick_runs() -> None:
     page = ROOT / 'docs' / 'benchmarks-core.md'
     before = page.read_text(encoding='utf-8') if page.exists() else None
-    done = subprocess.run(
-        [sys.executable, str(ROOT / 'benchmarks' / 'core_bench.py'), '--quick'],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
+    out = _bench('core_bench.py', '--quick')
     for tool in ('vector_search', 'text_search', 'hybrid_search', 'regex_search', 'broaden_chunk', 'zoom_out'):
         assert re.search(rf'^\| {tool}( \([a-z ]+\))? \| \d+ \| [0-9.]+ / [0-9.]+ \|', out, re.MULTILINE), (
             f'no row for {tool}:\n{out}'
