@@ -71,8 +71,3 @@ class Once(Generic[_V]):
             if self._value is None:
                 self._value = build()
             return self._value
-
-    def peek(self) -> _V | None:
-        """The value if it was built, else ``None`` (builds nothing)."""
-        with self._lock:
-            return self._value

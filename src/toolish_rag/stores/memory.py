@@ -175,15 +175,16 @@ class _Snapshot:
         records: list[Record],
         vectors: npt.NDArray[np.float32],
         documents: Mapping[str, DocumentInfo],
-        graph: GraphState | None = None,
-        windows: WindowVectors | None = None,
-        analyzer: TextAnalyzer | None = None,
+        graph: GraphState,
+        windows: WindowVectors,
+        analyzer: TextAnalyzer,
         postings: Callable[[], Bm25Segment] | None = None,
     ) -> _Snapshot:
         """A version holding ``records`` in one segment, every slot live.
 
         ``postings`` builds the segment's BM25 postings when it is first needed (by default:
-        tokenising the records' texts with ``analyzer``).
+        tokenising the records' texts with ``analyzer``, the store's own: an English default here
+        would index a German store's text in English).
         """
         index = {r.id: i for i, r in enumerate(records)}
         by_document: dict[str, list[int]] = {}
@@ -192,7 +193,6 @@ class _Snapshot:
                 by_document.setdefault(r.document_id, []).append(i)
         for positions in by_document.values():
             positions.sort(key=lambda i: records[i].sequence_number)  # type: ignore[union-attr]
-        windows = windows if windows is not None else WindowVectors.unwindowed(len(records))
         texts = [r.text for r in records]
         segment = Segment.written(
             0,
@@ -200,7 +200,7 @@ class _Snapshot:
             tuple(documents),
             frozenset(),
             frozenset(),
-            postings or (lambda: build_bm25(texts, analyzer or analyzer_for(None)).segments[0]),
+            postings or (lambda: build_bm25(texts, analyzer).segments[0]),
         )
         return cls(
             GrowingList.of(records),
@@ -208,7 +208,7 @@ class _Snapshot:
             LayeredMap(dict(documents)),
             LayeredMap(index),
             LayeredMap(by_document),
-            graph or GraphState(),
+            graph,
             windows,
             None,
             (segment,) if records or documents else (),
