@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from itertools import chain
+from itertools import accumulate, chain
 
 import numpy as np
 import numpy.typing as npt
@@ -193,15 +193,9 @@ class Bm25Index:
 
     @classmethod
     def of(cls, segments: Sequence[Bm25Segment]) -> Bm25Index:
-        offsets = np.concatenate([[0], np.cumsum([len(s) for s in segments], dtype=np.int64)])[:-1]
-        lengths = (
-            np.concatenate([s.lengths for s in segments])
-            if len(segments) > 1
-            else segments[0].lengths
-            if segments
-            else np.zeros(0, dtype=np.int64)
-        )
-        return cls(tuple(segments), tuple(int(o) for o in offsets), lengths, ScopeStatistics.of(lengths, None))
+        offsets = tuple(accumulate((len(s) for s in segments), initial=0))[:-1]
+        lengths = np.concatenate([s.lengths for s in segments]) if segments else np.zeros(0, dtype=np.int64)
+        return cls(tuple(segments), offsets, lengths, ScopeStatistics.of(lengths, None))
 
     @classmethod
     def build(cls, token_ids: list[list[int]], vocabulary: dict[str, int]) -> Bm25Index:
