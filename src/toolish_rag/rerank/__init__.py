@@ -11,9 +11,9 @@
 and the eager search, to hits found within the run's scope (docs/reranking.md).
 """
 
-from .base import Reranked, Reranker, rerank_or_keep
-from .cross_encoder import CrossEncoderReranker
-from .model import DEFAULT_RERANK_INSTRUCTIONS, ModelReranker
+from ._base import Reranked, Reranker, rerank_or_keep
+from ._cross_encoder import CrossEncoderReranker
+from ._model import DEFAULT_RERANK_INSTRUCTIONS, ModelReranker
 
 __all__ = [
     'DEFAULT_RERANK_INSTRUCTIONS',

@@ -34,7 +34,7 @@ from ..graph.walk import MAX_WALK_NODES
 from ..grounded.model import MAX_CLAIMS, Claim
 from ..grouping import DocumentGroup, group_hits
 from ..protocols import StoreCapabilities, StoreLike
-from ..rerank.base import Reranked, Reranker, rerank_or_keep
+from ..rerank._base import Reranked, Reranker, rerank_or_keep
 from ..retriever import Retriever
 from ..search import QUERY_RULE, SearchHit
 from . import graph_tool, navigation_tools, render, verify_tool
