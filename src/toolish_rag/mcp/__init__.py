@@ -3,8 +3,8 @@
 Needs the ``mcp`` extra: ``pip install "toolish-rag[mcp]"``. See ``docs/mcp.md``.
 """
 
+from ._tokens import TokenScope, TokenTable, load_token_table, scope_from_shorthand
 from .server import HITS_META_KEY, SCOPE_KEY, BearerScopeMiddleware, build_server, http_app, serve_http, serve_stdio
-from .tokens import TokenScope, TokenTable, load_token_table, scope_from_shorthand
 
 __all__ = [
     'HITS_META_KEY',

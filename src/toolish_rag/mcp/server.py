@@ -36,7 +36,7 @@ from ..content import Chunk
 from ..filters import Filter
 from ..search import SearchHit
 from ..toolset import ToolishRag
-from .tokens import TokenScope, TokenTable
+from ._tokens import TokenScope, TokenTable
 
 __all__ = [
     'HITS_META_KEY',
