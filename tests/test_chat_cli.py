@@ -26,7 +26,7 @@ from rich.console import Console
 
 from toolish_rag import DocumentBuilder, PropertyFilter as F, ToolishRag
 from toolish_rag.cli import main
-from toolish_rag.cli.chat_cmd import CHAT_INSTRUCTIONS, chat
+from toolish_rag.cli._chat_cmd import CHAT_INSTRUCTIONS, chat
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.stores import InMemoryStore
 

@@ -11,7 +11,7 @@ import pytest
 from tests.grounded.grounded_helpers import ACME_0_ID, Scripted, answer, build_store, cite
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.cli import main
-from toolish_rag.cli.ask_cmd import ask_and_print
+from toolish_rag.cli._ask_cmd import ask_and_print
 
 GOOD_ANSWER = answer(
     'answered',

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from toolish_rag.cli import main
-from toolish_rag.cli.common import filterable_keys
+from toolish_rag.cli._common import filterable_keys
 from toolish_rag.toolset import FilterableKey
 
 

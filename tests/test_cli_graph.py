@@ -92,7 +92,7 @@ def test_builders_that_make_entities_run_before_the_linkers() -> None:
     """Regression: exact ran before extract, so the second build linked the first build's new entities."""
     import argparse
 
-    from toolish_rag.cli.graph_cmd import builders_for
+    from toolish_rag.cli._graph_cmd import builders_for
 
     args = argparse.Namespace(
         link=['vector', 'exact', 'extract', 'code', 'structure'],

@@ -13,12 +13,13 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import ask_cmd, chat_cmd, eval_cmd, graph_cmd, ingest_cmd, mcp_cmd, search_cmd, tools_cmd
-from .common import add_store_arguments
+from . import _ask_cmd, _chat_cmd, _eval_cmd, _graph_cmd, _ingest_cmd, _mcp_cmd, _search_cmd, tools_cmd
+from ._chat_cmd import chat
+from ._common import add_store_arguments
 
-__all__ = ['main']
+__all__ = ['build_parser', 'chat', 'main']
 
-_COMMANDS = (ingest_cmd, search_cmd, tools_cmd, eval_cmd, mcp_cmd, chat_cmd, ask_cmd, graph_cmd)
+_COMMANDS = (_ingest_cmd, _search_cmd, tools_cmd, _eval_cmd, _mcp_cmd, _chat_cmd, _ask_cmd, _graph_cmd)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -6,7 +6,7 @@ import argparse
 import json
 from typing import Any
 
-from .common import open_rag
+from ._common import open_rag
 
 
 def register(sub: Any) -> argparse.ArgumentParser:

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from .common import STORE_DIR, reranking
+from ._common import STORE_DIR, reranking
 
 
 def register(sub: Any) -> argparse.ArgumentParser:

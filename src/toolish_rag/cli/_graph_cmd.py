@@ -33,7 +33,7 @@ from ..graph.builders import (
     VectorLinker,
     build_graph,
 )
-from .common import MODEL_ENV, open_rag
+from ._common import MODEL_ENV, open_rag
 
 __all__ = ['LINKS', 'register', 'run']
 

@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from ..filters import parse_filter
-from .common import open_rag
+from ._common import open_rag
 
 
 def register(sub: Any) -> argparse.ArgumentParser:

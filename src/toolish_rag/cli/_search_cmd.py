@@ -11,7 +11,7 @@ from pydantic_ai import ModelRetry
 from ..content import Chunk
 from ..filters import parse_filter
 from ..search import SearchHit
-from .common import open_rag
+from ._common import open_rag
 
 
 def register(sub: Any) -> argparse.ArgumentParser:

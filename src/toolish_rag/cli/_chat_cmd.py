@@ -29,7 +29,7 @@ from pydantic_ai.messages import AgentStreamEvent, ModelMessage, PartDeltaEvent,
 from pydantic_ai.models import Model
 
 from ..toolset import RagEvent, ToolishRag, tool_name
-from .common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
+from ._common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
 
 if TYPE_CHECKING:
     from rich.console import Console

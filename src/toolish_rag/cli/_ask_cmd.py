@@ -23,7 +23,7 @@ from ..errors import InvalidRequestError
 from ..grounded.ask import ask
 from ..grounded.render import render_markdown, to_json
 from ..toolset import ToolishRag
-from .common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
+from ._common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
 
 __all__ = ['ask_and_print', 'register', 'run']
 

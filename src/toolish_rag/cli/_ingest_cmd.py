@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from .common import open_rag
+from ._common import open_rag
 
 if TYPE_CHECKING:
     from rich.console import Console
