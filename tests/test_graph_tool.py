@@ -21,10 +21,10 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolish_rag import DocumentBuilder, PropertyFilter as F, RagEvent, ToolishRag
+from toolish_rag.citations.model import GroundedAnswer
+from toolish_rag.citations.verify import UngroundedAnswerError
 from toolish_rag.content import Document, Entity, NodeKind, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.grounded.model import GroundedAnswer
-from toolish_rag.grounded.verify import UngroundedAnswerError
 from toolish_rag.protocols import GraphSearch, StoreCapabilities, StoreLike
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset.graph_tool import MAX_IDS

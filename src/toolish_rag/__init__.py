@@ -70,8 +70,8 @@ __all__ = [
 ]
 
 from .analysis import LANGUAGES, TextAnalyzer, analyzer_for
+from .citations import GroundedAnswer, UngroundedAnswerError
 from .fusion import FusionConfig
-from .grounded import GroundedAnswer, UngroundedAnswerError
 from .rerank import CrossEncoderReranker, ModelReranker, Reranker
 from .retriever import Retriever, SectionView
 from .toolset import EagerSearch, FilterableKey, ModelFilters, RagEvent, RagListener, ToolishRag

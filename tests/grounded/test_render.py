@@ -6,8 +6,8 @@ import json
 
 from markdown_it import MarkdownIt
 
+from toolish_rag.citations.model import Citation, CitationSource, Claim, GroundedAnswer
 from toolish_rag.grounded.ask import AskResult, Attempt
-from toolish_rag.grounded.model import Citation, CitationSource, Claim, GroundedAnswer
 from toolish_rag.grounded.render import escape_markdown, render_markdown, to_json
 from toolish_rag.grounded.semantic import SemanticReport, SemanticVerdict
 

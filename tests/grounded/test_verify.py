@@ -7,10 +7,8 @@ import time
 import pytest
 
 from toolish_rag import DocumentBuilder
-from toolish_rag.content import Chunk, Document
-from toolish_rag.errors import ToolishRagError
-from toolish_rag.grounded.model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer
-from toolish_rag.grounded.verify import (
+from toolish_rag.citations.model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer
+from toolish_rag.citations.verify import (
     FEEDBACK_MAX_CHARS,
     NOT_SEEN,
     SPANS_TWO_CHUNKS,
@@ -20,6 +18,8 @@ from toolish_rag.grounded.verify import (
     check_quote,
     verify_answer,
 )
+from toolish_rag.content import Chunk, Document
+from toolish_rag.errors import ToolishRagError
 
 PARTS = [
     'Refunds are issued within 14 days of the return. The original receipt is required for every refund.',

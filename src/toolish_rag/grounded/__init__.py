@@ -11,13 +11,13 @@
   of model calls (``rag.ask(...)``); `render_markdown` and `to_json` show the result.
 """
 
+from ..citations.model import AnswerStatus, Citation, CitationSource, Claim, GroundedAnswer
+from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS, QuoteMatch, closest_sentence, find_quote, normalise_quote
+from ..citations.verify import CitationProblem, UngroundedAnswerError, Verification, check_quote, verify_answer
 from .ask import MAX_MODEL_CALLS, MAX_RETRIEVALS, AskResult, Attempt, ask
 from .capability import Grounding, SemanticListener, seen_chunk_ids
-from .model import AnswerStatus, Citation, CitationSource, Claim, GroundedAnswer
-from .quotes import DEFAULT_MIN_QUOTE_CHARS, QuoteMatch, closest_sentence, find_quote, normalise_quote
 from .render import escape_markdown, render_markdown, to_json
 from .semantic import SemanticReport, SemanticVerdict, judge_claims
-from .verify import CitationProblem, UngroundedAnswerError, Verification, check_quote, verify_answer
 
 __all__ = [
     'DEFAULT_MIN_QUOTE_CHARS',

@@ -40,15 +40,15 @@ from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded
 from pydantic_ai.models import Model, ModelRequestContext, infer_model
 from pydantic_ai.usage import UsageLimits
 
+from ..citations.model import GroundedAnswer
+from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS
+from ..citations.verify import UngroundedAnswerError
 from ..content import Chunk
 from ..errors import InvalidRequestError
 from ..search import SearchHit
-from ..toolset import render
+from ..toolset.render import fitting, render_record
 from .capability import Grounding
-from .model import GroundedAnswer
-from .quotes import DEFAULT_MIN_QUOTE_CHARS
 from .semantic import SemanticReport, judge_claims
-from .verify import UngroundedAnswerError
 
 if TYPE_CHECKING:
     from ..toolset import ToolishRag
@@ -209,12 +209,12 @@ def _within_budget(chunks: Sequence[Chunk], budget: int) -> tuple[list[Chunk], l
     The first passage is always used, even alone over budget: an answer from one whole passage
     beats no answer, and a passage is never cut.
     """
-    n = render.fitting(chunks, budget, lambda c: len(c.urtext))
+    n = fitting(chunks, budget, lambda c: len(c.urtext))
     return list(chunks[:n]), list(chunks[n:])
 
 
 def _passages(chunks: Sequence[Chunk]) -> str:
-    return '\n\n'.join(render.render_record(c, n) for n, c in enumerate(chunks, 1))
+    return '\n\n'.join(render_record(c, n) for n, c in enumerate(chunks, 1))
 
 
 def _merge(first: Sequence[Chunk], second: Sequence[Chunk]) -> list[Chunk]:

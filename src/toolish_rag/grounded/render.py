@@ -20,8 +20,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from ..citations.model import Citation, CitationSource, GroundedAnswer
 from .ask import AskResult
-from .model import Citation, CitationSource, GroundedAnswer
 
 __all__ = ['escape_markdown', 'render_markdown', 'to_json']
 

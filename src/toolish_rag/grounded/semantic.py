@@ -1,6 +1,6 @@
 """The optional semantic check: one model call judging whether each claim follows from its quotes.
 
-Verification (`toolish_rag.grounded.verify`) proves that every quote stands in a chunk the model
+Verification (`toolish_rag.citations.verify`) proves that every quote stands in a chunk the model
 saw; it cannot prove that the claim says what the quotes say ("refunds take 30 days", citing
 "refunds are never paid after 30 days"). A second model can judge that, but a model's judgement
 is evidence, not proof: it is reported beside the answer (`SemanticReport`), never used to
@@ -24,7 +24,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.usage import RunUsage, UsageLimits
 
-from .model import GroundedAnswer
+from ..citations.model import GroundedAnswer
 
 __all__ = ['SEMANTIC_TIMEOUT_S', 'SemanticReport', 'SemanticVerdict', 'Verdict', 'judge_claims']
 

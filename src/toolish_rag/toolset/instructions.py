@@ -11,8 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..analysis import TextAnalyzer
+from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..graph.walk import MAX_HOPS, MAX_WALK_NODES
-from ..grounded.quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..protocols import StoreLike, TextSearch
 from .graph_tool import DEFAULT_HOPS, DEFAULT_MAX_NODES, MAX_IDS
 from .names import ToolName, tool_name

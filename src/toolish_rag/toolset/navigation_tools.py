@@ -18,8 +18,15 @@ from ..navigation import Choice, SectionChoice
 from ..retriever import Retriever
 from ..search import SearchHit
 from ..sections import MAX_PAGE_LIMIT, DocumentSummary
-from . import render_navigation as show
 from .filterable import ModelFilters
+from .render_navigation import (
+    render_choice,
+    render_document_page,
+    render_outline,
+    render_section_choice,
+    render_section_page,
+    render_values,
+)
 from .retries import short_repr
 
 __all__ = [
@@ -80,7 +87,7 @@ async def list_documents(r: Retriever, args: Mapping[str, Any], names: ToolNames
     hint = {k: v for k, v in args.items() if k in ('title_contains', 'limit', 'filter') and v is not None}
     if hint.get('limit') == DEFAULT_PAGE:
         del hint['limit']
-    return show.render_document_page(page, offset, names.list_documents, shown, hint), []
+    return render_document_page(page, offset, names.list_documents, shown, hint), []
 
 
 async def _document(r: Retriever, name: str, names: ToolNames) -> DocumentSummary | Choice:
@@ -102,8 +109,8 @@ async def _checked_choice(r: Retriever, choice: Choice, shown: tuple[str, ...]) 
 async def outline(r: Retriever, args: Mapping[str, Any], names: ToolNames, shown: tuple[str, ...]) -> _Result:
     found = await _document(r, args['document'], names)
     if isinstance(found, Choice):
-        return show.render_choice(await _checked_choice(r, found, shown), args['document'], shown), []
-    return show.render_outline(await r.navigator().outline(found), names.read_section), []
+        return render_choice(await _checked_choice(r, found, shown), args['document'], shown), []
+    return render_outline(await r.navigator().outline(found), names.read_section), []
 
 
 async def read_section(
@@ -116,7 +123,7 @@ async def read_section(
     if args.get('document') is not None:
         document = await _document(r, args['document'], names)
         if isinstance(document, Choice):
-            return show.render_choice(await _checked_choice(r, document, shown), args['document'], shown), []
+            return render_choice(await _checked_choice(r, document, shown), args['document'], shown), []
         document_id = document.id
     target = await navigator.section(name, document_id)
     if target is None:
@@ -126,9 +133,9 @@ async def read_section(
             + '. A short section may be stored with its parent section: search for its words instead.'
         )
     if isinstance(target, SectionChoice):
-        return show.render_section_choice(target, name), []
+        return render_section_choice(target, name), []
     page = await navigator.read(target, offset=offset, limit=_READ_BATCH)
-    text, chunks = show.render_section_page(target, page, offset, max_chars, names.read_section)
+    text, chunks = render_section_page(target, page, offset, max_chars, names.read_section)
     return text, [SearchHit(c, 0.0) for c in chunks]
 
 
@@ -138,4 +145,4 @@ async def list_values(r: Retriever, args: Mapping[str, Any], filterable: ModelFi
         allowed = ', '.join(filterable.keys) if filterable is not None else ''
         raise InvalidRequestError(f'{echo(key)} is not a filterable key; the keys are: {allowed}.')
     counts = await r.navigator().value_counts(key, candidates=MAX_VALUES)
-    return show.render_values(key, counts, MAX_VALUES), []
+    return render_values(key, counts, MAX_VALUES), []

@@ -27,11 +27,13 @@ from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from .. import tracing
+from ..citations.model import MAX_CLAIMS, Claim
 from ..errors import InvalidRequestError, echo
 from ..filters import Filter, combine_all
 from ..fusion import FusionConfig
 from ..graph.walk import MAX_WALK_NODES
-from ..grounded.model import MAX_CLAIMS, Claim
+from ..grounded.ask import AskResult, ask as grounded_ask
+from ..grounded.capability import Grounding, SemanticListener
 from ..grouping import DocumentGroup, group_hits
 from ..protocols import StoreCapabilities, StoreLike
 from ..rerank._base import Reranked, Reranker, rerank_or_keep
@@ -43,10 +45,8 @@ from .direct import direct_context
 from .events import RagEvent, RagListener
 from .filterable import FilterableSpec, ModelFilters
 
-if TYPE_CHECKING:  # the grounded package builds on this toolset: imported where used
+if TYPE_CHECKING:
     from pydantic_ai.models import Model
-
-    from ..grounded import AskResult, Grounding, SemanticListener
 from .instructions import build_instructions, tool_descriptions
 from .names import TOOL_NAMES, ToolName, check_tool_names, tool_name
 from .render_navigation import render_groups
@@ -368,8 +368,6 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         be in the run's scope, every quote must stand in its chunk; a failed check is sent back for
         ``repairs`` repairs, then raises `UngroundedAnswerError`. See docs/grounded.md.
         """
-        from ..grounded import Grounding
-
         return Grounding(
             self,
             min_quote_chars=min_quote_chars,
@@ -396,9 +394,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         At most 2 retrievals and 6 model calls; an empty retrieval calls no answer model. See
         `toolish_rag.grounded.ask` and docs/grounded.md.
         """
-        from ..grounded import ask
-
-        return await ask(
+        return await grounded_ask(
             self,
             question,
             model=model,

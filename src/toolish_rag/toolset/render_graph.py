@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from ..content import Relation
 from ..errors import echo
 from ..graph.walk import GraphWalk, WalkedNode
-from . import render
+from .render import fitting, indent
 
 __all__ = ['NO_SEEDS', 'WalkShown', 'edge_line', 'node_line', 'render_walk']
 
@@ -58,7 +58,7 @@ def edge_line(edge: Relation) -> str:
 
 def _node_block(walked: WalkedNode, *, reranked: bool, with_text: bool) -> str:
     lines = [node_line(walked, reranked=reranked), f'    title: {walked.node.title}']
-    text = render.indent(walked.node.text) if with_text and walked.node.text.strip() else ''
+    text = indent(walked.node.text) if with_text and walked.node.text.strip() else ''
     return '\n'.join([*lines, text] if text else lines)
 
 
@@ -97,7 +97,7 @@ def render_walk(walk: GraphWalk, shown: WalkShown, max_chars: int) -> tuple[str,
     ]
     if shown.not_found:
         parts.append(f'Not found (no node has this id): {", ".join(echo(i) for i in shown.not_found)}.')
-    with_text = render.fitting(nodes, max_chars, lambda n: len(n.node.text))
+    with_text = fitting(nodes, max_chars, lambda n: len(n.node.text))
     parts += [_node_block(n, reranked=shown.reranked, with_text=i < with_text) for i, n in enumerate(nodes)]
     if with_text < len(nodes):
         first = 'the first node' if with_text == 1 else f'the first {with_text} nodes'
@@ -114,6 +114,6 @@ def _edges(edges: Sequence[Relation], max_chars: int) -> str:
     if not edges:
         return 'Edges walked: none.'
     lines = [edge_line(e) for e in edges]
-    n = render.fitting(lines, max_chars, len)
+    n = fitting(lines, max_chars, len)
     more = f'\n[{len(lines) - n} more edges not shown (output capped); walk from fewer seeds or hops.]'
     return f'Edges walked ({len(lines)}):\n' + '\n'.join(lines[:n]) + (more if n < len(lines) else '')

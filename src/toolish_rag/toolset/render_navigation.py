@@ -14,7 +14,7 @@ from ..content import Chunk, MetadataValue, Scalar
 from ..grouping import DocumentGroup
 from ..navigation import Choice, Outline, SectionChoice, SectionTarget
 from ..sections import DocumentPage, DocumentSummary, SectionPage
-from . import render
+from .render import NO_RESULTS, fitting, indent, render_record
 
 __all__ = [
     'render_choice',
@@ -129,7 +129,7 @@ def _block(chunk: Chunk, text: str | None = None) -> str:
     """One chunk as ``read_section`` shows it: its id and section path, then its text indented."""
     path = ' > '.join(chunk.section_path)
     body = chunk.urtext if text is None else text
-    return f'\nchunk {chunk.id} (section: {path or "(document start)"})\n{render.indent(body)}'
+    return f'\nchunk {chunk.id} (section: {path or "(document start)"})\n{indent(body)}'
 
 
 def fit(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
@@ -139,7 +139,7 @@ def fit(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
     The blocks are measured as shown (headers and indentation included), so a section of many
     short rows under deep headings is capped as tightly as one of long paragraphs.
     """
-    kept = list(chunks[: render.fitting(chunks, max_chars, lambda c: len(_block(c)))])
+    kept = list(chunks[: fitting(chunks, max_chars, lambda c: len(_block(c)))])
     return kept, bool(kept) and len(_block(kept[0])) > max_chars
 
 
@@ -193,10 +193,10 @@ def render_values(key: str, counts: Mapping[Scalar, int], max_values: int) -> st
 def render_groups(groups: Sequence[DocumentGroup], *, heading: str) -> str:
     """Grouped results: one entry per document, its best chunk shown and its other matching chunks named."""
     if not groups:
-        return render.NO_RESULTS
+        return NO_RESULTS
     parts = [heading, '']
     for n, group in enumerate(groups, start=1):
-        block = render.render_record(group.best, n)
+        block = render_record(group.best, n)
         if group.others:
             named = ', '.join(f'chunk {h.id}' for h in group.others[:MAX_ALSO_MATCHING])
             more = len(group.others) - MAX_ALSO_MATCHING

@@ -2,7 +2,7 @@
 
 A model that checks its citations before answering can still repair them with its tools; the
 grounding capability checks them again afterwards, and the two must agree. So the verdict is
-`toolish_rag.grounded.verify.verify_answer`'s, run on the chunks this tool fetched through the
+`toolish_rag.citations.verify.verify_answer`'s, run on the chunks this tool fetched through the
 run's scoped `Retriever`: each cited chunk by id and, for a chunk that does not hold a quote cited
 from it, its neighbours in reading order, so that a quote from the next chunk is answered with the
 id to cite instead, and one stitched across two chunks is named as such.
@@ -27,11 +27,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import TypeAlias
 
+from ..citations.model import Citation, CitationSource, Claim, GroundedAnswer
+from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
+from ..citations.verify import NOT_SEEN, CitationProblem, Verification, normalise_chunk_id, verify_answer
 from ..content import Chunk
 from ..errors import InvalidRequestError, echo
-from ..grounded.model import Citation, CitationSource, Claim, GroundedAnswer
-from ..grounded.quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
-from ..grounded.verify import NOT_SEEN, CitationProblem, Verification, normalise_chunk_id, verify_answer
 from ..retriever import Retriever
 from ..search import SearchHit
 from .arguments import StringArgument

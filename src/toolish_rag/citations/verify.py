@@ -317,7 +317,7 @@ def verify_answer(
 
     ``seen`` maps chunk id to chunk for the in-scope chunks that reached the model in this
     conversation. Every claim, whatever the status, needs at least one citation, and every
-    citation must verify; see the module docs of `toolish_rag.grounded.quotes` for what a match
+    citation must verify; see the module docs of `toolish_rag.citations.quotes` for what a match
     is. Any ``source`` the model sent is discarded. ``answer`` is not changed.
     """
     index = _Seen(seen)
