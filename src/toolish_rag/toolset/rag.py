@@ -26,7 +26,6 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from .. import tracing
 from ..citations.model import MAX_CLAIMS, Claim
 from ..errors import InvalidRequestError, echo
 from ..filters import Filter, combine_all
@@ -39,11 +38,14 @@ from ..protocols import StoreCapabilities, StoreLike
 from ..rerank._base import Reranked, Reranker, rerank_or_keep
 from ..retriever import Retriever
 from ..search import QUERY_RULE, SearchHit
-from . import graph_tool, navigation_tools, render, verify_tool
+from ..tracing import HITS, RERANKED, RETRY, CallTrace, Tracing
+from . import navigation_tools, verify_tool
 from .arguments import StringArguments
 from .direct import direct_context
 from .events import RagEvent, RagListener
 from .filterable import FilterableSpec, ModelFilters
+from .graph_tool import DEFAULT_GRAPH_SEEDS, GraphSettings, graph_context_tool
+from .render import NO_RESULTS, render_hits, render_neighbours, render_section
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -96,7 +98,7 @@ class _Config:
     max_read_chars: int = 12000
     filterable: ModelFilters | None = None
     allow_grouping: bool = False
-    graph_seeds: int = graph_tool.DEFAULT_GRAPH_SEEDS
+    graph_seeds: int = DEFAULT_GRAPH_SEEDS
     trace_content: bool = False
     reranker: Reranker | None = None
     rerank_candidates: int = 30
@@ -247,7 +249,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         max_read_chars: int = 12000,
         filterable: Mapping[str, FilterableSpec] | ModelFilters | None = None,
         allow_grouping: bool = False,
-        graph_seeds: int = graph_tool.DEFAULT_GRAPH_SEEDS,
+        graph_seeds: int = DEFAULT_GRAPH_SEEDS,
         trace_content: bool = False,
         reranker: Reranker | None = None,
         rerank_candidates: int = 30,
@@ -598,15 +600,15 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             if inspect.isawaitable(outcome):
                 await outcome
 
-    def _tracing(self, ctx: RunContext[Any]) -> tracing.Tracing:
+    def _tracing(self, ctx: RunContext[Any]) -> Tracing:
         """Where this run's spans go, with content only if both the developer and the run's instrumentation allow."""
-        return tracing.Tracing.of_run(ctx, opted_in=self._config.trace_content)
+        return Tracing.of_run(ctx, opted_in=self._config.trace_content)
 
-    def _call_trace(self, tool: str, arguments: Mapping[str, Any], retriever: Retriever) -> tracing.CallTrace:
+    def _call_trace(self, tool: str, arguments: Mapping[str, Any], retriever: Retriever) -> CallTrace:
         store = type(self._config.store).__name__
-        return tracing.CallTrace(self._config.name, store, tool, retriever.filter is not None, arguments)
+        return CallTrace(self._config.name, store, tool, retriever.filter is not None, arguments)
 
-    async def _eager(self, retriever: Retriever, eager: EagerSearch, traced: tracing.Tracing) -> str:
+    async def _eager(self, retriever: Retriever, eager: EagerSearch, traced: Tracing) -> str:
         start = time.perf_counter()
         caps = self._store_capabilities
         arguments = {'query': eager.query, 'top_k': eager.top_k}
@@ -615,12 +617,12 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             search = next(spec.search for spec in _SEED_ORDER if available[spec.name])
             found = await self._ranked(retriever, search, eager.query, eager.top_k)
             hits = found.hits
-            span.set_attribute(tracing.HITS, len(hits))
+            span.set_attribute(HITS, len(hits))
             if self._config.reranker is not None:
-                span.set_attribute(tracing.RERANKED, found.reranked)
-        text = render.render_hits(hits, heading=f'Preloaded search results for {eager.query!r}{_mark(found)}:')
+                span.set_attribute(RERANKED, found.reranked)
+        text = render_hits(hits, heading=f'Preloaded search results for {eager.query!r}{_mark(found)}:')
         if not hits:
-            text = f'Preloaded search results for {eager.query!r}: none. {render.NO_RESULTS}'
+            text = f'Preloaded search results for {eager.query!r}: none. {NO_RESULTS}'
         await self._emit(
             RagEvent(
                 rag=self._config.name,
@@ -678,7 +680,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                     s for v in arguments.values() for s in (v if isinstance(v, list) else [v]) if isinstance(s, str)
                 ]
                 message = retry_message(str(e), echoed=[*sent, *(v.strip() for v in sent)])
-                span.set_attribute(tracing.RETRY, True)
+                span.set_attribute(RETRY, True)
                 await self._emit(
                     RagEvent(
                         rag=self._config.name,
@@ -691,7 +693,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                     )
                 )
                 raise ModelRetry(message) from e
-            span.set_attribute(tracing.HITS, len(hits))
+            span.set_attribute(HITS, len(hits))
             if notes:
                 span.set_attributes(notes)
             await self._emit(
@@ -739,7 +741,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             else:
                 groups, found = [], await self._ranked(r, spec.search, q, top_k)
             if reranker is not None:
-                notes[tracing.RERANKED] = found.reranked
+                notes[RERANKED] = found.reranked
             # A reranked score is absolute (the reranker's, in [0, 1]); failed open, the search's own meaning holds.
             hits = _apply_threshold(found.hits, threshold, relative=spec.relative and not found.reranked)
             heading = f'{spec.label} search results for {q!r}{_mark(found)}:'
@@ -747,7 +749,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 kept = {id(h) for h in hits}
                 groups = [g for g in groups if id(g.best) in kept]
                 return render_groups(groups, heading=heading), [g.best for g in groups]
-            return render.render_hits(hits, heading=heading), hits
+            return render_hits(hits, heading=heading), hits
 
         return await self._run(ctx, spec.name, arguments, body, notes)
 
@@ -792,20 +794,20 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             **self._search_tools(),
             **self._reading_tools(),
             **self._navigation_tools(),
-            'graph_context': graph_tool.graph_context_tool(self._run, self._graph_settings()),
+            'graph_context': graph_context_tool(self._run, self._graph_settings()),
         }
         return [
             Tool(tools[t], name=tool_name(cfg.name, t), description=descriptions[t], takes_ctx=True)
             for t in self._offered()
         ]
 
-    def _graph_settings(self) -> graph_tool.GraphSettings:
+    def _graph_settings(self) -> GraphSettings:
         """What ``graph_context`` needs: its budgets, and the best search to seed from (as the eager search picks)."""
         caps = self._store_capabilities
         available = {'hybrid_search': caps.hybrid, 'vector_search': caps.vector, 'text_search': caps.text}
         search = next((spec.search for spec in _SEED_ORDER if available[spec.name]), None)
         cfg = self._config
-        return graph_tool.GraphSettings(cfg.graph_seeds, cfg.max_expansion_chars, search, lookup=caps.expand)
+        return GraphSettings(cfg.graph_seeds, cfg.max_expansion_chars, search, lookup=caps.expand)
 
     def _search_tools(self) -> dict[ToolName, Callable[..., Any]]:
         """``vector_search``, ``text_search``, ``hybrid_search`` (one `_RankedTool` each) and ``regex_search``."""
@@ -836,7 +838,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             async def body(r: Retriever, args: Mapping[str, Any]) -> tuple[str, list[SearchHit]]:
                 self._check_top_k(top_k)
                 hits = await r.regex_search(args['pattern'], top_k)
-                return render.render_hits(hits, heading=f'Regex matches for {args["pattern"]!r}:'), hits
+                return render_hits(hits, heading=f'Regex matches for {args["pattern"]!r}:'), hits
 
             arguments = {'pattern': pattern, 'top_k': top_k, 'filter': filter}
             return await self._run(ctx, 'regex_search', arguments, body)
@@ -867,7 +869,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 if found is None:
                     raise InvalidRequestError(_not_found(chunk_id, 'a chunk id'))
                 anchor, chunks = found
-                text, shown = render.render_neighbours(anchor, chunks, cfg.max_expansion_chars)
+                text, shown = render_neighbours(anchor, chunks, cfg.max_expansion_chars)
                 # Only the chunks shown are hits: grounding counts hits as chunks the model has read.
                 return text, [SearchHit(c, 1.0 if c.id == anchor.id else 0.0) for c in shown]
 
@@ -882,7 +884,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 view = await r.section(args['id'], max_chunks)
                 if view is None:
                     raise InvalidRequestError(_not_found(id, 'a chunk id or section id'))
-                text, shown = render.render_section(view, cfg.max_expansion_chars)
+                text, shown = render_section(view, cfg.max_expansion_chars)
                 return text, [SearchHit(c, 0.0) for c in shown]
 
             return await self._run(ctx, 'zoom_out', {'id': id}, body)
