@@ -92,7 +92,7 @@ from toolish_rag.citations.quotes import DEFAULT_MIN_QUOTE_CHARS  # noqa: E402
 from toolish_rag.citations.verify import Verification, verify_answer  # noqa: E402
 from toolish_rag.content import Chunk, Document  # noqa: E402
 from toolish_rag.ingest import Chunker, OutlineBuilder, ParsedDocument  # noqa: E402
-from toolish_rag.ingest.readers.text import paragraph_spans, trim_spans  # noqa: E402
+from toolish_rag.ingest._readers.text import paragraph_spans, trim_spans  # noqa: E402
 from toolish_rag.stores import InMemoryStore  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402
 

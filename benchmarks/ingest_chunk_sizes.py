@@ -20,8 +20,8 @@ from pathlib import Path
 
 from toolish_rag.embedding import resolve_embedder
 from toolish_rag.ingest import Chunker
-from toolish_rag.ingest.model import OutlineBuilder, ParsedDocument
-from toolish_rag.ingest.readers.text import paragraph_spans
+from toolish_rag.ingest._model import OutlineBuilder, ParsedDocument
+from toolish_rag.ingest._readers.text import paragraph_spans
 from toolish_rag.retriever import Retriever
 from toolish_rag.stores import InMemoryStore
 

@@ -34,7 +34,7 @@ from toolish_rag.content import Document, Relation, document_id_for
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.graph.walk import WalkRequest
 from toolish_rag.ingest import ingest
-from toolish_rag.ingest.parse import file_uri
+from toolish_rag.ingest._parse import file_uri
 from toolish_rag.stores import InMemoryStore
 
 SECRET_TENANT = 'tenant-zq7-umbrella'

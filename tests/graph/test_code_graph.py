@@ -24,8 +24,8 @@ from toolish_rag.graph.builders.code import CodeGraphBuilder
 from toolish_rag.graph.model import Direction, NodeRequest
 from toolish_rag.graph.walk import WalkRequest, walk
 from toolish_rag.ingest import Chunker
-from toolish_rag.ingest.parse import file_uri
-from toolish_rag.ingest.readers.text import read_text
+from toolish_rag.ingest._parse import file_uri
+from toolish_rag.ingest._readers.text import read_text
 from toolish_rag.search import ExpansionRequest
 from toolish_rag.stores import InMemoryStore
 

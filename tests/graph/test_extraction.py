@@ -28,7 +28,7 @@ from toolish_rag.graph.builders.extract import (
 )
 from toolish_rag.graph.model import NodeRequest
 from toolish_rag.graph.walk import WalkRequest, walk
-from toolish_rag.ingest.parse import parse_path
+from toolish_rag.ingest._parse import parse_path
 from toolish_rag.stores import InMemoryStore
 
 pytestmark = pytest.mark.asyncio

@@ -51,7 +51,7 @@ import subprocess, sys
 # The middle process: starts a child that watches it with the portable watchdog, then waits.
 code = (
     'import os, sys, time\\n'
-    'from toolish_rag.ingest.workers import watch_parent\\n'
+    'from toolish_rag.ingest._workers import watch_parent\\n'
     'watch_parent(os.getppid(), interval=0.05)\\n'
     'print("watching", flush=True)\\n'
     'time.sleep(600)\\n'

@@ -22,8 +22,8 @@ from toolish_rag.graph.builders import CodeGraphBuilder, build_graph
 from toolish_rag.graph.builders.code import code_entity_id
 from toolish_rag.graph.walk import WalkRequest, walk
 from toolish_rag.ingest import READERS, Chunker, ParsedSection, file_uri, ingest, parse_path, read_file
-from toolish_rag.ingest.readers.python import read_python
-from toolish_rag.ingest.readers.text import decode_text
+from toolish_rag.ingest._readers.python import read_python
+from toolish_rag.ingest._readers.text import decode_text
 from toolish_rag.search import ExpansionRequest
 from toolish_rag.stores import InMemoryStore
 

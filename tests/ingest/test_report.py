@@ -16,7 +16,7 @@ import pytest
 
 from toolish_rag.cli import main
 from toolish_rag.ingest import IngestIssue, IngestReport
-from toolish_rag.ingest.report import format_lines
+from toolish_rag.ingest._report import format_lines
 
 
 def _tree(root: Path) -> tuple[Path, Path]:

@@ -112,7 +112,7 @@ async def _watch(store: Any, paths: list[str], settings: dict[str, Any], printer
     """The initial run, then the change batches, each printed as it comes; a summary once stopped."""
     from rich.console import Console
 
-    from ..ingest.watch import watch
+    from ..ingest._watch import watch
 
     stop = asyncio.Event()
     console = Console(stderr=True)
@@ -144,7 +144,7 @@ class _ReportPrinter:
     def __call__(self, report: IngestReport) -> None:
         from rich.console import Console
 
-        from ..ingest.report import format_lines, render_report
+        from ..ingest._report import format_lines, render_report
 
         first = self.printed == 0
         self.printed += 1

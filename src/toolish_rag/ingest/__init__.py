@@ -1,31 +1,21 @@
-"""Ingestion: real documents into any `DocumentStore`, section-aware and idempotent.
+"""Ingestion: real files into any `DocumentStore`, section-aware and idempotent.
 
->>> from toolish_rag.ingest import Chunker, ingest, parse_path   # doctest: +SKIP
->>> report = await ingest(store, ['docs/'], chunker=Chunker(chunk_size=1000))  # doctest: +SKIP
-
-* `readers` — one per format (Markdown, text, HTML, PDF, DOCX, PPTX, XLSX, EPUB, RTF) producing
-  the extracted text and its real section outline;
-* `Chunker` — section-aware chunking with character or token sizes and overlap;
-* `ingest` — walk, hash, skip unchanged, parse in parallel, upsert in batches, sync removals
-  (`pipeline`; its parts: `parse` one file, `workers` the parse pool, `writer` the batched
-  upserts, `sync` what to delete, `progress` the bar);
-* `IngestReport` / `render_report` / `format_report` / `format_lines` — what happened, for humans,
-  logs and CLIs (``IngestReport.to_json()`` for machines);
-* `RayExecutor` — ``ingest(..., executor=RayExecutor(address))`` parses and embeds on a Ray
-  cluster (``toolish-rag[ray]``; `distributed`), any `IngestExecutor` likewise; the local
-  pools are `LocalExecutor` (``executor='auto' | 'process' | 'thread'``).
+`ingest` walks, parses, chunks and upserts; `Chunker` splits; the readers extract each format's
+text and sections. Everything public is exported here; the `_`-prefixed submodules may change.
+See docs/ingestion.md.
 """
 
-from .chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunker, Piece, token_counter
+from ._chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunker, Piece, token_counter
+from ._fingerprint import fingerprint
+from ._model import Block, OutlineBuilder, ParsedDocument, ParsedSection, ReadError, normalise_metadata
+from ._parse import file_uri, parse_path
+from ._pipeline import ingest
+from ._readers import READERS, UNSUPPORTED, read_bytes, read_file
+from ._report import IngestIssue, IngestReport, format_lines, format_report, render_report
+from ._walk import DEFAULT_MAX_FILE_BYTES, SKIPPED_DIRS, walk_paths
+from ._watch import watch
+from ._workers import IngestExecutor, LocalExecutor, ParseJob
 from .distributed import RayExecutor
-from .fingerprint import fingerprint
-from .model import Block, OutlineBuilder, ParsedDocument, ParsedSection, ReadError, normalise_metadata
-from .parse import file_uri, parse_path
-from .pipeline import ingest
-from .readers import READERS, UNSUPPORTED, read_bytes, read_file
-from .report import IngestIssue, IngestReport, format_lines, format_report, render_report
-from .walk import DEFAULT_MAX_FILE_BYTES, SKIPPED_DIRS, walk_paths
-from .workers import IngestExecutor, LocalExecutor, ParseJob
 
 __all__ = [
     'DEFAULT_CHUNK_OVERLAP',
@@ -59,4 +49,5 @@ __all__ = [
     'render_report',
     'token_counter',
     'walk_paths',
+    'watch',
 ]

@@ -14,7 +14,7 @@ standard library's `ast`, and writes:
   chunk), so a walk lands on code the model can read.
 
 **Where the source comes from.** Ingestion reads ``.py`` files with
-`toolish_rag.ingest.readers.python.read_python`, which keeps every chunk an exact slice of the file,
+`toolish_rag.ingest._readers.python.read_python`, which keeps every chunk an exact slice of the file,
 but chunks alone lose the first line's indentation and the line numbers `ast` needs (and another
 reader may have stored the document). So the builder reads the file
 the document's ``file://`` uri names and accepts it only if every stored chunk's ``urtext`` is
@@ -232,7 +232,7 @@ def local_path(uri: str) -> Path | None:
 
 def read_source(document: DocumentInput) -> _Source:
     """The file behind ``document``, verified against every stored chunk (`SourceUnavailable` if it differs)."""
-    from ...ingest.readers.text import decode_text  # the ingestion package is heavy: only when reading code
+    from ...ingest._readers.text import decode_text  # the ingestion package is heavy: only when reading code
 
     path = local_path(document.info.uri)
     if path is None:

@@ -113,7 +113,7 @@ DEFAULT_MERGE_ACROSS: tuple[str, ...] = (
     'sheet_count',
 )
 """The per-file keys ingestion records, which entities merge across: ``path`` and ``uri``
-(`toolish_rag.ingest.parse.SOURCE_KEYS`), ``file_name`` and ``source_format`` (`parse_file`), and
+(`toolish_rag.ingest._parse.SOURCE_KEYS`), ``file_name`` and ``source_format`` (`parse_file`), and
 the counts the PDF and Office readers add. They describe the file, not who may read it; keys a
 file's own metadata brings (front matter, ``author``) may be access labels and are not merged across."""
 

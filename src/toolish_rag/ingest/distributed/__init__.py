@@ -11,8 +11,8 @@
 Nothing here imports Ray until a `RayExecutor` runs.
 """
 
-from .embedding import StoreEmbedding
-from .ray_executor import RayExecutor
-from .vectors import PrecomputedEmbeddingModel, VectorCache
+from ._embedding import StoreEmbedding
+from ._ray_executor import RayExecutor
+from ._vectors import PrecomputedEmbeddingModel, VectorCache
 
 __all__ = ['PrecomputedEmbeddingModel', 'RayExecutor', 'StoreEmbedding', 'VectorCache']

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from ..builder import DocumentBuilder, default_indexed_text
 from ..content import Document, MetadataValue
-from .model import Block, ParsedDocument, ParsedSection
+from ._model import Block, ParsedDocument, ParsedSection
 
 __all__ = ['DEFAULT_CHUNK_OVERLAP', 'DEFAULT_CHUNK_SIZE', 'Chunker', 'Piece', 'token_counter']
 

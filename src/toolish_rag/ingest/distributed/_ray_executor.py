@@ -37,11 +37,11 @@ from dataclasses import KW_ONLY, dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from ..parse import Parsed
-from ..walk import Found
-from ..workers import ParseJob
-from .embedding import StoreEmbedding
-from .ray_stages import PAYLOAD, ParseAndEmbed, parse_batch
+from .._parse import Parsed
+from .._walk import Found
+from .._workers import ParseJob
+from ._embedding import StoreEmbedding
+from ._ray_stages import PAYLOAD, ParseAndEmbed, parse_batch
 
 if TYPE_CHECKING:
     from ray.data import Dataset

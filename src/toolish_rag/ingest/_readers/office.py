@@ -19,7 +19,7 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
-from ..model import OutlineBuilder, ParsedDocument, ReadError, normalise_metadata
+from .._model import OutlineBuilder, ParsedDocument, ReadError, normalise_metadata
 from .text import title_from_path
 
 __all__ = ['read_docx', 'read_pptx', 'read_xlsx']

@@ -32,7 +32,7 @@ from ..content import Document
 from ..errors import UnsupportedValueError
 from ..protocols import DocumentStore
 from ..tracing import CHUNKS, DOCUMENT_ID, DOCUMENTS, OUTCOME, STORE, Attributes, current, ended_span, span
-from .report import IngestIssue, IngestReport
+from ._report import IngestIssue, IngestReport
 
 __all__ = ['BatchWriter']
 

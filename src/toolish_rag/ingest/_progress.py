@@ -11,7 +11,7 @@ import time
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
-from .report import IngestReport, render_report
+from ._report import IngestReport, render_report
 
 __all__ = ['IngestProgress']
 

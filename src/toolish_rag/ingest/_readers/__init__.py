@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from ..model import ParsedDocument, ReadError
+from .._model import ParsedDocument, ReadError
 from .epub import read_epub
 from .html import read_html
 from .markdown import read_markdown

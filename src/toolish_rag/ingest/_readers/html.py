@@ -15,7 +15,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
-from ..model import OutlineBuilder, ParsedDocument, ReadError
+from .._model import OutlineBuilder, ParsedDocument, ReadError
 from .text import decode_text, title_from_path
 
 __all__ = ['html_into_outline', 'read_html']

@@ -23,9 +23,9 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...embedding import prefer_passive_openmp
-from ..parse import Parsed, parse_file
-from ..workers import ParseJob
-from .embedding import StoreEmbedding
+from .._parse import Parsed, parse_file
+from .._workers import ParseJob
+from ._embedding import StoreEmbedding
 
 __all__ = ['PAYLOAD', 'ParseAndEmbed', 'parse_batch']
 

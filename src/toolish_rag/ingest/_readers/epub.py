@@ -13,7 +13,7 @@ import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
-from ..model import OutlineBuilder, ParsedDocument, ReadError
+from .._model import OutlineBuilder, ParsedDocument, ReadError
 from .html import html_into_outline
 from .text import title_from_path
 

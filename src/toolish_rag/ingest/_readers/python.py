@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TypeAlias
 
-from ..model import OutlineBuilder, ParsedDocument
+from .._model import OutlineBuilder, ParsedDocument
 from .text import decode_text, paragraph_spans
 
 __all__ = ['python_title', 'read_python']

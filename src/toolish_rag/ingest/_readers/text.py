@@ -7,7 +7,7 @@ import re
 from collections.abc import Iterable
 from pathlib import Path
 
-from ..model import OutlineBuilder, ParsedDocument, ReadError
+from .._model import OutlineBuilder, ParsedDocument, ReadError
 
 __all__ = ['decode_text', 'paragraph_spans', 'read_text', 'title_from_path', 'trim_spans']
 

@@ -14,7 +14,7 @@ import yaml  # type: ignore[import-untyped]
 from markdown_it import MarkdownIt
 from markdown_it.token import Token
 
-from ..model import BlockKind, OutlineBuilder, ParsedDocument, normalise_metadata
+from .._model import BlockKind, OutlineBuilder, ParsedDocument, normalise_metadata
 from .text import decode_text, title_from_path
 
 __all__ = ['parse_markdown', 'read_markdown', 'split_front_matter']

@@ -51,12 +51,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ..protocols import DocumentStore
-from .parse import file_uri
-from .pipeline import ingest
-from .readers import READERS
-from .report import IngestIssue, IngestReport
-from .sync import stale_documents
-from .walk import SKIPPED_DIRS
+from ._parse import file_uri
+from ._pipeline import ingest
+from ._readers import READERS
+from ._report import IngestIssue, IngestReport
+from ._sync import stale_documents
+from ._walk import SKIPPED_DIRS
 
 if TYPE_CHECKING:
     from watchfiles import Change

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ..model import OutlineBuilder, ParsedDocument, ReadError
+from .._model import OutlineBuilder, ParsedDocument, ReadError
 from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..model import OutlineBuilder, ParsedDocument, ReadError
+from .._model import OutlineBuilder, ParsedDocument, ReadError
 from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_rtf']

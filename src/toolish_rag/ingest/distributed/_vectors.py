@@ -34,7 +34,7 @@ from pydantic_ai.embeddings import EmbeddingModel, EmbeddingResult, EmbeddingSet
 from pydantic_ai.embeddings.result import EmbedInputType
 
 from ...content import Document
-from .embedding import StoreEmbedding, embedder_of
+from ._embedding import StoreEmbedding, embedder_of
 
 __all__ = ['PrecomputedEmbeddingModel', 'VectorCache']
 

@@ -35,12 +35,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..content import MetadataValue
-from .chunking import Chunker
-from .parse import Parsed, parse_file
-from .walk import Found
+from ._chunking import Chunker
+from ._parse import Parsed, parse_file
+from ._walk import Found
 
 if TYPE_CHECKING:
-    from .distributed.embedding import StoreEmbedding
+    from .distributed._embedding import StoreEmbedding
 
 __all__ = ['ExecutorKind', 'IngestExecutor', 'LocalExecutor', 'ParseJob', 'parse_files', 'watch_parent']
 

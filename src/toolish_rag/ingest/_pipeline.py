@@ -41,18 +41,18 @@ from rich.console import Console
 
 from ..content import Document, MetadataValue, document_id_for
 from ..protocols import DocumentInfo, DocumentStore
-from .chunking import Chunker
-from .distributed.embedding import StoreEmbedding
-from .distributed.vectors import VectorCache
-from .fingerprint import document_fingerprint, file_fingerprint
-from .parse import check_caller_metadata, file_uri, parse_path
-from .progress import IngestProgress
-from .readers import READERS, UNSUPPORTED
-from .report import IngestIssue, IngestReport
-from .sync import stale_documents
-from .walk import DEFAULT_MAX_FILE_BYTES, Found, walk_paths
-from .workers import ExecutorKind, IngestExecutor, LocalExecutor, ParseJob
-from .writer import BatchWriter
+from ._chunking import Chunker
+from ._fingerprint import document_fingerprint, file_fingerprint
+from ._parse import check_caller_metadata, file_uri, parse_path
+from ._progress import IngestProgress
+from ._readers import READERS, UNSUPPORTED
+from ._report import IngestIssue, IngestReport
+from ._sync import stale_documents
+from ._walk import DEFAULT_MAX_FILE_BYTES, Found, walk_paths
+from ._workers import ExecutorKind, IngestExecutor, LocalExecutor, ParseJob
+from ._writer import BatchWriter
+from .distributed._embedding import StoreEmbedding
+from .distributed._vectors import VectorCache
 
 __all__ = ['file_uri', 'ingest', 'parse_path']
 

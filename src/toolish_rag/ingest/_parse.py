@@ -19,10 +19,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..content import Document, MetadataValue
-from .chunking import Chunker
-from .fingerprint import fingerprint
-from .model import ReadError
-from .readers import read_bytes
+from ._chunking import Chunker
+from ._fingerprint import fingerprint
+from ._model import ReadError
+from ._readers import read_bytes
 
 __all__ = ['SOURCE_KEYS', 'Parsed', 'check_caller_metadata', 'file_uri', 'parse_file', 'parse_path']
 
