@@ -13,7 +13,7 @@ from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Chunk, Document, document_id_for
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import PropertyFilter as F
-from toolish_rag.ingest import Chunker, _fingerprint as fingerprint, file_uri, ingest, parse_path, read_file
+from toolish_rag.ingest import Chunker, file_uri, fingerprint, ingest, parse_path, read_file
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.stores import InMemoryStore
 
