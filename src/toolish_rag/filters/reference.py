@@ -27,8 +27,25 @@ from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 from ..content import MetadataValue, Scalar
-from . import nodes
-from .nodes import Filter
+from .nodes import (
+    And,
+    Contains,
+    EndsWith,
+    Eq,
+    Exists,
+    Filter,
+    Gt,
+    Gte,
+    HasAnyLabel,
+    In,
+    Lt,
+    Lte,
+    Ne,
+    Nin,
+    Not,
+    Or,
+    StartsWith,
+)
 from .visitor import FilterVisitor
 
 __all__ = ['FilterTarget', 'matches', 'scalar_equals']
@@ -99,53 +116,53 @@ class _Evaluator(FilterVisitor[bool]):
     def _ordered(self, key: str, wanted: Scalar, compare: Callable[[Any, Any], Any]) -> bool:
         return any(_ordered(e, wanted, compare) for e in self._elements_of(key))
 
-    def visit_eq(self, node: nodes.Eq) -> bool:
+    def visit_eq(self, node: Eq) -> bool:
         return self._equals_any(node.key, (node.value,))
 
-    def visit_ne(self, node: nodes.Ne) -> bool:
+    def visit_ne(self, node: Ne) -> bool:
         return not self._equals_any(node.key, (node.value,))
 
-    def visit_gt(self, node: nodes.Gt) -> bool:
+    def visit_gt(self, node: Gt) -> bool:
         return self._ordered(node.key, node.value, operator.gt)
 
-    def visit_gte(self, node: nodes.Gte) -> bool:
+    def visit_gte(self, node: Gte) -> bool:
         return self._ordered(node.key, node.value, operator.ge)
 
-    def visit_lt(self, node: nodes.Lt) -> bool:
+    def visit_lt(self, node: Lt) -> bool:
         return self._ordered(node.key, node.value, operator.lt)
 
-    def visit_lte(self, node: nodes.Lte) -> bool:
+    def visit_lte(self, node: Lte) -> bool:
         return self._ordered(node.key, node.value, operator.le)
 
-    def visit_in(self, node: nodes.In) -> bool:
+    def visit_in(self, node: In) -> bool:
         return self._equals_any(node.key, node.values)
 
-    def visit_nin(self, node: nodes.Nin) -> bool:
+    def visit_nin(self, node: Nin) -> bool:
         return not self._equals_any(node.key, node.values)
 
-    def visit_contains(self, node: nodes.Contains) -> bool:
+    def visit_contains(self, node: Contains) -> bool:
         stored = self._metadata.get(node.key)
         if isinstance(stored, list):
             return self._equals_any(node.key, (node.value,))
         return isinstance(stored, str) and isinstance(node.value, str) and node.value in stored
 
-    def visit_starts_with(self, node: nodes.StartsWith) -> bool:
+    def visit_starts_with(self, node: StartsWith) -> bool:
         return any(isinstance(e, str) and e.startswith(node.value) for e in self._elements_of(node.key))
 
-    def visit_ends_with(self, node: nodes.EndsWith) -> bool:
+    def visit_ends_with(self, node: EndsWith) -> bool:
         return any(isinstance(e, str) and e.endswith(node.value) for e in self._elements_of(node.key))
 
-    def visit_exists(self, node: nodes.Exists) -> bool:
+    def visit_exists(self, node: Exists) -> bool:
         return bool(self._elements_of(node.key))
 
-    def visit_has_any_label(self, node: nodes.HasAnyLabel) -> bool:
+    def visit_has_any_label(self, node: HasAnyLabel) -> bool:
         return not self._labels.isdisjoint(node.labels)
 
-    def visit_and(self, node: nodes.And) -> bool:
+    def visit_and(self, node: And) -> bool:
         return all(self.visit(f) for f in node.filters)
 
-    def visit_or(self, node: nodes.Or) -> bool:
+    def visit_or(self, node: Or) -> bool:
         return any(self.visit(f) for f in node.filters)
 
-    def visit_not(self, node: nodes.Not) -> bool:
+    def visit_not(self, node: Not) -> bool:
         return not self.visit(node.filter)

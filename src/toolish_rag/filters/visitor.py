@@ -26,7 +26,25 @@ from __future__ import annotations
 from abc import ABC, abstractmethod
 from typing import Generic, Never, NoReturn, TypeVar, final
 
-from . import nodes
+from .nodes import (
+    And,
+    Contains,
+    EndsWith,
+    Eq,
+    Exists,
+    Filter,
+    Gt,
+    Gte,
+    HasAnyLabel,
+    In,
+    Lt,
+    Lte,
+    Ne,
+    Nin,
+    Not,
+    Or,
+    StartsWith,
+)
 
 __all__ = ['FilterVisitor']
 
@@ -44,91 +62,91 @@ class FilterVisitor(ABC, Generic[ResultT]):
     __slots__ = ()
 
     @final
-    def visit(self, node: nodes.Filter) -> ResultT:
+    def visit(self, node: Filter) -> ResultT:
         """Dispatch ``node`` to the method for its type."""
         match node:
-            case nodes.Eq():
+            case Eq():
                 return self.visit_eq(node)
-            case nodes.Ne():
+            case Ne():
                 return self.visit_ne(node)
-            case nodes.Gt():
+            case Gt():
                 return self.visit_gt(node)
-            case nodes.Gte():
+            case Gte():
                 return self.visit_gte(node)
-            case nodes.Lt():
+            case Lt():
                 return self.visit_lt(node)
-            case nodes.Lte():
+            case Lte():
                 return self.visit_lte(node)
-            case nodes.In():
+            case In():
                 return self.visit_in(node)
-            case nodes.Nin():
+            case Nin():
                 return self.visit_nin(node)
-            case nodes.Contains():
+            case Contains():
                 return self.visit_contains(node)
-            case nodes.StartsWith():
+            case StartsWith():
                 return self.visit_starts_with(node)
-            case nodes.EndsWith():
+            case EndsWith():
                 return self.visit_ends_with(node)
-            case nodes.Exists():
+            case Exists():
                 return self.visit_exists(node)
-            case nodes.HasAnyLabel():
+            case HasAnyLabel():
                 return self.visit_has_any_label(node)
-            case nodes.And():
+            case And():
                 return self.visit_and(node)
-            case nodes.Or():
+            case Or():
                 return self.visit_or(node)
-            case nodes.Not():
+            case Not():
                 return self.visit_not(node)
             case _:
                 _unknown_node(node)
 
     @abstractmethod
-    def visit_eq(self, node: nodes.Eq) -> ResultT: ...
+    def visit_eq(self, node: Eq) -> ResultT: ...
 
     @abstractmethod
-    def visit_ne(self, node: nodes.Ne) -> ResultT: ...
+    def visit_ne(self, node: Ne) -> ResultT: ...
 
     @abstractmethod
-    def visit_gt(self, node: nodes.Gt) -> ResultT: ...
+    def visit_gt(self, node: Gt) -> ResultT: ...
 
     @abstractmethod
-    def visit_gte(self, node: nodes.Gte) -> ResultT: ...
+    def visit_gte(self, node: Gte) -> ResultT: ...
 
     @abstractmethod
-    def visit_lt(self, node: nodes.Lt) -> ResultT: ...
+    def visit_lt(self, node: Lt) -> ResultT: ...
 
     @abstractmethod
-    def visit_lte(self, node: nodes.Lte) -> ResultT: ...
+    def visit_lte(self, node: Lte) -> ResultT: ...
 
     @abstractmethod
-    def visit_in(self, node: nodes.In) -> ResultT: ...
+    def visit_in(self, node: In) -> ResultT: ...
 
     @abstractmethod
-    def visit_nin(self, node: nodes.Nin) -> ResultT: ...
+    def visit_nin(self, node: Nin) -> ResultT: ...
 
     @abstractmethod
-    def visit_contains(self, node: nodes.Contains) -> ResultT: ...
+    def visit_contains(self, node: Contains) -> ResultT: ...
 
     @abstractmethod
-    def visit_starts_with(self, node: nodes.StartsWith) -> ResultT: ...
+    def visit_starts_with(self, node: StartsWith) -> ResultT: ...
 
     @abstractmethod
-    def visit_ends_with(self, node: nodes.EndsWith) -> ResultT: ...
+    def visit_ends_with(self, node: EndsWith) -> ResultT: ...
 
     @abstractmethod
-    def visit_exists(self, node: nodes.Exists) -> ResultT: ...
+    def visit_exists(self, node: Exists) -> ResultT: ...
 
     @abstractmethod
-    def visit_has_any_label(self, node: nodes.HasAnyLabel) -> ResultT: ...
+    def visit_has_any_label(self, node: HasAnyLabel) -> ResultT: ...
 
     @abstractmethod
-    def visit_and(self, node: nodes.And) -> ResultT: ...
+    def visit_and(self, node: And) -> ResultT: ...
 
     @abstractmethod
-    def visit_or(self, node: nodes.Or) -> ResultT: ...
+    def visit_or(self, node: Or) -> ResultT: ...
 
     @abstractmethod
-    def visit_not(self, node: nodes.Not) -> ResultT: ...
+    def visit_not(self, node: Not) -> ResultT: ...
 
 
 def _unknown_node(node: Never) -> NoReturn:

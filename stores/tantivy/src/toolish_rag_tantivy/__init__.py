@@ -7,10 +7,11 @@
 a tenant's BM25 statistics never reflect another tenant's documents (docs/filters.md).
 """
 
+from ._open import open_store
 from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName
 from .partitioned import PartitionedTantivyStore
 from .query import TEXT_QUERY_SYNTAX
-from .store import TantivyStore, open_store
+from .store import TantivyStore
 
 __all__ = [
     'ANALYZERS',

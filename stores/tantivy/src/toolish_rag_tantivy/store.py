@@ -36,7 +36,6 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
 
 import tantivy
 from tantivy import Occur, Query
@@ -65,10 +64,7 @@ from .schema import FORMAT_VERSION, KIND_ENTITY, check_storable, to_tantivy
 from .sections import IndexSections, merged_document_page, merged_outlines, merged_section_page
 from .text_analysis import IndexAnalysis
 
-if TYPE_CHECKING:
-    from .partitioned import PartitionedTantivyStore
-
-__all__ = ['TantivyStore', 'open_store']
+__all__ = ['CONFIG_FILE', 'TantivyStore']
 
 CONFIG_FILE = 'toolish_rag_tantivy.json'
 
@@ -490,20 +486,3 @@ class _BatchOverlay:
             self.ents[e.id] = True
             self.replaced_ents.add(e.id)
             self._own(f'entity {e.id!r}', [e.id])
-
-
-def open_store(
-    location: str, *, embedder: Any = None, language: str | None = None
-) -> TantivyStore | PartitionedTantivyStore:
-    """Entry point for ``toolish_rag.stores``: ``"tantivy:./index"`` (or ``"tantivy"`` for RAM).
-
-    A directory a `PartitionedTantivyStore` created opens as one, with its saved partition key,
-    so every tool that opens it by spec keeps its strict isolation.
-    ``embedder`` is accepted for the common signature and ignored: this store never embeds.
-    ``language``: as `TantivyStore` (``None``: the saved analysis, or the default for a new index).
-    """
-    from .partitioned import PARTITIONS_FILE, PartitionedTantivyStore
-
-    if location and (Path(location) / PARTITIONS_FILE).exists():
-        return PartitionedTantivyStore(location, language=language)
-    return TantivyStore(location or None, language=language)
