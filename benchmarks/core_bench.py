@@ -93,7 +93,7 @@ DOC_PAGE = ROOT / 'docs' / 'benchmarks-core.md'
 START, END = '<!-- results:start -->', '<!-- results:end -->'
 TOP_K = 10
 HYBRID_DEPTH = 100
-EMBED_BATCH = 256  # the store's embedding batch (toolish_rag.stores.memory._EMBED_BATCH)
+EMBED_BATCH = 256  # the store's embedding batch (toolish_rag.stores.memory._store._EMBED_BATCH)
 SELECTIVITIES = (1, 10, 50)
 SEARCHES = ('vector_search', 'text_search', 'hybrid_search')
 

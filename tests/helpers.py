@@ -281,3 +281,14 @@ def block_ids(text: str) -> list[str]:
 def expanded_ids(text: str) -> list[str]:
     """The chunk ids shown by ``broaden_chunk`` / ``zoom_out``, in order."""
     return _EXPANDED.findall(text)
+
+
+def bm25s_english(texts: list[str]) -> list[list[str]]:
+    """bm25s's own English tokenisation (stop words, Snowball stemmer): the reference the English analyzer equals."""
+    import bm25s
+    import Stemmer
+
+    tokens: list[list[str]] = bm25s.tokenize(
+        texts, stopwords='en', stemmer=Stemmer.Stemmer('english'), return_ids=False, show_progress=False
+    )
+    return tokens

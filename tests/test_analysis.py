@@ -15,20 +15,11 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from tests.helpers import bm25s_english
 from toolish_rag import LANGUAGES, TextAnalyzer, analyzer_for
 from toolish_rag.analysis import _unspaced_pattern
 
 SCIFACT = Path(__file__).resolve().parents[1] / '..' / 'shared' / 'data' / 'scifact' / 'corpus.jsonl'
-
-
-def _bm25s_english(texts: list[str]) -> list[list[str]]:
-    import bm25s
-    import Stemmer
-
-    tokens: list[list[str]] = bm25s.tokenize(
-        texts, stopwords='en', stemmer=Stemmer.Stemmer('english'), return_ids=False, show_progress=False
-    )
-    return tokens
 
 
 # -- unspaced scripts -------------------------------------------------------------------
@@ -56,7 +47,7 @@ def test_mixed_scripts_keep_order_and_cut_at_the_script_boundary() -> None:
     # bm25s alone reads 'python是一种编程语言' as one word: nothing in a query would match it.
     tokens = TextAnalyzer('en').tokens('Running Python是一种语言 in 2024年')
     assert tokens == ['run', 'python', '是一', '一种', '种语', '语言', '2024', '年']
-    assert _bm25s_english(['Python是一种语言'])[0] == ['python是一种语言']
+    assert bm25s_english(['Python是一种语言'])[0] == ['python是一种语言']
 
 
 def test_a_whole_run_that_is_a_stop_word_is_dropped() -> None:
@@ -115,7 +106,7 @@ def test_english_equals_bm25s_on_scifact() -> None:
     texts = [f'{r["title"]}\n\n{r["text"]}' for r in rows]
     spaced = [t for t in texts if not _unspaced_pattern().search(t.lower())]
     assert len(spaced) > 5000
-    assert TextAnalyzer('en').tokenize(spaced) == _bm25s_english(spaced)
+    assert TextAnalyzer('en').tokenize(spaced) == bm25s_english(spaced)
 
 
 _WORDS = st.sampled_from(
@@ -144,7 +135,7 @@ _SPACED_TEXT = st.lists(
 @given(st.lists(_SPACED_TEXT, min_size=1, max_size=5))
 def test_english_equals_bm25s_on_any_text_without_unspaced_scripts(texts: list[str]) -> None:
     texts = [t for t in texts if not _unspaced_pattern().search(t.lower())]
-    assert TextAnalyzer('en').tokenize(texts) == _bm25s_english(texts)
+    assert TextAnalyzer('en').tokenize(texts) == bm25s_english(texts)
 
 
 @settings(max_examples=200, deadline=None)

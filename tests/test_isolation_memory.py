@@ -12,7 +12,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from toolish_rag import ToolishRag
+from tests.helpers import bm25s_english
+from toolish_rag import ToolishRag, analyzer_for
 from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Document, MetadataValue
 from toolish_rag.embedding import HashingEmbeddingModel
@@ -20,7 +21,7 @@ from toolish_rag.filters import Filter, PropertyFilter as F, matches
 from toolish_rag.retriever import Retriever
 from toolish_rag.search import SearchRequest
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.stores.memory import build_bm25, tokenize
+from toolish_rag.stores.memory._snapshot import build_bm25
 from toolish_rag.testing import StoreConformance
 
 QUERY = 'refund receipt warranty'
@@ -121,17 +122,15 @@ async def test_unscoped_searches_rank_with_whole_store_statistics_in_both_modes(
 def test_whole_store_scores_equal_bm25s_bit_for_bit() -> None:
     """The index reproduces bm25s (Lucene BM25, float32) exactly with whole-store statistics."""
     import bm25s
-    import Stemmer
 
     rng = random.Random(7)
     vocab = [f'w{i}' for i in range(300)] + ['the', 'and', 'running', 'runs', 'ran']
     texts = [' '.join(rng.choices(vocab, k=rng.randrange(0, 40))) for _ in range(400)]
-    stemmer = Stemmer.Stemmer('english')
     reference = bm25s.BM25()
-    reference.index(tokenize(texts, stemmer), show_progress=False)
-    ours = build_bm25(texts, stemmer)
+    reference.index(bm25s_english(texts), show_progress=False)  # bm25s's own tokenisation
+    ours = build_bm25(texts, analyzer_for('en'))  # the store's: the English analyzer
     for _ in range(50):
-        words = [t for t in tokenize([' '.join(rng.choices(vocab, k=4))], stemmer)[0] if t in ours]
+        words = [t for t in bm25s_english([' '.join(rng.choices(vocab, k=4))])[0] if t in ours]
         if words:
             assert np.array_equal(ours.scores(words, ours.whole, None), reference.get_scores(words))
 
@@ -142,17 +141,15 @@ async def test_scoped_whole_store_scores_are_bm25s_over_the_whole_store(scope: F
     statistic (count, mean length, document frequencies) comes from the whole store. (It counted
     document frequencies inside the scope with the whole store's count and mean length: neither.)"""
     import bm25s
-    import Stemmer
 
     docs = [*_acme(), *_globex(5)]
     store = _store('store')
     await store.upsert(docs)
     chunks = [c for d in docs for c in d.chunks]  # the store's record order
-    stemmer = Stemmer.Stemmer('english')
     reference = bm25s.BM25()
-    reference.index(tokenize([c.text for c in chunks], stemmer), show_progress=False)
+    reference.index(bm25s_english([c.text for c in chunks]), show_progress=False)
     for query in (QUERY, 'acme refund', 'warranty parts shipping', 'receipt receipt note'):
-        words = [t for t in tokenize([query], stemmer)[0] if t in reference.vocab_dict]
+        words = [t for t in bm25s_english([query])[0] if t in reference.vocab_dict]
         whole = reference.get_scores(words)
         in_scope = [(i, c.id, float(whole[i])) for i, c in enumerate(chunks) if matches(scope, c) and whole[i] > 0]
         expected = [(id_, score) for _, id_, score in sorted(in_scope, key=lambda t: (-t[2], t[0]))]

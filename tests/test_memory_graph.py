@@ -31,7 +31,8 @@ from toolish_rag.filters import Eq, Filter, HasAnyLabel, Not
 from toolish_rag.graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from toolish_rag.graph.reference import reference_neighbours, reference_nodes
 from toolish_rag.protocols import GraphSearch, GraphStore, StoreCapabilities
-from toolish_rag.stores import InMemoryStore, memory
+from toolish_rag.stores import InMemoryStore
+from toolish_rag.stores.memory import _snapshot
 
 SETTINGS = settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 TENANTS = ['a', 'b']
@@ -254,13 +255,13 @@ async def test_listing_deleting_relations_and_the_ledger() -> None:
 
 async def test_relation_and_mark_writes_embed_nothing_and_keep_the_indexes(monkeypatch: pytest.MonkeyPatch) -> None:
     built: list[int] = []
-    real_build = memory.build_bm25
+    real_build = _snapshot.build_bm25
 
-    def counted(texts: list[str], stemmer: Any) -> Any:
+    def counted(texts: list[str], analyzer: Any) -> Any:
         built.append(len(texts))
-        return real_build(texts, stemmer)
+        return real_build(texts, analyzer)
 
-    monkeypatch.setattr(memory, 'build_bm25', counted)
+    monkeypatch.setattr(_snapshot, 'build_bm25', counted)
     embedder = CountingHashing()
     store = InMemoryStore(embedder)
     docs = [_document(d, ['a', 'b']) for d in range(3)]

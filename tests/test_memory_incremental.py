@@ -25,16 +25,18 @@ import numpy as np
 import pytest
 from pydantic import TypeAdapter
 
+from tests.helpers import bm25s_english
+from toolish_rag import analyzer_for
 from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Document, Entity, Record
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Filter, PropertyFilter as F, matches
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchRequest
 from toolish_rag.sections import DocumentPageRequest, SectionReadRequest
-from toolish_rag.stores import InMemoryStore, memory_rows
-from toolish_rag.stores.bm25 import Bm25Index, Bm25Segment
-from toolish_rag.stores.memory import tokenize
-from toolish_rag.stores.memory_rows import GrowingList, GrowingMatrix, LayeredMap
+from toolish_rag.stores import InMemoryStore
+from toolish_rag.stores.memory import _rows
+from toolish_rag.stores.memory._bm25 import Bm25Index, Bm25Segment
+from toolish_rag.stores.memory._rows import GrowingList, GrowingMatrix, LayeredMap
 
 WORDS = [f'w{i}' for i in range(60)] + ['refund', 'receipt', 'warranty', 'shipping', 'the', 'and']
 QUERIES = ['refund receipt', 'w3 w7 w11', 'warranty shipping w1', 'w42', 'the and']
@@ -82,13 +84,11 @@ async def _answers(store: InMemoryStore) -> dict[str, Any]:
 def _bm25s_ranking(texts: list[tuple[str, str]], query: str, top_k: int) -> list[tuple[str, float]]:
     """bm25s (the library itself) over ``texts`` (id, text) in order, ties in that order."""
     import bm25s
-    import Stemmer
 
-    stemmer = Stemmer.Stemmer('english')
     index = bm25s.BM25()
-    index.index(tokenize([t for _, t in texts], stemmer), show_progress=False)
+    index.index(bm25s_english([t for _, t in texts]), show_progress=False)
     vocabulary = set(index.vocab_dict)
-    words = [w for w in tokenize([query], stemmer)[0] if w in vocabulary]
+    words = [w for w in bm25s_english([query])[0] if w in vocabulary]
     if not words:
         return []
     scores = index.get_scores(words)
@@ -180,7 +180,7 @@ async def test_entities_replaced_and_deleted_match_a_rebuild() -> None:
 def test_merged_and_compacted_segments_hold_the_postings_of_one_build() -> None:
     rng = random.Random(5)
     texts = [' '.join(rng.choices(WORDS, k=rng.randrange(0, 30))) for _ in range(300)]
-    tokens = tokenize(texts, __import__('Stemmer').Stemmer('english'))
+    tokens = analyzer_for('en').tokenize(texts)
 
     def segment(part: list[list[str]]) -> Bm25Segment:
         vocabulary: dict[str, int] = {}
@@ -238,7 +238,7 @@ def test_a_growing_list_never_changes_items_an_older_version_holds() -> None:
 def test_a_layered_map_behaves_as_a_dict_across_versions(seed: int, monkeypatch: pytest.MonkeyPatch) -> None:
     """Random removals and insertions against a plain dict (values, order, size), every version
     kept and checked again at the end: a later version's changes never show in an earlier one."""
-    monkeypatch.setattr(memory_rows, '_FOLD_MIN', 8)  # fold the overlay into a new base often
+    monkeypatch.setattr(_rows, '_FOLD_MIN', 8)  # fold the overlay into a new base often
     rng = random.Random(seed)
     reference: dict[int, int] = {k: k for k in range(50)}
     layered: LayeredMap[int, int] = LayeredMap(dict(reference))

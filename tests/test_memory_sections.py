@@ -31,7 +31,8 @@ from toolish_rag.sections import (
     OutlineRequest,
     SectionReadRequest,
 )
-from toolish_rag.stores import InMemoryStore, memory, memory_navigation
+from toolish_rag.stores import InMemoryStore
+from toolish_rag.stores.memory import _navigation, _snapshot
 from toolish_rag.testing.corpus import VERSIONED_CHUNKS, version_of, versioned_document
 from toolish_rag.testing.sections_contract import (
     NavigationCalls,
@@ -141,14 +142,14 @@ async def test_a_random_store_answers_like_the_reference_with_and_without_cached
 def count_matches(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """How many times the memory store evaluates a filter on one record (the real evaluator, counted)."""
     calls = [0]
-    real: Callable[..., bool] = memory.matches
+    real: Callable[..., bool] = _snapshot.matches
 
     def counted(*args: Any) -> bool:
         calls[0] += 1
         return real(*args)
 
-    monkeypatch.setattr(memory, 'matches', counted)
-    monkeypatch.setattr(memory_navigation, 'matches', counted)
+    monkeypatch.setattr(_snapshot, 'matches', counted)
+    monkeypatch.setattr(_navigation, 'matches', counted)
     return calls
 
 

@@ -1,7 +1,6 @@
 """Thread-safe caches the in-memory store's versions hold: an LRU map and a value built once.
 
-Searches run in `asyncio.to_thread` workers, so several threads read one snapshot's caches at
-once; both classes hold a lock around every step that must be atomic.
+See docs/stores/memory.md (Caches).
 """
 
 from __future__ import annotations

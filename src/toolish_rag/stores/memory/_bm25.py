@@ -1,29 +1,7 @@
-"""BM25 whose corpus statistics are those of the records in scope, for `InMemoryStore`.
+"""BM25 whose corpus statistics are those of the records in scope, over segments, for `InMemoryStore`.
 
-BM25 weighs a word by how rare it is in the corpus (IDF: the number of records and how many
-contain the word) and a record by its length against the average. Computed over the whole
-store, those statistics move when *any* record is added or removed, so a tenant scoped to
-its own records could tell, from its own scores, whether another tenant holds records with a
-given word. Here the statistics are taken from the records a search's filter admits: a
-scoped search's scores are a function of the in-scope records alone, byte for byte.
-
-That is cheap because the index keeps term frequencies, not precomputed scores: a posting
-list per word (record positions and counts) and each record's length. A query reads the
-posting lists of its few words, counts how many postings are in scope (the word's document
-frequency in the scope) and scores just those; the scope's record count and average length
-are computed once per filter (`ScopeStatistics.of`) and cached with the filter's mask.
-
-The index is a list of segments (`Bm25Segment`), one per write of the store, merged as they
-accumulate (`toolish_rag.stores.memory_segments`): bm25s cannot add or remove a document without
-rebuilding everything, which took the store 57 s at a million chunks. A word's postings are
-gathered from every segment before its document frequency is counted, and replaced or deleted
-records are masked out like records outside a scope, so the scores are those of one index over the
-live records, whatever the segmentation (a test holds this).
-
-The formula is bm25s's default (Lucene's BM25: ``k1=1.5``, ``b=0.75``, IDF
-``log(1 + (N - df + 0.5) / (df + 0.5))``), evaluated with the same float types and in the same
-order, so with whole-store statistics the scores equal ``bm25s.BM25().get_scores`` bit for bit
-(a test holds this).
+bm25s's formula, bit for bit with whole-store statistics. See docs/stores/memory.md (BM25 with the
+statistics of the scope).
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """The in-memory store's graph: a snapshot's relations and builders' ledger, and the two scoped reads over them.
 
-Relations and ledger marks belong to a snapshot like its records (`GraphState`): immutable once
-published and replaced whole by a write, so a reader sees one version of the graph beside one version
-of the records. A write that changes only relations or marks makes a snapshot sharing every record
-structure (vectors, BM25, navigation index, filter masks): it embeds nothing and indexes no text.
-
-The adjacency index (`GraphIndex`: relations in `edge_order`, positions by source and by target) is
-built on a state's first graph read, not at commit. Builders write many small batches with no graph
-read between them, so an index built at each commit would mostly be thrown away; and a document write
-that removes no relation keeps the state, and so its built index, as it is.
-
-Scope follows `toolish_rag.graph.model`: a chunk or entity endpoint is checked on its record (through
-the filter's mask when a search already built it, see `NavigationScope`); a section or document endpoint
-is in scope when a chunk inside it is. The first admitted chunk in reading order (found through the
-navigation index, stopping at the first) both decides it and builds the node.
+Immutable like the records; the adjacency index is built on a state's first graph read. See docs/stores/memory.md.
 """
 
 from __future__ import annotations
@@ -26,10 +13,10 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ..content import Chunk, Entity, NodeKind, Record, Relation
-from ..filters import Filter, matches
-from ..graph.model import NODE_KIND_ORDER, Direction, GraphNode, NeighbourRequest, Neighbours, NodeRequest, edge_order
-from .memory_navigation import MaskSource, NavigationIndex, NavigationScope, positions_of
+from ...content import Chunk, Entity, NodeKind, Record, Relation
+from ...filters import Filter, matches
+from ...graph.model import NODE_KIND_ORDER, Direction, GraphNode, NeighbourRequest, Neighbours, NodeRequest, edge_order
+from ._navigation import MaskSource, NavigationIndex, NavigationScope, positions_of
 
 __all__ = [
     'GraphIndex',
@@ -46,8 +33,6 @@ Marks = Mapping[str, Mapping[str, str]]
 """The builders' ledger: builder name -> key -> value (see `toolish_rag.protocols.GraphStore`)."""
 
 _NO_POSITIONS: npt.NDArray[np.intp] = np.zeros(0, dtype=np.intp)
-
-"""What a bare id resolves to when it names nodes of several kinds: the first in scope (as the reference)."""
 
 
 @dataclass(frozen=True)

@@ -1,23 +1,7 @@
 """The runs of record slots `InMemoryStore`'s writes append: the unit of indexing and of saving.
 
-The store keeps its records in slots that only grow: a write appends its records after the last
-slot and marks the slots of the records it replaces or deletes dead, so it costs what it writes,
-not what the store holds (at a million chunks, replacing one document rebuilt everything: about
-a minute). Each write's slots are a `Segment`, which carries:
-
-* the BM25 postings of its records, built on the first text search that needs them (every
-  segment's postings together score exactly as one index over all live records would:
-  `toolish_rag.stores.bm25`);
-* what the write did besides appending (the documents it wrote, those it removed), which is
-  what a saved store replays on loading (`toolish_rag.stores.memory_persistence`): a save
-  writes the new segment's records alone, not the whole store.
-
-Many small segments would make every text search gather postings from each, and a reopened store
-replay each, so the newest segments are merged as they come (`merge_tail`): two neighbours merge
-once the older holds at most twice the newer's slots, which keeps the count logarithmic in the
-store's size and costs each record O(log n) merge work over its life. Merging concatenates posting
-arrays; it never re-tokenises. Dead slots stay (masked out of every search) until they are a
-quarter of the store, when the store compacts into one segment (`InMemoryStore` does that).
+Each `Segment` carries its BM25 postings and what its write removed; `merge_tail` merges neighbours
+geometrically. See docs/stores/memory.md (Segments).
 """
 
 from __future__ import annotations
@@ -29,7 +13,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from .bm25 import Bm25Segment
+from ._bm25 import Bm25Segment
 
 __all__ = ['Segment', 'merge_tail', 'new_name']
 
@@ -65,7 +49,7 @@ class Segment:
     """Slots ``start`` to ``stop`` of the store, appended by one write (or several, merged)."""
 
     name: str
-    """Its directory under a saved store's ``segments/`` (see `toolish_rag.stores.memory_persistence`)."""
+    """Its directory under a saved store's ``segments/`` (see `_persistence`)."""
     start: int
     stop: int
     documents: tuple[str, ...]

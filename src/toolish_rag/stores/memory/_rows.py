@@ -1,23 +1,7 @@
-"""Structures that successive versions of `InMemoryStore` share, so a write copies only what it changes.
+"""Structures successive versions of `InMemoryStore` share, so a write copies only what it changes.
 
-* `GrowingMatrix` and `GrowingList`: the vectors and the records, append-only (below);
-* `LayeredMap`: the id, document and section lookups, a shared base plus a small overlay of the
-  changes since (a version's write copies the overlay, not the million entries of the base).
-
-
-A write used to build the next version's vector matrix with ``np.vstack`` of the kept rows and
-the new ones: a copy of the whole matrix (1.5 GB at a million 384-d vectors) for a write of ten
-rows. Here every version is a prefix view of one over-allocated buffer: a write that appends
-puts its rows after the last version's and publishes a longer view, so earlier versions (still
-read by searches in flight) see exactly the rows they saw, and the buffer is copied only when it
-is full (capacity grows by a quarter, so the copies cost O(1) per row over time while the
-headroom stays a quarter of the matrix, not the half that doubling would leave idle).
-
-Only the version at the tip of a buffer may append in place. A write that fails after appending
-leaves rows beyond the published view that nobody reads; the next write appends from the same
-published version, sees that it is no longer the tip and copies instead of overwriting anything a
-reader could hold. Rows are never changed once written: deleting a record marks it dead in the
-snapshot (`toolish_rag.stores.memory`), and compaction builds a new buffer.
+`GrowingMatrix` and `GrowingList` (append-only buffers, each version a prefix view) and `LayeredMap`
+(a shared base plus a small overlay). See docs/stores/memory.md (Shared rows).
 """
 
 from __future__ import annotations

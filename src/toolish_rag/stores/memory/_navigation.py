@@ -1,9 +1,6 @@
 """The in-memory store's navigation index: chunks in reading order, and which of them a scope admits.
 
-`InMemoryStore` answers `SectionReader` requests from this index, built once per snapshot
-(like its BM25 index), so a document page, an outline or a section page is array arithmetic
-over positions instead of a scan of every record: with a scope's mask already cached (the
-searches of that scope build it), no filter is evaluated at all.
+Built once per snapshot, so navigation is array arithmetic over positions. See docs/stores/memory.md.
 """
 
 from __future__ import annotations
@@ -15,9 +12,9 @@ from typing import Protocol
 import numpy as np
 import numpy.typing as npt
 
-from ..content import Chunk, Record
-from ..filters import Filter, matches
-from ..sections import document_order
+from ...content import Chunk, Record
+from ...filters import Filter, matches
+from ...sections import document_order
 
 __all__ = ['MaskSource', 'NavigationIndex', 'NavigationScope', 'positions_of']
 

@@ -1,19 +1,6 @@
 """`InMemoryStore`'s window vectors: the extra embeddings of long chunks, and MaxP scoring.
 
-A record's first vector stays in the snapshot's vector matrix, as without windows (it is the
-embedding of the whole text, `toolish_rag.windows`); its further windows' vectors live here,
-concatenated in record order, with per record the number it has:
-
-* ``counts[i] >= 0``: record ``i`` was windowed under the snapshot's config ``key`` and has that
-  many extra vectors (``0``: its text fits in one window);
-* ``counts[i] == -1``: record ``i`` was never windowed (a store written before windows existed,
-  or with ``windows=None``): it is scored by its one vector until `InMemoryStore.rebuild_windows`.
-
-Vector search scores a record by the best of its vectors (MaxP): one matrix product for the
-first vectors, one for the extra ones, and a segment maximum (``np.maximum.reduceat``) folding
-each record's extra scores into its own. Filters mask the per-record scores afterwards, as before,
-so the top ``k`` is exact under any filter. Everything here is immutable: a write builds a new
-`WindowVectors` for the next snapshot, so a reader always sees the windows of its own version.
+See docs/stores/memory.md (Windows).
 """
 
 from __future__ import annotations
@@ -27,8 +14,8 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_ai.embeddings import Embedder
 
-from ..windows import EmbeddingWindows, plan_windows
-from .memory_rows import GrowingMatrix
+from ...windows import EmbeddingWindows, plan_windows
+from ._rows import GrowingMatrix
 
 __all__ = [
     'WINDOW_FILES',
@@ -113,10 +100,6 @@ class WindowVectors:
         picks = [np.arange(starts[i], starts[i + 1]) for i in keep if self.counts[i] > 0]
         index = np.concatenate(picks) if picks else np.zeros(0, dtype=np.intp)
         return WindowVectors.of(counts, self.vectors[index], self.key)
-
-    def forget(self) -> WindowVectors:
-        """The same records, none windowed (their windows were made under another config)."""
-        return WindowVectors.unwindowed(len(self.counts), self.key)
 
     def with_key(self, key: str | None) -> WindowVectors:
         return WindowVectors(self.counts, self.matrix, key)

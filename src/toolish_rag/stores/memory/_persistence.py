@@ -1,28 +1,7 @@
 """How `InMemoryStore` saves itself: a log of segments, and versions that name which segments they hold.
 
-::
-
-    path/CURRENT                      the current version's directory name (switched by one rename)
-    path/settings.json                choices that change no stored data (BM25 statistics, language)
-    path/v<n>/manifest.json           format, embedder, the segments in order, counts
-    path/v<n>/relations.jsonl         the graph (relations, then the builders' ledger marks)
-    path/v<n>/marks.json
-    path/segments/<name>/             one write's records (or several writes', merged):
-        records.jsonl, vectors.npy,   the live records it appended, their first vectors,
-        windows.npy, window_counts.npy, windows.json   their window vectors,
-        documents.json                the documents it wrote,
-        removed.json                  the documents and entities removed before it appended
-
-A write saves its own segment and a new version naming the old segments plus the new one, so it
-costs what it wrote, not the store's size (a version used to rewrite every record). Loading
-replays the segments in order: removals, then appends, exactly as the writes ran. When the store
-merges segments or compacts, the merged segment is written whole (its live records) and the parts
-are deleted once no version names them.
-
-A crash at any point leaves the previous version readable: segments and the version directory are
-written and synced before ``CURRENT`` switches, and only then are the directories no version
-names removed. Stores saved in the first format (each version a full copy) load as one segment,
-written in the new layout by the next save.
+A write saves its own segment; ``CURRENT`` switches by one atomic rename, so a crash leaves the
+previous version readable. The layout is in docs/stores/memory.md (On-disk layout).
 """
 
 from __future__ import annotations
@@ -41,11 +20,11 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import TypeAdapter
 
-from ..content import Record, Relation
-from ..protocols import DocumentInfo
-from .memory_graph import GraphState
-from .memory_segments import Segment, new_name
-from .memory_windows import WINDOW_FILES, WindowVectors, load_windows, save_windows
+from ...content import Record, Relation
+from ...protocols import DocumentInfo
+from ._graph import GraphState
+from ._segments import Segment, new_name
+from ._windows import WINDOW_FILES, WindowVectors, load_windows, save_windows
 
 __all__ = ['FORMAT', 'SavedSegment', 'load', 'save']
 

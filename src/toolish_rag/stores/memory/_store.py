@@ -1,0 +1,492 @@
+"""`InMemoryStore`: the reference store, every capability exact, in process memory.
+
+The store holds one immutable `Snapshot` and swaps in the next under a write lock, so readers
+always see a whole version. See docs/stores/memory.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import os
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+
+import numpy as np
+import numpy.typing as npt
+from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
+from ...analysis import TextAnalyzer, analyzer_for
+from ...content import Chunk, Document, Entity, Record, Relation
+from ...embedding import resolve_embedder
+from ...filters import Filter
+from ...graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
+from ...protocols import DocumentInfo
+from ...regex import compile_request
+from ...search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
+from ...sections import (
+    ChunkOutline,
+    DocumentPage,
+    DocumentPageRequest,
+    OutlineRequest,
+    SectionPage,
+    SectionReadRequest,
+)
+from ...windows import DEFAULT_WINDOWS, EmbeddingWindows
+from ...writes import graph_upsert_batch
+from ._caches import Lru
+from ._graph import GraphState, entities_of, neighbours_of, nodes_of
+from ._persistence import SavedSegment, load, save
+from ._search import regex_hits, text_scores, top, vector_scores
+from ._settings import STATISTICS, Statistics, save_setting, saved_analyzer, saved_statistics
+from ._snapshot import Snapshot
+from ._windows import WindowVectors, aligned, plan_write, window_key
+
+__all__ = ['InMemoryStore']
+
+_logger = logging.getLogger('toolish_rag.stores.memory')
+
+_EMBED_BATCH = 256
+_QUERY_CACHE_SIZE = 256
+
+_COMPACT_SHARE = 4
+"""A version whose dead slots exceed 1/4 of its slots is compacted (see `_segments`)."""
+
+_PLAIN_SYNTAX = (
+    'Plain words. Every word counts toward the BM25 score. Quotes, boolean operators and field '
+    'names have no special meaning: they are read as plain words.'
+)
+"""The query syntax of a store whose analyzer is not English (the analyzer's sentence follows it)."""
+
+
+class InMemoryStore:
+    """Every capability in process memory, the graph included; the reference every other store matches.
+
+    Args:
+        embedder: an embedding model string, ``EmbeddingModel`` or ``Embedder``; ``None``
+            is the offline default (all-MiniLM-L6-v2).
+        path: optional directory to persist to. Every write saves a new version and
+            switches to it atomically, so a crash leaves the last complete version; a new
+            process opening the same path sees the same records, vectors and metadata
+            types. A write saves its own records as a new segment (merged with its recent
+            neighbours from time to time, see docs/stores/memory.md), not
+            the whole store; opening reads every record into memory, so a million chunks take
+            some GB of RAM and a minute to open. (A write of relations or ledger marks alone
+            saves no records.)
+        statistics: whose corpus statistics (record count, mean length, word frequencies)
+            BM25 ranks with. ``'scope'``: those of the records the search's filter admits, so
+            a tenant's scores never reveal what other tenants hold. ``'store'``: the whole
+            store's, as bm25s alone would score (scores of different scopes are then on one
+            scale, but a scoped search's scores move when records outside its scope change).
+            ``None``: the choice saved at ``path``, else ``'scope'``. An explicit choice is
+            saved at ``path`` (it changes no data, so it may differ from the saved one).
+        windows: how a chunk longer than the embedder reads is embedded as several windows,
+            vector search scoring it by its best window (MaxP, see `toolish_rag.windows`);
+            ``None``: one vector per record (what the embedder reads of its beginning). A store
+            saved without windows loads and scores by one vector per record until
+            `rebuild_windows` (it logs so once).
+        language: the text analyzer's language (`toolish_rag.analysis`): an ISO 639-1 code such
+            as ``'de'`` or ``'zh'`` picks its stop words and stemmer; scripts without spaces
+            (Chinese, Japanese, Thai...) are cut into character bigrams in every language.
+            ``None``: the language saved at ``path``, else English (bm25s's tokenisation, which
+            every store saved before languages existed was built with). An explicit language is
+            saved at ``path``; a different one than saved simply re-analyses the texts (the BM25
+            index is built in memory from them).
+    """
+
+    text_query_syntax = (
+        'Plain words. Every word counts toward the BM25 score (English stemming: "refunds" '
+        'matches "refund"; very common words such as "the" are ignored). Quotes, boolean '
+        'operators and field names have no special meaning: they are read as plain words.'
+    )
+    """For the English analyzer (the default); other languages' stores say `_PLAIN_SYNTAX`."""
+
+    def __init__(
+        self,
+        embedder: Embedder | EmbeddingModel | str | None = None,
+        *,
+        path: str | os.PathLike[str] | None = None,
+        statistics: Statistics | None = None,
+        windows: EmbeddingWindows | None = DEFAULT_WINDOWS,
+        language: str | None = None,
+    ) -> None:
+        if statistics is not None and statistics not in STATISTICS:
+            raise ValueError(f'unknown BM25 statistics {statistics!r}: choose one of {", ".join(STATISTICS)}')
+        self._embedder_spec = embedder
+        self._embedder: Embedder | None = None
+        self._write_lock = asyncio.Lock()
+        self._path = Path(path) if path is not None else None
+        self._query_cache: Lru[str, npt.NDArray[np.float32]] = Lru(_QUERY_CACHE_SIZE)
+        self._windows = windows
+        self._window_key_value: tuple[str | None] | None = None
+        saved = saved_statistics(self._path)
+        self._statistics: Statistics = statistics or saved or 'scope'
+        if self._path is not None and statistics is not None and statistics != saved:
+            save_setting(self._path, 'statistics', statistics)
+        self._analyzer = self._open_analyzer(language)
+        self._snapshot = self._loaded()
+        unwindowed = self._snapshot.unwindowed
+        if windows is not None and unwindowed:
+            _logger.warning(
+                '%s holds %d records saved without embedding windows: they are scored by their first '
+                'vector (what the embedder reads of their beginning) until `await store.rebuild_windows()`',
+                self._path,
+                unwindowed,
+            )
+
+    @property
+    def statistics(self) -> Statistics:
+        """Whose corpus statistics BM25 uses: ``'scope'`` (isolated) or ``'store'`` (see the class)."""
+        return self._statistics
+
+    def _open_analyzer(self, language: str | None) -> TextAnalyzer:
+        """``language``'s analyzer, else the one saved at the path, else English (what older stores used).
+
+        An explicit language other than the saved one is saved: the BM25 index lives in memory and
+        is built from the records' texts on first search, so it is rebuilt with the new analyzer,
+        and an index built with another analyzer is never queried.
+        """
+        saved = saved_analyzer(self._path)
+        analyzer = analyzer_for(language) if language is not None else saved or analyzer_for(None)
+        if self._path is not None and language is not None and analyzer != (saved or analyzer_for(None)):
+            save_setting(self._path, 'analyzer', analyzer.identity)
+            if (self._path / 'CURRENT').exists():
+                _logger.info(
+                    '%s: text search re-analysed with %s (was %s)',
+                    self._path,
+                    analyzer.identity,
+                    (saved or analyzer_for(None)).identity,
+                )
+        if analyzer.language != 'en':
+            # The class's syntax promises English stemming; the toolset adds `describe()` instead.
+            self.text_query_syntax = _PLAIN_SYNTAX
+        return analyzer
+
+    @property
+    def text_analyzer(self) -> TextAnalyzer:
+        """How text is cut into BM25 tokens (the records' and the query's): see `toolish_rag.analysis`."""
+        return self._analyzer
+
+    @property
+    def language(self) -> str:
+        """The text analyzer's language code (``'en'``, ``'de'``, ``'zh'``... or ``'none'``)."""
+        return self._analyzer.language
+
+    @property
+    def path(self) -> Path | None:
+        """Where the store persists itself (``None``: memory only)."""
+        return self._path
+
+    def _loaded(self) -> Snapshot:
+        """The saved version at the path, its segments replayed in order (an empty store if none)."""
+        saved = load(self._path) if self._path is not None else None
+        if saved is None:
+            return Snapshot()
+        segments, graph = saved
+        snapshot = Snapshot(graph=graph)
+        for segment in segments:
+            snapshot = snapshot.applied(segment, graph, self._analyzer, merge=False)
+        return snapshot
+
+    async def _commit(self, snapshot: Snapshot) -> None:
+        """Compact if a quarter of the slots are dead, persist (when a path is set), then publish
+        ``snapshot`` to readers. Saving writes the segments not saved yet (`_persistence`)."""
+        if snapshot.dead * _COMPACT_SHARE > len(snapshot.records):
+            snapshot = await asyncio.to_thread(snapshot.compacted, self._analyzer)
+        if self._path is not None:
+            await asyncio.to_thread(
+                save,
+                self._path,
+                snapshot.segments,
+                snapshot.saved_segment,
+                snapshot.graph,
+                self.embedder.model,
+                len(snapshot),
+            )
+        self._snapshot = snapshot
+
+    @property
+    def embedder(self) -> Embedder:
+        if self._embedder is None:
+            self._embedder = resolve_embedder(self._embedder_spec)
+        return self._embedder
+
+    def __len__(self) -> int:
+        return len(self._snapshot)
+
+    def __repr__(self) -> str:
+        snap = self._snapshot
+        language = '' if self._analyzer.language == 'en' else f', language={self._analyzer.language!r}'
+        return (
+            f'InMemoryStore(documents={len(snap.documents)}, records={len(snap)}, '
+            f'statistics={self._statistics!r}{language})'
+        )
+
+    # -- writes -----------------------------------------------------------------------
+
+    async def _window_key(self) -> str | None:
+        """The key of the windows this store makes (``None``: windows off), asked of the embedder once."""
+        if self._window_key_value is None:
+            self._window_key_value = (await window_key(self.embedder, self._windows),)
+        return self._window_key_value[0]
+
+    async def rebuild_windows(self) -> int:
+        """Embed the windows of every record stored without them; returns how many records were windowed.
+
+        For a store saved before windows existed, written with ``windows=None`` or with another
+        window config: its records keep their first vectors (no record is embedded again) and
+        gain their windows, in one new version. Re-ingesting unchanged documents would not do it,
+        since ingestion skips them.
+        """
+        if self._windows is None:
+            return 0
+        async with self._write_lock:
+            old = self._snapshot
+            if old.dead:  # window only the records this version holds
+                old = await asyncio.to_thread(old.compacted, self._analyzer)
+            base = aligned(old.windows, await self._window_key())
+            todo = base.unknown
+            if not todo:
+                return 0
+            texts = [r.text for r in old.records]
+            plan = await plan_write(self.embedder, self._windows, base, texts, list(range(len(texts))))
+            width = old.vectors.shape[1]
+            extra = await self._embed(plan.texts) if plan.texts else np.zeros((0, width), dtype=np.float32)
+            # Every record's windows change: one new segment, saved whole.
+            snapshot = await asyncio.to_thread(old.compacted, self._analyzer, plan.assemble(extra, width))
+            await self._commit(snapshot)
+            return todo
+
+    async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+        parts: list[npt.NDArray[np.float32]] = []
+        for start in range(0, len(texts), _EMBED_BATCH):
+            result = await self.embedder.embed_documents(texts[start : start + _EMBED_BATCH])
+            parts.append(np.asarray(result.embeddings, dtype=np.float32))
+        matrix = np.vstack(parts)
+        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        normalised: npt.NDArray[np.float32] = (matrix / norms).astype(np.float32)
+        return normalised
+
+    async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None:
+        """Insert or replace documents (whole), entities and relations; embeds only changed text.
+
+        A document takes its relations and ledger keys with its old version (the batch's relations
+        are written after that). A batch of relations alone touches no record: it embeds nothing
+        and indexes no text, the next version shares them all with this one.
+        """
+        documents, entities, relations = graph_upsert_batch(items)
+        async with self._write_lock:
+            old = self._snapshot
+            if not documents and not entities:
+                graph = old.graph.with_relations(relations)
+                if graph is not old.graph:
+                    await self._commit(old.with_graph(graph))
+                return
+            graph = old.graph.without_documents({d.id for d in documents}).with_relations(relations)
+            await self._commit(await self._with_records(old, documents, entities, graph))
+
+    async def _with_records(
+        self, old: Snapshot, documents: list[Document], entities: list[Entity], graph: GraphState
+    ) -> Snapshot:
+        """The next version with these documents and entities written: vectors of unchanged text reused.
+
+        Costs what the batch holds (see `Snapshot.applied`): the records it replaces are marked
+        dead, its own are appended.
+        """
+        replaced_docs = frozenset(d.id for d in documents)
+        replaced_entities = frozenset(e.id for e in entities)
+        new_records: list[Record] = [c for d in documents for c in d.chunks]
+        new_records.extend(entities)
+        for r in new_records:
+            i = old.index.get(r.id)
+            if i is None:
+                continue
+            held = old.records[i]
+            if isinstance(held, Chunk) and held.document_id in replaced_docs:
+                continue
+            if isinstance(held, Entity) and held.id in replaced_entities:
+                continue
+            raise ValueError(f'record id {r.id!r} already belongs to another document or entity')
+        # Reuse vectors of records whose indexed text did not change.
+        reuse: dict[int, npt.NDArray[np.float32]] = {}
+        to_embed: list[int] = []
+        same: list[int | None] = []
+        for j, r in enumerate(new_records):
+            i = old.index.get(r.id)
+            if i is not None and old.records[i].text == r.text:
+                reuse[j] = old.vectors[i]
+                same.append(i)
+            else:
+                to_embed.append(j)
+                same.append(None)
+        # The windows beyond each record's first vector (`_windows`), embedded in the same batches.
+        base = aligned(old.windows, await self._window_key())
+        plan = await plan_write(self.embedder, self._windows, base, [r.text for r in new_records], same)
+        texts = [new_records[j].text for j in to_embed] + plan.texts
+        embedded = await self._embed(texts) if texts else None
+        fresh = embedded[: len(to_embed)] if embedded is not None and to_embed else None
+        width = fresh.shape[1] if fresh is not None else old.rows.width
+        new_vectors = np.zeros((len(new_records), width), dtype=np.float32)
+        for j, v in reuse.items():
+            new_vectors[j] = v
+        if fresh is not None:
+            new_vectors[to_embed] = fresh
+        infos = [
+            DocumentInfo(
+                id=d.id,
+                uri=d.uri,
+                title=d.title,
+                fingerprint=d.fingerprint,
+                chunk_count=len(d.chunks),
+                metadata=dict(d.metadata),
+            )
+            for d in documents
+        ]
+        extra = embedded[len(to_embed) :] if embedded is not None else np.zeros((0, width), dtype=np.float32)
+        write = SavedSegment(new_records, new_vectors, plan.assemble(extra, width), infos)
+        if base is not old.windows:
+            old = dataclasses.replace(old, windows=base)
+        return await asyncio.to_thread(old.applied, write, graph, self._analyzer)
+
+    async def _delete(self, doc_ids: set[str], entity_ids: set[str]) -> tuple[int, int]:
+        async with self._write_lock:
+            old = self._snapshot
+            removed_docs = sum(1 for d in doc_ids if d in old.documents)
+            entities = frozenset(
+                e for e in entity_ids if (i := old.index.get(e)) is not None and isinstance(old.records[i], Entity)
+            )
+            graph = old.graph.without_documents(doc_ids)
+            if not removed_docs and not entities:
+                if graph is not old.graph:
+                    await self._commit(old.with_graph(graph))
+                return 0, 0
+            empty = np.zeros((0, old.rows.width), dtype=np.float32)
+            nothing = WindowVectors.of(np.zeros(0, np.int32), empty, None)
+            write = SavedSegment([], empty, nothing, [], frozenset(doc_ids), entities)
+            await self._commit(await asyncio.to_thread(old.applied, write, graph, self._analyzer))
+            return removed_docs, len(entities)
+
+    async def delete_documents(self, document_ids: Iterable[str]) -> int:
+        return (await self._delete(set(document_ids), set()))[0]
+
+    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
+        return (await self._delete(set(), set(entity_ids)))[1]
+
+    async def list_documents(self) -> Sequence[DocumentInfo]:
+        return list(self._snapshot.documents.values())
+
+    # -- the graph's write side (GraphStore) ----------------------------------------------
+    # Relations and ledger marks only: each write below makes a version sharing every record
+    # structure with the last (`Snapshot.with_graph`), and one that changes nothing saves nothing.
+
+    async def list_relations(
+        self, *, document_ids: Sequence[str] | None = None, origin: str | None = None
+    ) -> Sequence[Relation]:
+        return self._snapshot.graph.listed(document_ids, origin)
+
+    async def delete_relations(self, ids: Iterable[str]) -> int:
+        async with self._write_lock:
+            old = self._snapshot
+            graph, removed = old.graph.without_relations(ids)
+            if removed:
+                await self._commit(old.with_graph(graph))
+            return removed
+
+    async def list_entities(self) -> Sequence[Entity]:
+        return entities_of(self._snapshot.live_records())
+
+    async def graph_marks(self, builder: str) -> dict[str, str]:
+        return dict(self._snapshot.graph.marks.get(builder, {}))
+
+    async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
+        async with self._write_lock:
+            old = self._snapshot
+            graph = old.graph.with_marks(builder, marks)
+            if graph is not old.graph:
+                await self._commit(old.with_graph(graph))
+
+    # -- capabilities -------------------------------------------------------------------
+
+    def supports_filter(self, filter: Filter) -> bool:
+        return True
+
+    async def _embed_query(self, query: str) -> npt.NDArray[np.float32]:
+        """The unit query vector, from a small cache: agents repeat queries (and hybrid search
+        runs the vector leg of a query its vector search just ran). The cache is thread-safe: one
+        store may serve event loops in several threads."""
+        cached = self._query_cache.get(query)
+        if cached is not None:
+            return cached
+        result = await self.embedder.embed_query(query)
+        q = np.asarray(result.embeddings[0], dtype=np.float32)
+        norm = float(np.linalg.norm(q))
+        if norm:
+            q = q / norm
+        return self._query_cache.put(query, q)
+
+    async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        snap = self._snapshot
+        if not snap.records:
+            return []
+        q = await self._embed_query(request.query)
+        if snap.vectors.shape[1] != q.shape[0]:
+            raise ValueError(
+                f'the store holds {snap.vectors.shape[1]}-dimensional vectors but the embedder makes '
+                f'{q.shape[0]}-dimensional ones: open it with the embedder it was built with'
+            )
+        scoring = self._windows.scoring if self._windows is not None else None
+        scores = await asyncio.to_thread(vector_scores, snap, q, request.filter, scoring)
+        return [SearchHit(snap.records[i], float(scores[i])) for i in top(scores, request.top_k)]
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        snap = self._snapshot
+        if not snap.records:
+            return []
+        scores = await asyncio.to_thread(
+            text_scores, snap, self._analyzer, self.statistics, request.query, request.filter
+        )
+        if scores is None:
+            return []
+        return [SearchHit(snap.records[i], float(scores[i])) for i in top(scores, request.top_k)]
+
+    async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
+        snap = self._snapshot
+        pattern = compile_request(request)
+        return await asyncio.to_thread(regex_hits, snap, pattern, request)
+
+    async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Record]:
+        return self._snapshot.lookup(ids, filter)
+
+    async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        """A range or section, or the window around an anchor: every part read from one snapshot."""
+        snap = self._snapshot
+        if request.around is not None:
+            anchor = snap.anchor(request)
+            if anchor is None:
+                return []
+            request = request.window(anchor)
+        return snap.chunks(request)
+
+    # -- navigation (SectionReader) ---------------------------------------------------------
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        """One page of the documents in scope (see `toolish_rag.sections.reference_document_page`)."""
+        return await asyncio.to_thread(self._snapshot.document_page, request)
+
+    async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
+        return await asyncio.to_thread(self._snapshot.outlines, request)
+
+    async def read_section(self, request: SectionReadRequest) -> SectionPage:
+        return await asyncio.to_thread(self._snapshot.section_page, request)
+
+    # -- graph (GraphSearch) -------------------------------------------------------------------
+
+    async def graph_nodes(self, request: NodeRequest) -> Sequence[GraphNode]:
+        """The in-scope nodes among ``request.ids`` (see `toolish_rag.graph.model`), read from one snapshot."""
+        return await asyncio.to_thread(nodes_of, self._snapshot, request)
+
+    async def neighbours(self, request: NeighbourRequest) -> Neighbours:
+        """One hop of in-scope edges around ``request.ids``, read from one snapshot."""
+        return await asyncio.to_thread(neighbours_of, self._snapshot, request)
