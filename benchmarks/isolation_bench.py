@@ -218,7 +218,7 @@ class RawTantivy:
     def scoped(self, text: str) -> list[Any]:
         from tantivy import Query
 
-        from toolish_rag_tantivy.schema import scalar_terms
+        from toolish_rag_tantivy._schema import scalar_terms
 
         field, term = scalar_terms('tenant', TENANT)
         return self._search(self._one, text, Query.term_query(self._one.schema, field, term))

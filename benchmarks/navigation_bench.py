@@ -346,7 +346,7 @@ class RawTantivy:
     def __init__(self, index: Any) -> None:
         from tantivy import Query
 
-        from toolish_rag_tantivy.schema import scalar_terms
+        from toolish_rag_tantivy._schema import scalar_terms
 
         self.index = index
         self.Query = Query

@@ -253,7 +253,7 @@ def raw_tantivy(dataset: BeirDataset, ids: list[str], texts: list[str]) -> dict[
     """tantivy-py alone: the same analyzer as `TantivyStore`'s default, a lenient parse of each query."""
     import tantivy
 
-    from toolish_rag_tantivy.analyzers import build_analyzer
+    from toolish_rag_tantivy._analyzers import build_analyzer
 
     name = 'subword_stem'
     sb = tantivy.SchemaBuilder()

@@ -68,7 +68,7 @@ from toolish_rag.content import Chunk, Document  # noqa: E402
 from toolish_rag.filters import PropertyFilter as F  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402
 from toolish_rag_tantivy import TantivyStore  # noqa: E402
-from toolish_rag_tantivy.analyzers import build_analyzer, tokenizer_name  # noqa: E402
+from toolish_rag_tantivy._analyzers import build_analyzer, tokenizer_name  # noqa: E402
 
 SCIFACT = data_dir() / 'scifact'
 TOP_K = 10

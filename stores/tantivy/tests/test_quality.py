@@ -15,7 +15,7 @@ import tantivy
 from toolish_rag.builder import DocumentBuilder
 from toolish_rag.search import SearchRequest
 from toolish_rag_tantivy import TantivyStore
-from toolish_rag_tantivy.analyzers import AnalyzerName, build_analyzer
+from toolish_rag_tantivy._analyzers import AnalyzerName, build_analyzer
 
 DATA = Path(__file__).resolve().parents[4] / 'shared' / 'data'
 

@@ -16,8 +16,8 @@ from toolish_rag.content import Document
 from toolish_rag.filters import Filter, PropertyFilter as F
 from toolish_rag.search import SearchRequest
 from toolish_rag_tantivy import TantivyStore
-from toolish_rag_tantivy.filters import CompiledFilters
-from toolish_rag_tantivy.index import IndexSnapshot
+from toolish_rag_tantivy._filters import CompiledFilters
+from toolish_rag_tantivy._index import IndexSnapshot
 
 TENANTS = ['a', 'b', 'c', 'd']
 

@@ -25,7 +25,7 @@ from toolish_rag.search import SearchRequest
 from toolish_rag.stores.memory import InMemoryStore
 from toolish_rag.testing import StoreConformance
 from toolish_rag_tantivy import PartitionedTantivyStore, TantivyStore, open_store
-from toolish_rag_tantivy.query import TEXT_QUERY_SYNTAX
+from toolish_rag_tantivy._query import TEXT_QUERY_SYNTAX
 
 
 def _doc(uri: str, texts: list[str], metadata: dict[str, MetadataValue] | None = None) -> Document:

@@ -24,7 +24,7 @@ from toolish_rag.errors import UnsupportedValueError
 from toolish_rag.filters import PropertyFilter as F
 from toolish_rag.ingest import IngestReport, ingest
 from toolish_rag_tantivy import PartitionedTantivyStore
-from toolish_rag_tantivy.partitions import PartitionId
+from toolish_rag_tantivy._partitions import PartitionId
 
 WORD = 'ordinary'
 """In every file's text: a search for it finds every stored chunk."""

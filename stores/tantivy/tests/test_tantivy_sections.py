@@ -34,8 +34,8 @@ from toolish_rag.sections import (
     reference_section_page,
 )
 from toolish_rag_tantivy import PartitionedTantivyStore, TantivyStore
-from toolish_rag_tantivy.schema import NAV_PAYLOAD_BYTES
-from toolish_rag_tantivy.sections import (
+from toolish_rag_tantivy._schema import NAV_PAYLOAD_BYTES
+from toolish_rag_tantivy._sections import (
     IndexSections,
     merged_document_page,
     merged_outlines,

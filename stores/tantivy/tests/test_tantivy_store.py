@@ -24,7 +24,7 @@ from toolish_rag.filters import EntityFilter, Filter, PropertyFilter as F, match
 from toolish_rag.protocols import VectorSearch
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchRequest
 from toolish_rag_tantivy import TantivyStore
-from toolish_rag_tantivy.schema import canonical_number
+from toolish_rag_tantivy._schema import canonical_number
 
 PY = sys.executable
 

@@ -20,7 +20,7 @@ from toolish_rag.errors import UnsupportedValueError
 from toolish_rag.filters import EntityFilter, Filter, PropertyFilter as F, matches
 from toolish_rag.search import SearchRequest
 from toolish_rag_tantivy import TantivyStore
-from toolish_rag_tantivy.schema import MAX_TERM_BYTES
+from toolish_rag_tantivy._schema import MAX_TERM_BYTES
 
 HUGE = 10**400
 

@@ -7,10 +7,10 @@
 a tenant's BM25 statistics never reflect another tenant's documents (docs/filters.md).
 """
 
+from ._analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName
 from ._open import open_store
-from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName
+from ._query import TEXT_QUERY_SYNTAX
 from .partitioned import PartitionedTantivyStore
-from .query import TEXT_QUERY_SYNTAX
 from .store import TantivyStore
 
 __all__ = [

@@ -8,7 +8,7 @@ word. Here each value of the partition key (say ``tenant``) has an index of its 
 records are scored with its own statistics and nothing written under another value can move
 them, byte for byte.
 
-How searches are routed (`toolish_rag_tantivy.partitions.PartitionPruner`): a filter that
+How searches are routed (`toolish_rag_tantivy._partitions.PartitionPruner`): a filter that
 pins the key (``eq('tenant', 'acme')``, possibly ANDed with more) searches that partition's
 index only, exactly as a `TantivyStore` holding just those records would. A filter that allows
 several values (``in_``, ``or``) or does not constrain the key (no filter, ``ne``, ...)
@@ -19,7 +19,7 @@ one scale (like a sharded search without global statistics). Regex hits merge by
 ranking key, which is independent of statistics, so they equal a single index's exactly.
 
 Navigation (`SectionReader`) reads each partition in reach on one snapshot of it and merges
-(`toolish_rag_tantivy.sections`): a listing is merged and sorted before it is paged, and a
+(`toolish_rag_tantivy._sections`): a listing is merged and sorted before it is paged, and a
 section read counts in every partition first, then reads only the documents its page overlaps.
 Counts are added per document, so they stay right even if a document were found in two.
 
@@ -32,7 +32,7 @@ partition, in partition order), and a writer is kept open for the few partitions
 So that an upsert is still all or nothing, everything a partition could refuse (a value that
 names no partition, a record moving partition, a record id another record holds, in this
 partition or another: one small query per partition) is checked before the first commit
-(`toolish_rag_tantivy.placement`); an item refused for its partition value is named by an
+(`toolish_rag_tantivy._placement`); an item refused for its partition value is named by an
 `UnsupportedValueError`, so ingestion sets that file aside and stores the rest.
 
 Cost: a pinned search costs what a `TantivyStore` search of that partition costs; a search
@@ -71,16 +71,16 @@ from toolish_rag.sections import (
 )
 from toolish_rag.writes import upsert_batch
 
-from .analyzers import AnalyzerName
-from .filters import translatable
-from .index import IndexSnapshot
-from .partitions import PartitionId, PartitionPruner
-from .placement import Groups, check_against, place
-from .query import TEXT_QUERY_SYNTAX
-from .schema import check_storable
-from .sections import IndexSections, merged_document_page, merged_outlines, merged_section_page
+from ._analyzers import AnalyzerName
+from ._filters import translatable
+from ._index import IndexSnapshot
+from ._partitions import PartitionId, PartitionPruner
+from ._placement import Groups, check_against, place
+from ._query import TEXT_QUERY_SYNTAX
+from ._schema import check_storable
+from ._sections import IndexSections, merged_document_page, merged_outlines, merged_section_page
+from ._text_analysis import IndexAnalysis
 from .store import TantivyStore
-from .text_analysis import IndexAnalysis
 
 __all__ = ['PARTITIONS_FILE', 'PartitionedTantivyStore']
 
@@ -366,7 +366,7 @@ class PartitionedTantivyStore:
 
         return await asyncio.to_thread(run)
 
-    # -- navigation (SectionReader): see `toolish_rag_tantivy.sections` -------------------------
+    # -- navigation (SectionReader): see `toolish_rag_tantivy._sections` -------------------------
 
     def _sections(self, f: Filter | None) -> list[IndexSections]:
         """One snapshot of each partition ``f`` can reach (a partition it cannot reach holds nothing in scope)."""

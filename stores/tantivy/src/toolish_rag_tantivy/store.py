@@ -2,13 +2,13 @@
 
 Capabilities: `TextSearch` (BM25, tantivy's query language), `RegexSearch` (RE2 over the
 stored source text of the filtered candidates), `ResultExpander`, `SectionReader` (listings
-and outlines from navigation terms, see `toolish_rag_tantivy.sections`), `FilterPushdown`
+and outlines from navigation terms, see `toolish_rag_tantivy._sections`), `FilterPushdown`
 (every filter node, natively) and `DocumentStore`. It deliberately does not implement
 `VectorSearch`: a `ToolishRag` over it offers ``text_search``, ``regex_search``,
 ``broaden_chunk``, ``zoom_out`` and the navigation tools, and never loads an embedder.
 
 Text is analysed by a tantivy analyzer (``analyzer=``, English) or by the core's language-aware
-`toolish_rag.TextAnalyzer` (``language='zh'``...), see `toolish_rag_tantivy.text_analysis`.
+`toolish_rag.TextAnalyzer` (``language='zh'``...), see `toolish_rag_tantivy._text_analysis`.
 
 Concurrency and durability:
 
@@ -20,7 +20,7 @@ Concurrency and durability:
   expansion around an anchor reads the anchor and its window on one searcher too;
 * the reader is reloaded after every commit: a search issued after ``upsert`` returns sees it;
   each reload is a new *version*, which empties the cache of compiled filters
-  (`toolish_rag_tantivy.filters.CompiledFilters`): a filter query is reused only on the
+  (`toolish_rag_tantivy._filters.CompiledFilters`): a filter query is reused only on the
   version it was compiled for;
 * a tantivy commit is atomic on disk, so a process killed mid-write leaves the previous
   commit intact; re-running the same upsert is idempotent.
@@ -56,13 +56,13 @@ from toolish_rag.sections import (
 )
 from toolish_rag.writes import upsert_batch
 
-from .analyzers import AnalyzerName
-from .filters import CompiledFilters, translatable
-from .index import IndexSnapshot, record_owners
-from .query import TEXT_QUERY_SYNTAX
-from .schema import FORMAT_VERSION, KIND_ENTITY, check_storable, to_tantivy
-from .sections import IndexSections, merged_document_page, merged_outlines, merged_section_page
-from .text_analysis import IndexAnalysis
+from ._analyzers import AnalyzerName
+from ._filters import CompiledFilters, translatable
+from ._index import IndexSnapshot, record_owners
+from ._query import TEXT_QUERY_SYNTAX
+from ._schema import FORMAT_VERSION, KIND_ENTITY, check_storable, to_tantivy
+from ._sections import IndexSections, merged_document_page, merged_outlines, merged_section_page
+from ._text_analysis import IndexAnalysis
 
 __all__ = ['CONFIG_FILE', 'TantivyStore']
 
@@ -85,11 +85,11 @@ class TantivyStore:
 
     Args:
         path: directory of the index (created if missing); ``None`` keeps it in RAM.
-        analyzer: how text is tokenised (see `toolish_rag_tantivy.analyzers`); fixed when the
+        analyzer: how text is tokenised (see `toolish_rag_tantivy._analyzers`); fixed when the
             index is created and read back on reopen. ``None``: the saved one, or ``subword_stem``.
         language: index with the core's language-aware `toolish_rag.TextAnalyzer` for this
             language instead (``'zh'``, ``'de'``, ``'en'``...: any code `toolish_rag.analyzer_for`
-            takes; see `toolish_rag_tantivy.text_analysis`), the same tokens `InMemoryStore` and
+            takes; see `toolish_rag_tantivy._text_analysis`), the same tokens `InMemoryStore` and
             `LanceDBStore` index with it. Fixed when the index is created, like ``analyzer``
             (give one of the two); ``None``: the saved analysis.
         writer_heap_bytes: tantivy's indexing memory budget (split across writer threads).
@@ -348,7 +348,7 @@ class TantivyStore:
     # -- reads ----------------------------------------------------------------------------
 
     def supports_filter(self, filter: Filter) -> bool:
-        """Every filter node has an exact native translation (see `toolish_rag_tantivy.filters`).
+        """Every filter node has an exact native translation (see `toolish_rag_tantivy._filters`).
 
         Unless a value in it is one the index cannot hold (an integer beyond 64 bits, a lone
         surrogate): the core evaluates such a filter.
@@ -372,7 +372,7 @@ class TantivyStore:
         return self._filters
 
     def snapshot(self) -> IndexSnapshot:
-        """The index as of its last commit, for reads (`toolish_rag_tantivy.index`); blocks briefly."""
+        """The index as of its last commit, for reads (`toolish_rag_tantivy._index`); blocks briefly."""
         with self._version_lock:
             return IndexSnapshot(
                 self._index, self._schema, self._index.searcher(), filters=self._filters, version=self._version
@@ -420,7 +420,7 @@ class TantivyStore:
         """How many records (chunks and entities) the index holds."""
         return await asyncio.to_thread(lambda: self.snapshot().record_count())
 
-    # -- navigation (SectionReader): see `toolish_rag_tantivy.sections` -------------------------
+    # -- navigation (SectionReader): see `toolish_rag_tantivy._sections` -------------------------
 
     def _sections(self, f: Filter | None) -> list[IndexSections]:
         return [IndexSections(self.snapshot(), f)]  # one snapshot: the answer comes from one commit

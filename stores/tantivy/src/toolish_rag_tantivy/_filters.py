@@ -1,7 +1,7 @@
 """Filters to tantivy queries, with exactly the reference semantics.
 
 Every node of `toolish_rag.filters` has a native translation over the metadata fields
-described in `toolish_rag_tantivy.schema` (`FilterCompiler` is a `FilterVisitor`, one method
+described in `toolish_rag_tantivy._schema` (`FilterCompiler` is a `FilterVisitor`, one method
 per node type, so a new node type is a type error here until it has one):
 
 * ``eq``/``in`` are term queries on the field of the value's type (so ``5`` never
@@ -20,7 +20,7 @@ per node type, so a new node type is a type error here until it has one):
 every call of a tenant repeats is compiled once per commit rather than once per call.
 
 A filter holding a value the index cannot hold (an integer beyond 64 bits, a lone
-surrogate: `toolish_rag_tantivy.schema.unstorable`) is not translated: no term or fast-field
+surrogate: `toolish_rag_tantivy._schema.unstorable`) is not translated: no term or fast-field
 value can carry it, and range bounds would round. `translatable` says so, the store's
 ``supports_filter`` answers with it, and the core evaluates such a filter over exact values.
 """
@@ -39,7 +39,7 @@ from toolish_rag import filters
 from toolish_rag.content import Scalar
 from toolish_rag.filters import Filter, FilterVisitor
 
-from .schema import SEP, scalar_terms, unstorable
+from ._schema import SEP, scalar_terms, unstorable
 
 __all__ = ['CompiledFilters', 'FilterCompiler', 'translatable']
 
@@ -268,7 +268,7 @@ _INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
 
 
 def translatable(f: Filter) -> bool:
-    """Whether every value in ``f`` is one the index can hold (see `toolish_rag_tantivy.schema.unstorable`)."""
+    """Whether every value in ``f`` is one the index can hold (see `toolish_rag_tantivy._schema.unstorable`)."""
     return _Holdable().visit(f)
 
 

@@ -26,7 +26,7 @@ from toolish_rag.content import MetadataValue
 from toolish_rag.errors import echo
 from toolish_rag.filters import FilterVisitor
 
-from .schema import canonical_number
+from ._schema import canonical_number
 
 __all__ = ['MAX_VALUE_BYTES', 'PartitionId', 'PartitionPruner', 'partition_value_problem']
 

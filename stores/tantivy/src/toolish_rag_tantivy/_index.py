@@ -30,15 +30,15 @@ from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import count_matches, regex_rank_key, scan_limit_error
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 
-from .filters import CompiledFilters, FilterCompiler, translatable
-from .schema import KIND_CHUNK, KIND_DOCUMENT, from_stored, scan_text
+from ._filters import CompiledFilters, FilterCompiler, translatable
+from ._schema import KIND_CHUNK, KIND_DOCUMENT, from_stored, scan_text
 
 __all__ = ['IndexSnapshot', 'all_hits', 'count_hits', 'ids_query', 'record_owners']
 
 
 @dataclass(frozen=True)
 class IndexSnapshot:
-    """One searcher of one index (schema: `toolish_rag_tantivy.schema.build_schema`)."""
+    """One searcher of one index (schema: `toolish_rag_tantivy._schema.build_schema`)."""
 
     index: tantivy.Index
     schema: tantivy.Schema
@@ -198,7 +198,7 @@ class IndexSnapshot:
         with how many hold it (terms no such document holds are left out).
 
         Reads the term dictionary and postings only, never a stored document (see the navigation
-        terms in `toolish_rag_tantivy.schema`). ``query`` is required: without one, tantivy would
+        terms in `toolish_rag_tantivy._schema`). ``query`` is required: without one, tantivy would
         count deleted documents too.
         """
         if self.is_empty:

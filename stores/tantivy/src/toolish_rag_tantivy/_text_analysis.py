@@ -2,7 +2,7 @@
 
 Two kinds of index, fixed when the index is created and saved next to it:
 
-``analyzer=`` (`toolish_rag_tantivy.analyzers`; the default, ``subword_stem``)
+``analyzer=`` (`toolish_rag_tantivy._analyzers`; the default, ``subword_stem``)
     The ``text`` field is stored and indexed by a tantivy analyzer registered under
     `tokenizer_name`; queries are analysed by the same tantivy analyzer. English stemming.
 ``language=`` (``'zh'``, ``'de'``, ``'en'``... any code `toolish_rag.analyzer_for` takes)
@@ -28,9 +28,9 @@ import tantivy
 
 from toolish_rag.analysis import TextAnalyzer, analyzer_for
 
-from .analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
-from .query import TextQueryBuilder, text_query_syntax
-from .schema import build_schema
+from ._analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
+from ._query import TextQueryBuilder, text_query_syntax
+from ._schema import build_schema
 
 __all__ = ['STORED_ONLY_TOKENIZER', 'WORDS_FIELD', 'WORDS_TOKENIZER', 'CoreQueryAnalyzer', 'IndexAnalysis']
 

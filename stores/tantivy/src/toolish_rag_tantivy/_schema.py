@@ -7,7 +7,7 @@ document is one ``delete_term(document_id)`` plus adds in one commit: atomic, an
 BM25 statistics are skewed by extra per-document records.
 
 Metadata is indexed in untokenised fields, one term per (key, element), so that every
-filter node has an exact native translation (see `toolish_rag_tantivy.filters`):
+filter node has an exact native translation (see `toolish_rag_tantivy._filters`):
 
 ===========  ================================================================
 ``m_str``    ``key\\0value`` for every string element
@@ -20,11 +20,11 @@ filter node has an exact native translation (see `toolish_rag_tantivy.filters`):
 
 The exact metadata (types included) lives in the stored ``rec`` JSON.
 
-An index with a language analyzer (`toolish_rag_tantivy.text_analysis`) has one more field,
+An index with a language analyzer (`toolish_rag_tantivy._text_analysis`) has one more field,
 ``words``: the core analyzer's tokens of ``text`` joined by spaces, split on whitespace only.
 BM25 reads it, and ``text`` is only stored there.
 
-Navigation (`toolish_rag_tantivy.sections`) lists documents and outlines them without reading
+Navigation (`toolish_rag_tantivy._sections`) lists documents and outlines them without reading
 stored documents: tantivy stores a chunk's fields, text included, in compressed blocks, so
 reading stored fields for every in-scope chunk would decompress all their text. Instead each
 chunk carries untokenised *navigation terms*, whose in-scope counts the term dictionary and
@@ -122,7 +122,7 @@ RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Chunk | Entity)
 def build_schema(text_tokenizer: str, words_tokenizer: str | None = None) -> tantivy.Schema:
     """The index schema; ``words_tokenizer`` adds the ``words`` field a language analyzer fills.
 
-    With a language analyzer (`toolish_rag_tantivy.text_analysis`) ``text`` is stored but its
+    With a language analyzer (`toolish_rag_tantivy._text_analysis`) ``text`` is stored but its
     tokenizer emits nothing, and BM25 reads ``words``: the core's tokens, split on whitespace.
     """
     b = tantivy.SchemaBuilder()

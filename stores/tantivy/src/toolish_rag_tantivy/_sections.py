@@ -9,7 +9,7 @@ single index is simply the merge of one.
 Why not read the stored records: tantivy keeps a document's stored fields, text included, in
 compressed blocks, so reading the stored record of every in-scope chunk decompresses all their
 text, which is what a listing of 100,000 chunks must not do. Each chunk carries navigation
-terms instead (`toolish_rag_tantivy.schema`), and `IndexSnapshot.term_counts` counts the
+terms instead (`toolish_rag_tantivy._schema`), and `IndexSnapshot.term_counts` counts the
 in-scope chunks holding each term from the term dictionary and postings alone:
 
 * a listing takes every in-scope document with its title, uri and in-scope chunk count from
@@ -21,7 +21,7 @@ in-scope chunks holding each term from the term dictionary and postings alone:
   and cut on the ``seq`` fast field.
 
 The scope is one query: chunks only, the filter compiled natively, and the request's ids. A
-filter the index cannot hold (`toolish_rag_tantivy.filters.translatable` says no) is still
+filter the index cannot hold (`toolish_rag_tantivy._filters.translatable` says no) is still
 honoured exactly: its translatable conjuncts narrow the candidates natively (`narrowing`), the
 candidates' records are read and `toolish_rag.filters.matches` decides. Slower, since it
 reads the candidates' text, but exact.
@@ -51,9 +51,9 @@ from toolish_rag.sections import (
     title_matches,
 )
 
-from .filters import translatable
-from .index import IndexSnapshot, all_hits, ids_query
-from .schema import KIND_CHUNK, bounded_term, prefixed, split_prefixed
+from ._filters import translatable
+from ._index import IndexSnapshot, all_hits, ids_query
+from ._schema import KIND_CHUNK, bounded_term, prefixed, split_prefixed
 
 __all__ = [
     'DocumentTally',

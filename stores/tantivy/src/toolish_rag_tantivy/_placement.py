@@ -26,8 +26,8 @@ from collections.abc import Sequence
 from toolish_rag.content import Document, Entity, MetadataValue
 from toolish_rag.errors import UnsupportedValueError
 
-from .index import IndexSnapshot, record_owners
-from .partitions import PartitionId, partition_value_problem
+from ._index import IndexSnapshot, record_owners
+from ._partitions import PartitionId, partition_value_problem
 
 __all__ = ['Groups', 'check_against', 'place']
 
