@@ -30,7 +30,6 @@ class _Line:
     text: str
     size: float
     bold: bool
-    heading_like: bool
 
 
 def _pattern(title: str) -> re.Pattern[str] | None:
@@ -61,7 +60,7 @@ def _page_lines(page: Any) -> tuple[str, list[_Line]]:
         if visible and content.strip():
             size = max(r[1] for r in visible)
             bold = all(r[2] for r in visible)
-            lines.append(_Line(' '.join(content.split()), size, bold, True))
+            lines.append(_Line(' '.join(content.split()), size, bold))
         current.clear()
 
     last_y: float | None = None
