@@ -1,10 +1,6 @@
-"""The grounded-answer shape: what a model writes, and what verification adds.
-
-A model answering with `GroundedAnswer` writes only a status, its claims, and for each claim
-the chunk ids it relies on with an exact quote from each. Everything else a reader needs to
-check a citation (which document, where in it, which page) is filled in from the store after
-the quote has been found in the chunk (`CitationSource`), never taken from the model: a model
-can invent a plausible uri as easily as a plausible quote.
+"""The grounded-answer shape: what a model writes (status, claims, chunk ids, quotes) and what
+verification adds (each citation's `CitationSource`, from the store, never from the model).
+See docs/grounded.md#the-answer-model.
 """
 
 from __future__ import annotations

@@ -1,53 +1,8 @@
 """Finding a model's quote in a chunk's exact source text, and the sentence it most resembles.
 
-A citation is only worth something if its quote really stands in the chunk, so the match is
-exact except for the differences a faithful copy picks up without changing a word:
-
-* whitespace: any run of Unicode whitespace (``str.isspace``: spaces, tabs, newlines,
-  no-break and thin spaces...) is one space, and leading/trailing whitespace is ignored.
-  A run never equals *no* space: ``'a — b'`` does not match ``'a—b'``.
-* invisible format characters: U+200B (zero-width space), U+2060 (word joiner), U+FEFF
-  (zero-width no-break space / BOM) and U+00AD (soft hyphen) are treated as absent. They do
-  not render, so a model copying the text it sees cannot reproduce them, and they carry no
-  meaning; PDF and HTML extraction leaves them in. (ZWJ/ZWNJ are kept: in Persian or Indic
-  text they change how a word is written.)
-* quote marks, in two classes: double (U+0022 and U+201C, U+201D, U+201E, U+201F, U+2033
-  double prime, U+00AB, U+00BB guillemets) and single (U+0027 apostrophe and U+2018, U+2019,
-  U+201A, U+201B, U+2032 prime, U+0060 grave, U+00B4 acute, U+2039, U+203A, U+02BC modifier
-  apostrophe; the full-width U+FF02 and U+FF07 in their classes). The classes stay
-  apart because prime and double prime look like quote marks but differ in meaning (five
-  feet is not five inches).
-* dashes and the minus sign: U+002D hyphen-minus and U+2010 to U+2015 (hyphens, figure, en
-  and em dashes, horizontal bar), U+2212 minus, U+FE63 and U+FF0D (small and full-width
-  hyphen-minus) are one character.
-* Unicode canonical equivalence: both texts are compared in NFC, so ``'e\u0301'`` (NFD, as
-  PDF extraction often leaves it) and ``'\u00e9'`` match, and so do Hangul jamo and the
-  syllables they compose. Each combining sequence (a character and the combining marks after
-  it) is composed as a whole and maps back to the whole sequence: a match covers complete
-  sequences, and one that would end on a base letter without its marks is refused.
-
-Nothing else: case, letters, digits and other punctuation must match exactly. In particular
-``'…'`` and ``'...'`` are *not* equivalent: the issue's rule set is whitespace, quote marks and
-dashes only, and a ``'...'`` in a quote is usually how a model marks an omission, that is a
-stitched quote, which must fail. Compatibility equivalence (NFKC) is not applied either:
-``'\ufb01'`` is not ``'fi'``, nor a full-width or superscript letter or digit the plain one,
-because a quote must be verbatim and NFKC folds characters that differ in what they show.
-
-A match must also start and end on word boundaries: ``'safe to use outdoors'`` is a
-substring of ``'unsafe to use outdoors'`` but not a quote of it, and ``'5 million'`` is not a
-quote of ``'3.5 million'`` or of a negative five million. A hyphen or apostrophe between two
-letters or digits is inside the word (``'refundable'`` is not a quote of ``'non-refundable'``,
-nor ``'Patients can'`` of ``"Patients can't"``; ``'state-of-the-art'`` quoted whole is fine),
-and so are ``/ : . , -`` between two digits and a single space between digit groups
-(``'5 of them'`` is not a quote of ``'1/5 of them'``, nor ``'500 000'`` of ``'12 500 000'``).
-An em dash is punctuation, not a joint: a quote may start right after ``'left\u2014'``.
-Scripts written without spaces between words (CJK, Thai, ...) have no such boundary and are
-exempt.
-
-The normalised text keeps a sparse map back to the original (one entry per copied segment,
-and, only for a text that was not already NFC, one per recomposed sequence), so a match gives
-exact offsets into the original text; normalised chunk texts are cached, because the
-benchmark checks thousands of quotes against the same chunks.
+Exact except for whitespace, invisible format characters, quote marks, dashes and canonical
+(NFC) equivalence; on word boundaries; with offsets into the original text.
+See docs/grounded.md#quote-matching-exactly.
 """
 
 from __future__ import annotations

@@ -1,11 +1,8 @@
 """Deterministic verification of a `GroundedAnswer` against the chunks a conversation saw.
 
-Pure and fast: no store, no model, no I/O. The caller (the grounding capability, the
-``verify_citations`` tool, ``ask``, the benchmark) collects ``seen``, the in-scope chunks that
-reached the model in this conversation, and this module decides, citation by citation, whether
-each quote stands in the chunk it names, then applies the status rules. What it returns is a
-copy of the answer whose valid citations carry a `CitationSource` built from the chunk (never
-from what the model wrote) and the problems, each a sentence the model can act on.
+Pure (no store, model or I/O): each quote is looked for in the chunk it names, then the status
+rules apply; the result carries sources built from the chunks and actionable problems.
+See docs/grounded.md#verification.
 """
 
 from __future__ import annotations

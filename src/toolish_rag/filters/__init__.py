@@ -1,7 +1,6 @@
-"""Metadata and label filters: the algebra (`nodes`), its one reference semantics (`reference`)
-and the visitor every evaluator and store translation implements (`visitor`).
-
-Each module lists its public names once, in its ``__all__``; this package re-exports them all.
+"""Metadata and label filters: the algebra (`nodes`), its reference semantics (`reference`) and
+the visitor every evaluator and store translation implements (`visitor`), all re-exported here.
+See docs/filters.md.
 """
 
 from . import nodes, reference, visitor

@@ -1,11 +1,7 @@
 """The filter algebra: property and label predicates combined with ``&``, ``|`` and ``~``.
 
-Filters are frozen pydantic models with an ``op`` discriminator, so a filter built in one
-process (say, from a tenant's token) serialises to JSON and back unchanged (`Filter`
-is the discriminated union; `parse_filter` reads one).
-
-Semantics are defined once, in `toolish_rag.filters.reference`, and every store's native
-translation must agree with it (the conformance kit checks).
+Frozen pydantic models with an ``op`` discriminator (`Filter` is the union, `parse_filter` reads
+one), so a filter round-trips through JSON. See docs/filters.md.
 """
 
 from __future__ import annotations

@@ -1,23 +1,7 @@
-"""The reference semantics of filters: one definition that every store must agree with.
+"""The reference semantics of filters (`matches`): the one definition every store must agree with.
 
-The rules, chosen so that every store (columnar, inverted index, SQL) can translate them
-natively and so that no rule depends on a store's quirks:
-
-* **Absent and None are the same.** A key missing from a record and a key set to ``None``
-  both make every positive predicate false (``eq``, ``in``, ``gt``..., ``contains``,
-  ``starts_with``, ``ends_with``, ``exists``).
-* **Negations are exact complements.** ``ne`` is ``not eq``, ``nin`` is ``not in`` and
-  ``~f`` is ``not f``: so ``ne("status", "deleted")`` keeps records with no status.
-* **Types do not coerce.** Numbers compare with numbers (``1 == 1.0``), strings with
-  strings, booleans only with booleans (``True`` is not ``1``). A predicate whose value has
-  another type than the stored one is false (and its negation true).
-* **Ordering** (``gt``, ``gte``, ``lt``, ``lte``) is numeric for numbers and by code point
-  for strings; booleans are not ordered (always false).
-* **Lists match by element.** For a list-valued key, a positive predicate is true when some
-  element satisfies it; ``contains`` on a list means "has this element".
-* **Strings** match case-sensitively; ``contains``/``starts_with``/``ends_with`` apply to
-  string values (or string elements of a list) only.
-* **Labels.** ``has_any_label`` is true when the record carries one of the labels.
+Absent equals None, negations are exact complements, no type coercion, lists match by element.
+See docs/filters.md#one-semantics-every-store for the rules.
 """
 
 from __future__ import annotations

@@ -1,24 +1,6 @@
-"""One place that walks filter trees: `FilterVisitor`, with a method per node type.
-
-The reference evaluator and every store's native translation need to do something for each
-kind of filter node. Written as ``isinstance`` chains, a new node type would slip through
-every chain that forgot it and only fail (or, worse, fall into a catch-all) when such a filter
-reached that store. A visitor makes the node list a contract instead:
-
-* `FilterVisitor` is an abstract base class with one abstract ``visit_<op>`` method per node
-  type. A visitor lacking one is an error twice over: mypy refuses to instantiate it
-  ("Cannot instantiate abstract class"), and so does Python at construction, before any
-  filter is seen. An ABC rather than a `typing.Protocol` for that reason: a structural
-  visitor that never inherits would only fail at runtime when the missing node arrived.
-* `FilterVisitor.visit` is the single dispatch: a ``match`` over the `Filter` union ending in
-  a ``Never``-typed branch, so mypy rejects it the moment the union gains a node that has no
-  case here. It is ``@final``: visitors implement the per-node methods, never the dispatch.
-* Composite nodes (``and``, ``or``, ``not``) receive the node itself, not pre-visited children,
-  so a visitor decides whether and how to recurse (``self.visit(child)``): the evaluator
-  short-circuits, a translator can treat a whole subtree at once.
-
-``visit_<op>`` is named after each node's ``op`` discriminator, so the JSON form, the node
-class and the visitor method are all spelled alike.
+"""`FilterVisitor`: one abstract method per filter node type and a single exhaustive dispatch, so
+a new node type cannot slip past an evaluator or a store translation.
+See docs/filters.md#one-visitor-per-evaluator-and-translation.
 """
 
 from __future__ import annotations

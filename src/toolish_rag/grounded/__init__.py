@@ -1,14 +1,10 @@
-"""Grounded answers: exact-quote citations verified against the store, and a bounded `ask` loop.
+"""Grounded answers: the capability that verifies a `GroundedAnswer` in a run, and the `ask` loop.
 
-* `GroundedAnswer` is an output type a model fills with claims, each citing chunk ids and exact
-  quotes (`model`);
-* `verify_answer` checks it deterministically: every cited chunk reached the model in this
-  conversation and is in scope, every quote stands in its chunk (`quotes`: only whitespace, quote
-  marks and dashes are normalised), and the status rules hold (`verify`);
-* `Grounding` is the pydantic-ai capability that runs that check on an agent's output and asks
-  the model to repair a failed answer, or raises `UngroundedAnswerError` (``rag.grounding()``);
-* `ask` retrieves, grades, rewrites once if needed, answers and verifies, within a fixed budget
-  of model calls (``rag.ask(...)``); `render_markdown` and `to_json` show the result.
+`Grounding` (``rag.grounding()``) lets no unverified answer out of an agent run; `ask`
+(``rag.ask(...)``) retrieves, grades, rewrites once, answers and verifies within a fixed budget;
+`render_markdown` and `to_json` show the result. The answer model, quote matching and
+verification live below the toolset in `toolish_rag.citations` and are re-exported here.
+See docs/grounded.md.
 """
 
 from ..citations.model import AnswerStatus, Citation, CitationSource, Claim, GroundedAnswer

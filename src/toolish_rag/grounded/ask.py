@@ -1,28 +1,7 @@
-"""`ask`: one question to a grounded answer, in a bounded number of steps.
+"""`ask`: one question to a grounded answer in a bounded number of steps.
 
-retrieve → grade → (if the passages do not answer it) rewrite the query in the documents'
-words and retrieve once more → answer as a `GroundedAnswer` → verify. Everything is bounded so
-a bad model cannot run up a bill or loop:
-
-* at most `MAX_RETRIEVALS` searches (the question, then at most one rewrite);
-* at most `MAX_MODEL_CALLS` model calls: grade 1, rewrite 1, answer 1 + 1 repair, the optional
-  semantic check 1 (five, one under the cap); each run has its own request limit, and a counter
-  across them refuses any call past the cap;
-* the grader is advisory: one call, no output retries, a timeout; if it fails, times out or
-  answers garbage, the passages count as good enough and nothing is retried;
-* a first search that finds nothing is not graded (there is nothing to grade): it goes
-  straight to the rewrite; the grade and the rewrite use ``grader_model`` (default: ``model``);
-* when no passage is found, the answer model is not called at all: the result says
-  ``insufficient_evidence`` with ``grounded=False``.
-
-Retrieval goes through the toolset's own tool path (`ToolishRag.run_tool`, hybrid when the
-store offers it, else vector, else text), so its scope filters and listeners apply exactly as
-for an agent. After a rewrite, its passages come first, then the first search's others.
-Passages enter the answer prompt best first, whole (never cut), until the next would overflow
-the evidence budget (the first always enters); the rest are recorded in ``left_out``. The answer run carries the
-`Grounding` capability with the passages as ``extra_seen``, so the answer is verified like any
-agent's: a verified answer comes back with its sources; one that still fails after the repair
-becomes ``insufficient_evidence`` with no claims and the reasons in ``problems``.
+retrieve → grade → (if needed) rewrite and retrieve once more → answer → verify, within
+`MAX_RETRIEVALS` searches and `MAX_MODEL_CALLS` model calls. See docs/grounded.md#the-ask-loops-bounds.
 """
 
 from __future__ import annotations

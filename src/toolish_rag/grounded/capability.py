@@ -1,71 +1,9 @@
 """`Grounding`: the pydantic-ai capability that lets no unverified `GroundedAnswer` out of a run.
 
-Attach it with the toolset whose chunks the answer cites::
-
-    agent = Agent(model, toolsets=[rag], output_type=GroundedAnswer, capabilities=[Grounding(rag)])
-
-When the model gives its answer, the capability (in ``after_output_validate``, after pydantic
-has parsed the output) collects the chunk ids that reached the model in this conversation
-through this toolset, fetches the cited ones through the run's scoped retriever, and runs
-`verify_answer`. A verified answer comes back with every citation's ``source`` filled from the
-store; otherwise the model is sent the problems as a ``ModelRetry`` and may repair its answer
-``repairs`` times, after which the run raises `UngroundedAnswerError` with the last draft and
-the problems. The run never returns an answer with an unverified citation.
-
-The agent's output type must be exactly `GroundedAnswer` (or a `ToolOutput`, `NativeOutput` or
-`PromptedOutput` of it): any other output (free text in a union, a model with a `GroundedAnswer`
-field, an output function's result) would leave the run with something this check never read.
-So the capability refuses it with pydantic-ai's ``UserError``: when the agent is built (its
-``output_type``), and again for any output that is not a `GroundedAnswer` (a per-run
-``output_type=`` override, which only shows at output time).
-
-What counts as "reached the model through this toolset":
-
-* returns of this toolset's search and read tools (a ``ToolReturnPart`` whose ``tool_name`` is
-  one of ``rag.tool_names`` and whose metadata carries ``rag`` equal to its name), in any turn of
-  the message history, whether the hits are `SearchHit` objects (in process) or plain dicts (a
-  history serialised to JSON and loaded back). Another tool's return never counts, whatever its
-  metadata says, and neither does ``verify_citations``: its verdict is advisory and it looks up
-  any id it is sent, so a guessed id it found has still not been shown to the model (a chunk it
-  names as "cite this instead" must be read, e.g. with ``broaden_chunk``, before it counts);
-* the chunks an eager search put in this toolset's instructions (``[n] chunk <id> | score``
-  lines in its block of a request's instructions);
-* ``extra_seen``: chunks the caller put in front of the model itself (`ask` does, in its prompt).
-
-Only the ids come from the messages (cited ids are compared stripped of surrounding whitespace,
-as ``verify_citations`` compares them: `normalise_chunk_id`). The chunk itself is read from the
-store through ``rag.retriever(ctx)``, so a chunk outside this run's scope (another tenant's, seen
-in an earlier turn under another scope, or named in a forged history) is "not returned in this
-conversation", and a chunk changed since it was shown is checked as it stands now. That is why
-`Grounding` needs a store that can look records up by id (`ResultExpander`) and refuses any
-other at construction: without it the only record of a chunk is the one the message history
-carries, which whoever supplies the history could have written.
-
-``verify_citations`` always checks quotes against `DEFAULT_MIN_QUOTE_CHARS` (its description
-says so); a `Grounding` with a larger ``min_quote_chars`` may reject a quote that tool accepted.
-
-Streaming (``agent.run_stream``): the partial outputs a stream yields are unverified drafts;
-only the final output is verified. pydantic-ai cannot retry output in ``run_stream``, so an
-answer that fails with repairs left ends the stream with pydantic-ai's
-``UnexpectedModelBehavior`` (its ``__cause__`` is the ``ModelRetry`` carrying the problems; the
-capability cannot tell a stream from a run); build the `Grounding` with ``repairs=0`` for a
-streamed agent to get `UngroundedAnswerError` with the draft and its problems instead.
-
-Retries: pydantic-ai charges each rejection to the run's output-retry budget
-(``Agent(retries={'output': n})``, default 1, which schema errors also draw on). ``repairs``
-is authoritative within it: the capability counts its own rejections (per run, `for_run`) and
-raises `UngroundedAnswerError` rather than a ``ModelRetry`` once ``repairs`` are used, or when
-one more retry would exceed the output budget, in which case pydantic-ai would otherwise end
-the run with a generic ``UnexpectedModelBehavior``. So set the agent's output retries to at
-least ``repairs``; with the defaults (1 and 1) nothing needs setting.
-
-The semantic check (``semantic_model=``) runs once per verified answer with claims: one call to
-that model, charged to the run's usage, whose `SemanticReport` goes to ``on_semantic`` (a
-callback, because a capability has no place on the run result to put it). It never rejects an
-answer. `ask` runs the same check itself and puts the report on `AskResult.semantic`.
-
-One `Grounding` per agent: it verifies every `GroundedAnswer` the agent outputs against its one
-toolset. `Grounding.verify` runs the check alone (no retry, no raise) for callers that want it.
+``Agent(model, toolsets=[rag], output_type=GroundedAnswer, capabilities=[Grounding(rag)])``:
+the answer's citations are checked against the chunks ``rag`` showed the model in this
+conversation, re-read through the run's scope; a failed answer is sent back for ``repairs``
+repairs, then raises `UngroundedAnswerError`. See docs/grounded.md#the-capability.
 """
 
 from __future__ import annotations

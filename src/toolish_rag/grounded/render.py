@@ -1,14 +1,5 @@
-"""Showing a grounded answer: Markdown with numbered citations and exact quotes, and JSON.
-
-Everything in the Markdown that did not come from this module (the model's claims, the quotes,
-document titles, section names, uris) is escaped: a document that says ``<script>`` or
-``[click](javascript:...)`` shows those characters, it does not inject markup, a link or HTML
-into the page that renders the answer. Every ASCII punctuation character is backslash-escaped
-(CommonMark lets any of them be), runs of whitespace become one space so a quote cannot open a
-new block, and uris are shown in code spans, never as links.
-
-The JSON form is the pydantic models' own (`GroundedAnswer` or `AskResult`) with the sources
-verification filled in, keys in field order, so it is stable across runs.
+"""Showing a grounded answer: Markdown with numbered citations and exact quotes (all source text
+escaped), and stable JSON. See docs/grounded.md#rendering-safely.
 """
 
 from __future__ import annotations

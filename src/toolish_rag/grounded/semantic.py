@@ -1,15 +1,7 @@
 """The optional semantic check: one model call judging whether each claim follows from its quotes.
 
-Verification (`toolish_rag.citations.verify`) proves that every quote stands in a chunk the model
-saw; it cannot prove that the claim says what the quotes say ("refunds take 30 days", citing
-"refunds are never paid after 30 days"). A second model can judge that, but a model's judgement
-is evidence, not proof: it is reported beside the answer (`SemanticReport`), never used to
-accept or reject one. One call for the whole answer, whatever the number of claims, so its cost
-is bounded; a judge that fails, times out or answers garbage gives a report with ``error`` set
-and no verdicts, never an exception. That includes a judge model that cannot be resolved (an
-unknown provider, a provider package not installed): the model is resolved inside the same
-guard, when an answer is judged, so a mistyped ``semantic_model`` shows as the report's
-``error`` beside an answer that was verified, never destroys that answer.
+Reported beside the answer, never used to accept or reject it; a failing judge gives a report
+with ``error`` set, never an exception. See docs/grounded.md#the-semantic-check.
 """
 
 from __future__ import annotations

@@ -1,43 +1,9 @@
 """`PartitionedTantivyStore`: one tantivy index per value of a metadata key (strict isolation).
 
-Why: tantivy computes BM25's corpus statistics (record count, average length, how many
-records hold a word) over a whole index, and tantivy-py offers no way to take them from part
-of one. In a single index shared by tenants, a tenant's text-search scores therefore move
-when another tenant writes, which tells it whether the other tenant has records with a given
-word. Here each value of the partition key (say ``tenant``) has an index of its own, so its
-records are scored with its own statistics and nothing written under another value can move
-them, byte for byte.
-
-How searches are routed (`toolish_rag_tantivy._partitions.PartitionPruner`): a filter that
-pins the key (``eq('tenant', 'acme')``, possibly ANDed with more) searches that partition's
-index only, exactly as a `TantivyStore` holding just those records would. A filter that allows
-several values (``in_``, ``or``) or does not constrain the key (no filter, ``ne``, ...)
-searches each partition it can reach with the whole filter and merges the hits by score: the
-top ``top_k`` stays exact and in scope, and each partition is still scored with its own
-statistics only (nothing crosses partitions), but scores of different partitions are not on
-one scale (like a sharded search without global statistics). Regex hits merge by the regex
-ranking key, which is independent of statistics, so they equal a single index's exactly.
-
-Navigation (`SectionReader`) reads each partition in reach on one snapshot of it and merges
-(`toolish_rag_tantivy._sections`): a listing is merged and sorted before it is paged, and a
-section read counts in every partition first, then reads only the documents its page overlaps.
-Counts are added per document, so they stay right even if a document were found in two.
-
-Writes: a document lives in the partition of its key's value; every chunk must carry the
-same value (the document's), and an entity the value of its own metadata. Records without the
-key share one more partition. A record cannot change partition by an upsert (that would be a
-delete in one index and an add in another, which is not atomic): delete it first. Writes are
-serialised, each partition commits on its own (an upsert spanning partitions is one commit per
-partition, in partition order), and a writer is kept open for the few partitions written last.
-So that an upsert is still all or nothing, everything a partition could refuse (a value that
-names no partition, a record moving partition, a record id another record holds, in this
-partition or another: one small query per partition) is checked before the first commit
-(`toolish_rag_tantivy._placement`); an item refused for its partition value is named by an
-`UnsupportedValueError`, so ingestion sets that file aside and stores the rest.
-
-Cost: a pinned search costs what a `TantivyStore` search of that partition costs; a search
-that reaches every partition costs one search per partition. Meant for tens to hundreds of
-partitions (each is a tantivy index: its files, its reader).
+tantivy computes BM25 statistics over a whole index, so each value of the key (e.g. ``tenant``)
+gets its own index: a search pinned to one value reads that index only, a wider one merges the
+partitions it reaches; an upsert is checked against every partition before the first commit.
+See docs/filters.md#corpus-statistics.
 """
 
 from __future__ import annotations

@@ -1,29 +1,9 @@
-"""`TantivyStore`: lexical retrieval on tantivy, with no embedding model.
+"""`TantivyStore`: lexical retrieval on tantivy (BM25, RE2 regex, native filters), no embeddings.
 
-Capabilities: `TextSearch` (BM25, tantivy's query language), `RegexSearch` (RE2 over the
-stored source text of the filtered candidates), `ResultExpander`, `SectionReader` (listings
-and outlines from navigation terms, see `toolish_rag_tantivy._sections`), `FilterPushdown`
-(every filter node, natively) and `DocumentStore`. It deliberately does not implement
-`VectorSearch`: a `ToolishRag` over it offers ``text_search``, ``regex_search``,
-``broaden_chunk``, ``zoom_out`` and the navigation tools, and never loads an embedder.
-
-Text is analysed by a tantivy analyzer (``analyzer=``, English) or by the core's language-aware
-`toolish_rag.TextAnalyzer` (``language='zh'``...), see `toolish_rag_tantivy._text_analysis`.
-
-Concurrency and durability:
-
-* every tantivy call runs in a worker thread (``asyncio.to_thread``);
-* one `tantivy.IndexWriter`, used under a lock; concurrent ``upsert``/``delete`` calls are
-  grouped into one commit (group commit), each call returning once its commit is durable;
-* a replaced document is deleted by its id term and re-added in the same commit, so a
-  reader (each search takes one searcher snapshot) sees the old version or the new one; an
-  expansion around an anchor reads the anchor and its window on one searcher too;
-* the reader is reloaded after every commit: a search issued after ``upsert`` returns sees it;
-  each reload is a new *version*, which empties the cache of compiled filters
-  (`toolish_rag_tantivy._filters.CompiledFilters`): a filter query is reused only on the
-  version it was compiled for;
-* a tantivy commit is atomic on disk, so a process killed mid-write leaves the previous
-  commit intact; re-running the same upsert is idempotent.
+Implements `TextSearch`, `RegexSearch`, `ResultExpander`, `SectionReader`, `FilterPushdown` and
+`DocumentStore`, never `VectorSearch`. One writer under a lock with group commit, every tantivy
+call in a worker thread, the reader reloaded after each commit.
+See docs/stores/tantivy.md#writes-concurrency-and-durability.
 """
 
 from __future__ import annotations
