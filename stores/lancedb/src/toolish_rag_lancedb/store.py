@@ -28,6 +28,10 @@ from typing import Any
 import numpy as np
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
+import toolish_rag_lancedb.graph as graph
+import toolish_rag_lancedb.queries as queries
+import toolish_rag_lancedb.relations as relations
+import toolish_rag_lancedb.sections as sections
 from toolish_rag.analysis import TextAnalyzer, analyzer_for
 from toolish_rag.content import Chunk, Document, Entity, Record, Relation
 from toolish_rag.embedding import resolve_embedder
@@ -47,7 +51,6 @@ from toolish_rag.sections import (
 from toolish_rag.windows import DEFAULT_WINDOWS, EmbeddingWindows
 from toolish_rag.writes import graph_upsert_batch
 
-from . import graph, queries, relations, sections
 from .filters import filter_to_where, sql_string
 from .maintenance import IndexPolicy, IndexUpkeep, describe_indexes
 from .metadata_indexes import ensure_metadata_indexes
