@@ -27,7 +27,8 @@ from toolish_rag.citations.model import MAX_QUOTE_CHARS
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import InvalidRequestError
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.toolset.arguments import StringArguments
+from toolish_rag.toolset import RagSettings
+from toolish_rag.toolset.tools import string_arguments
 
 MAX_MESSAGE = 2000
 MEGABYTE = 1_000_000
@@ -169,7 +170,7 @@ def test_eager_search_refuses_a_bad_query_when_configured() -> None:
 async def test_every_string_parameter_states_its_cap(store: Any) -> None:
     rag: ToolishRag[Any] = ToolishRag(store, name='kb', max_query_chars=300)
     caps = {'query': 300, 'pattern': 1000, 'chunk_id': 200, 'id': 200, 'title_contains': 300, 'document': 300}
-    caps |= {'section': 300, 'direction': 4, 'rerank': 10}
+    caps |= {'section': 300, 'direction': 4, 'order': 10}
     with_strings = set()
     for definition in await rag.tool_definitions():
         schema = definition.parameters_json_schema
@@ -290,7 +291,7 @@ async def test_over_mcp_a_bad_id_is_a_short_error(tmp_path: Path) -> None:
 
 def test_a_string_argument_without_a_declared_cap_fails_loudly() -> None:
     """A future tool's string parameter cannot slip past the checks: it must be declared first."""
-    arguments = StringArguments.for_toolset(2000)
+    arguments = string_arguments(RagSettings(max_query_chars=2000))
     assert arguments.check({'query': '  refunds '}) == {'query': 'refunds'}
     with pytest.raises(TypeError, match="'title' has no StringArgument"):
         arguments.check({'title': 'x'})

@@ -27,7 +27,7 @@ from toolish_rag.content import Document, Entity, NodeKind, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.protocols import GraphSearch, StoreCapabilities, StoreLike
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.toolset.graph_tool import MAX_IDS
+from toolish_rag.toolset.tools.graph import MAX_IDS
 
 ACME = F.eq('tenant', 'acme')
 MISSING_CHUNK = 'd' + '0' * 15 + '-1'
@@ -211,12 +211,12 @@ async def test_ids_from_a_walk_work_with_the_reading_tools() -> None:
     assert all(c.urtext in str(whole.return_value) for c in acme.chunks)
 
 
-async def test_centrality_rerank_puts_the_hub_first_and_shows_scores() -> None:
+async def test_centrality_order_puts_the_hub_first_and_shows_scores() -> None:
     rag = await _memory_rag()
     acme = handbook_corpus()[0]
     text = str(
         (
-            await rag.run_tool('graph_context', {'ids': [acme.chunks[0].id], 'hops': 2, 'rerank': 'centrality'})
+            await rag.run_tool('graph_context', {'ids': [acme.chunks[0].id], 'hops': 2, 'order': 'centrality'})
         ).return_value
     )
     scored = re.findall(r'^\[(.+?)\] \w+, hop (\d), .*score ([0-9.]+) \(centrality ([0-9.]+)\)$', text, re.MULTILINE)
@@ -236,7 +236,7 @@ async def test_centrality_rerank_puts_the_hub_first_and_shows_scores() -> None:
 _SCOPED_CALLS: list[dict[str, Any]] = [
     {'ids': ['ent-alice'], 'hops': 1},
     {'ids': ['ent-alice'], 'hops': 1, 'max_nodes': 3},  # a counted foreign neighbour would make this truncated
-    {'ids': ['ent-alice'], 'hops': 3, 'rerank': 'centrality'},
+    {'ids': ['ent-alice'], 'hops': 3, 'order': 'centrality'},
     {'ids': ['DOC0-0'], 'hops': 3},
     {'ids': ['DOC0'], 'hops': 2, 'direction': 'out'},
     {'ids': ['DOC0'], 'hops': 2, 'direction': 'in', 'max_nodes': 4},
@@ -393,7 +393,7 @@ async def test_the_text_budget_keeps_every_node_line_and_says_what_it_left_out()
         ({'ids': ['a', 'b', 'c'], 'max_nodes': 2}, 'max_nodes (2) is less than the 3 ids sent'),
         ({'query': '   '}, 'the query is empty'),
         ({'ids': ['ent-alice'], 'direction': 'sideways'}, "Input should be 'out', 'in' or 'both'"),
-        ({'ids': ['ent-alice'], 'rerank': 'pagerank'}, "Input should be 'centrality'"),
+        ({'ids': ['ent-alice'], 'order': 'pagerank'}, "Input should be 'centrality'"),
     ],
 )
 async def test_bad_arguments_are_retries(arguments: dict[str, Any], expected: str) -> None:

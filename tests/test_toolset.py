@@ -274,7 +274,7 @@ async def test_the_model_cannot_widen_scope_through_arguments(store: InMemorySto
         'docs_list_documents': {'title_contains', 'offset', 'limit'},
         'docs_outline': {'document'},
         'docs_read_section': {'section', 'document', 'offset'},
-        'docs_graph_context': {'query', 'ids', 'hops', 'edge_types', 'direction', 'max_nodes', 'rerank'},
+        'docs_graph_context': {'query', 'ids', 'hops', 'edge_types', 'direction', 'max_nodes', 'order'},
         'docs_verify_citations': {'claims'},
     }
     # A filter (or group_by) smuggled in as an extra argument is rejected, not honoured, by every tool.

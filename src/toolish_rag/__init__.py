@@ -74,7 +74,7 @@ from .citations import GroundedAnswer, UngroundedAnswerError
 from .fusion import FusionConfig
 from .rerank import CrossEncoderReranker, ModelReranker, Reranker
 from .retriever import Retriever, SectionView
-from .toolset import EagerSearch, FilterableKey, ModelFilters, RagEvent, RagListener, ToolishRag
+from .toolset import EagerSearch, FilterableKey, ModelFilters, RagEvent, RagListener, RagSettings, ToolishRag
 from .windows import EmbeddingWindows, embed_windows, window_texts
 
 __all__ += [
@@ -88,6 +88,7 @@ __all__ += [
     'ModelReranker',
     'RagEvent',
     'RagListener',
+    'RagSettings',
     'Reranker',
     'Retriever',
     'SectionView',

@@ -41,7 +41,8 @@ from toolish_rag.errors import echo
 from toolish_rag.filters import Filter, and_
 from toolish_rag.search import ID_RULE
 from toolish_rag.sections import MAX_PAGE_LIMIT
-from toolish_rag.toolset.verify_tool import NOT_FOUND
+from toolish_rag.toolset.tools import ToolSpec
+from toolish_rag.toolset.tools.citations import NOT_FOUND
 
 from .corpus import FOREIGN_NAME_PARTS, FOREIGN_TENANT, SCOPE, SCOPE_TENANT, Corpus, describe
 
@@ -56,6 +57,7 @@ __all__ = [
     'hostile_cases',
     'hostile_scopes',
     'sample_per_class',
+    'specs_without_cases',
     'tool_calls',
     'tool_rounds',
 ]
@@ -443,7 +445,7 @@ def _graph_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
             'edge_types': st.one_of(st.none(), st.lists(st.sampled_from(_EDGE_TYPES), max_size=3)),
             'direction': st.sampled_from(['both', 'both', 'out', 'in', 'sideways']),
             'max_nodes': st.one_of(st.integers(1, 200), st.integers(1, 8), st.sampled_from([0, 201])),
-            'rerank': st.sampled_from([None, None, 'centrality', 'pagerank']),
+            'order': st.sampled_from([None, None, 'centrality', 'pagerank']),
         },
     )
 
@@ -455,7 +457,7 @@ def _expect_graph(corpus: Corpus, arguments: dict[str, Any]) -> str | None:
     """
     if not (1 <= arguments.get('hops', 2) <= 3 and 1 <= arguments.get('max_nodes', 50) <= 200):
         return 'not found'
-    if arguments.get('direction', 'both') not in ('both', 'out', 'in') or arguments.get('rerank') not in (
+    if arguments.get('direction', 'both') not in ('both', 'out', 'in') or arguments.get('order') not in (
         None,
         'centrality',
     ):
@@ -566,7 +568,7 @@ REGISTRY: dict[str, ToolArguments] = {
             'edge_types': None,
             'direction': 'both',
             'max_nodes': 50,
-            'rerank': None,
+            'order': None,
         },
         strategy=_graph_strategy,
         id_parameters=frozenset({_FIRST_ID}),
@@ -575,7 +577,12 @@ REGISTRY: dict[str, ToolArguments] = {
         judge=_judge_graph,
     ),
 }
-"""Every tool's argument generator, by short tool name."""
+"""Every tool's argument generator, by spec name (`toolish_rag.toolset.tools.SPECS`)."""
+
+
+def specs_without_cases(specs: Iterable[ToolSpec], registry: Mapping[str, ToolArguments] = REGISTRY) -> list[str]:
+    """The names of ``specs`` with no entry in ``registry``: tools the hostile-argument tests would not exercise."""
+    return [spec.name for spec in specs if spec.name not in registry]
 
 
 def tool_calls(corpus: Corpus, tools: Sequence[str]) -> st.SearchStrategy[tuple[str, dict[str, Any]]]:

@@ -4,6 +4,7 @@ from .events import RagEvent, RagListener
 from .filterable import FilterableKey, ModelFilters
 from .names import TOOL_NAMES, ToolName, tool_name
 from .rag import EagerSearch, FilterSource, ToolishRag
+from .settings import RagSettings
 
 __all__ = [
     'TOOL_NAMES',
@@ -13,6 +14,7 @@ __all__ = [
     'ModelFilters',
     'RagEvent',
     'RagListener',
+    'RagSettings',
     'ToolName',
     'ToolishRag',
     'tool_name',

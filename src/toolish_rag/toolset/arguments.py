@@ -1,25 +1,12 @@
-"""The tools' string arguments: the length caps their schemas show a model, and the checks behind them.
+"""The tools' string arguments: the caps their schemas show a model (``maxLength``), and the checks behind them.
 
-Each string parameter of every tool (``query``, ``pattern``, ``chunk_id``, ``id``, ``document``...) is declared
-once here, by name, as a `StringArgument`. From that one table the toolset
-
-* adds ``maxLength`` to the parameter in every tool's JSON schema, so a model knows the cap;
-* checks the argument on every call, in `ToolishRag`'s one tool-call path: stripped (queries and
-  ids, not patterns, where spaces can matter), non-empty, within the cap.
-
-A parameter that is a list of strings (``graph_context``'s ``ids`` and ``edge_types``) is declared
-the same way: the entry applies to each item, in the schema (``items``) and in the check.
-
-The schema only informs: pydantic does not enforce ``maxLength`` here, because its rejection is
-a JSON error report, while ours says what to send instead ("send a short search query, not a
-document"). Which characters a string may hold is not decided here but in the core (the
-`Retriever` applies `toolish_rag.search.QUERY_RULE` and its siblings), which every caller crosses,
-not only the toolset's.
+Each tool's spec declares its string parameters (`ToolSpec.strings`); the call path checks them
+(stripped, non-empty, within the cap) and says what to send instead. See docs/toolset.md.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,6 +20,9 @@ __all__ = [
     'MAX_PATTERN_CHARS',
     'StringArgument',
     'StringArguments',
+    'id_argument',
+    'name_argument',
+    'query_argument',
 ]
 
 MAX_ID_CHARS = 200
@@ -67,7 +57,17 @@ class StringArgument:
         return value
 
 
-def _id_argument(what: str) -> StringArgument:
+def query_argument(max_chars: int) -> StringArgument:
+    """A search query: stripped, at most ``max_chars`` (the toolset's ``max_query_chars``)."""
+    return StringArgument(
+        max_chars,
+        empty='the query is empty: send the words or question to search for',
+        too_long=f'the query is over {max_chars} characters: send a short search query, not a document',
+    )
+
+
+def id_argument(what: str) -> StringArgument:
+    """A chunk, section or node id, as results show them."""
     return StringArgument(
         MAX_ID_CHARS,
         empty=f'the {what} is empty: pass {what}s exactly as they appear in search results',
@@ -77,7 +77,8 @@ def _id_argument(what: str) -> StringArgument:
     )
 
 
-def _name_argument(what: str, send: str) -> StringArgument:
+def name_argument(what: str, send: str) -> StringArgument:
+    """A document or section reference (an id or a title), or a filterable key."""
     return StringArgument(
         MAX_NAME_CHARS,
         empty=f'the {what} is empty: send {send}',
@@ -87,64 +88,19 @@ def _name_argument(what: str, send: str) -> StringArgument:
 
 @dataclass(frozen=True, slots=True)
 class StringArguments:
-    """Every string parameter of the tools, by parameter name; see the module docstring."""
+    """Every string parameter of the tools, by parameter name (`toolish_rag.toolset.tools.string_arguments`)."""
 
     by_name: Mapping[str, StringArgument]
 
     @classmethod
-    def for_toolset(cls, max_query_chars: int) -> StringArguments:
-        return cls(
-            {
-                'query': StringArgument(
-                    max_query_chars,
-                    empty='the query is empty: send the words or question to search for',
-                    too_long=f'the query is over {max_query_chars} characters: send a short search query, not a document',
-                ),
-                'pattern': StringArgument(
-                    MAX_PATTERN_CHARS,
-                    empty='the pattern is empty: send a regular expression such as ERR-[0-9]{4}',
-                    too_long=(
-                        f'the pattern is over {MAX_PATTERN_CHARS} characters: send a short regular expression, '
-                        'such as the one distinctive term or code you are looking for'
-                    ),
-                    strip=False,
-                ),
-                'chunk_id': _id_argument('chunk id'),
-                'id': _id_argument('id'),
-                'title_contains': StringArgument(
-                    MAX_NAME_CHARS,
-                    empty='title_contains is empty: omit it to list every document, or send a word of the title',
-                    too_long=f'title_contains is over {MAX_NAME_CHARS} characters: send a word or two of the title',
-                ),
-                'document': _name_argument('document', 'a document id or title from list_documents'),
-                'section': _name_argument('section', 'a section id or title from outline'),
-                'key': _name_argument('key', 'one of the filterable keys the tool description names'),
-                'group_by': StringArgument(
-                    len('document'),
-                    empty='group_by is empty: send "document", or leave it out',
-                    too_long='group_by takes only "document": send that, or leave it out',
-                ),
-                'direction': StringArgument(
-                    len('both'),
-                    empty='direction is empty: send "out", "in" or "both", or leave it out',
-                    too_long='direction takes "out", "in" or "both": send one, or leave it out',
-                ),
-                'rerank': StringArgument(
-                    len('centrality'),
-                    empty='rerank is empty: send "centrality", or leave it out',
-                    too_long='rerank takes only "centrality": send that, or leave it out',
-                ),
-                'ids': _id_argument('id'),
-                'edge_types': StringArgument(
-                    MAX_EDGE_TYPE_CHARS,
-                    empty='an edge type is empty: send relation types such as MENTIONS, or leave edge_types out',
-                    too_long=(
-                        f'an edge type is over {MAX_EDGE_TYPE_CHARS} characters: send relation types such as '
-                        'MENTIONS, or leave edge_types out'
-                    ),
-                ),
-            }
-        )
+    def merged(cls, tables: Iterable[Mapping[str, StringArgument]]) -> StringArguments:
+        """One table of the tools' tables; a parameter name two tools declare differently is a `ValueError`."""
+        by_name: dict[str, StringArgument] = {}
+        for table in tables:
+            for name, rule in table.items():
+                if by_name.setdefault(name, rule) != rule:
+                    raise ValueError(f'string parameter {name!r} is declared twice, differently: one name, one rule')
+        return cls(by_name)
 
     def schema(self, parameters: dict[str, Any]) -> dict[str, Any]:
         """A copy of a tool's parameters JSON schema whose string properties state their ``maxLength``."""
@@ -179,7 +135,7 @@ class StringArguments:
             if not (isinstance(value, str) or strings):
                 continue
             if name not in self.by_name:
-                raise TypeError(f'string argument {name!r} has no StringArgument: declare it in toolset/arguments.py')
+                raise TypeError(f'string argument {name!r} has no StringArgument: declare it in its ToolSpec.strings')
             rule = self.by_name[name]
             checked[name] = rule.check(value) if isinstance(value, str) else [rule.check(v) for v in value]
         return checked

@@ -1,15 +1,7 @@
 """The run context for calling tools outside an agent run (``run_tool``, the CLI, the MCP server).
 
-pydantic-ai's `RunContext` needs a model, but a tool call made directly never asks one
-anything. Rather than borrow pydantic-ai's ``TestModel`` (a test double that would answer
-with made-up text), the context gets `_NoModel`, which fails loudly if anything asks it to
-respond: that would be a bug, and it should not pass silently.
-
-There is no agent run whose tracer to use either: the context carries the global tracer
-provider's (`toolish_rag.tracing.Tracing.outside_runs`), looked up per call so a provider set
-after import is used, and ``trace_include_content=True``, since there is no instrumentation
-setting to defer to: whether a span carries content is then the toolset's ``trace_content``
-alone.
+Its model (`_NoModel`) fails loudly if asked to respond, and it carries the global tracer
+provider's tracer, looked up per call. See docs/toolset.md.
 """
 
 from __future__ import annotations

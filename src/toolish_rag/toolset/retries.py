@@ -1,17 +1,7 @@
 """What a model is told when a call is refused, bounded in length whatever it sent.
 
-A retry message goes back into the model's context (and, through MCP, to any client). If it
-quotes the arguments in full, its size is the attacker's to choose: a one-megabyte id would
-come back as a one-megabyte error. Two kinds of message reach the model, and both are bounded
-here:
-
-* our own and the stores' messages (an `InvalidRequestError` turned into ``ModelRetry``):
-  `retry_message` shortens every echo of a long argument to `ECHO_CHARS` characters and caps
-  the whole at `MAX_RETRY_CHARS`;
-* pydantic's argument validation errors, which pydantic-ai shows the model as JSON including
-  each error's ``input`` (for malformed JSON, the whole raw arguments): `BoundedArgsValidator`
-  wraps a tool's validator and re-raises at most `MAX_ERRORS` errors, each with its input and
-  location shortened.
+`retry_message` bounds our and the stores' refusals; `BoundedArgsValidator` bounds pydantic's
+validation errors (at most `MAX_ERRORS`, inputs shortened). See docs/toolset.md.
 """
 
 from __future__ import annotations

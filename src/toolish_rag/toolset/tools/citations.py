@@ -1,42 +1,30 @@
-"""The body of the ``verify_citations`` tool: does each quote of a draft answer stand in the chunk it cites?
+"""The citation tool: ``verify_citations`` checks each quote of a draft answer in the chunk it cites.
 
-A model that checks its citations before answering can still repair them with its tools; the
-grounding capability checks them again afterwards, and the two must agree. So the verdict is
-`toolish_rag.citations.verify.verify_answer`'s, run on the chunks this tool fetched through the
-run's scoped `Retriever`: each cited chunk by id and, for a chunk that does not hold a quote cited
-from it, its neighbours in reading order, so that a quote from the next chunk is answered with the
-id to cite instead, and one stitched across two chunks is named as such.
-
-A cited id that is missing, outside the scope, or not a chunk's gets one message built from the id
-alone: the answer cannot tell another tenant's chunk from one that never existed. A problem of one
-citation is reported on that citation's line, not as a retry of the whole call, so the other
-citations still get their verdicts; only a call that cannot be checked as sent (no claims, too many
-citations) is refused.
-
-The verdict is advisory: the grounding capability does not count a chunk this tool looked up as
-shown to the model (it looks up any id it is sent, guessed or not). A neighbour it names as the
-chunk to cite instead is one the model may never have read, so the answer then says to read it
-(with ``broaden_chunk``) before citing it. Ids are compared as the capability compares them
-(`normalise_chunk_id`), and quotes shorter than `DEFAULT_MIN_QUOTE_CHARS` never count here,
-whatever ``min_quote_chars`` a `Grounding` sets (the tool's description says so).
+The verdict is `toolish_rag.citations.verify.verify_answer`'s (the grounding capability's), run on
+chunks fetched through the run's scoped `Retriever`; advisory only. See docs/grounded.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
-from typing import TypeAlias
+from typing import Annotated, Any, TypeAlias
 
-from ..citations.model import Citation, CitationSource, Claim, GroundedAnswer
-from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
-from ..citations.verify import NOT_SEEN, CitationProblem, Verification, normalise_chunk_id, verify_answer
-from ..content import Chunk
-from ..errors import InvalidRequestError, echo
-from ..retriever import Retriever
-from ..search import SearchHit
-from .arguments import StringArgument
+from pydantic import Field
+from pydantic_ai import RunContext
+from pydantic_ai.messages import ToolReturn
 
-__all__ = ['MAX_CITATIONS', 'NOT_FOUND', 'verify_citations']
+from ...citations.model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer
+from ...citations.quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
+from ...citations.verify import NOT_SEEN, CitationProblem, Verification, normalise_chunk_id, verify_answer
+from ...content import Chunk
+from ...errors import InvalidRequestError, echo
+from ...retriever import Retriever
+from ...search import SearchHit
+from .._spec import ToolEnv, ToolFunction, ToolSpec
+from ..arguments import StringArgument, id_argument
+
+__all__ = ['MAX_CITATIONS', 'NOT_FOUND', 'SPECS']
 
 MAX_CITATIONS = 30
 """The most citations one call checks: each may cost a store lookup, and each gets a line of the answer."""
@@ -50,7 +38,7 @@ _Looked: TypeAlias = Chunk | str | InvalidRequestError
 """What a cited id (as sent) came to: its in-scope chunk, the id looked up in vain, or why it is no id."""
 
 
-async def verify_citations(r: Retriever, claims: Sequence[Claim], check_id: StringArgument) -> _Result:
+async def _verify(r: Retriever, claims: Sequence[Claim], check_id: StringArgument) -> _Result:
     """Check every citation of ``claims`` in the run's scope: one line per citation, and the chunks checked.
 
     ``check_id`` is the toolset's check of a chunk id argument (stripped, non-empty, bounded),
@@ -198,3 +186,46 @@ def _render(
         'as evidence only once a search or read has shown it to you.'
     )
     return '\n'.join([head, *lines, tail, read_first])
+
+
+_CHUNK_ID = id_argument('chunk id')
+# The claims' nested strings (chunk ids, quotes) are bounded by the `Claim` model's own ``max_length``s.
+Claims = Annotated[
+    list[Claim],
+    Field(
+        max_length=MAX_CLAIMS,
+        description='The claims of your draft answer, each with its citations (a chunk id and an exact quote).',
+    ),
+]
+
+
+def _verify_tool(env: ToolEnv) -> ToolFunction:
+    async def verify_citations(ctx: RunContext[Any], claims: Claims) -> ToolReturn:
+        # The event shows the claims as the model sent them (plain data); the body checks the models.
+        sent = {'claims': [c.model_dump(exclude={'citations': {'__all__': {'source'}}}) for c in claims]}
+        return await env.run(ctx, sent, lambda r, a: _verify(r, claims, _CHUNK_ID))
+
+    return verify_citations
+
+
+def _describe(store: object, settings: object) -> str:
+    return (
+        'Check the citations of a draft answer before you give it: pass its claims, each with its citations '
+        '(a chunk id and an exact quote from that chunk). For each citation it says whether the quote stands '
+        'in that chunk (the match is exact except for whitespace, quote marks and dashes; quotes shorter than '
+        f'{DEFAULT_MIN_QUOTE_CHARS} characters do not count) and where: document, section, offsets, page; '
+        'if not, why, with the chunk to cite instead or the closest sentence in the chunk. '
+        f'At most {MAX_CITATIONS} citations per call.'
+    )
+
+
+SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name='verify_citations',
+        offered=lambda caps, settings: caps.expand,
+        describe=_describe,
+        build=_verify_tool,
+        strings=lambda s: {'chunk_id': _CHUNK_ID},
+    ),
+)
+"""The citation tool's spec."""

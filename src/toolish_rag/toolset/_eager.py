@@ -1,0 +1,56 @@
+"""Eager searches: searches run at the start of every agent run, their results put in the instructions.
+
+See docs/concepts.md.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from ..protocols import StoreCapabilities
+from ..retriever import Retriever
+from ..tracing import HITS, RERANKED, Tracing
+from ._calls import ToolCalls
+from .render import NO_RESULTS, render_hits
+from .tools.search import best_search, mark, ranked
+
+__all__ = ['EagerRun', 'EagerSearch', 'eager_text']
+
+
+@dataclass(frozen=True, slots=True)
+class EagerSearch:
+    """A search run at the start of every agent run, its results put in the instructions."""
+
+    query: str
+    top_k: int = 5
+
+
+@dataclass(slots=True)
+class EagerRun:
+    """One run's eager searches: the run's scoped retriever, and their text once searched."""
+
+    retriever: Retriever
+    text: str | None = None
+
+
+async def eager_text(
+    calls: ToolCalls, caps: StoreCapabilities, eager: EagerSearch, retriever: Retriever, traced: Tracing
+) -> str:
+    """One eager search's text for the instructions, with its span and listener event (tool ``eager_search``)."""
+    start = time.perf_counter()
+    arguments = {'query': eager.query, 'top_k': eager.top_k}
+    with calls.call_trace('eager_search', arguments, retriever).span(traced) as span:
+        search = best_search(caps)
+        assert search is not None  # `with_eager_search_about` refuses a store without search
+        found = await ranked(retriever, search, eager.query, eager.top_k, calls.settings)
+        hits = found.hits
+        span.set_attribute(HITS, len(hits))
+        if calls.settings.reranker is not None:
+            span.set_attribute(RERANKED, found.reranked)
+    text = render_hits(hits, heading=f'Preloaded search results for {eager.query!r}{mark(found)}:')
+    if not hits:
+        text = f'Preloaded search results for {eager.query!r}: none. {NO_RESULTS}'
+    filtered = retriever.filter is not None
+    await calls.emit(calls.event('eager_search', arguments, start, filtered, result_text=text, hits=tuple(hits)))
+    return text

@@ -1,0 +1,273 @@
+"""The graph tool: ``graph_context`` seeds from a search or from ids, walks the graph, shows the neighbourhood.
+
+The walk is the core's (`toolish_rag.graph.walk`), reached through the run's scoped `Retriever`;
+here is what a model may ask for and what it is told. See docs/graph.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+from pydantic_ai import RunContext
+from pydantic_ai.messages import ToolReturn
+
+from ...content import RELATION_TYPE_PATTERN, Chunk
+from ...errors import InvalidRequestError, echo
+from ...graph.walk import MAX_HOPS, MAX_WALK_NODES, WalkedNode, WalkRequest
+from ...retriever import Retriever
+from ...search import SearchHit
+from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
+from ..arguments import MAX_EDGE_TYPE_CHARS, StringArgument, id_argument, query_argument
+from ..render_graph import NO_SEEDS, WalkShown, render_walk
+from ..retries import short_repr
+from ..settings import RagSettings
+from .search import Search, best_search
+
+__all__ = ['DEFAULT_HOPS', 'DEFAULT_MAX_NODES', 'MAX_IDS', 'SPECS']
+
+MAX_IDS = 20
+"""The most seed ids one call may send."""
+DEFAULT_HOPS = 2
+DEFAULT_MAX_NODES = 50
+
+# The string parameters' ``maxLength`` (on each item, for the lists) comes from `_STRINGS`.
+GraphQuery = Annotated[
+    str | None, Field(description='Optional: what to search for; the best matches are the seeds of the walk.')
+]
+Ids = Annotated[
+    list[str] | None,
+    Field(
+        description=(
+            f'Optional: node ids to start from (at most {MAX_IDS}): chunk, section, document or entity ids '
+            'exactly as earlier results show them.'
+        )
+    ),
+]
+Hops = Annotated[int, Field(description=f'How many edges away from the seeds to walk (1 to {MAX_HOPS}).')]
+EdgeTypes = Annotated[
+    list[str] | None,
+    Field(description='Optional: follow only these relation types, e.g. ["MENTIONS", "LINKS_TO"]; default all.'),
+]
+Direction = Annotated[
+    Literal['out', 'in', 'both'],
+    Field(description='Follow edges out of a node ("out"), into it ("in"), or both ways (default).'),
+]
+MaxNodes = Annotated[int, Field(description=f'The most nodes to return, seeds included (1 to {MAX_WALK_NODES}).')]
+Order = Annotated[
+    Literal['centrality'] | None,
+    Field(description='Optional: "centrality" ranks well-connected nodes first (see the tool description).'),
+]
+
+
+def _strings(settings: RagSettings) -> dict[str, StringArgument]:
+    return {
+        'query': query_argument(settings.max_query_chars),
+        'ids': id_argument('id'),
+        'edge_types': StringArgument(
+            MAX_EDGE_TYPE_CHARS,
+            empty='an edge type is empty: send relation types such as MENTIONS, or leave edge_types out',
+            too_long=(
+                f'an edge type is over {MAX_EDGE_TYPE_CHARS} characters: send relation types such as '
+                'MENTIONS, or leave edge_types out'
+            ),
+        ),
+        'direction': StringArgument(
+            len('both'),
+            empty='direction is empty: send "out", "in" or "both", or leave it out',
+            too_long='direction takes "out", "in" or "both": send one, or leave it out',
+        ),
+        'order': StringArgument(
+            len('centrality'),
+            empty='order is empty: send "centrality", or leave it out',
+            too_long='order takes only "centrality": send that, or leave it out',
+        ),
+    }
+
+
+@dataclass(frozen=True, slots=True)
+class _GraphSettings:
+    """What the tool needs of its toolset's configuration."""
+
+    seeds: int
+    """Search hits that seed a walk from a query."""
+    max_chars: int
+    """The character budget the node texts (and, separately, the edge lines) share."""
+    search: Search | None
+    """The best search the store has, or ``None``: a ``query`` is then refused (ids still work)."""
+    lookup: bool
+    """Whether the store looks records up by id, so the chunks shown can be returned as hits."""
+
+
+def _graph_tool(env: ToolEnv) -> ToolFunction:
+    s = env.settings
+    settings = _GraphSettings(s.graph_seeds, s.max_expansion_chars, best_search(env.caps), lookup=env.caps.expand)
+
+    async def graph_context(
+        ctx: RunContext[Any],
+        query: GraphQuery = None,
+        ids: Ids = None,
+        hops: Hops = DEFAULT_HOPS,
+        edge_types: EdgeTypes = None,
+        direction: Direction = 'both',
+        max_nodes: MaxNodes = DEFAULT_MAX_NODES,
+        order: Order = None,
+    ) -> ToolReturn:
+        sent = {
+            'query': query,
+            'ids': ids,
+            'hops': hops,
+            'edge_types': edge_types,
+            'direction': direction,
+            'max_nodes': max_nodes,
+            'order': order,
+        }
+        return await env.run(ctx, sent, lambda r, a: _walk_graph(r, settings, **a))
+
+    return graph_context
+
+
+async def _walk_graph(
+    r: Retriever,
+    settings: _GraphSettings,
+    *,
+    hops: int,
+    max_nodes: int,
+    direction: Literal['out', 'in', 'both'],
+    query: str | None = None,
+    ids: list[str] | None = None,
+    edge_types: list[str] | None = None,
+    order: Literal['centrality'] | None = None,
+) -> Result:
+    """One ``graph_context`` call: check, seed, walk (scoped, through ``r``), render."""
+    _check_bounds(hops, max_nodes)
+    followed = _edge_types(edge_types)
+    seed_ids: list[str] = list(dict.fromkeys(ids or ()))
+    _check_seeds(seed_ids, query, max_nodes)
+    seeds = list(seed_ids)
+    if query is not None:
+        if settings.search is None:
+            raise InvalidRequestError('this collection cannot be searched: pass ids from earlier results instead')
+        # Search seeds leave room for what the walk reaches: at most half the nodes not taken by ids.
+        room = max(1, (max_nodes - len(seed_ids)) // 2)
+        hits = await settings.search(r)(query, min(settings.seeds, room))
+        seeds += [h.id for h in hits if h.id not in seeds]
+    request = WalkRequest(
+        tuple(seeds),
+        hops=hops,
+        edge_types=followed,
+        direction=direction,
+        max_nodes=max_nodes,
+        rerank=order,
+    )
+    walk = await r.graph_walk(request)
+    found = {n.node.id for n in walk.nodes if n.hop == 0}
+    not_found = tuple(i for i in seed_ids if i not in found)
+    if query is None and seed_ids and len(not_found) == len(seed_ids):
+        raise InvalidRequestError(_none_found(not_found))
+    if not walk.nodes:
+        missing = f'\n\nNot found (no node has this id): {", ".join(echo(i) for i in not_found)}.' if not_found else ''
+        return NO_SEEDS + missing, []
+    shown = WalkShown(hops, direction, max_nodes, not_found, reranked=order is not None)
+    text, with_text = render_walk(walk, shown, settings.max_chars)
+    return text, await _hits(r, with_text) if settings.lookup else []
+
+
+def _check_bounds(hops: int, max_nodes: int) -> None:
+    if not 1 <= hops <= MAX_HOPS:
+        raise InvalidRequestError(
+            f'hops must be between 1 and {MAX_HOPS}; you sent {short_repr(hops)}. '
+            f'Use 1 for direct neighbours, {DEFAULT_HOPS} (the default) to go one step further.'
+        )
+    if not 1 <= max_nodes <= MAX_WALK_NODES:
+        raise InvalidRequestError(
+            f'max_nodes must be between 1 and {MAX_WALK_NODES}; you sent {short_repr(max_nodes)}. '
+            f'Use {DEFAULT_MAX_NODES} unless you need more.'
+        )
+
+
+def _edge_types(sent: list[str] | None) -> frozenset[str] | None:
+    """The edge types to follow (``None``: all), each a relation type, or `InvalidRequestError` naming the rule."""
+    if sent is None:
+        return None
+    if not sent:
+        raise InvalidRequestError('edge_types is an empty list: leave it out to follow every relation type')
+    for edge_type in sent:
+        if not RELATION_TYPE_PATTERN.match(edge_type):
+            hint = f' (did you mean {edge_type.upper()}?)' if RELATION_TYPE_PATTERN.match(edge_type.upper()) else ''
+            raise InvalidRequestError(
+                f'edge type {echo(edge_type)} is not a relation type{hint}: types are upper-case letters, digits '
+                'and underscores starting with a letter, at most 64 characters, such as MENTIONS or PART_OF'
+            )
+    return frozenset(sent)
+
+
+def _check_seeds(ids: Sequence[str], query: str | None, max_nodes: int) -> None:
+    if not ids and query is None:
+        raise InvalidRequestError(
+            'graph_context needs somewhere to start: pass query (words to search for), ids (node ids from '
+            'earlier results), or both'
+        )
+    if len(ids) > MAX_IDS:
+        raise InvalidRequestError(f'at most {MAX_IDS} ids per call; you sent {len(ids)}. Start from the most relevant.')
+    if len(ids) > max_nodes:
+        raise InvalidRequestError(
+            f'max_nodes ({max_nodes}) is less than the {len(ids)} ids sent: raise max_nodes or send fewer ids'
+        )
+
+
+def _none_found(ids: Sequence[str]) -> str:
+    named = ', '.join(echo(i) for i in ids)
+    return (
+        f'{named} {"was" if len(ids) == 1 else "were"} not found. Pass chunk, section, document or entity ids '
+        'exactly as they appear in earlier results (for example the id after "chunk" in a result heading), '
+        'or pass a query to start from a search.'
+    )
+
+
+async def _hits(r: Retriever, shown: Sequence[WalkedNode]) -> list[SearchHit]:
+    """The chunks whose text the answer shows, as hits (the chunks the model has now read), scored by the walk."""
+    scores = {n.node.id: n.score for n in shown if n.node.kind == 'chunk'}
+    if not scores:
+        return []
+    records = await r.records(list(scores))
+    return [SearchHit(c, scores[c.id]) for c in records if isinstance(c, Chunk)]
+
+
+def _describe(store: object, settings: RagSettings) -> str:
+    return (
+        'Walk the graph of connections between chunks, sections, documents and entities (people, '
+        'organisations, code symbols...): what mentions, links to, is part of, calls or imports what. '
+        'Use it for "how are A and B connected", "what calls X", or to find the other passages about '
+        f'something a result names. Start from query (its best search matches), from ids (at most {MAX_IDS} '
+        'chunk, section, document or entity ids from earlier results), or both. The walk follows edges '
+        f'breadth-first up to hops (default {DEFAULT_HOPS}, at most {MAX_HOPS}) and returns up to max_nodes '
+        f'nodes (default {DEFAULT_MAX_NODES}, at most {MAX_WALK_NODES}), nearest first. Each node shows its '
+        'id, kind and hop (0 for a seed, else the number of edges from the nearest seed) and via: '
+        '"via TYPE from X" means the edge X -TYPE-> node led to it, "via TYPE to X" the edge node -TYPE-> X, '
+        'X being one hop nearer the seeds. Then come the edges walked (source -TYPE-> target, with the '
+        'weight when it is not 1). Node ids work with the other tools: read a chunk with broaden_chunk or '
+        'zoom_out and cite it, read a section or document with read_section. edge_types (optional) keeps '
+        'only those relation types, upper-case such as MENTIONS, PART_OF, LINKS_TO, CONTAINS, CALLS or '
+        'IMPORTS; direction follows edges out of a node, into it, or both. The answer ends "complete" or '
+        '"truncated": truncated means a budget (max_nodes, or the edges one hop reads) stopped the walk and '
+        'nodes beyond it were not visited, so never conclude that something is unconnected from a truncated '
+        'walk. order="centrality" orders nodes by score = 1/(1+hop) x (1 + centrality), centrality being how '
+        'much the returned edges point at a node, from 0 to 1 (hubs first); without it nodes come by hop, '
+        'then id.'
+    )
+
+
+SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name='graph_context',
+        offered=lambda caps, settings: caps.graph,
+        describe=_describe,
+        build=_graph_tool,
+        strings=_strings,
+        optional=frozenset({'query', 'ids', 'edge_types', 'order'}),
+    ),
+)
+"""The graph tool's spec."""

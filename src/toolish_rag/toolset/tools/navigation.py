@@ -1,0 +1,270 @@
+"""The navigation tools: ``list_documents``, ``outline``, ``read_section`` and ``list_values``.
+
+A name that matches nothing in scope, whether it does not exist or lies outside the scope, gets
+one message built from what the model sent alone, so the two cannot be told apart. See docs/concepts.md.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Annotated, Any
+
+from pydantic import Field
+from pydantic_ai import RunContext
+from pydantic_ai.messages import ToolReturn
+
+from ...errors import InvalidRequestError, echo
+from ...navigation import Choice, SectionChoice
+from ...retriever import Retriever
+from ...search import SearchHit
+from ...sections import MAX_PAGE_LIMIT, DocumentSummary
+from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
+from ..arguments import MAX_NAME_CHARS, StringArgument, name_argument
+from ..filterable import ModelFilters
+from ..render_navigation import (
+    render_choice,
+    render_document_page,
+    render_outline,
+    render_section_choice,
+    render_section_page,
+    render_values,
+)
+from ..retries import short_repr
+from ._shared import ModelFilter
+
+__all__ = ['DEFAULT_PAGE', 'MAX_PAGE', 'MAX_VALUES', 'SPECS']
+
+DEFAULT_PAGE = 20
+MAX_PAGE = 100
+"""The largest ``limit`` of one ``list_documents`` page."""
+MAX_VALUES = 50
+"""How many values ``list_values`` shows (the most common first)."""
+_READ_BATCH = 200
+"""Chunks asked of the store per ``read_section`` call; the rendering keeps those that fit the cap."""
+
+Document = Annotated[str, Field(description='A document id, its exact title, or a part of its title.')]
+Section = Annotated[
+    str,
+    Field(description='A section id from outline, an exact section title, or a document id (the whole document).'),
+]
+SectionDocument = Annotated[
+    str | None, Field(description='Optional: the document (id or title) when several have a section with that title.')
+]
+Offset = Annotated[int, Field(description='Where to start: 0 first, then the offset the previous answer gave.')]
+Limit = Annotated[int, Field(description='How many documents per page (at most 100).')]
+TitleContains = Annotated[
+    str | None, Field(description='Optional: keep documents whose title contains this, ignoring case.')
+]
+Key = Annotated[str, Field(description='A filterable key (see the tool description).')]
+
+_TITLE_CONTAINS = StringArgument(
+    MAX_NAME_CHARS,
+    empty='title_contains is empty: omit it to list every document, or send a word of the title',
+    too_long=f'title_contains is over {MAX_NAME_CHARS} characters: send a word or two of the title',
+)
+_DOCUMENT = name_argument('document', 'a document id or title from list_documents')
+
+
+@dataclass(frozen=True, slots=True)
+class _Navigation:
+    """What the bodies need of the toolset: the full tool names for hints, the keys shown, the read cap."""
+
+    list_documents: str
+    outline: str
+    read_section: str
+    shown: tuple[str, ...]
+    max_read_chars: int
+
+    @classmethod
+    def of(cls, env: ToolEnv) -> _Navigation:
+        filters = env.settings.model_filters
+        shown = tuple(filters.keys) if filters is not None else ()
+        names = (env.full_name('list_documents'), env.full_name('outline'), env.full_name('read_section'))
+        return cls(*names, shown=shown, max_read_chars=env.settings.max_read_chars)
+
+
+def _check_offset(offset: int) -> None:
+    if not 0 <= offset <= MAX_PAGE_LIMIT:
+        raise InvalidRequestError(
+            f'offset must be between 0 and {MAX_PAGE_LIMIT}; you sent {short_repr(offset)}. Start at 0.'
+        )
+
+
+async def _list_documents(
+    r: Retriever,
+    nav: _Navigation,
+    *,
+    offset: int,
+    limit: int,
+    title_contains: str | None = None,
+    filter: dict[str, Any] | None = None,
+) -> Result:
+    _check_offset(offset)
+    if not 1 <= limit <= MAX_PAGE:
+        raise InvalidRequestError(f'limit must be between 1 and {MAX_PAGE}; you sent {short_repr(limit)}')
+    navigator = r.navigator()
+    page = await navigator.documents(title_contains=title_contains, offset=offset, limit=limit)
+    if nav.shown:
+        checked = [replace(d, metadata=await navigator.shown_metadata(d, nav.shown)) for d in page.documents]
+        page = replace(page, documents=tuple(checked))
+    hint: dict[str, Any] = {'title_contains': title_contains, 'limit': limit, 'filter': filter}
+    hint = {k: v for k, v in hint.items() if v is not None and not (k == 'limit' and v == DEFAULT_PAGE)}
+    return render_document_page(page, offset, nav.list_documents, nav.shown, hint), []
+
+
+async def _document(r: Retriever, name: str, nav: _Navigation) -> DocumentSummary | Choice:
+    found = await r.navigator().document(name)
+    if found is None:
+        raise InvalidRequestError(
+            f'no document {echo(name)}: pass a document id or title as {nav.list_documents} shows it '
+            '(or a part of the title).'
+        )
+    return found
+
+
+async def _checked_choice(r: Retriever, choice: Choice, shown: tuple[str, ...]) -> Choice:
+    """``choice`` with each document's shown values confirmed through the scope (see `Navigator.shown_metadata`)."""
+    if not shown:
+        return choice
+    navigator = r.navigator()
+    documents = [replace(d, metadata=await navigator.shown_metadata(d, shown)) for d in choice.documents]
+    return replace(choice, documents=tuple(documents))
+
+
+async def _outline(r: Retriever, nav: _Navigation, *, document: str) -> Result:
+    found = await _document(r, document, nav)
+    if isinstance(found, Choice):
+        return render_choice(await _checked_choice(r, found, nav.shown), document, nav.shown), []
+    return render_outline(await r.navigator().outline(found), nav.read_section), []
+
+
+async def _read_section(
+    r: Retriever, nav: _Navigation, *, section: str, offset: int, document: str | None = None
+) -> Result:
+    _check_offset(offset)
+    navigator = r.navigator()
+    document_id = None
+    if document is not None:
+        found = await _document(r, document, nav)
+        if isinstance(found, Choice):
+            return render_choice(await _checked_choice(r, found, nav.shown), document, nav.shown), []
+        document_id = found.id
+    target = await navigator.section(section, document_id)
+    if target is None:
+        raise InvalidRequestError(
+            f'no section {echo(section)}: pass a section id or exact section title as {nav.outline} shows it'
+            + (' (in that document)' if document_id else '')
+            + '. A short section may be stored with its parent section: search for its words instead.'
+        )
+    if isinstance(target, SectionChoice):
+        return render_section_choice(target, section), []
+    page = await navigator.read(target, offset=offset, limit=_READ_BATCH)
+    text, chunks = render_section_page(target, page, offset, nav.max_read_chars, nav.read_section)
+    return text, [SearchHit(c, 0.0) for c in chunks]
+
+
+async def _list_values(r: Retriever, filterable: ModelFilters | None, *, key: str) -> Result:
+    if filterable is None or key not in filterable.keys:
+        allowed = ', '.join(filterable.keys) if filterable is not None else ''
+        raise InvalidRequestError(f'{echo(key)} is not a filterable key; the keys are: {allowed}.')
+    counts = await r.navigator().value_counts(key, candidates=MAX_VALUES)
+    return render_values(key, counts, MAX_VALUES), []
+
+
+def _list_documents_tool(env: ToolEnv) -> ToolFunction:
+    nav = _Navigation.of(env)
+
+    async def list_documents(
+        ctx: RunContext[Any],
+        title_contains: TitleContains = None,
+        offset: Offset = 0,
+        limit: Limit = DEFAULT_PAGE,
+        filter: ModelFilter = None,
+    ) -> ToolReturn:
+        sent = {'title_contains': title_contains, 'offset': offset, 'limit': limit, 'filter': filter}
+        return await env.run(ctx, sent, lambda r, a: _list_documents(r, nav, **a))
+
+    return list_documents
+
+
+def _outline_tool(env: ToolEnv) -> ToolFunction:
+    nav = _Navigation.of(env)
+
+    async def outline(ctx: RunContext[Any], document: Document) -> ToolReturn:
+        return await env.run(ctx, {'document': document}, lambda r, a: _outline(r, nav, **a))
+
+    return outline
+
+
+def _read_section_tool(env: ToolEnv) -> ToolFunction:
+    nav = _Navigation.of(env)
+
+    async def read_section(
+        ctx: RunContext[Any], section: Section, document: SectionDocument = None, offset: Offset = 0
+    ) -> ToolReturn:
+        sent = {'section': section, 'document': document, 'offset': offset}
+        return await env.run(ctx, sent, lambda r, a: _read_section(r, nav, **a))
+
+    return read_section
+
+
+def _list_values_tool(env: ToolEnv) -> ToolFunction:
+    async def list_values(ctx: RunContext[Any], key: Key) -> ToolReturn:
+        return await env.run(ctx, {'key': key}, lambda r, a: _list_values(r, env.settings.model_filters, **a))
+
+    return list_values
+
+
+SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name='list_documents',
+        offered=lambda caps, settings: caps.sections,
+        describe=lambda store, settings: (
+            'List the documents in the collection by title: each with its document id, uri, and how many '
+            f'sections and chunks it has, {DEFAULT_PAGE} per page (pass offset for the next page, limit for another '
+            'page size). title_contains (optional) keeps titles containing it, ignoring case. Use it to see what '
+            'the collection holds or to find a document to outline.'
+        ),
+        build=_list_documents_tool,
+        strings=lambda s: {'title_contains': _TITLE_CONTAINS},
+        optional=frozenset({'title_contains', 'filter'}),
+    ),
+    ToolSpec(
+        name='outline',
+        offered=lambda caps, settings: caps.sections,
+        describe=lambda store, settings: (
+            "Show one document's section tree in reading order: each section's title, section id and size. "
+            'document: a document id, its exact title, or a part of its title (if several documents match, '
+            'you get a list to choose from). Use it before read_section.'
+        ),
+        build=_outline_tool,
+        strings=lambda s: {'document': _DOCUMENT},
+    ),
+    ToolSpec(
+        name='read_section',
+        offered=lambda caps, settings: caps.sections,
+        describe=lambda store, settings: (
+            'Read a whole section, every chunk of it in reading order (subsections included), with chunk ids to '
+            'cite. section: a section id from outline, or an exact section title (pass document too when several '
+            'documents have a section with that title); a document id reads the whole document. Long sections '
+            'come in pages: call again with the offset the answer gives.'
+        ),
+        build=_read_section_tool,
+        strings=lambda s: {
+            'section': name_argument('section', 'a section id or title from outline'),
+            'document': _DOCUMENT,
+        },
+        optional=frozenset({'document'}),
+    ),
+    ToolSpec(
+        name='list_values',
+        offered=lambda caps, settings: caps.sections and settings.filterable is not None,
+        describe=lambda store, settings: (
+            'List the values a filterable key takes in this collection, with how many documents have each; '
+            'use it to choose a filter.'
+        ),
+        build=_list_values_tool,
+        strings=lambda s: {'key': name_argument('key', 'one of the filterable keys the tool description names')},
+    ),
+)
+"""The navigation tools' specs."""

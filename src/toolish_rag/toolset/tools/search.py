@@ -1,0 +1,318 @@
+"""The search tools: ``vector_search``, ``text_search``, ``hybrid_search`` and ``regex_search``.
+
+The three ranked searches differ only in their `RankedSearch` (which search, what its score means);
+they share reranking (`ranked`, `grouped`) with the eager search. See docs/concepts.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal, TypeAlias
+
+from pydantic import Field
+from pydantic_ai import RunContext
+from pydantic_ai.messages import ToolReturn
+
+from ...analysis import TextAnalyzer
+from ...errors import InvalidRequestError
+from ...grouping import DocumentGroup, group_hits
+from ...protocols import StoreCapabilities, StoreLike, TextSearch
+from ...rerank._base import Reranked, rerank_or_keep
+from ...retriever import Retriever
+from ...search import SearchHit
+from ...tracing import RERANKED
+from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
+from ..arguments import MAX_PATTERN_CHARS, StringArgument, query_argument
+from ..names import ToolName
+from ..render import render_hits
+from ..render_navigation import render_groups
+from ..settings import RagSettings
+from ._shared import ModelFilter, TopK, check_top_k
+
+__all__ = ['SPECS', 'RankedSearch', 'Search', 'best_search', 'mark', 'ranked']
+
+Query = Annotated[str, Field(description='What to search for.')]
+Threshold = Annotated[
+    float | None,
+    Field(description='Optional minimum score; see the tool description. Omit it unless results are noisy.'),
+]
+GroupBy = Annotated[
+    Literal['document'] | None,
+    Field(
+        description=(
+            'Set to "document" for at most one result per document (its best chunk, with its other matching '
+            'chunks named): top_k documents in all.'
+        )
+    ),
+]
+Pattern = Annotated[str, Field(description='An RE2 regular expression, e.g. ERR-[0-9]{4} or (?i)refund.')]
+
+Search: TypeAlias = Callable[[Retriever], Callable[[str, int], Awaitable[list[SearchHit]]]]
+"""A ranked search, picked from a retriever (``lambda r: r.hybrid_search``)."""
+
+_GROUP_BY = StringArgument(
+    len('document'),
+    empty='group_by is empty: send "document", or leave it out',
+    too_long='group_by takes only "document": send that, or leave it out',
+)
+_PATTERN = StringArgument(
+    MAX_PATTERN_CHARS,
+    empty='the pattern is empty: send a regular expression such as ERR-[0-9]{4}',
+    too_long=(
+        f'the pattern is over {MAX_PATTERN_CHARS} characters: send a short regular expression, '
+        'such as the one distinctive term or code you are looking for'
+    ),
+    strip=False,
+)
+
+
+@dataclass(frozen=True, slots=True)
+class RankedSearch:
+    """What distinguishes the vector, text and hybrid tools: their search and their score's meaning."""
+
+    name: ToolName
+    label: str
+    search: Search
+    low: float
+    """The lowest meaningful threshold (the highest is 1)."""
+    meaning: str
+    relative: bool
+    """Whether the threshold is a fraction of the best hit's score rather than an absolute score."""
+    offered: Callable[[StoreCapabilities], bool]
+
+
+_VECTOR = RankedSearch(
+    'vector_search', 'Vector', lambda r: r.vector_search, -1.0, 'a cosine similarity', False, lambda c: c.vector
+)
+_TEXT = RankedSearch(
+    'text_search', 'Text', lambda r: r.text_search, 0.0, "a fraction of the best hit's score", True, lambda c: c.text
+)
+_HYBRID = RankedSearch(
+    'hybrid_search', 'Hybrid', lambda r: r.hybrid_search, 0.0, 'a fused relevance score', False, lambda c: c.hybrid
+)
+
+
+def best_search(caps: StoreCapabilities) -> Search | None:
+    """The best search a store has (hybrid, else vector, else text): eager searches and graph seeds use it."""
+    return next((s.search for s in (_HYBRID, _VECTOR, _TEXT) if s.offered(caps)), None)
+
+
+def mark(found: Reranked) -> str:
+    """What a results heading adds when the hits carry the reranker's scores."""
+    return ', reranked' if found.reranked else ''
+
+
+async def ranked(r: Retriever, search: Search, query: str, top_k: int, settings: RagSettings) -> Reranked:
+    """The ``top_k`` best hits of ``search``: with a reranker, the best of ``rerank_candidates`` hits reranked.
+
+    The candidates come through ``r``, the run's scoped retriever: the reranker sees only in-scope hits.
+    """
+    reranker = settings.reranker
+    if reranker is None:
+        return Reranked(await search(r)(query, top_k), reranked=False)
+    candidates = await search(r)(query, max(top_k, settings.rerank_candidates))
+    outcome = await rerank_or_keep(reranker, query, candidates)
+    return Reranked(outcome.hits[:top_k], outcome.reranked)
+
+
+async def grouped(
+    r: Retriever, search: Search, query: str, top_k: int, settings: RagSettings
+) -> tuple[list[DocumentGroup], bool]:
+    """The ``top_k`` best documents' groups, and whether they were reranked.
+
+    With a reranker, the candidates are reranked before grouping, so a document ranks by its best
+    reranked chunk. When the candidates span fewer than ``top_k`` documents and the store holds
+    more, the best hit of each further document (from the grouped search) joins the candidates,
+    so ``top_k`` documents come back whenever that many match, as without a reranker.
+    """
+    reranker = settings.reranker
+    if reranker is None:
+        return await r.grouped(search, query, top_k), False
+    n = max(top_k, settings.rerank_candidates)
+    candidates = await search(r)(query, n)
+    seen = {g.key for g in group_hits(candidates)}
+    if len(seen) < top_k and len(candidates) == n:
+        candidates += [g.best for g in await r.grouped(search, query, top_k) if g.key not in seen]
+    outcome = await rerank_or_keep(reranker, query, candidates)
+    if not outcome.reranked:
+        return await r.grouped(search, query, top_k), False
+    return group_hits(outcome.hits)[:top_k], True
+
+
+def _check_threshold(threshold: float | None, low: float, high: float, meaning: str) -> None:
+    if threshold is not None and not low <= threshold <= high:
+        raise InvalidRequestError(
+            f'threshold must be between {low} and {high} ({meaning}); you sent {threshold}. '
+            'Omit it to get the best matches whatever their score.'
+        )
+
+
+def _apply_threshold(hits: list[SearchHit], threshold: float | None, *, relative: bool) -> list[SearchHit]:
+    if threshold is None or not hits:
+        return hits
+    if relative:
+        best = hits[0].score
+        return [h for h in hits if best > 0 and h.score / best >= threshold]
+    return [h for h in hits if h.score >= threshold]
+
+
+async def _ranked_body(
+    r: Retriever,
+    kind: RankedSearch,
+    settings: RagSettings,
+    notes: dict[str, bool],
+    *,
+    query: str,
+    top_k: int,
+    threshold: float | None,
+    filter: Mapping[str, Any] | None = None,
+    group_by: str | None = None,
+) -> Result:
+    """One vector, text or hybrid search call (the scope and the model's ``filter`` are in ``r``)."""
+    reranker = settings.reranker
+    check_top_k(top_k, settings)
+    if reranker is None:
+        _check_threshold(threshold, kind.low, 1.0, kind.meaning)
+    else:
+        _check_threshold(threshold, 0.0, 1.0, reranker.score_meaning)
+    if group_by == 'document':
+        groups, reranked = await grouped(r, kind.search, query, top_k, settings)
+        found = Reranked([g.best for g in groups], reranked)
+    else:
+        groups, found = [], await ranked(r, kind.search, query, top_k, settings)
+    if reranker is not None:
+        notes[RERANKED] = found.reranked
+    # A reranked score is absolute (the reranker's, in [0, 1]); failed open, the search's own meaning holds.
+    hits = _apply_threshold(found.hits, threshold, relative=kind.relative and not found.reranked)
+    heading = f'{kind.label} search results for {query!r}{mark(found)}:'
+    if group_by == 'document':
+        kept = {id(h) for h in hits}
+        groups = [g for g in groups if id(g.best) in kept]
+        return render_groups(groups, heading=heading), [g.best for g in groups]
+    return render_hits(hits, heading=heading), hits
+
+
+def _ranked_tool(kind: RankedSearch) -> Callable[[ToolEnv], ToolFunction]:
+    def build(env: ToolEnv) -> ToolFunction:
+        async def search(
+            ctx: RunContext[Any],
+            query: Query,
+            top_k: TopK = env.settings.default_top_k,
+            threshold: Threshold = None,
+            filter: ModelFilter = None,
+            group_by: GroupBy = None,
+        ) -> ToolReturn:
+            sent = {'query': query, 'top_k': top_k, 'threshold': threshold, 'filter': filter, 'group_by': group_by}
+            notes: dict[str, bool] = {}
+            return await env.run(ctx, sent, lambda r, a: _ranked_body(r, kind, env.settings, notes, **a), notes)
+
+        return search
+
+    return build
+
+
+async def _regex_body(r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **_: Any) -> Result:
+    check_top_k(top_k, settings)
+    hits = await r.regex_search(pattern, top_k)
+    return render_hits(hits, heading=f'Regex matches for {pattern!r}:'), hits
+
+
+def _regex_tool(env: ToolEnv) -> ToolFunction:
+    async def regex_search(
+        ctx: RunContext[Any], pattern: Pattern, top_k: TopK = env.settings.default_top_k, filter: ModelFilter = None
+    ) -> ToolReturn:
+        sent = {'pattern': pattern, 'top_k': top_k, 'filter': filter}
+        return await env.run(ctx, sent, lambda r, a: _regex_body(r, env.settings, **a))
+
+    return regex_search
+
+
+def _returns(s: RagSettings) -> str:
+    return f'Returns up to top_k (default {s.default_top_k}, at most {s.max_top_k}) passages'
+
+
+def _reranked(s: RagSettings) -> str:
+    """The sentence a ranked search's description ends with when a reranker is set."""
+    if s.reranker is None:
+        return ''
+    return (
+        f' Results are reranked: the best {s.rerank_candidates} matches (or top_k, if more) are re-scored by a '
+        f'reranker and the top_k best of them returned. When the results heading says "reranked", the score is '
+        f'{s.reranker.score_meaning}, from 0 to 1, and threshold (optional, 0-1) drops hits scoring below it; '
+        'otherwise reranking was unavailable and the score is as described above.'
+    )
+
+
+def _query_syntax(store: StoreLike) -> str:
+    syntax = store.text_query_syntax if isinstance(store, TextSearch) else ''
+    analyzer = getattr(store, 'text_analyzer', None)
+    if isinstance(analyzer, TextAnalyzer) and analyzer.language != 'en':
+        # What the words become (bigrams, stems) decides how to phrase a query; the English default's
+        # syntax says it itself, so the default description does not change.
+        syntax = f'{syntax} {analyzer.describe()}'
+    return syntax
+
+
+def _describe_vector(store: StoreLike, s: RagSettings) -> str:
+    return (
+        'Semantic search: finds passages that mean the same as the query even in other words. '
+        'Best for questions and concepts. Write the query as a short statement or question. '
+        f'{_returns(s)}, best first, each with a chunk id. '
+        'Score: cosine similarity from -1 to 1 (above about 0.5 is usually relevant for short queries). '
+        'threshold (optional) drops hits scoring below it; omit it unless results are noisy.' + _reranked(s)
+    )
+
+
+def _describe_text(store: StoreLike, s: RagSettings) -> str:
+    return (
+        'Keyword search (BM25): finds passages containing the query words. Best for exact names, '
+        f'identifiers, error codes and rare terms. Query syntax: {_query_syntax(store)} '
+        f'{_returns(s)}, best first. '
+        'Score: BM25 relevance, unbounded and corpus-dependent. threshold (optional, 0-1) keeps hits '
+        'scoring at least that fraction of the best hit; omit it unless results are noisy.' + _reranked(s)
+    )
+
+
+def _describe_hybrid(store: StoreLike, s: RagSettings) -> str:
+    return (
+        'Combined semantic and keyword search: usually the best first search for any question. '
+        f'{_returns(s)}, best first. '
+        'Score: fused relevance from 0 to 1. threshold (optional, 0-1) drops hits scoring below it.' + _reranked(s)
+    )
+
+
+def _describe_regex(store: StoreLike, s: RagSettings) -> str:
+    return (
+        'Regular-expression search over the exact source text: finds every passage containing a '
+        'pattern such as an error code (ERR-[0-9]{4}), a version (v[0-9]+\\.[0-9]+) or an identifier. '
+        'RE2 syntax (like Python re without backreferences or lookaround); (?i) makes it case-insensitive. '
+        f'{_returns(s)}; passages with more matches rank first (score = number of matches).'
+    )
+
+
+def _ranked_spec(kind: RankedSearch, describe: Callable[[StoreLike, RagSettings], str]) -> ToolSpec:
+    return ToolSpec(
+        name=kind.name,
+        offered=lambda caps, settings: kind.offered(caps),
+        describe=describe,
+        build=_ranked_tool(kind),
+        strings=lambda s: {'query': query_argument(s.max_query_chars), 'group_by': _GROUP_BY},
+        optional=frozenset({'filter', 'group_by'}),
+    )
+
+
+SPECS: tuple[ToolSpec, ...] = (
+    _ranked_spec(_VECTOR, _describe_vector),
+    _ranked_spec(_TEXT, _describe_text),
+    _ranked_spec(_HYBRID, _describe_hybrid),
+    ToolSpec(
+        name='regex_search',
+        offered=lambda caps, settings: caps.regex,
+        describe=_describe_regex,
+        build=_regex_tool,
+        strings=lambda s: {'pattern': _PATTERN},
+        optional=frozenset({'filter'}),
+    ),
+)
+"""The search tools' specs."""
