@@ -330,7 +330,10 @@ def test_a_store_filtering_after_top_k_fails_on_top_k(pytester: pytest.Pytester)
     for test in ('test_top_k_under_one_percent_filter_directly', 'test_exactly_top_k_under_one_percent_filter'):
         assert run.failed_with(test), f'{test} passed'
     assert 'vector_search(top_k=5' in run.failed_with('test_top_k_under_one_percent_filter_directly')['']
-    assert 'matching records where 5 exist' in run.failed_with('test_top_k_under_one_percent_filter_directly')['']
+    assert (
+        'so it must return 5 (top_k whenever that many match)'
+        in run.failed_with('test_top_k_under_one_percent_filter_directly')['']
+    )
     assert run.failed_with('test_searches_honour_the_filter_they_receive')
     for text in run.failed.values():
         assert 'text_search(' not in text and 'regex_search(' not in text and 'outside the filter' not in text

@@ -1,20 +1,28 @@
-"""Testing kit for store authors: the conformance suite and its corpus.
+"""Testing kit for store authors: the conformance suite, a runner for it, and its corpus.
 
-``from toolish_rag.testing import StoreConformance`` and subclass it (see
-`toolish_rag.testing.conformance`); a graph store is checked by the same subclass
-(`toolish_rag.testing.graph_contract`, over `graph_corpus`). Requires ``pip install "toolish-rag[testing]"``.
+Subclass `StoreConformance` in your tests, or ``await check_store(make_store)`` anywhere; both
+check the protocols your store implements (graph stores over `graph_corpus`). Needs
+``pip install "toolish-rag[testing]"``. See docs/custom-store.md and docs/testing.md.
 """
 
-from .conformance import StoreConformance
+from .conformance import ASPECTS, PROTOCOLS, Aspect, StoreConformance
 from .corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, selective_corpus
 from .graph_contract import GraphCorpus, GraphReference, graph_corpus
+from .runner import ConformanceFailure, ConformanceReport, StoreFactory, check_store
 
 __all__ = [
+    'ASPECTS',
     'COMMON_WORD',
     'EDGE_FILTERS',
+    'PROTOCOLS',
+    'Aspect',
+    'ConformanceFailure',
+    'ConformanceReport',
     'GraphCorpus',
     'GraphReference',
     'StoreConformance',
+    'StoreFactory',
+    'check_store',
     'conformance_corpus',
     'conformance_entities',
     'graph_corpus',

@@ -24,7 +24,7 @@ its arguments, so a test can run many calls and report every one that failed.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass
 
 from ..content import Chunk, Document, Entity
@@ -75,16 +75,20 @@ class SearchProbe:
     query: str
     pattern: str
 
-    def searches(self, store: object) -> dict[str, _Search]:
-        """Each search the store offers, as ``(top_k, filter) -> hits``."""
+    def searches(self, store: object, only: Collection[type] | None = None) -> dict[str, _Search]:
+        """Each search the store offers (among ``only``, if given), as ``(top_k, filter) -> hits``."""
         calls: dict[str, _Search] = {}
-        if isinstance(store, VectorSearch):
+
+        def chosen(protocol: type) -> bool:
+            return only is None or protocol in only
+
+        if isinstance(store, VectorSearch) and chosen(VectorSearch):
             calls['vector_search'] = lambda k, f: store.vector_search(SearchRequest(self.query, k, f))
-        if isinstance(store, TextSearch):
+        if isinstance(store, TextSearch) and chosen(TextSearch):
             calls['text_search'] = lambda k, f: store.text_search(SearchRequest(self.query, k, f))
-        if isinstance(store, RegexSearch):
+        if isinstance(store, RegexSearch) and chosen(RegexSearch):
             calls['regex_search'] = lambda k, f: store.regex_search(RegexRequest(self.pattern, k, f))
-        if isinstance(store, HybridSearch):
+        if isinstance(store, HybridSearch) and chosen(HybridSearch):
             calls['hybrid_search'] = lambda k, f: store.hybrid_search(SearchRequest(self.query, k, f))
         return calls
 
@@ -99,32 +103,38 @@ async def search_problems(
     records: Sequence[Chunk | Entity],
     probe: SearchProbe,
     top_ks: Sequence[int],
+    *,
+    only: Collection[type] | None = None,
 ) -> list[str]:
-    """Call every search the store offers directly, for each ``top_k``; what broke the contract.
+    """Call every search the store offers (among ``only``) directly, for each ``top_k``; what broke the contract.
 
     ``records`` is everything the store holds, and every one of them matches ``probe``.
     """
     sent = received_filter(store, f)
     matching = {r.id for r in records if matches(sent, r)}
     problems: list[str] = []
-    for method, search in probe.searches(store).items():
+    for method, search in probe.searches(store, only).items():
         for top_k in top_ks:
             call = f'{method}(top_k={top_k}, filter={sent!r})'
             hits = list(await search(top_k, sent))
             ids = [h.id for h in hits]
             outside = _outside([h.record for h in hits], sent)
             if outside:
-                problems.append(f'{call} returned {len(outside)} records outside the filter: {sorted(outside)}')
+                problems.append(
+                    f'{call} returned {len(outside)} records outside the filter: {sorted(outside)}; every hit '
+                    'must satisfy the filter the store receives'
+                )
             if len(hits) > top_k:
-                problems.append(f'{call} returned {len(hits)} hits, more than top_k')
+                problems.append(f'{call} returned {len(hits)} hits: at most top_k')
             if len(set(ids)) != len(ids):
-                problems.append(f'{call} returned a record twice: {ids}')
+                problems.append(f'{call} returned a record twice: {ids}; each record at most once')
             found = set(ids) & matching
             if len(found) < min(top_k, len(matching)):
                 missing = sorted(matching - found) if top_k >= len(matching) else []
                 problems.append(
-                    f'{call} returned {len(found)} matching records where {min(top_k, len(matching))} '
-                    f'exist (of {len(matching)} matching){f"; missing {missing}" if missing else ""}'
+                    f'{call} returned {len(found)} matching records; {len(matching)} records match the query and '
+                    f'the filter, so it must return {min(top_k, len(matching))} (top_k whenever that many match)'
+                    f'{f"; missing {missing}" if missing else ""}'
                 )
     return problems
 
@@ -197,8 +207,9 @@ async def expand_problems(
         if [c.id for c in got] != [c.id for c in want]:
             outside = _outside(got, sent)
             problems.append(
-                f'expand({request!r}) returned {[c.id for c in got]}, expected {[c.id for c in want]}'
-                f'{f" ({len(outside)} outside the filter: {outside})" if outside else ""}'
+                f'expand({request!r}) returned {[c.id for c in got]}, expected {[c.id for c in want]} '
+                '(reference_expand: the in-scope chunks of the range, section or anchor window, at most limit)'
+                f'{f"; {len(outside)} outside the filter: {outside}" if outside else ""}'
             )
     return problems
 
@@ -219,8 +230,10 @@ async def get_records_problems(store: ResultExpander, f: Filter | None, records:
             shown = 'all ids' if len(ids) > 1 else repr(ids)
             leaked = _outside(got, sent)
             problems.append(
-                f'get_records({shown}, filter={sent!r}): extra {sorted(got_ids - want)}, missing '
+                f'get_records({shown}, filter={sent!r}) returned extra {sorted(got_ids - want)}, missing '
                 f'{sorted(want - got_ids)}{f" ({len(leaked)} outside the filter)" if leaked else ""}'
+                f'{" and a record twice" if len(got) != len(got_ids) else ""}: it returns each stored record '
+                'asked for that satisfies the filter, once'
             )
     return problems
 

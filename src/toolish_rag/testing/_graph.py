@@ -1,0 +1,106 @@
+"""The kit's graph checks (`GraphSearch` and `GraphStore`): every answer equal to the reference's.
+
+Direct calls over `graph_corpus` (`toolish_rag.testing.graph_contract`). See docs/graph.md.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ..protocols import DocumentStore, GraphSearch, GraphStore
+from ._kit import KitBase, check, report
+from .corpus import EDGE_FILTERS
+from .graph_contract import (
+    GRAPH_SCOPES,
+    GraphCalls,
+    GraphReference,
+    graph_corpus,
+    graph_scope_calls,
+    ledger_problems,
+    neighbour_calls,
+    node_calls,
+    relation_write_problems,
+    replacement_problems,
+    stored_problems,
+    walk_calls,
+)
+
+_GRAPH = (GraphSearch, GraphStore, DocumentStore)
+
+
+class GraphChecks(KitBase):
+    """A store that both reads and writes a graph: nodes, hops, walks, relation writes, the ledger."""
+
+    @check(*_GRAPH, aspect='scope', every=True)
+    async def test_graph_honours_every_filter(self, graph_loaded: Any) -> None:
+        """Every edge filter in turn, on one store: nodes, edges (and ``truncated``) and a walk equal the reference.
+
+        One store for all of them, so a cache keyed by something coarser than the filter (where
+        ``True == 1``) serves one scope another's answer and fails here too."""
+        corpus = graph_corpus()
+        reference = GraphReference.of(corpus)
+        calls = GraphCalls()
+        for f in [None, *(f for _, f in EDGE_FILTERS)]:
+            calls += graph_scope_calls(corpus, reference, f)
+        assert not (problems := await calls.problems(graph_loaded, reference)), report(problems)
+
+    @check(*_GRAPH, aspect='search', every=True)
+    async def test_graph_nodes_of_every_kind(self, graph_loaded: Any) -> None:
+        """Chunks, sections, documents and entities, in and out of scope; ids of no node; duplicates of none."""
+        corpus = graph_corpus()
+        calls = GraphCalls()
+        for _, f in GRAPH_SCOPES:
+            calls += node_calls(corpus, f)
+        assert not (problems := await calls.problems(graph_loaded, GraphReference.of(corpus))), report(problems)
+
+    @check(*_GRAPH, aspect='search', every=True)
+    async def test_graph_neighbours(self, graph_loaded: Any) -> None:
+        """Direction, edge types, ``limit`` and exactly when ``truncated``, order, self-loops, both endpoints in scope."""
+        corpus = graph_corpus()
+        reference = GraphReference.of(corpus)
+        calls = GraphCalls()
+        for _, f in GRAPH_SCOPES:
+            calls += neighbour_calls(corpus, reference, f)
+        assert not (problems := await calls.problems(graph_loaded, reference)), report(problems)
+
+    @check(*_GRAPH, aspect='search', every=True)
+    async def test_graph_walks(self, graph_loaded: Any) -> None:
+        """`toolish_rag.graph.walk.walk` over the store equals the walk over the reference: hops, via, budgets, order."""
+        corpus = graph_corpus()
+        reference = GraphReference.of(corpus)
+        calls = GraphCalls()
+        for _, f in GRAPH_SCOPES[:4]:
+            calls += walk_calls(corpus, reference, f)
+        assert not (problems := await calls.problems(graph_loaded, reference)), report(problems)
+
+    @check(*_GRAPH, aspect='writes', every=True)
+    async def test_graph_replacing_and_deleting_documents(self, graph_loaded: Any) -> None:
+        """A document's relations and ledger marks go with it; the same batch's and standalone relations stay."""
+        assert not (problems := await replacement_problems(graph_loaded, graph_corpus())), report(problems)
+
+    @check(*_GRAPH, aspect='writes', every=True)
+    async def test_graph_relation_writes(self, graph_loaded: Any) -> None:
+        """Relations rewritten by id (the last of an id in a batch wins) and deleted by id; entities listed."""
+        assert not (problems := await relation_write_problems(graph_loaded, graph_corpus())), report(problems)
+
+    @check(*_GRAPH, aspect='writes', every=True)
+    async def test_graph_ledger(self, empty: Any) -> None:
+        """Marks set, overwritten and deleted per builder, each builder's apart."""
+        assert not (problems := await ledger_problems(empty)), report(problems)
+
+    @check(*_GRAPH, aspect='persistence', every=True)
+    async def test_graph_after_reopen(self, empty: Any, store_path: Path, embedder: Any) -> None:
+        """Reopened, a store holds the same relations and ledger, and answers alike."""
+        made = empty
+        corpus = graph_corpus()
+        await made.upsert(corpus.items())
+        marks = {'exact': {corpus.documents[0].id: 'fp-1', 'names': 'names-1'}}
+        await made.set_graph_marks('exact', marks['exact'])
+        del made
+        reopened = await self.reopen_store(store_path, embedder)
+        reference = GraphReference.of(corpus)
+        problems = await stored_problems(reopened, 'after a reopen', corpus.relations, marks)
+        calls = graph_scope_calls(corpus, reference, None) + graph_scope_calls(corpus, reference, GRAPH_SCOPES[1][1])
+        problems += await calls.problems(reopened, reference)
+        assert not problems, report(problems)
