@@ -20,7 +20,7 @@ import textwrap
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
-import networkx as nx
+import networkx as nx  # type: ignore[import-untyped]
 
 REPO = Path(__file__).resolve().parents[1]
 
