@@ -132,6 +132,13 @@ def test_the_graph_covers_the_project() -> None:
     assert graph.has_edge('toolish_rag_tantivy.store', 'toolish_rag.filters')
 
 
+def test_no_module_imports_the_top_level_package() -> None:
+    # Its __init__ imports most of the project: a submodule imports the module that defines a name.
+    graph = import_graph(source_roots(REPO))
+    importers = sorted(m for m in graph.predecessors('toolish_rag') if m.startswith('toolish_rag.'))
+    assert not importers, f'import from the defining module, not from toolish_rag: {importers}'
+
+
 def _write(root: Path, files: Mapping[str, str]) -> None:
     for name, text in files.items():
         path = root / name
