@@ -1,11 +1,9 @@
 """toolish-rag: retrieval as tools for pydantic-ai agents.
 
-The public API is what this module exports plus the public (non-underscore) modules
-``toolish_rag.content``, ``.filters``, ``.protocols``, ``.search``, ``.sections``, ``.navigation``, ``.graph``, ``.grounded``, ``.tracing``, ``.errors``,
-``.embedding``, ``.analysis``, ``.windows``, ``.fusion``, ``.rerank``, ``.regex``, ``.writes``, ``.builder``, ``.retriever``, ``.stores`` and
-``.testing``. Store adapters (``toolish-rag-lancedb``, ``toolish-rag-tantivy``) are built on these
-alone: ``.regex`` (compile a request, the text to match, the ranking) and ``.writes`` (upsert
-batching) hold what every adapter would otherwise write again.
+This module re-exports the names most programs need; the other public modules (no ``_`` in
+their path: ``toolish_rag.filters``, ``.citations``, ``.grounded``, ``.stores``, ``.testing``...)
+and what each exports are listed in docs/api.md. Submodules import from the module that defines a
+name, never from this one.
 """
 
 from .builder import DocumentBuilder
