@@ -1,11 +1,7 @@
 """How a graph walk looks to the model: nodes with hop and via, the edges walked, and whether it is complete.
 
-Each node line carries the node's id (usable with the other tools), its kind, its ``hop`` from
-the nearest seed and ``via`` (the edge type and the node one hop nearer the seeds), so the model
-can retell a path without guessing. Texts are shown whole, in node order, while they fit the
-toolset's character budget (`render.fitting`); nodes past it keep their line and title. The
-answer always ends by saying whether the walk is complete or was cut by its budget: a cut
-neighbourhood that reads as complete makes a model conclude "unconnected" when it never looked.
+Node texts are shown whole while they fit the character budget; the answer always says whether a
+budget cut the walk, so a model never concludes "unconnected" from a cut one. See docs/graph.md.
 """
 
 from __future__ import annotations
