@@ -17,6 +17,7 @@ from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, Em
 from pydantic_ai.embeddings.result import EmbedInputType
 
 from toolish_rag import DocumentBuilder, Entity, EntityFilter, Filter, PropertyFilter as F, ToolishRag, matches
+from toolish_rag._uris import local_path
 from toolish_rag.content import Chunk, Document, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.graph.builders import BuildReport, ExactNameLinker, StructureBuilder, VectorLinker, build_graph
@@ -203,6 +204,25 @@ async def test_structure_reads_the_links_of_a_local_html_file(tmp_path: Path) ->
     assert report.documents_built == 1
     links = [r for r in await store.list_relations(origin='structure') if r.type == 'LINKS_TO']
     assert [(r.source, r.target) for r in links] == [('index-0', 'notes')]
+
+
+async def test_a_percent_sign_in_a_file_name_is_read_as_itself(tmp_path: Path) -> None:
+    """``a%20b.html`` and ``a b.html`` are two files: each page's uri (``as_uri`` quotes ``%`` as ``%25``)
+    names its own file, decoded once. (Decoding twice read ``a b.html``'s links for ``a%20b.html``.)"""
+    pages = {'a%20b.html': 'x.html', 'a b.html': 'y.html'}
+    docs = [_doc(t, t.upper(), ['Steps.'], uri=(tmp_path / f'{t}.html').as_uri()) for t in ('x', 'y')]
+    for i, (name, target) in enumerate(pages.items()):
+        page = tmp_path / name
+        page.write_text(f'<p>Read <a href="{target}">the guide</a>.</p>', encoding='utf-8')
+        assert local_path(page.as_uri()) == page
+        b = DocumentBuilder(page.as_uri(), name, id=f'page{i}', metadata={'source_format': 'html'})
+        b.add_chunk(None, 'Read the guide.')
+        docs.append(b.build())
+    store = _store()
+    await store.upsert(docs)
+    await StructureBuilder().build(store)
+    links = {(r.source, r.target) for r in await store.list_relations(origin='structure') if r.type == 'LINKS_TO'}
+    assert links == {('page0-0', 'x'), ('page1-0', 'y')}
 
 
 async def test_a_new_link_target_rebuilds_only_the_linking_document() -> None:

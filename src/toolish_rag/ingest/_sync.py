@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Set
 from pathlib import Path
-from urllib.parse import unquote, urlparse
 
+from .._uris import local_path
 from ..protocols import DocumentInfo
 
 __all__ = ['stale_documents']
@@ -21,14 +21,9 @@ def stale_documents(stored: Iterable[DocumentInfo], seen_ids: Set[str], paths: I
     roots = [p.resolve() for p in paths if p.exists() or not p.is_symlink()]
     stale: list[DocumentInfo] = []
     for info in stored:
-        file_path = _uri_path(info.uri)
+        file_path = local_path(info.uri)
         if file_path is None or info.id in seen_ids or file_path.exists():
             continue
         if any(file_path == r or file_path.is_relative_to(r) for r in roots):
             stale.append(info)
     return stale
-
-
-def _uri_path(uri: str) -> Path | None:
-    parsed = urlparse(uri)
-    return Path(unquote(parsed.path)) if parsed.scheme == 'file' else None

@@ -26,8 +26,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
-from urllib.parse import unquote, urlparse
 
+from .._uris import local_path
 from ..content import Document
 from ..errors import UnsupportedValueError
 from ..protocols import DocumentStore
@@ -126,5 +126,5 @@ class BatchWriter:
 
 def _source(uri: str) -> str:
     """What the report names a failed document by: its file's path, as for other failures, else its uri."""
-    parsed = urlparse(uri)
-    return unquote(parsed.path) if parsed.scheme == 'file' else uri
+    path = local_path(uri)
+    return str(path) if path is not None else uri

@@ -41,9 +41,9 @@ from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from urllib.parse import unquote, urljoin, urlsplit
-from urllib.request import url2pathname
+from urllib.parse import unquote, urljoin
 
+from ..._uris import local_path
 from ...content import Chunk, NodeKind, Relation
 from ...protocols import DocumentInfo
 from .base import (
@@ -174,9 +174,9 @@ def _local_html(info: DocumentInfo) -> Path | None:
     if not is_html:
         return None
     candidates: list[Path] = []
-    parts = urlsplit(info.uri)
-    if parts.scheme == 'file':
-        candidates.append(Path(url2pathname(unquote(parts.path))))
+    uri_path = local_path(info.uri)
+    if uri_path is not None:
+        candidates.append(uri_path)
     if isinstance(path, str) and Path(path).is_absolute():
         candidates.append(Path(path))  # a relative one would be read against the working directory: not ours
     return next((c for c in candidates if c.is_file()), None)
