@@ -14,7 +14,7 @@ import pytest
 
 from toolish_rag.stores import open_store
 from toolish_rag_lancedb import LanceDBStore
-from toolish_rag_lancedb.store import READ_CONSISTENCY_ENV
+from toolish_rag_lancedb._spec import READ_CONSISTENCY_ENV
 
 
 def _interval(store: LanceDBStore) -> timedelta | None:

@@ -4,8 +4,9 @@
 >>> store = LanceDBStore('./kb')  # doctest: +SKIP
 """
 
+from ._spec import open_store
 from .filters import filter_to_where
-from .store import LanceDBStore, open_store
+from .store import LanceDBStore
 from .text_query import TEXT_QUERY_SYNTAX
 
 __all__ = ['TEXT_QUERY_SYNTAX', 'LanceDBStore', 'filter_to_where', 'open_store']

@@ -35,10 +35,11 @@ from toolish_rag.filters import Filter
 from toolish_rag.graph import NODE_KIND_ORDER, GraphNode, NeighbourRequest, Neighbours, NodeRequest
 
 from .filters import Pushdown, RowTarget, has_literal, sql_string
-from .queries import PinnedTable
+from .queries import PinnedTable, Pins
 from .schema import RELATION_COLUMNS, RESULT_COLUMNS, in_lists, record_from_row, relation_from_row
+from .tables import Tables
 
-__all__ = ['PAGE_MIN', 'GraphSnapshot', 'NodeScope', 'graph_nodes', 'neighbours']
+__all__ = ['PAGE_MIN', 'GraphSnapshot', 'NodeScope', 'graph_nodes', 'neighbours', 'pinned_snapshot']
 
 """The kind an id naming several resolves to in `graph_nodes` (the first in scope), as in the reference."""
 
@@ -53,10 +54,36 @@ Key: TypeAlias = tuple[str, NodeKind]
 
 @dataclass(frozen=True, slots=True)
 class GraphSnapshot:
-    """The records and relations tables pinned at versions a reader saw together (see ``LanceDBStore``)."""
+    """The records and relations tables pinned at versions a reader saw together (see `pinned_snapshot`)."""
 
     records: PinnedTable
     relations: PinnedTable
+
+
+_SNAPSHOT_ATTEMPTS = 3
+
+
+async def pinned_snapshot(tables: Tables, record_pins: Pins, relation_pins: Pins) -> GraphSnapshot | None:
+    """Both tables pinned at versions that stood together (``None``: no relation or no record yet).
+
+    The relations version is read before and after the records version: when it did not move,
+    both versions were current at once, the instant the records version was read. Under a
+    stream of writes the last attempt stands (at worst one write's relations and chunks are
+    seen on different sides of it, never a half-written table).
+    """
+    relations_version = records_version = -1
+    for _ in range(_SNAPSHOT_ATTEMPTS):
+        relations_table = await tables.relations_for_read()
+        records_table = await tables.records_for_read()
+        if relations_table is None or records_table is None:
+            return None
+        relations_version = int(await relations_table.version())
+        records_version = int(await records_table.version())
+        if int(await relations_table.version()) == relations_version:
+            break
+    return GraphSnapshot(
+        await record_pins.at(tables, records_version), await relation_pins.at(tables, relations_version)
+    )
 
 
 class NodeScope:

@@ -1,25 +1,11 @@
 """`LanceDBStore`: a toolish-rag store on LanceDB, embedded or on object storage.
 
-The store is the public face; the work is split by concern:
-
-* `toolish_rag_lancedb.schema`: the two tables' Arrow schemas and row conversion;
-* `toolish_rag_lancedb.tables`: the connection and table handles, opened lazily;
-* `toolish_rag_lancedb.queries`: vector, text and regex search, lookup and expansion;
-* `toolish_rag_lancedb.sections`: navigation (document listing, outlines, section reads), scoped;
-* `toolish_rag_lancedb.graph`: graph nodes and one hop of edges, scoped;
-* `toolish_rag_lancedb.relations`: relations and the graph builders' ledger (the graph's writes);
-* `toolish_rag_lancedb.regex_prefilter`: a regex as a LanceDB prefilter that never loses an RE2 match;
-* `toolish_rag_lancedb.writes`: an upsert's records commit, and the deletes;
-* `toolish_rag_lancedb.settling`: the documents table, kept in step across crashes;
-* `toolish_rag_lancedb.maintenance`: the indexes and ``optimize``;
-* `toolish_rag_lancedb.filters`: filters as SQL over typed metadata columns.
-
-Everything goes through LanceDB's async API, so no call blocks the event loop.
+The public face; the work is split by concern over the package's other modules (their map is in
+docs/stores/lancedb.md, Modules). Everything goes through LanceDB's async API.
 """
 
 from __future__ import annotations
 
-import math
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import timedelta
@@ -69,9 +55,7 @@ from .text_query import text_query_syntax
 from .windows import REBUILD_HINT, WINDOWS_COLUMN, embed_records, windows_apply, windows_logger
 from .writes import CommitStep, delete_document_rows, delete_entity_rows, plan_records_commit, records_to_write
 
-__all__ = ['LanceDBStore', 'open_store']
-
-_SNAPSHOT_ATTEMPTS = 3
+__all__ = ['LanceDBStore']
 
 EmbedderLike = Embedder | EmbeddingModel | str | None
 
@@ -377,48 +361,19 @@ class LanceDBStore:
 
     async def neighbours(self, request: NeighbourRequest) -> Neighbours:
         """One hop of in-scope edges around ``request.ids`` (`toolish_rag_lancedb.graph.neighbours`)."""
-        snapshot = await self._graph_snapshot()
+        snapshot = await graph.pinned_snapshot(self._tables, self._record_pins, self._relation_pins)
         if snapshot is None or not request.ids:
             return Neighbours(edges=(), nodes=())
         return await graph.neighbours(snapshot, request)
-
-    async def _graph_snapshot(self) -> graph.GraphSnapshot | None:
-        """Both tables pinned at versions that stood together (``None``: no relation or no record yet).
-
-        The relations version is read before and after the records version: when it did not move,
-        both versions were current at once, the instant the records version was read. Under a
-        stream of writes the last attempt stands (at worst one write's relations and chunks are
-        seen on different sides of it, never a half-written table).
-        """
-        relations_version = records_version = -1
-        for _ in range(_SNAPSHOT_ATTEMPTS):
-            relations_table = await self._tables.relations_for_read()
-            records_table = await self._tables.records_for_read()
-            if relations_table is None or records_table is None:
-                return None
-            relations_version = int(await relations_table.version())
-            records_version = int(await records_table.version())
-            if int(await relations_table.version()) == relations_version:
-                break
-        return graph.GraphSnapshot(
-            await self._pinned(records_version), await self._relation_pins.at(self._tables, relations_version)
-        )
 
     # -- writes -----------------------------------------------------------------------------
 
     async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None:
         """Insert or replace documents (whole), entities and relations.
 
-        A document's new chunks and the deletion of its stale ones are one LanceDB commit
-        (``merge_insert`` with ``when_not_matched_by_source_delete`` scoped to the batch's
-        document ids), so readers see the old or the new version, never a mix. The documents'
-        rows are written before that commit, marked pending with the records version they
-        precede, and made final after it: a reader (or, after a crash, the next writer) tells by
-        the records version which row stands, so ``list_documents`` always agrees with the records.
-
-        A document's relations and ledger marks (every builder's) are removed before its chunks
-        change, and the batch's relations are written after them, so a crash never leaves a
-        replaced document's old relations visible (`toolish_rag_lancedb.relations`).
+        A document's chunks change in one commit, its rows in the documents table are written
+        pending before it and final after it, its relations are removed before and the batch's
+        written after: see docs/stores/lancedb.md (Writes, consistency and concurrency).
 
         A batch holding a value the tables cannot hold (an integer beyond 64 bits, a lone
         surrogate: see `check_storable`) raises `UnsupportedValueError` before anything is
@@ -639,31 +594,3 @@ class LanceDBStore:
 
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
-
-
-READ_CONSISTENCY_ENV = 'TOOLISH_RAG_LANCEDB_READ_CONSISTENCY'
-"""Seconds between a spec-opened store's checks for other processes' writes (unset: never)."""
-
-
-def open_store(
-    location: str, *, embedder: EmbedderLike = None, language: str | None = None, **options: Any
-) -> LanceDBStore:
-    """Entry point for the ``toolish_rag.stores`` registry: ``lancedb`` → `LanceDBStore`.
-
-    ``language``: as `LanceDBStore` (``None``: the saved analyzer, or LanceDB's English one).
-
-    A spec (``toolish-rag mcp --store lancedb:s3://bucket/kb``) has no room for options, so a store
-    opened by spec takes ``read_consistency_interval`` from ``$TOOLISH_RAG_LANCEDB_READ_CONSISTENCY``
-    (seconds; ``0``: check on every read), as it takes object-store credentials from the environment.
-    Without it a server on a location another process writes never sees a new document.
-    """
-    raw = os.environ.get(READ_CONSISTENCY_ENV, '').strip()
-    if raw and 'read_consistency_interval' not in options:
-        try:
-            seconds = float(raw)
-        except ValueError:
-            seconds = math.nan
-        if not 0 <= seconds <= 86_400:
-            raise ValueError(f'${READ_CONSISTENCY_ENV} must be a number of seconds from 0 to 86400, got {raw!r}')
-        options['read_consistency_interval'] = timedelta(seconds=seconds)
-    return LanceDBStore(location, embedder=embedder, language=language, **options)
