@@ -18,6 +18,7 @@ from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Document, MetadataValue
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Filter, PropertyFilter as F, matches
+from toolish_rag.protocols import DocumentStore, TextSearch
 from toolish_rag.retriever import Retriever
 from toolish_rag.search import SearchRequest
 from toolish_rag.stores import InMemoryStore
@@ -215,12 +216,23 @@ async def test_a_new_store_defaults_to_scope_statistics(tmp_path: Path) -> None:
 
 
 class TestWholeStoreStatistics(StoreConformance):
+    """Whole-store statistics change BM25's scores, and which code scores a scoped text search: text
+    search's ranking and its exact top_k under every edge filter, on direct calls. Which records a
+    filter admits does not depend on the statistics, so the Retriever sweep is not run again."""
+
+    protocols = frozenset({TextSearch})
+    aspects = frozenset({'search', 'scope'})
+
     async def make_store(self, path: Path, embedder: Any) -> InMemoryStore:
         return InMemoryStore(embedder, statistics='store')
 
 
 @pytest.mark.slow  # the default run has it: TestPersistedInMemoryStore (test_conformance_memory.py) is 'scope' too
 class TestPersistedScopeStatistics(StoreConformance):
+    # The statistics setting is saved with the store: what a reopen restores, for text search.
+    protocols = frozenset({TextSearch, DocumentStore})
+    aspects = frozenset({'writes', 'persistence'})
+
     async def make_store(self, path: Path, embedder: Any) -> InMemoryStore:
         return InMemoryStore(embedder, path=path, statistics='scope')
 

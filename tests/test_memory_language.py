@@ -20,6 +20,7 @@ from toolish_rag.cli import build_parser
 from toolish_rag.content import Chunk, Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import PropertyFilter as F
+from toolish_rag.protocols import DocumentStore, TextSearch
 from toolish_rag.retriever import Retriever
 from toolish_rag.search import SearchRequest
 from toolish_rag.stores import InMemoryStore, open_store
@@ -190,6 +191,9 @@ def test_cli_language_option() -> None:
 
 @pytest.mark.slow  # the whole kit again (about 15 s idle); the default run has it in English (test_conformance_memory.py)
 class TestChineseInMemoryStore(StoreConformance):
+    # A language changes how text is analysed when written, queried and reopened: text search and writes.
+    protocols = frozenset({TextSearch, DocumentStore})
+
     async def make_store(self, path: Path, embedder: Any) -> InMemoryStore:
         return InMemoryStore(embedder, path=path, language='zh')
 

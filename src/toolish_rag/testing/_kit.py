@@ -129,12 +129,17 @@ class KitBase:
     """Run only the checks of these aspects (``None``: all of `ASPECTS`)."""
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
-        """Leave out (not collected) the kit tests a subclass's ``protocols`` and ``aspects`` do not choose."""
+        """Leave out (not collected) the kit tests a subclass's ``protocols`` and ``aspects`` do not choose.
+
+        A subclass can also leave one test out by name, ``test_x = None`` in its body.
+        """
         super().__init_subclass__(**kwargs)
         unknown = set(cls.aspects or ()) - ASPECTS
         if unknown:
             raise TypeError(f'{cls.__name__}.aspects names unknown aspects {sorted(unknown)}: choose from {ASPECTS}')
         for name, test in kit_tests(cls).items():
+            if name in vars(cls) and vars(cls)[name] is None:
+                continue  # ``test_x = None`` in the class body: left out by name
             kit_check = check_of(test)
             assert kit_check is not None
             chosen = kit_check.left_out_by(cls.protocols, cls.aspects) is None

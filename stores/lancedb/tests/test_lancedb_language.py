@@ -19,6 +19,7 @@ from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Document, Entity, MetadataValue
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import PropertyFilter as F, matches
+from toolish_rag.protocols import DocumentStore, TextSearch
 from toolish_rag.search import SearchRequest
 from toolish_rag.stores.memory import InMemoryStore
 from toolish_rag.testing import StoreConformance
@@ -247,6 +248,9 @@ async def test_memory_tantivy_and_lancedb_match_the_same_records(tmp_path: Path,
 
 @pytest.mark.slow
 class TestLanceDBChineseConformance(StoreConformance):
+    # A language changes how text is analysed when written, queried and reopened: text search and writes.
+    protocols = frozenset({TextSearch, DocumentStore})
+
     async def make_store(self, path: Path, embedder: Any) -> LanceDBStore:
         return LanceDBStore(path, embedder=embedder, language='zh')
 

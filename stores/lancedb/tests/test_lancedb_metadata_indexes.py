@@ -40,7 +40,11 @@ class IndexingStore(LanceDBStore):
 
 
 class TestIndexedConformance(StoreConformance):
-    """The conformance kit (every filter edge case, every search) with every metadata column indexed."""
+    """The conformance kit's scope checks (every filter edge case, on direct calls to every search,
+    expansion, navigation and the graph) with every metadata column indexed: indexes change how LanceDB
+    evaluates a filter, nothing else (TestLanceDBConformance runs the whole kit unindexed)."""
+
+    aspects = frozenset({'scope'})
 
     async def make_store(self, path: pathlib.Path, embedder: Any) -> LanceDBStore:
         return IndexingStore(path, embedder=embedder, metadata_index_threshold=0)

@@ -1,4 +1,4 @@
-"""The core conformance kit, against the store on disk and in RAM."""
+"""The core conformance kit: whole against the store on disk, what RAM changes in RAM (docs/testing.md)."""
 
 from __future__ import annotations
 
@@ -18,5 +18,10 @@ class TestTantivyOnDisk(StoreConformance):
 
 
 class TestTantivyInRam(StoreConformance):
+    """A RAM directory changes only where the segments live: how writes commit and readers reload.
+    Searches, scope and navigation run the same code over the same segments as TestTantivyOnDisk."""
+
+    aspects = frozenset({'writes', 'consistency'})
+
     async def make_store(self, path: Path, embedder: Any) -> TantivyStore:
         return TantivyStore()

@@ -277,6 +277,16 @@ def test_partition_identity_is_the_filter_equality() -> None:
 
 
 class TestPartitionedOnDisk(StoreConformance):
+    """Partitions change writes (routing, moves, deletes in every partition), every search (a merge
+    across partitions, exact top_k under each edge filter), expansion and navigation (which partition
+    holds a record, pages across partitions) and what a reopen restores: all of it runs. Not run again:
+    the same edge filters through the Retriever, whose re-checks are store-independent once the direct
+    calls hold ('retriever'), and expansion under each edge filter, which the one partition holding the
+    document answers with TantivyStore's own filter code (TestTantivyOnDisk runs it)."""
+
+    aspects = frozenset({'search', 'scope', 'writes', 'persistence', 'consistency'})
+    test_expansion_honours_the_filter_it_receives = None
+
     async def make_store(self, path: Path, embedder: Any) -> PartitionedTantivyStore:
         return PartitionedTantivyStore(path / 'index', partition_key='tenant')
 
@@ -286,5 +296,7 @@ class TestPartitionedOnDisk(StoreConformance):
 
 @pytest.mark.slow  # same code paths as on disk (TestPartitionedOnDisk runs by default) but for the directory
 class TestPartitionedInRam(StoreConformance):
+    aspects = frozenset({'writes', 'consistency'})  # what a RAM directory changes, as in TestTantivyInRam
+
     async def make_store(self, path: Path, embedder: Any) -> PartitionedTantivyStore:
         return PartitionedTantivyStore(partition_key='tenant')

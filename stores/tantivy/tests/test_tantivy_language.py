@@ -21,6 +21,7 @@ from toolish_rag.content import Document, Entity, MetadataValue
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import QuerySyntaxError
 from toolish_rag.filters import PropertyFilter as F, matches
+from toolish_rag.protocols import DocumentStore, TextSearch
 from toolish_rag.search import SearchRequest
 from toolish_rag.stores.memory import InMemoryStore
 from toolish_rag.testing import StoreConformance
@@ -268,6 +269,9 @@ async def test_tantivy_matches_what_the_memory_store_matches(language: str) -> N
 
 @pytest.mark.slow
 class TestTantivyChineseConformance(StoreConformance):
+    # A language changes how text is analysed when written, queried and reopened: text search and writes.
+    protocols = frozenset({TextSearch, DocumentStore})
+
     async def make_store(self, path: Path, embedder: Any) -> TantivyStore:
         return TantivyStore(path / 'index', language='zh')
 
