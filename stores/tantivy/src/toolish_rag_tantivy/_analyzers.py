@@ -1,24 +1,6 @@
-"""The text analyzers a `TantivyStore` can index its content with.
+"""The tantivy text analyzers a `TantivyStore` can index its content with (fixed when the index is created).
 
-The analyzer is fixed when an index is created (it is saved next to it) because the same
-analyzer must tokenise both the indexed text and every query.
-
-``subword_stem`` (the default)
-    Splits on anything that is not a letter or digit *and* at lower-to-upper case changes,
-    then lowercases and applies the English Snowball stemmer. ``parseHttpRequest``,
-    ``parse_http_request`` and "parse HTTP requests" all become ``pars http request``, so a
-    model's plain-English question finds identifiers and prose alike.
-``en_stem``
-    Tantivy's classic English analyzer: words split on non-alphanumerics, lowercased,
-    stemmed. ``DiffExecutor`` stays one token ``diffexecutor``.
-``simple``
-    Like ``en_stem`` without stemming (exact word forms).
-
-Measured with this store's ``text_search`` (nDCG@10, title + text indexed): SciFact
-(train qrels) 0.682 for both ``subword_stem`` and ``en_stem``, 0.653 for ``simple``; the
-Anthropic codebase set (test qrels) 0.625 for ``subword_stem`` against 0.537 for
-``en_stem`` and 0.531 for ``simple``. Adding a second field with whole identifiers
-(``run_target`` as one token) lowered nDCG on both sets, so it is not offered.
+See docs/stores/tantivy.md#analyzers for each and its measured nDCG.
 """
 
 from __future__ import annotations

@@ -1,28 +1,6 @@
 """Filters to tantivy queries, with exactly the reference semantics.
 
-Every node of `toolish_rag.filters` has a native translation over the metadata fields
-described in `toolish_rag_tantivy._schema` (`FilterCompiler` is a `FilterVisitor`, one method
-per node type, so a new node type is a type error here until it has one):
-
-* ``eq``/``in`` are term queries on the field of the value's type (so ``5`` never
-  matches ``"5"`` and ``True`` never matches ``1``; ``1`` and ``1.0`` share a term);
-* ``gt``/``gte``/``lt``/``lte`` on numbers are range queries over the numeric JSON fast
-  field; on strings, the key's distinct values are read from the term dictionary,
-  compared by code point and matched with a term-set query; on booleans they are empty;
-* ``contains`` is element equality on list keys (``m_list``) and a substring regex over
-  the terms of scalar string keys; ``starts_with``/``ends_with`` are term-dictionary
-  regexes;
-* ``exists`` is a term on ``m_keys``, ``has_any_label`` a term set on ``labels``;
-* ``ne``, ``nin`` and ``not`` are ``all - positive``, so records without the key are
-  kept: exact complements.
-
-`CompiledFilters` keeps compiled filters per committed version of an index, so a scope that
-every call of a tenant repeats is compiled once per commit rather than once per call.
-
-A filter holding a value the index cannot hold (an integer beyond 64 bits, a lone
-surrogate: `toolish_rag_tantivy._schema.unstorable`) is not translated: no term or fast-field
-value can carry it, and range bounds would round. `translatable` says so, the store's
-``supports_filter`` answers with it, and the core evaluates such a filter over exact values.
+See docs/stores/tantivy.md#how-the-adapter-is-built for each node's translation.
 """
 
 from __future__ import annotations

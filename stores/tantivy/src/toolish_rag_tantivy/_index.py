@@ -1,17 +1,6 @@
-"""`IndexSnapshot`: every read of one toolish-rag tantivy index, on one searcher.
+"""`IndexSnapshot`: every read of one tantivy index, on one searcher (one committed version).
 
-Why a module of its own: `TantivyStore` answers a read from its one index, and
-`PartitionedTantivyStore` answers it from several (one per partition) and merges the answers.
-Both need the same per-index steps (scope a query by a filter, rank without loading records,
-scan regex candidates, read a window of chunks, find which ids an index already holds), so
-they live here once, as a public API both stores call, and the partitioned store never reaches
-into `TantivyStore`'s internals. Writes stay with `TantivyStore` (its writer, group commit).
-
-A snapshot is one searcher, that is one committed version of the index: every read made on
-the same snapshot sees the same version, even while a commit lands (an expansion reads its
-anchor and the window around it that way). A snapshot is cheap; take a new one per request. A snapshot taken with a `CompiledFilters` and
-its version (`TantivyStore.snapshot` does) reuses the filter queries compiled for that version.
-All methods block (tantivy calls): run them in a worker thread.
+Shared by `TantivyStore` and `PartitionedTantivyStore`. See docs/stores/tantivy.md#how-the-adapter-is-built.
 """
 
 from __future__ import annotations

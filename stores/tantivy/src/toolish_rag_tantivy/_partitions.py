@@ -1,18 +1,6 @@
 """Partition values of a metadata key, and which partitions a filter can reach.
 
-`PartitionedTantivyStore` keeps one tantivy index per value of its partition key. A value's
-identity follows the filter semantics exactly (`toolish_rag.filters.matches`), so that
-``eq(key, v)`` matches the records of one partition and no other: strings by code point,
-numbers numerically (``1`` and ``1.0`` are one partition, through the same canonical spelling
-the index uses for numeric terms), booleans apart from numbers (``True`` is not ``1``), and
-records without the key (or with ``None``) in a partition of their own. A list value would put
-a record in several partitions at once, so it is refused when written.
-
-`PartitionPruner` reads a filter and returns the partitions that can hold a matching record:
-``eq``/``in`` on the key name them, ``and`` intersects, ``or`` unites, and any other node
-says nothing (``None``: every partition). Pruning only chooses which indexes are searched;
-each index still applies the whole filter, so a pruner that said "every partition" for
-everything would still be correct, only slower and no longer isolated.
+See docs/stores/tantivy.md#how-the-adapter-is-built.
 """
 
 from __future__ import annotations

@@ -1,22 +1,6 @@
 """Where each item of a partitioned upsert goes, and what must be refused before any partition is written.
 
-`PartitionedTantivyStore` commits an upsert partition by partition (one tantivy index each, and
-commits across indexes cannot be one transaction). So everything that could make a partition
-refuse its part is checked here first, against every partition, and the store is unchanged
-after any refusal: no partition has committed, and none was created.
-
-Two kinds of refusal, told apart as `toolish_rag.ingest` needs them:
-
-* an item the store cannot place: a partition value that is a list or too long, a chunk whose
-  value differs from its document's, a document or entity already stored in another partition
-  (a record cannot move partition by an upsert). File content (front matter) decides these, so
-  each raises `UnsupportedValueError` naming the item and the partition key: a bulk writer sets
-  that item aside with the reason and writes the rest.
-* a record id clash (two items writing one id, or an id stored under another document or
-  entity): a plain ``ValueError``, as from `TantivyStore` and every other store.
-
-The per-item refusals are checked first, over the whole batch, so a batch holding both kinds
-names the item a bulk writer can set aside.
+See docs/stores/tantivy.md#how-the-adapter-is-built.
 """
 
 from __future__ import annotations

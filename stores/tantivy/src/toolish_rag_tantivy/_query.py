@@ -1,18 +1,6 @@
 """Text queries: tantivy's query language, parsed leniently and confined to the content field.
 
-The text is parsed with tantivy's own lenient parser (``tantivy.parse_query_lenient``), and
-the query is then rebuilt from the parse tree against the ``text`` field only. A field
-prefix the model writes (``tenant:acme``, ``std::vector``) is read as words of the
-content, never as a field: metadata and bookkeeping fields cannot be reached from query
-text. Scores are BM25, identical to what tantivy's own parser would produce for the same
-words.
-
-With a language analyzer (``TantivyStore(language=...)``) the words are cut by the core's
-`toolish_rag.analysis.TextAnalyzer` and looked up in the ``words`` field, and the words of one
-unquoted piece of text are OR-ed like words separated by spaces: a Chinese sentence is one
-piece of text to the parser but a dozen two-character tokens, and asking for all of them in a
-row (a phrase, what tantivy does with a piece that analyses into several tokens) would find
-only passages containing the whole sentence. "Quoted phrases" stay phrases.
+See docs/stores/tantivy.md#how-the-adapter-is-built.
 """
 
 from __future__ import annotations

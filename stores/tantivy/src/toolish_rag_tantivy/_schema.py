@@ -1,53 +1,6 @@
-"""The index schema and how records map to tantivy documents and back.
+"""The index schema, and how records map to tantivy documents and back.
 
-One tantivy document per chunk and per entity (``kind`` tells them apart), plus a
-placeholder (``kind="document"``) for a document that has no chunks. The first record of
-a document carries the document's own facts (``doc_head``/``doc_info``), so replacing a
-document is one ``delete_term(document_id)`` plus adds in one commit: atomic, and no
-BM25 statistics are skewed by extra per-document records.
-
-Metadata is indexed in untokenised fields, one term per (key, element), so that every
-filter node has an exact native translation (see `toolish_rag_tantivy._filters`):
-
-===========  ================================================================
-``m_str``    ``key\\0value`` for every string element
-``m_num``    ``key\\0<exact canonical number>`` (``1`` and ``1.0`` share a term)
-``m_bool``   ``key\\0t`` / ``key\\0f``
-``m_keys``   ``key`` for every key with at least one non-``None`` element
-``m_list``   ``key`` for every key whose value is a list
-``m_ord``    JSON ``{key: [numbers]}`` (fast field) for numeric range filters
-===========  ================================================================
-
-The exact metadata (types included) lives in the stored ``rec`` JSON.
-
-An index with a language analyzer (`toolish_rag_tantivy._text_analysis`) has one more field,
-``words``: the core analyzer's tokens of ``text`` joined by spaces, split on whitespace only.
-BM25 reads it, and ``text`` is only stored there.
-
-Navigation (`toolish_rag_tantivy._sections`) lists documents and outlines them without reading
-stored documents: tantivy stores a chunk's fields, text included, in compressed blocks, so
-reading stored fields for every in-scope chunk would decompress all their text. Instead each
-chunk carries untokenised *navigation terms*, whose in-scope counts the term dictionary and
-postings give (`IndexSnapshot.term_counts`). Terms of one document start with its key, the
-`prefixed` id, so one document's terms are one prefix:
-
-=================  ==============================================================
-``doc_title``      key + `prefixed` ``document_title`` + ``document_uri`` of the chunk
-``doc_sections``   key + `bounded_term` of each of its section ids
-``outline``        key + JSON ``[sequence_number, id, document_title, section_ids,
-                   section_path]`` (its `ChunkOutline`)
-``section_titles`` `bounded_term` of each title on its section path
-=================  ==============================================================
-
-A payload longer than `NAV_PAYLOAD_BYTES` (tantivy drops a term beyond 64 KB) is cut to what
-identifies the chunk (``''`` for ``doc_title``, ``[sequence_number, id]`` for ``outline``) and
-the reader takes the rest from the stored record, for that chunk only. `FORMAT_VERSION` 2
-added these fields: an index of format 1 must be rebuilt (`TantivyStore` says so on opening it).
-
-The index holds integers in the signed 64-bit range (tantivy's ``i64``), strings UTF-8 can
-encode (no lone UTF-16 surrogate) and metadata strings of at most `MAX_TERM_BYTES` as one
-term. Beyond that a value is refused, never changed to fit: `check_storable` raises
-`toolish_rag.errors.UnsupportedValueError` before anything of the upsert is written.
+See docs/stores/tantivy.md#how-the-adapter-is-built for the fields and why.
 """
 
 from __future__ import annotations

@@ -1,30 +1,6 @@
 """Navigation (`SectionReader`) over tantivy indexes: listings and outlines without chunk text.
 
-Why a module of its own: `TantivyStore` answers the three navigation requests from its one
-index and `PartitionedTantivyStore` from several, merged. The per-index reads
-(`IndexSections`, on one `IndexSnapshot`, so from one commit) and the merging
-(`merged_document_page`, `merged_outlines`, `merged_section_page`) live here once, and a
-single index is simply the merge of one.
-
-Why not read the stored records: tantivy keeps a document's stored fields, text included, in
-compressed blocks, so reading the stored record of every in-scope chunk decompresses all their
-text, which is what a listing of 100,000 chunks must not do. Each chunk carries navigation
-terms instead (`toolish_rag_tantivy._schema`), and `IndexSnapshot.term_counts` counts the
-in-scope chunks holding each term from the term dictionary and postings alone:
-
-* a listing takes every in-scope document with its title, uri and in-scope chunk count from
-  the ``doc_title`` terms; it sorts and pages them, and only for the page counts distinct
-  sections (``doc_sections`` terms under each document's key) and reads metadata (one stored
-  record per document, the head chunk's ``doc_info``);
-* an outline is the ``outline`` terms under each document's key, parsed;
-* a section read counts the in-scope chunks per document, then reads just the page, ordered
-  and cut on the ``seq`` fast field.
-
-The scope is one query: chunks only, the filter compiled natively, and the request's ids. A
-filter the index cannot hold (`toolish_rag_tantivy._filters.translatable` says no) is still
-honoured exactly: its translatable conjuncts narrow the candidates natively (`narrowing`), the
-candidates' records are read and `toolish_rag.filters.matches` decides. Slower, since it
-reads the candidates' text, but exact.
+One index or several merged. See docs/stores/tantivy.md#how-the-adapter-is-built.
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """How an index analyses its text: a tantivy analyzer by name, or the core's language analyzer.
 
-Two kinds of index, fixed when the index is created and saved next to it:
-
-``analyzer=`` (`toolish_rag_tantivy._analyzers`; the default, ``subword_stem``)
-    The ``text`` field is stored and indexed by a tantivy analyzer registered under
-    `tokenizer_name`; queries are analysed by the same tantivy analyzer. English stemming.
-``language=`` (``'zh'``, ``'de'``, ``'en'``... any code `toolish_rag.analyzer_for` takes)
-    The core's `toolish_rag.analysis.TextAnalyzer` cuts the text into tokens in Python
-    (character bigrams for Chinese, Japanese, Thai...; the language's stop words and Snowball
-    stems for words), and the index holds ``' '.join(tokens)`` in a ``words`` field split on
-    whitespace only: tantivy neither lower-cases, stems nor drops long tokens there, so the
-    index holds exactly the core's tokens and `InMemoryStore`, `TantivyStore` and
-    `LanceDBStore` with the same language match the same records for a query. The query is cut
-    by the same analyzer and searched in ``words``; ``text`` is then only stored (its tokenizer
-    emits nothing, so the index does not hold the text twice).
-
-An index saves the analyzer's name or the `TextAnalyzer.identity` (``'toolish-v1:zh'``); an
-index built with one must never be queried with another (its tokens would not match), so
-opening it with a different explicit choice is an error that says to rebuild.
+See docs/stores/tantivy.md#how-the-adapter-is-built.
 """
 
 from __future__ import annotations
