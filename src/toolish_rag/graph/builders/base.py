@@ -1,31 +1,6 @@
 """The builders' driver and ledger: read each document, skip what is unchanged, write only the difference.
 
-Every builder is idempotent by the same rule (`GraphStore`'s ledger). Per document, the builder
-stores a **fingerprint** of all it read to build that document's relations: its own configuration,
-the document's chunks (ids, texts, metadata) and any global input (the exact-name linker's name
-dictionary, the vector linker's entities). On the next run an equal mark means the document is
-skipped before anything is computed; otherwise the builder computes the relations it wants
-(`DocumentGraph`), and `DocumentSync` diffs them against what the store holds for that document and
-origin, upserting only new or changed relations and entities and deleting stale ones. A second run
-over an unchanged store therefore writes nothing, which `BuildReport.writes` counts and the store's
-contents confirm.
-
-A document-bound mark is removed by the store whenever the document is upserted or deleted, so a
-replaced document is always rebuilt; the driver also clears marks of documents no longer stored (a
-store restored from elsewhere, a ledger written by hand). Keys that are not document ids (a cache of
-model answers, say) start with `CACHE_KEY_PREFIX` and are left alone.
-
-**Derived records fail closed on scope.** Every relation a builder writes carries the full
-metadata and labels of the chunk it was read from (an edge without one, such as a section's
-PART_OF, those of a chunk of its document), and every entity those of its source(s), so a scope
-filter on *any* key, negative predicates (``ne``, ``nin``, ``not``) included, hides what was
-derived from a chunk it hides. A builder's ``scope_keys`` only restrict what may *link* to what
-(`scope_group`); the boundary does not depend on them.
-
-Writes are batched (one ``upsert``, one ``delete_relations`` and one ``set_graph_marks`` per batch
-of documents) because a table store writes a version per call. A mark is written only after its
-relations, so a crash leaves at worst documents rebuilt next time, and the diff then finds nothing
-to write.
+See docs/graph.md (How the builders work).
 """
 
 from __future__ import annotations

@@ -1,30 +1,6 @@
 """The exact-name linker: MENTIONS from a chunk to every node whose name it writes as a whole word.
 
-Names are every entity's ``name`` and ``aliases`` and (``include_titles``) every document title and
-section title, so a paragraph naming another page's title links to that page. A name ending in a
-parenthesised qualifier, ``"Mercury (planet)"``, also matches without it (``"Mercury"``): pages are
-often titled that way and named without the qualifier in running text. Names shorter than
-``min_name_length`` (after that) are ignored.
-
-*Whole word*: the occurrence is neither preceded nor followed by a word character (Unicode ``\\w``).
-Matching runs on text with whitespace runs collapsed and NFC-normalised (and case-folded unless
-``case_sensitive``), on names treated alike, so a line break inside a name still matches. At each
-position the **longest** name wins and occurrences never overlap: ``"New York City"`` links the
-city, not also ``"New York"``. A name shared by several nodes links to all of them.
-
-A chunk never links to its own document or to a section enclosing it. With `scope_keys`, a chunk
-links only to targets whose values of those keys equal its own: a tenant's chunk never links to
-another tenant's entity or page (a convenience: the boundary does not depend on it). Each edge
-carries its chunk's full metadata and labels, so it never outlives that chunk's scope, whatever
-the filter, and stores show it only when both its endpoints are in scope too. Each edge weighs 1.0
-however often the name occurs (a count would make a long chunk's passing mentions outweigh a short
-one's subject).
-
-*Speed.* One dictionary per scope group, keyed by each name's first word: scanning a chunk is one
-dictionary lookup per word plus a ``startswith`` per candidate name, so ~5k names over ~5k chunks
-take about a second (no Aho-Corasick package needed). Every document's mark includes a digest of
-its scope group's whole dictionary: a name added or removed rebuilds that group's documents (the
-diff then writes only the edges that changed).
+See docs/graph.md (How the builders work).
 """
 
 from __future__ import annotations
@@ -126,7 +102,7 @@ def _forms(name: str) -> Iterator[str]:
 
 @dataclass(frozen=True, slots=True)
 class ExactNameLinker:
-    """MENTIONS from chunks to entities, documents and sections they name (see the module).
+    """MENTIONS from chunks to entities, documents and sections they name (see docs/graph.md).
 
     ``scope_keys``: link only between a chunk and targets whose values of these keys are equal.
     """

@@ -1,43 +1,6 @@
 """Entities and typed relations a model reads from each chunk, merged by name, never asked twice.
 
-`ExtractionBuilder` runs a pydantic-ai agent with a structured output (`Extraction`: entities with
-a type, aliases and a description; relations between them by name, with a free-text type) over
-every chunk of a document that changed, and writes:
-
-* an entity per distinct **normalised name** (NFKC, case-folded, whitespace collapsed) **and
-  source identity**: two mentions merge only when their chunks' metadata are equal except for the
-  ``merge_across`` keys (by default the per-file keys ingestion records, `DEFAULT_MERGE_ACROSS`:
-  ``path``, ``uri``...) and their labels are equal. So two files of one tenant and classification
-  naming "Acme" meet at one node, and a secret file and a public one, or two tenants, get two.
-  The entity carries that common metadata and its sources' labels, plus, for each
-  ``merge_across`` key, the **sorted list** of its sources' values; its id is a digest of the
-  identity and the name, so a change of any other metadata makes another entity. Merging keeps
-  the stored entity's name and description and takes the union of aliases (other spellings of the
-  name included), type labels and those lists;
-* ``MENTIONS`` chunk -> entity, and the typed relations entity -> entity (``'works for'`` ->
-  ``WORKS_FOR`` by `relation_type_for`; a type it cannot make is skipped), each with the chunk as
-  provenance, its document as owner, and **its full metadata and labels**.
-
-**Why this fails closed.** An entity's text may come from any of its sources, so it must be hidden
-wherever one of them is. On every key but the ``merge_across`` ones its sources agree, so a filter
-sees exactly what it sees on each source. On a ``merge_across`` key the value is the list of the
-sources' values, and by the filter semantics (`toolish_rag.filters.reference`: a negation is the
-complement of "some element matches") ``ne``, ``nin`` and ``not`` hide the entity as soon as one
-source is excluded: ``path != 'secret.md'`` hides an entity that ``secret.md`` mentions. A
-*positive* predicate on a list matches when some element does, so ``path == 'a.md'`` still shows
-an entity that ``a.md`` and ``b.md`` both mention: do not make a ``merge_across`` key a boundary
-(pass ``merge_across=()`` to keep every file's entities apart). A value stays listed after its
-document is gone, until no relation mentions the entity any more and it is removed.
-
-**The model is never asked twice about the same text.** Each answer is cached in the builder's
-ledger under a `cache_key` of (model, prompt version, instructions, the text sent), a key that is
-not bound to any document: re-ingesting an unchanged document removes its relations and its mark,
-and the rebuild reads every answer from the cache (``model_calls == 0``). A chunk whose call fails
-(an exception, a timeout, an answer that does not fit the schema after the agent's retry) is named
-in ``BuildReport.failures`` and caches nothing; the other chunks are built and cached, and the
-document is retried on the next run (asking only about the failed chunks). Calls run concurrently,
-at most ``concurrency`` at a time. After a run without failures that changed something, cache
-entries of texts no longer stored and extracted entities no relation mentions any more are removed.
+See docs/graph.md (How the builders work).
 """
 
 from __future__ import annotations
@@ -197,7 +160,7 @@ def _rank(value: Scalar) -> int:
 
 @dataclass(frozen=True, slots=True)
 class ExtractionBuilder:
-    """Entities and relations a model extracts from each chunk (see the module).
+    """Entities and relations a model extracts from each chunk (see docs/graph.md).
 
     ``model`` is a pydantic-ai model or model name; it is resolved only when some chunk needs
     asking, so a run answered wholly from the cache needs no provider or key. ``merge_across``

@@ -1,35 +1,6 @@
 """Document structure as edges: PART_OF (chunk -> section -> document) and LINKS_TO between documents.
 
-PART_OF makes the section tree walkable: a chunk points at its innermost section (at its document
-when it has none), a section at its parent section (at its document when it is top-level). A
-section's edge is stated once, without provenance (it is read from the tree, not from one chunk).
-
-Every edge carries the full metadata and labels of a chunk, so it never outlives that chunk's
-scope whatever the filter: a chunk's own edges (PART_OF, LINKS_TO) its own; a section's PART_OF
-those of the first chunk (in reading order) inside the section. That chunk is what makes the
-section exist in the graph: a section node is in scope when some chunk inside it is, so an edge
-scoped like its first chunk is never visible where no chunk of it is. Chunks of one document
-share their document's metadata (ingestion gives every chunk its document's), so the choice only
-matters where a caller gave chunks metadata of their own, and then it errs towards hiding.
-
-LINKS_TO goes from the chunk holding a link to the document it names, when that document is
-stored. Links are read from the chunk's ``urtext``: Markdown links ``[text](target)``, reference
-definitions ``[label]: target``, and bare relative paths or URLs (``see ../api/auth.md``); a
-candidate that resolves to no stored document is dropped, so prose like ``e.g.`` costs nothing.
-HTML loses its links on ingestion, so for an HTML document whose ``uri`` (or absolute ``path``
-metadata) names a readable local file the file's ``<a href>`` targets are read too; each is attributed to
-the first chunk containing the link's text (whitespace-insensitive), else to the document's first
-chunk, so the edge still starts where the reader would meet the link.
-
-Targets resolve relative to the linking document's ``uri`` (``urljoin``; fragments and queries
-dropped, percent-escapes decoded) against stored documents' uris, and relative to its ``path``
-metadata against stored ``path`` values; a target without a suffix (``[x](setup)``) also matches
-a document whose uri or path is it plus one (``setup.md``). With ``scope_keys``, a link counts
-only between documents whose values of those keys are equal (a convenience: the boundary does not
-depend on it). A document never links to itself.
-
-The fingerprint covers the configuration, the document's chunks, its HTML file's links and what
-its links resolve to, so adding the document a link names rebuilds the linking one (and only it).
+See docs/graph.md (How the builders work).
 """
 
 from __future__ import annotations
@@ -214,7 +185,7 @@ def _holder(chunks: Sequence[Chunk], squashed: Sequence[str], text: str) -> Chun
 
 @dataclass(frozen=True, slots=True)
 class StructureBuilder:
-    """PART_OF edges of the section tree and LINKS_TO edges between stored documents (see the module).
+    """PART_OF edges of the section tree and LINKS_TO edges between stored documents (see docs/graph.md).
 
     ``scope_keys``: LINKS_TO only between documents whose values of these keys are equal.
     """

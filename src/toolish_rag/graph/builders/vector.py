@@ -1,20 +1,6 @@
 """The vector linker: MENTIONS from a chunk to the entities most similar to it, weighted by cosine.
 
-For each chunk, the ``top_k`` entities whose cosine with the chunk is at least ``threshold``, best
-first, ties by entity id; the edge's weight is that cosine (rounded to 6 decimals so a rebuild on
-another machine states the same edge). With `scope_keys`, only entities whose values of those keys
-equal the chunk's are candidates (a convenience: the boundary does not depend on it). Each edge
-carries its chunk's full metadata and labels, so it never outlives that chunk's scope.
-Chunks are embedded by their indexed ``text``, entities by theirs (``name: description``), both
-with one embedder: the store's (``store.embedder``) unless one is given.
-
-A vector whose dimension differs from the entities' (an embedder that changed under a store, a
-model answering with odd shapes) cannot be compared: that chunk is skipped and named in the
-report's ``failures``, the rest of the document is linked. A zero vector links to nothing.
-
-Entities are embedded only when some document needs building, once per run. A document's mark
-covers the configuration, the embedding model's name, its chunks and a digest of its scope
-group's entities, so adding an entity rebuilds that group's documents and nothing else.
+See docs/graph.md (How the builders work).
 """
 
 from __future__ import annotations
@@ -60,7 +46,7 @@ class _EntityVectors:
 
 @dataclass(frozen=True, slots=True)
 class VectorLinker:
-    """MENTIONS from chunks to similar entities (see the module). ``embedder`` overrides the store's.
+    """MENTIONS from chunks to similar entities (see docs/graph.md). ``embedder`` overrides the store's.
 
     ``scope_keys``: link only between a chunk and entities whose values of these keys are equal.
     """

@@ -72,7 +72,7 @@ class GraphIndex:
 class GraphState:
     """A snapshot's relations (by id) and ledger. Never changed once published: writes make a new state.
 
-    Only the adjacency index is filled in later, once, on the first graph read (see the module).
+    Only the adjacency index is filled in later, once, on the first graph read (see docs/stores/memory.md).
     """
 
     relations: Mapping[str, Relation] = field(default_factory=dict)

@@ -38,7 +38,7 @@ _RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
 
 @dataclass(frozen=True)
 class SavedSegment:
-    """One write: what a segment directory holds, and what a store's write applies (see the module).
+    """One write: what a segment directory holds, and what a store's write applies (see docs/stores/memory.md).
 
     Replaying it removes ``removed_documents`` and ``removed_entities``, and the documents and
     entities it holds (a write replaces them), then appends ``records``.

@@ -40,7 +40,7 @@ class _Buffer:
 
 @dataclass(frozen=True, eq=False)
 class GrowingMatrix:
-    """The first ``rows`` rows of a shared buffer (see the module): immutable, appendable."""
+    """The first ``rows`` rows of a shared buffer (see docs/stores/memory.md): immutable, appendable."""
 
     _buffer: _Buffer
     rows: int

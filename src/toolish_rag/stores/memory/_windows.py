@@ -42,7 +42,7 @@ def _empty(width: int) -> Matrix:
 
 @dataclass(frozen=True, eq=False)
 class WindowVectors:
-    """The extra window vectors of one snapshot's records (see the module).
+    """The extra window vectors of one snapshot's records (see docs/stores/memory.md).
 
     The vectors are a prefix of a buffer later versions append to (`GrowingMatrix`), so a write
     adding records copies only its own windows, not every record's.

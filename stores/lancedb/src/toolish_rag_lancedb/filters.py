@@ -1,57 +1,6 @@
 """Metadata columns and the translation of toolish-rag filters into LanceDB ``where`` clauses.
 
-How metadata is stored
-======================
-
-Metadata values are typed (``str``, ``bool``, ``int``/``float``, or a list of those) and
-filters must not coerce across types, so each *(key, type)* pair gets its own typed,
-nullable column, added with schema evolution the first time a value of that type shows up:
-
-==================  ==========================  =========================================
-column              arrow type                  holds
-==================  ==========================  =========================================
-``md__K__num``      ``float64``                 a scalar ``int`` or ``float``
-``md__K__str``      ``string``                  a scalar ``str``
-``md__K__bool``     ``bool``                    a scalar ``bool``
-``md__K__lnum``     ``list<float64>``           the numeric elements of a list value
-``md__K__lstr``     ``list<string>``            the string elements of a list value
-``md__K__lbool``    ``list<bool>``              the boolean elements of a list value
-``md__K__lsx``      ``string``                  string elements joined, for ``starts_with``
-``md__K__lsr``      ``string``                  reversed string elements, for ``ends_with``
-==================  ==========================  =========================================
-
-A record without the key (or with ``None``, or an empty list) has ``NULL`` in all of them.
-The exact value, with ``int`` and ``float`` told apart, is kept in the ``metadata_json``
-column and is what a reloaded record carries; the typed columns only serve filtering.
-Numbers are compared as ``float64``, so integers beyond 2**53 compare with float precision.
-
-What the tables hold
-====================
-
-Integers in the signed 64-bit range, and strings UTF-8 can encode (no lone UTF-16
-surrogate). Beyond that a value is refused, never changed to fit: an upsert holding one
-raises `toolish_rag.errors.UnsupportedValueError` before anything is written
-(`toolish_rag_lancedb.schema.check_storable`), and a filter holding one is not translated
-(``LanceDBStore.supports_filter`` says no, so the core evaluates it over exact values).
-
-How filters translate
-=====================
-
-A predicate under a negation (an odd number of ``NOT``, ``ne`` or ``nin`` above it) becomes a
-clause that is never SQL ``NULL`` (``col IS NOT NULL AND ...``): SQL's three-valued logic would
-otherwise make ``NOT`` drop rows without the key, while the reference semantics say negations
-are exact complements. Everywhere else the predicate is bare (``col < 5``): on a row without
-the key it is ``NULL``, which a ``WHERE`` treats as false, and with no negation above it a
-``NULL`` can only make the clause ``NULL`` where ``FALSE`` would make it false too (the clause is
-monotone in it), so the rows are the same. The bare form is what lets LanceDB answer the clause
-from scalar indexes (`toolish_rag_lancedb.metadata_indexes`): it cannot answer ``IS NOT NULL`` on
-a list column from a LABEL_LIST index, so a guarded ``array_has`` in an ``OR`` with the key's
-scalar column made the whole ``OR`` a scan. A predicate on a
-*(key, type)* column that does not exist yet is simply ``FALSE``. Values are rendered as SQL
-literals (strings with ``'`` doubled; LanceDB treats backslashes literally), so a value is
-always data, never syntax; keys are re-validated and quoted with backticks. The translation
-is a `toolish_rag.filters.FilterVisitor` (one method per node type), so a node type added to
-the algebra is a type error here until it has a translation.
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

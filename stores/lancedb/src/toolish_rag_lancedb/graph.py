@@ -1,25 +1,6 @@
 """`toolish_rag.protocols.GraphSearch` as LanceDB queries: nodes resolved and one hop read, always scoped.
 
-The semantics are `toolish_rag.graph.reference`'s (scope rules in `toolish_rag.graph.model`);
-this module answers the same questions with a few batched queries instead of scans:
-
-* **nodes** (`NodeScope`): chunks and entities by ``id IN (...)``; a section through the chunks
-  with ``array_has_any(section_ids, ...)``, a document through those with ``document_id IN
-  (...)``. Each query carries the scope filter. A section or document node is built from its
-  lowest-id in-scope chunk, as the reference builds it: the first query reads ids only, the
-  chosen chunks are fetched whole afterwards.
-* **a hop** (`neighbours`): one relations query for the whole frontier (``source IN (...)``,
-  ``target IN (...)`` or both, ``type IN (...)``, the filter over the relations' own metadata
-  columns), read in pages ordered by id, each page's endpoints resolved as above in one batch
-  per kind. Reading stops once ``limit + 1`` edges qualified: the extra one only says
-  ``truncated``. Edges whose endpoint is out of scope are dropped before they count, so a
-  foreign node never shows in an edge, a node or ``truncated``.
-
-Filters are pushed down with the chunks' translation (`toolish_rag_lancedb.filters.Pushdown`);
-one it cannot translate narrows with its translatable conjuncts and is decided in Python with
-`toolish_rag.filters.matches`, as navigation does. Id lists are cut into ``IN`` lists of
-`toolish_rag_lancedb.schema.IN_LIST_BATCH`. Every query of one call reads one pinned version of
-each table (`GraphSnapshot`), so a concurrent write never shows half of itself within a call.
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

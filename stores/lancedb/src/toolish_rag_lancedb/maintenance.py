@@ -1,21 +1,6 @@
 """Index upkeep: the indexes every store has, the ANN index once it pays, and ``optimize``.
 
-* A full-text (BM25) index on ``text`` (LanceDB's English analyzer), or on ``words`` for a store
-  with a language analyzer (split on whitespace only: the words are the core analyzer's tokens
-  already, see `toolish_rag_lancedb.text_query`), and scalar indexes on ``id``, ``document_id`` and
-  ``labels`` exist from the first write (and are re-created if a writer died before them);
-  the relations table gets scalar indexes on ``id``, ``source``, ``target`` and
-  ``document_id`` (what a hop and a document's replacement look up) the same way.
-* Vector search is exact until the table reaches ``ann_threshold`` rows; the write that
-  crosses it builds the ANN index (`default_vector_index`), re-trained as the table grows
-  ``ann_rebuild_growth`` times: ``optimize()`` keeps LanceDB's partitions near its target size
-  as rows arrive, and the re-training fits the centroids to the whole table again.
-* LanceDB's ``optimize`` (compaction, folding new rows into every index, pruning old versions)
-  runs every ``optimize_every`` writes, or earlier once an index leaves ``max_unindexed_rows``
-  rows to scan.
-
-`IndexUpkeep` decides after each write (`IndexUpkeep.after_write`) and the store acts, since
-building an index and optimizing are public store methods that settle crashed writes first.
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

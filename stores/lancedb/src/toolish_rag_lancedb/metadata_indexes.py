@@ -1,40 +1,6 @@
 """Scalar indexes on the typed metadata columns, so a filter costs an index lookup, not a scan.
 
-Why
-===
-
-Every search pushes its scope down as a LanceDB prefilter (`toolish_rag_lancedb.filters`). On
-a column without an index, LanceDB evaluates that prefilter by reading the column for every row
-of the table and building a row-id mask of the rows it admits: at a million chunks that scan
-(about 25 ms on 2 cores) cost a text search four times its BM25 search. With a scalar index on
-the column the same clause becomes a ``ScalarIndexQuery`` (``explain_plan`` shows it): a lookup in
-a sorted copy (BTREE) or per-value bitmaps (BITMAP, LABEL_LIST) that hands the mask to the search
-directly, whatever share of the rows it admits.
-
-Which index for which column
-============================
-
-=================================  ==========  ===================================================
-column                             index       serves
-=================================  ==========  ===================================================
-``md__K__num``, ``md__K__str``     BTREE       ``=``, ``IN``, ``<``... ``IS NULL``, ``starts_with``
-``md__K__bool``                    BITMAP      ``=``, ``IS NULL`` (two values)
-``md__K__lstr``, ``md__K__lbool``  LABEL_LIST  ``array_has``/``array_has_any`` (``eq``, ``in_``, ``contains``)
-=================================  ==========  ===================================================
-
-LanceDB builds no LABEL_LIST on a list of floats, so ``md__K__lnum`` stays scanned, as do the
-``lsx``/``lsr`` helper columns (``starts_with``/``ends_with`` on lists, a ``strpos``): no index
-serves them; a clause LanceDB cannot answer from an index is still
-evaluated exactly (as a refine filter), so an index never changes an answer, only its cost. The
-LanceDB store's tests run the conformance kit's filter edge cases on indexed columns too.
-
-When
-====
-
-From ``threshold`` rows (`LanceDBStore`'s ``metadata_index_threshold``): below it a scan costs
-well under a millisecond and an index only adds write work. ``optimize()`` creates the missing
-ones (a new key's column gets its index at the next ``optimize``, which runs every few writes) and
-folds new rows into all of them; rows written since are scanned until then, as for every index.
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

@@ -1,21 +1,6 @@
 """The reads: vector, text and regex search, record lookup and expansion, as LanceDB queries.
 
-`expand_around` reads an anchor and then the window around it, which depends on the anchor, so
-both reads run on a handle pinned at one table version (`PinnedRecords`).
-
-Each function takes the records table a reader holds (``Tables.records_for_read``) and builds
-its filter into the query's ``WHERE`` (a prefilter), so every search returns ``top_k`` hits
-whenever that many records in scope match. Text search under a broad scope first tries the same
-``WHERE`` as a post-filter on a window of the unscoped ranking, and keeps that answer only when it
-provably equals the prefiltered one (`text_search`). Searches select their score column (``_distance``,
-``_score``) explicitly: LanceDB otherwise adds it itself and logs a deprecation warning to
-the user's terminal on every search.
-
-No LanceDB error text reaches the model. The toolset turns `InvalidRequestError` (and its
-`QuerySyntaxError`) into retry messages, and LanceDB's errors quote the whole SQL filter,
-scope included, so none is ever wrapped in one: the regex search never hands LanceDB the
-model's pattern (see `regex_search`), and any other LanceDB error is an outage or a bug that
-propagates as itself, to the application, not to the model.
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

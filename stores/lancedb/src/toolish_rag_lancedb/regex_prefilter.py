@@ -1,35 +1,6 @@
 """RE2 patterns rewritten as ``regexp_like`` prefilters that can select more rows, never fewer.
 
-LanceDB evaluates ``regexp_like`` with DataFusion, that is with Rust's ``regex`` crate, whose
-syntax is close to RE2's but not equal. Handing it the model's pattern went wrong three ways:
-it rejects some RE2 syntax (``\\Q…\\E``, ``\\C``, octal escapes) with an error that quotes the
-whole SQL filter, scope included; it reads some RE2 text differently (``\\<`` is a word start
-there, a literal ``<`` in RE2; ``[a&&b]`` an intersection, not three characters); and it is
-Unicode-aware where RE2 is ASCII (``\\b``, ``\\w``, ``\\d``, ``\\s``), so ``\\bve`` misses
-"naïve" there. Regex search must mean RE2 on every store.
-
-So the store never sends the model's text. `prefilter_pattern` parses the pattern the way RE2
-does (a mirror of RE2's ``parse.cc`` lexer for the constructs below) and writes a new one in a
-small subset that both engines read identically: ASCII letters and digits, classes whose
-members are ``\\x{…}`` code points, ``(?s:.)``, ``(?:…)``, ``|`` and greedy quantifiers, with
-no flags left for the engine to interpret. Every step only widens what matches, so every text
-RE2 finds a match in is selected; RE2 then confirms and counts (`toolish_rag.regex`):
-
-* a zero-width assertion (``^ $ \\A \\z \\b \\B``) becomes the empty pattern: dropping a
-  condition only widens;
-* a literal, a class, a Perl class (``\\d \\w \\s`` and negations), a POSIX class becomes an
-  explicit class computed here from RE2's ASCII tables; a Unicode class (``\\pL``) becomes any
-  character, as does ``.`` whatever the ``s`` flag;
-* under case folding (``(?i)``, ``case_sensitive=False``) an ASCII letter gets its RE2 fold
-  partners (``k``: ``K`` and the Kelvin sign; ``s``: ``S`` and the long s, U+017F), checked against RE2 over
-  every code point by the tests; a non-ASCII character, whose fold orbit depends on the
-  Unicode tables of each engine, becomes any character; a negated class is complemented
-  without folding, which is wider than RE2's complement of the folded set;
-* ``\\Q…\\E`` becomes its literals; groups become non-capturing; lazy quantifiers become greedy
-  (the same texts contain a match).
-
-``\\C`` (one byte, possibly half a character) has no character-level rewrite: such a pattern
-gets no prefilter (``None``) and the store scans its records in scope instead.
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

@@ -1,23 +1,6 @@
 """The graph's write side (`toolish_rag.protocols.GraphStore`): relations and the builders' ledger.
 
-Relations live in their own table (``relations``, one row per relation, `toolish_rag_lancedb.schema`)
-and the ledger in another (``graph_marks``: builder, key, value). Both are created by the first
-write that needs them, so a store written before the graph existed, or never given a relation,
-opens and answers as it did ("no edges").
-
-**Crash consistency.** LanceDB commits one table at a time, so the order of an upsert's commits
-decides what a crash can leave. A document's upsert or deletion removes its graph *first*
-(`unlink_documents`: its ledger marks, then its relations), before its chunks change, and the
-batch's own relations are written *after* the records commit. Whatever instant a crash hits:
-
-* a replaced or deleted document never keeps relations of its old version visible: they went
-  before its chunks did;
-* at worst a document still stored has lost its relations and its marks together (marks first,
-  so a mark never outlives the relations it vouches for), and the next build rebuilds them;
-* the batch's own relations are missing until the interrupted upsert is run again, which any
-  caller of a failed upsert does.
-
-So readers need no check of their own (no "does this relation's document still exist").
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations
@@ -88,7 +71,7 @@ async def write_relations(tables: Tables, relations: Sequence[Relation]) -> None
 async def unlink_documents(tables: Tables, document_ids: Sequence[str]) -> None:
     """Remove these documents' ledger marks (every builder's) and then their relations.
 
-    The first commits of a document's upsert or deletion (see the module docstring for why
+    The first commits of a document's upsert or deletion (see docs/stores/lancedb.md, Graph writes, for why
     first, and why marks before relations).
     """
     for batch in in_lists(document_ids):

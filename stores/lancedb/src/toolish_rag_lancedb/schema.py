@@ -1,22 +1,6 @@
 """The tables' Arrow schemas, and how records, documents and relations map to their rows and back.
 
-* ``records``: one row per chunk or entity (``kind``), with its embedding, the indexed ``text``
-  (full-text index), ``urtext`` (what regex search reads), ``document_id``/``sequence_number``/
-  ``section_ids`` for expansion, ``labels`` (label-list index), ``metadata_json`` (exact
-  metadata), a JSON ``payload`` with the remaining fields, and typed ``md__*`` metadata
-  columns added by schema evolution (see `toolish_rag_lancedb.filters`). A store with a language
-  analyzer also has ``words``: the core `TextAnalyzer`'s tokens of ``text`` joined by spaces (the
-  full-text index is then on ``words``), the analyzer's identity in the schema metadata (`with_words`).
-* ``documents``: one row per document: id, uri, title, fingerprint, metadata, labels, section
-  tree and chunk count (what ``list_documents`` reads), plus the `PENDING_FIELDS` while an
-  upsert is between its documents and records commits (see `toolish_rag_lancedb.settling`).
-* ``relations``: one row per `Relation`, every field a column (``metadata_json`` exact, typed
-  ``md__*`` columns for filters, as in ``records``). Created by the first relation written: a
-  store without it has no edges (see `toolish_rag_lancedb.graph`).
-* ``graph_marks``: the graph builders' ledger, one row per (builder, key) with its value.
-
-Everything here is pure: no table is opened, so the row format can be read (and tested) apart
-from the I/O around it.
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

@@ -1,25 +1,6 @@
 """Navigation (`toolish_rag.protocols.SectionReader`) as LanceDB queries: listing, outlines, section reads.
 
-Every answer is counted and paged *after* the scope filter, so the scope must be exact in
-LanceDB or in Python, never approximate. A `ChunkSelection` holds both halves: the SQL
-``WHERE`` LanceDB narrows with (``kind = 'chunk'``, the document, ``array_has`` on the section
-ids, the scope filter as the store translates it), and the checks Python still makes on the
-rows read when part of the request has no exact SQL form. That part is
-
-* a scope filter `LanceDBStore.supports_filter` refuses (a value no SQL literal carries, or
-  nesting too deep for LanceDB's parser): the conjuncts that do translate are pushed down to
-  narrow, and the whole filter is evaluated with `toolish_rag.filters.matches` on the exact
-  metadata (``metadata_json``) and labels of every candidate;
-* an id no SQL literal carries (a NUL character): compared in Python;
-* a section title: titles are not a column, only part of the row's JSON ``payload`` (which
-  holds a chunk's positions and names, never its text); a ``strpos`` on the title's JSON
-  form narrows, the parsed ``section_path`` decides.
-
-Listing and outlining read ids, positions and section columns only (plus the filter's
-columns when Python evaluates it); a section read sorts ids and positions, then fetches the
-full rows of the requested page alone. Each call reads one version: the records table
-pinned at one version (`toolish_rag_lancedb.queries.PinnedRecords`) and, for a listing, the
-documents rows settled against that same version (`settled_documents`).
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

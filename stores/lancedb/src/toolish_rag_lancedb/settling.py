@@ -1,18 +1,6 @@
 """Keeping the documents table in step with the records, whatever instant a crash hits.
 
-An upsert changes two tables, and LanceDB commits one table at a time. So the documents rows
-are written three times around the records commit:
-
-1. *pending* rows: the new row, marked with the records table's version at that moment
-   (``pending_version``) and the settled row it replaces (``previous_json``, ``NULL`` for a
-   new document);
-2. the records commit (new chunks and the deletion of stale ones, one commit);
-3. the *final* rows: the same, unmarked.
-
-A reader tells which row stands by the records version (`settled`): once the records table
-has moved past ``pending_version`` the chunk commit happened and the new row stands, else
-the previous one does. After a crash between the steps, the next writer settles the pending
-rows for good before it changes anything (`DocumentLedger.settle`).
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

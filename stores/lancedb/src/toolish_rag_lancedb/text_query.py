@@ -1,20 +1,6 @@
 """Turning model-written text into LanceDB full-text queries that cannot fail.
 
-Models write queries like ``foo.bar() raised ERR-1234``, ``"exact phrase" AND (x OR y)``
-or ``title: refunds``. LanceDB's own string parsing is lenient today but unspecified, so
-the store never hands it raw text: `parse_text_query` keeps ``"quoted phrases"`` and
-turns everything else into one OR-of-terms match (the index tokenizer splits punctuation
-the same way it did at indexing time, so ``foo.bar()`` looks for ``foo`` and ``bar``).
-Queries that the index cannot answer (only punctuation, only stop words, tokens longer
-than the index keeps...) fall back to a case-insensitive substring scan; see
-`TEXT_QUERY_SYNTAX`.
-
-A store with a language analyzer (``LanceDBStore(language='zh')``) indexes the core
-`toolish_rag.analysis.TextAnalyzer`'s tokens in a ``words`` column split on whitespace only,
-so here the query is cut by the same analyzer (`parse_text_query` with ``analyzer``): the OR
-of its tokens, and each quoted phrase as the phrase of its tokens. Every token is indexed
-(no length limit), so only a query without any token that has symbols (emoji, arrows) falls
-back to the substring scan; see `text_query_syntax`.
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

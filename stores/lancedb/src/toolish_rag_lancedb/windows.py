@@ -1,20 +1,6 @@
 """Multi-vector chunks: a ``windows`` column of every record's window vectors, searched by MaxP.
 
-A chunk longer than the embedder reads gets several vectors (`toolish_rag.windows`: the text's
-own embedding, then windows of it); vector search scores it by its best one. In LanceDB that is a
-multivector column, ``list<fixed_size_list<float32, dims>>`` in the records table: with one query
-vector, LanceDB's multivector distance with ``cosine`` is ``1 - max(cosine of each row)``, i.e.
-MaxP, and a flat search with a ``WHERE`` prefilter returns the exact top ``k`` in scope, as the
-single-vector search does. Measured against a separate windows table (which would need every
-filter column copied and kept in step, and a second commit per write): one column keeps a
-write one commit (crash-consistent as before, `toolish_rag_lancedb.writes`), the filter the same
-SQL, and costs about 1.4x the single-vector scan at 1.3 rows per record (docs/multivector.md).
-
-Every row of the column holds the record's first vector (``vector``, unchanged) as its row 0, so
-``vector`` still serves single-vector reads and any index built on it. The column exists in tables
-created by a store whose windows can apply (an embedder that states how much it reads, or an
-explicit ``max_tokens``); a table created before holds none, keeps working single-vector, and
-the store logs once that re-ingesting into a new location gives its long chunks windows.
+See docs/stores/lancedb.md (Design notes).
 """
 
 from __future__ import annotations

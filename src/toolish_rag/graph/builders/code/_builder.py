@@ -37,7 +37,7 @@ class CodeGraphBuilder:
 
     ``scope_keys``: names resolve (CALLS, IMPORTS) only among modules whose values of these keys are
     equal, and entity ids are per such group. Entities and relations carry their chunk's full
-    metadata and labels whatever the keys (see the module).
+    metadata and labels whatever the keys (see docs/graph.md).
     """
 
     scope_keys: tuple[str, ...] = ()
