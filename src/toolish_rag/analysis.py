@@ -1,30 +1,6 @@
 """Language-aware text analysis for BM25: one tokenizer every store shares.
 
-Why in the core: a store's text index and the query must be cut into the same tokens, and the
-three stores (memory, Tantivy, LanceDB) must agree, or the same collection ranks differently
-depending on where it lives. Every store therefore indexes and queries the tokens of one
-`TextAnalyzer` (Tantivy and LanceDB index ``' '.join(tokens)`` with a whitespace tokenizer).
-
-What it does (`TextAnalyzer.tokens`):
-
-1. Text is lower-cased; outside English it is first NFKC-normalised (full-width Latin, ligatures
-   and decomposed accents become the plain letters the query is typed with). English skips NFKC
-   so that its tokens stay exactly bm25s's (see 4).
-2. Runs of scripts written without spaces (Han, Hiragana, Katakana, Hangul, Thai, Lao, Khmer,
-   Myanmar, Tibetan) become overlapping character bigrams, ``'北京大学'`` -> ``'北京', '京大',
-   '大学'``; a one-character run stays itself. A whole run that is a stop word (e.g. Chinese
-   ``'但是'`` between punctuation) is dropped. This holds in every language, so an English
-   collection with a Chinese page still finds it. Bigrams need no dictionary (nothing to
-   download) and match any two-character sequence the query shares with the text, which is
-   how Lucene's CJK analyzer and most BM25 baselines for Chinese and Japanese work.
-3. Everything else: words by bm25s's pattern ``(?u)\\b\\w\\w+\\b``, the language's stop words (bm25s's
-   lists) dropped, then the language's Snowball stem (PyStemmer) when one exists.
-4. For English and text without unspaced scripts, `TextAnalyzer.tokenize` returns exactly what
-   ``bm25s.tokenize(texts, stopwords='en', stemmer=Stemmer.Stemmer('english'), return_ids=False)``
-   returns, so English indexes built before this module existed stay valid.
-
-An index records the `TextAnalyzer.identity` it was built with: an index built with another
-identity must be rebuilt, never queried with a different analyzer (its words would not match).
+See docs/text-analysis.md#what-the-analyzer-does.
 """
 
 from __future__ import annotations
@@ -203,7 +179,7 @@ def _bigrams(run: str) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class TextAnalyzer:
-    """How text is cut into BM25 tokens for one language (see the module for the rules).
+    """How text is cut into BM25 tokens for one language (docs/text-analysis.md has the rules).
 
     ``language`` is a code from `LANGUAGES` (an English name such as ``'german'`` is accepted
     and stored as its code) or ``'none'``: no stop words, no stemming.

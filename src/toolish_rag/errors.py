@@ -1,12 +1,6 @@
-"""Exceptions a store or the facade raises on purpose.
+"""Exceptions a store or the facade raises on purpose; a caller's mistakes become retries.
 
-The toolset turns `QuerySyntaxError` and `InvalidRequestError` into pydantic-ai
-``ModelRetry`` messages, so a model that sent a bad call is told how to fix it and the
-run goes on. Anything else a store raises is a bug or an outage and propagates.
-
-A message that quotes what the caller sent quotes it through `echo`, so its length does not
-grow with the argument: a megabyte-long id must not come back as a megabyte-long error (to a
-model's context, or over MCP).
+See docs/concepts.md#how-the-core-is-built.
 """
 
 from __future__ import annotations

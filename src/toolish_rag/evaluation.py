@@ -1,13 +1,6 @@
 """Retrieval evaluation on BEIR-layout collections, through the tools an agent uses.
 
-A BEIR folder holds ``corpus.jsonl`` (``_id``, ``title``, ``text``), ``queries.jsonl``
-(``_id``, ``text``) and ``qrels/<split>.tsv`` (query id, corpus id, graded score; a header
-line first). `evaluate_dataset` indexes the corpus into any store (one chunk per corpus
-entry: ``title`` and ``text``; unchanged entries are skipped on a second run, so nothing is
-re-embedded), runs every judged query through `ToolishRag.run_tool` (the very code path
-of an agent's tool call, scope and rendering included) and scores the rankings with
-``pytrec_eval`` (trec_eval's implementation): nDCG@10 with graded gains, recall@100 and
-MRR@10 (reciprocal rank of the first relevant hit within the top 10).
+See docs/evaluation.md.
 """
 
 from __future__ import annotations

@@ -1,35 +1,6 @@
 """Rank fusion: one hybrid ranking from a vector and a text ranking.
 
-Used by the hybrid tool for stores that do not implement `HybridSearch`. Methods:
-
-* ``'zscore'`` (the default) — each list's scores are standardised by that list's own mean
-  and standard deviation (a hit missing from a list counts as 3 standard deviations below
-  its mean), then added with weights (vector 0.45, text 0.55). It keeps *how much* better
-  a hit is than the other candidates of its own list, whatever the scale of the scores
-  (cosine, BM25), and unlike min-max one outlier does not squash the rest. Chosen on
-  SciFact train and confirmed on Cranfield, CISI and a code collection (docs/fusion.md).
-  The fused z is reported through the normal CDF, so the score is in ``(0, 1)`` and 0.5
-  means "an average candidate".
-* ``'minmax'`` — each list's scores scaled by its own minimum and maximum into ``[0, 1]``,
-  then added with weights.
-* ``'rrf'`` — reciprocal rank fusion, ``sum(w / (k + rank))``: ignores scores entirely,
-  robust, the usual baseline.
-* ``'dbsf'`` — distribution-based score fusion: scores scaled by their mean ± 3 standard
-  deviations into ``[0, 1]`` and clipped (the clipping ties the best hits of a long list,
-  which is why it falls behind ``'zscore'`` as ``candidates`` grows).
-
-Fused scores lie in ``[0, 1]`` whatever the method (weighted sums are divided by the sum
-of the weights), which gives the hybrid tool's threshold one meaning on every store.
-
-**A leg that cannot read the language.** An embedding model trained on English text gives
-near-random vectors for Chinese (all-MiniLM-L6-v2 on XQuAD-zh: vector nDCG@10 0.196 beside
-text 0.961), and at the default weight its noise drags hybrid below plain text search (0.916).
-The legs' score distributions do not reveal this (per query the weak leg's scores look like a
-good leg's: docs/fusion.md), but the configuration does: the store's text analyzer knows the
-collection's language and the embedder's name says which languages it was trained on
-(`toolish_rag.embedding.embedder_languages`). When the language is not among them the vector
-leg is weighted `FusionConfig.uncovered_vector_weight` (0.2) instead: hybrid then beats text
-search on XQuAD-zh (0.963) and XQuAD-de (0.953), where 0.45 fell below it.
+Used by the hybrid tool for stores that do not implement `HybridSearch`. See docs/fusion.md#the-methods.
 """
 
 from __future__ import annotations

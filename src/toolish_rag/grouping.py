@@ -1,11 +1,6 @@
 """Results grouped per document: the best chunk of each of the ``top_k`` best documents.
 
-A ranked search returns chunks, and a long document that matches well can fill every slot
-with its own chunks, hiding the other documents that match. Grouping keeps one hit per
-document (its best chunk, with the ids of its other matching chunks) and asks the search for
-more hits until ``top_k`` distinct documents are found or the store has no more, so the
-answer holds exactly ``top_k`` documents whenever that many match, under any filter.
-Entities are their own group.
+See docs/navigation.md#one-hit-per-document.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
 """`Navigator`: documents, outlines and whole sections, scoped, over a `SectionReader` store.
 
-The search tools reach text by what it says; navigation reaches it by where it is: "what
-documents do you have?", "the outline of the handbook", "read me the whole refund section".
-A `Navigator` is made by `Retriever.navigator` and carries the retriever's scope, so every
-answer is computed inside it: a document or section with no in-scope chunk does not exist,
-and an out-of-scope id is answered exactly like an unknown one.
-
-What is resolved here, once for every store, is how a model names things. A document is
-named by its id, its exact title, or a case-insensitive part of its title that only one
-document has; a section by its id or its exact title (with an optional document to tell
-apart sections that share a title). Several candidates give a `Choice` to show the model,
-never content picked at random. Stores only answer the three plain requests of
-`toolish_rag.sections`.
+See docs/navigation.md#how-navigation-is-built.
 """
 
 from __future__ import annotations

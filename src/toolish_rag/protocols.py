@@ -1,39 +1,7 @@
 """Capability protocols: what a store can do, and so which tools an agent is offered.
 
-A store implements only the protocols it serves well. `ToolishRag` checks them with
-``isinstance`` (they are ``runtime_checkable``) and offers exactly the matching tools:
-
-=================  ===========================================
-protocol           tools
-=================  ===========================================
-`VectorSearch`     ``vector_search`` (+ ``hybrid_search`` with TextSearch)
-`TextSearch`       ``text_search`` (+ ``hybrid_search`` with VectorSearch)
-`RegexSearch`      ``regex_search``
-`ResultExpander`   ``broaden_chunk``, ``zoom_out``
-`SectionReader`    ``list_documents``, ``outline``, ``read_section``
-                   (+ ``list_values`` with ``filterable`` keys)
-`GraphSearch`      ``graph_context``
-=================  ===========================================
-
-`HybridSearch` lets a store replace the core's rank fusion with its own, and
-`FilterPushdown` says which filters a store evaluates natively. `DocumentStore` is the
-write side that ingestion and ``upsert`` use. `StoreLike` is the type of "a store": any
-object implementing at least one of the search or expansion protocols, and
-`StoreCapabilities` records which. `GraphStore` is the graph's write side (relations and the
-builders' ledger) that `toolish_rag.graph.builders` use.
-
-Every method is ``async``: a store wrapping a blocking library runs it in a thread
-(``asyncio.to_thread``) so searches never stall the agent's event loop.
-
-Contracts every implementation keeps (the conformance kit in `toolish_rag.testing`
-checks them):
-
-* hits come back best first, at most ``top_k`` of them;
-* when ``request.filter`` is not ``None`` every hit satisfies it under the reference
-  semantics (`toolish_rag.filters.reference`), and the store returns ``top_k`` hits
-  whenever that many matching records exist;
-* scores are higher-is-better; `VectorSearch` scores are cosine similarities;
-* an anchored expansion reads its anchor and its chunks from one version of the store.
+Each protocol maps to tools, and each has contracts the conformance kit checks.
+See docs/concepts.md#how-the-core-is-built and docs/custom-store.md.
 """
 
 from __future__ import annotations

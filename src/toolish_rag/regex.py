@@ -1,26 +1,6 @@
 """Regular expressions that cannot hang a search: RE2 compilation and bounded matching.
 
-Python's ``re`` backtracks: ``(a+)+$`` against a long run of ``a`` followed by ``b`` takes
-exponential time, and a model will eventually write such a pattern. RE2 (``google-re2``)
-matches in time linear in the text and rejects the few constructs that need backtracking
-(backreferences, lookaround) with a clear error, which the regex tool passes back to the
-model as a retry message. Stores that scan text themselves should use these helpers.
-
-A store's ``regex_search`` is, in every adapter, the same four steps, and the helpers here are
-what keep them identical across stores (the conformance kit checks that one pattern finds and
-ranks the same records everywhere):
-
-1. `compile_request`: compile the request's pattern, a bad one raising `QuerySyntaxError`;
-2. `regex_text`: the text each candidate is matched against (a chunk's ``urtext``);
-3. `count_matches`: its score and the sample matches shown to the model;
-4. `regex_rank_key`: sort the matching records by it, then keep ``top_k``.
-
-A store whose own engine can select candidates (LanceDB's ``regexp_like``) may use it only to
-narrow the records step 2 reads, with a pattern that selects at least every record RE2 matches:
-RE2 decides, so one pattern finds the same records on every store. Neither that engine's
-errors nor its reading of the pattern ever reach the model. A store that has to read every
-record in scope caps how many (its ``regex_scan_limit``) and refuses a wider search with
-`scan_limit_error`, the same message everywhere.
+The helpers every store's ``regex_search`` uses. See docs/concepts.md#how-the-core-is-built.
 """
 
 from __future__ import annotations

@@ -1,32 +1,7 @@
 """`Retriever`: every search and expansion, scoped by a filter, over any store.
 
-This is the one code path between the tools and a store. The agent toolset, the CLI, the
-evaluation command and the MCP server all call it, so what an agent gets is what they
-measure. It is where scope is enforced:
-
-* a store that pushes the filter down (`FilterPushdown`) receives it in the request;
-* a store that cannot is queried with a growing window (4x, 16x, ... ``top_k``) until
-  ``top_k`` in-scope hits are found or the store runs out, so filtered searches return
-  exactly ``top_k`` hits whenever that many in-scope records exist (Embabel's
-  post-filtering can return fewer);
-* every hit, from every store, is re-checked against the filter with the reference
-  evaluator (defence in depth: a store bug cannot leak an out-of-scope record);
-* expansion passes the same filter, so an out-of-scope chunk or section is "not found";
-  ``broaden_chunk`` and ``zoom_out`` each take their anchor and its chunks from one store
-  call (an anchored `ExpansionRequest`), which reads them from one version of the store;
-* a graph walk (`graph_walk`) carries the scope into every store request it makes, and each
-  edge the store returns is re-checked against it (a graph store always honours the filter:
-  a node's visibility cannot be re-checked here, see `toolish_rag.protocols.GraphSearch`).
-  Each walk is an OpenTelemetry span (`toolish_rag.tracing`), nested in the tool call's when
-  there is one.
-
-It is also where a caller's text is checked (`QUERY_RULE`, `PATTERN_RULE`, `ID_RULE`), once,
-before any store sees it: a NUL or a lone surrogate would otherwise crash a store's native
-code rather than come back as an error the caller can fix. The check lives here rather than
-in the toolset because this is the layer every path crosses: the agent's tools, the CLI, the
-MCP server and the evaluation command (all through `ToolishRag.run_tool`), and code that uses
-a `Retriever` directly. The toolset adds what is a matter of policy towards a model (length
-caps, shown in the tool schemas) on top.
+The one code path between the tools (and the CLI, MCP, evaluation) and a store: where the scope is
+enforced and a caller's text is checked. See docs/concepts.md#how-the-core-is-built.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """What a search asks a store for, what it gets back, and what a caller's text may hold.
 
-Requests are small frozen dataclasses. ``filter`` is the *effective* scope filter
-(every ``with_*`` filter and every per-run filter ANDed): a store that pushes filters
-down (see `toolish_rag.protocols.FilterPushdown`) must return only matching records;
-one that does not receives ``filter=None`` and the facade filters for it.
-
-An `ArgumentRule` says which characters a caller's query, pattern or record id may not hold.
-The `Retriever` applies them before any store sees the text: a NUL or a lone UTF-16 surrogate
-crashes some stores' native code (LanceDB filters, Tantivy, UTF-8 encoders) instead of being
-rejected, and what no store should be handed is decided once, here, not by each adapter.
+See docs/concepts.md#how-the-core-is-built.
 """
 
 from __future__ import annotations

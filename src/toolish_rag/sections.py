@@ -1,21 +1,6 @@
-"""Navigation requests and answers: document pages, chunk outlines and section reads, scoped.
+"""Navigation requests and answers (document pages, chunk outlines, section reads), and their reference semantics.
 
-A store that implements `toolish_rag.protocols.SectionReader` answers three requests:
-
-* `DocumentPageRequest` -> `DocumentPage`: the documents in scope (a document is *in scope*
-  when at least one of its chunks satisfies the filter), with in-scope chunk and section
-  counts, ordered by title (case-folded) then id, one page of them and the total;
-* `OutlineRequest` -> a sequence of `ChunkOutline`: the *skeleton* of the in-scope chunks of a
-  document or section (ids, positions, section ids and titles; never text or vectors), from
-  which the core builds outlines and resolves section titles;
-* `SectionReadRequest` -> `SectionPage`: one page of a section's (or a whole document's)
-  in-scope chunks in reading order, and how many there are in all.
-
-The semantics are defined once, here, by the reference functions (`reference_document_page`,
-`reference_outline`, `reference_section_page`) over plain records; the memory store uses them
-and the conformance kit compares every store's answers with them. Everything a store returns
-is computed *after* the filter: a count never includes, and a page never skips over, an
-out-of-scope chunk, so an answer reveals nothing about records outside the scope.
+See docs/navigation.md#how-navigation-is-built.
 """
 
 from __future__ import annotations

@@ -1,37 +1,6 @@
 """OpenTelemetry spans for tool calls, eager searches, graph walks and ingested files.
 
-The spans follow pydantic-ai's own instrumentation, so they land where its spans do:
-
-* inside an agent run, a span goes to the run's tracer (`RunContext.tracer`, which is
-  ``InstrumentationSettings.tracer`` on an instrumented agent and a no-op tracer otherwise) and
-  is opened as the current span, so it nests under the run's ``execute_tool`` span (or, for an
-  eager search, under the run itself);
-* outside an agent run (``ToolishRag.run_tool``, the CLI, the MCP server, ingestion, a
-  `Retriever` used directly) it goes to the global tracer provider
-  (``opentelemetry.trace.get_tracer('toolish-rag')``), looked up at each use so a provider set
-  after import is the one used;
-* a graph walk opened inside a tool call's span goes to that call's tracer (`current`), as a
-  span pydantic-ai opens inside a model request goes to the request's (its ``ContentPolicy``).
-
-What a span may say (the content policy):
-
-* Always: the store (its class name), the toolset name, the tool, the hit count, whether a scope
-  applied (``toolish_rag.scoped``: the developer's ``metadata_filter`` / ``entity_filter``) and
-  whether the model sent a ``filter`` of its own (``toolish_rag.model_filter``), ``top_k``, the
-  walk's sizes and ``truncated``, an ingested document's id and outcome; the duration is the span.
-* Only when the developer opts in (``ToolishRag(..., trace_content=True)``) AND the run's
-  instrumentation includes content (``InstrumentationSettings(include_content=...)``, read as
-  ``RunContext.trace_include_content``): the query text or regex pattern (``toolish_rag.query``)
-  and the call's other arguments as JSON (``toolish_rag.arguments``). Outside an agent run there
-  is no instrumentation setting to defer to, and the opt-in alone decides.
-* Never: filter values, neither the scope's nor the model's. A scope is the developer's own
-  configuration (they know it without a trace) and its values are who the data belongs to (a
-  tenant, a user id): exactly what a trace backend with its own readers must not collect. A model's
-  filter is dropped from the arguments for the same reason: its values name the same things. No
-  exception message either (it can quote the query), only its type, unless content is included.
-
-Tracing that is off costs a no-op span per call, not attached to the context (see `span`):
-the attributes that take work (JSON of the arguments) are built only for a span that records.
+See docs/tracing.md#how-tracing-is-built for where spans go and what they may say.
 """
 
 from __future__ import annotations

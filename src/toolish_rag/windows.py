@@ -1,28 +1,6 @@
 """Embedding windows: several vectors for a text longer than the embedder reads (MaxP).
 
-An embedding model reads a bounded number of tokens (all-MiniLM-L6-v2: 256 word pieces) and
-silently drops the rest, so the vector of a long chunk says nothing about its end: a question
-about the last paragraph of a SciFact abstract cannot find it by vector search. Embedding the
-text as overlapping windows, and scoring the chunk by its best window (MaxP) averaged with the
-whole text's vector, lets every part of the text be found; it lifts the vector leg on SciFact
-train from 0.6602 to 0.6783 nDCG@10 (docs/multivector.md).
-
-The rows of a text (`window_texts`, `embed_windows`):
-
-* row 0 is the text itself, embedded exactly as a store embeds a chunk without windows (the
-  embedder reads its beginning), so a text within the window has one vector, the one it had
-  before windows existed;
-* a text longer than the embedder reads (``max_tokens``) has further rows: windows of
-  ``window_tokens`` tokens, each starting ``window_tokens - overlap`` tokens after the previous
-  one (the first window, at the start of the text, is row 0's part), cut on word boundaries (a
-  window is a substring of the text, whitespace kept), until a window reaches the end of the text
-  or ``max_windows`` rows exist.
-
-Windows are sized with the embedder's own tokenizer when it has one (``count_tokens`` and
-``max_input_tokens`` of pydantic-ai's embedding models): word-piece counts are counted once per
-distinct word, every window is checked against the budget and shortened if a tokenizer does not
-add up by words. An embedder with no tokenizer counts words. Everything is a pure function of
-the text and the tokenizer, so re-ingesting the same text gives the same windows and vectors.
+See docs/multivector.md.
 """
 
 from __future__ import annotations
@@ -186,7 +164,7 @@ async def window_budget(embedder: Embedder | EmbeddingModel, config: EmbeddingWi
 async def plan_windows(
     embedder: Embedder | EmbeddingModel, texts: Sequence[str], config: EmbeddingWindows
 ) -> WindowPlan:
-    """The rows of each text (see the module): row 0 the text, then its windows after the first."""
+    """The rows of each text (see docs/multivector.md): row 0 the text, then its windows after the first."""
     model = _as_embedder(embedder)
     tokens = _Tokens(model)
     budget = await _budget(model, config, tokens)
@@ -252,7 +230,7 @@ async def _shrunk(text: str, spans: list[tuple[int, int]], start: int, end: int,
 async def window_texts(
     embedder: Embedder | EmbeddingModel, texts: Sequence[str], config: EmbeddingWindows
 ) -> list[list[str]]:
-    """Per text, the texts its rows embed: ``[text, window 2, window 3, ...]`` (see the module)."""
+    """Per text, the texts its rows embed: ``[text, window 2, window 3, ...]`` (see docs/multivector.md)."""
     plan = await plan_windows(embedder, texts, config)
     return [list(t) for t in plan.texts]
 
@@ -260,7 +238,7 @@ async def window_texts(
 async def embed_windows(
     embedder: Embedder | EmbeddingModel, texts: Sequence[str], config: EmbeddingWindows, *, batch_size: int = _BATCH
 ) -> list[npt.NDArray[np.float32]]:
-    """Per text a ``(rows, dims)`` float32 array: its own embedding, then its windows' (see the module).
+    """Per text a ``(rows, dims)`` float32 array: its own embedding, then its windows' (see docs/multivector.md).
 
     Every row of every text goes through ``embed_documents`` together, ``batch_size`` texts per
     call, so a write makes as few embedding calls as it would without windows for the same

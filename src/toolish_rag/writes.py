@@ -1,17 +1,6 @@
 """What a store's ``upsert`` writes, from whatever the caller passed.
 
-`DocumentStore.upsert` takes any iterable of documents and entities, and callers do name an
-id twice in one batch (a sync that sees a file edited twice, a bulk load that concatenates
-sources). The contract every store keeps: the last occurrence of an id wins, documents and
-entities are separate id spaces, and anything else in the batch is a ``TypeError`` before any
-write. Store adapters (a third-party one included) start their ``upsert`` with `upsert_batch`
-so they all read a batch the same way::
-
-    async def upsert(self, items: Iterable[Document | Entity]) -> None:
-        documents, entities = upsert_batch(items)
-        if not documents and not entities:
-            return
-        ...
+See docs/concepts.md#how-the-core-is-built and docs/custom-store.md.
 """
 
 from __future__ import annotations

@@ -100,7 +100,7 @@ Reach = frozenset[PartitionId] | None
 
 
 class PartitionPruner(FilterVisitor[Reach]):
-    """Which partitions of ``key`` a filter can match (see the module docstring)."""
+    """Which partitions of ``key`` a filter can match (see docs/stores/tantivy.md#how-the-adapter-is-built)."""
 
     def __init__(self, key: str) -> None:
         self._key = key
