@@ -1,27 +1,6 @@
 """Section-aware chunking: a `ParsedDocument` in, a `Document` of chunks out.
 
-Rules, in order:
-
-1. A chunk never spans two sections, except that consecutive small sections (and a
-   section's own short text) are combined into one chunk *under their parent* when they
-   fit together in ``chunk_size`` (``combine_sections=True``). Text before the first
-   heading is never combined with a section.
-2. A section too long for one chunk is split at block boundaries (paragraphs, lists,
-   code blocks, tables), an over-long block by sentences (prose) or lines (code, lists,
-   table rows), and an over-long sentence or line at a word boundary. Words and numbers
-   are never cut: a single "word" longer than ``chunk_size`` becomes its own chunk.
-3. A table split into pieces repeats its header row at the top of every piece's indexed
-   ``text`` (``urtext`` stays the exact source slice).
-4. Consecutive pieces of one section overlap by up to ``overlap`` (snapped to a word
-   start); the overlap is added on top of ``chunk_size``.
-
-Sizes are characters by default, or tokens when ``tokenizer`` is set (``'minilm'``: the
-default embedder's own tokenizer, shipped with the model; ``'tiktoken:cl100k_base'``;
-or a directory/file holding a Hugging Face ``tokenizer.json``). Token sizes of combined
-spans are the sums of their parts' token counts.
-
-Every chunk records ``start_char``/``end_char`` (``urtext == source[start_char:end_char]``)
-and, for paged formats, the 1-based ``page`` where it starts.
+See docs/ingestion.md#chunking for the rules.
 """
 
 from __future__ import annotations
@@ -147,7 +126,7 @@ def _indexed_text(title: str, path: tuple[str, ...], urtext: str) -> str:
 
 @dataclass(frozen=True)
 class Chunker:
-    """Splits parsed documents into section-aware chunks (see the module docstring)."""
+    """Splits parsed documents into section-aware chunks (see docs/ingestion.md#chunking)."""
 
     chunk_size: int = DEFAULT_CHUNK_SIZE
     overlap: int = DEFAULT_CHUNK_OVERLAP

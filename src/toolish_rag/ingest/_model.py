@@ -1,14 +1,6 @@
 """What a reader produces: the extracted source text and its section outline.
 
-Every reader, whatever the format, returns a `ParsedDocument`: one string (``source``,
-the reader's extracted text) plus an outline of sections whose blocks are ``(start, end)``
-spans into that string. The chunker only ever slices ``source``, so every chunk's
-``urtext`` is exactly ``source[start_char:end_char]``.
-
-For formats that are text already (Markdown, plain text) ``source`` is the decoded file.
-For the others (HTML, PDF, DOCX, ...) the reader writes ``source`` itself with an
-`OutlineBuilder`: headings and blocks are appended in reading order and their offsets
-recorded as they are written.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """One file into one `Document`: the job a parse worker runs, and `parse_path` for callers.
 
-`parse_file` never raises for a bad file: it returns the reason instead, so that one
-corrupt or odd file is reported and the run goes on. It runs in worker processes, so it
-and its arguments must be picklable (module-level function, plain data).
-
-Every file's document records where it came from as two ordinary metadata keys,
-`SOURCE_KEYS`: ``path`` (relative to the ingested root) and ``uri`` (``Document.uri``), so a
-store can declare them filterable (``starts_with('path', 'api/')``). They are facts about the
-file, so they win over the file's own metadata (a front matter ``path:`` is replaced, with a
-warning), and a caller's ``metadata=`` may not set them at all (`check_caller_metadata`).
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations

@@ -1,29 +1,6 @@
 """`ingest`: files and folders (or ready-made documents) into any `DocumentStore`, idempotently.
 
-For each file: hash it (``sha256`` of the bytes and the chunker configuration); when the
-store already holds a document with that id and fingerprint, stop there — no parse, no
-embedding. Otherwise parse and chunk it in a worker (processes or threads) and upsert it,
-in batches, replacing any older version whole. ``sync=True`` then deletes the documents
-whose files under the given folders are gone.
-
-Each upsert commits whole documents with their fingerprints, so a run that dies half way
-loses nothing it committed: the re-run skips those documents and finishes the rest.
-
-A file's document also records its ``path`` under the ingested root and its ``uri`` as
-metadata (`parse`). An unchanged file is skipped only when the store's copy records the
-same two values (`_Run._settled_by_hash`): the first run after ingestion began recording
-them, or a run over the same file from another root, rewrites it.
-
-The run, phase by phase (each a method of `_Run`): ready-made documents
-(`_Run.take_documents`), the walk's files settled by their hash or picked for parsing
-(`_Run.select_files`), parsing in workers and writing in batches (`_Run.parse_and_write`,
-with `workers` and `writer`), the ``sync`` removals (`_Run.remove_stale`, rule in `sync`)
-and the report (`_Run.finish`).
-
-Where the files are parsed is the executor's business (`workers.IngestExecutor`): the local
-pools, or `RayExecutor`, which also embeds the chunks on the cluster. Everything else above
-runs here, on the driver, whichever it is; an executor's vectors reach the store through its
-own embedder during the writer's upserts (`distributed.vectors`).
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations

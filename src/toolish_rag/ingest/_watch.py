@@ -1,41 +1,6 @@
 """`watch`: keep a store in step with files and folders as they change (``toolish-rag ingest PATH --watch``).
 
->>> stop = asyncio.Event()                                          # doctest: +SKIP
->>> total = await watch(store, ['docs/'], stop_event=stop, on_report=print, progress=False)  # doctest: +SKIP
-
-It runs the ordinary, idempotent `ingest` first, then waits for changes (watchfiles, the
-optional extra ``toolish-rag[watch]``, imported only here) and applies them in batches until
-``stop_event`` is set. The choices, and why:
-
-* **A changed file is re-ingested by `ingest` over the watched path that holds it**, not by
-  `ingest` given the file alone. A file's ``path`` metadata is relative to the path it was
-  ingested from (`walk.Found.relative_path`), and `ingest` given a file records its bare
-  name: the next full run would rewrite the document and a ``starts_with('path', ...)``
-  filter would miss it meanwhile. The price is a walk and a hash of that path's other files
-  per batch (no parse, no embedding: they are settled as unchanged); the batch's report is
-  narrowed to the paths that changed (`_narrowed`), so an old bad file is not reported again
-  on every save. A folder moved in whole (one event, none for its files) is covered too.
-* **Deleted paths are removed by the ``sync=True`` rule** (`sync.stale_documents`) applied to
-  them: the stored ``file://`` documents at or under a deleted path whose files are gone.
-  A deleted path cannot be told a file from a folder any more, and a folder moved away
-  reports one event for itself and none for its files: the rule covers both.
-* **A path is classified when the batch is applied, not by its event**: it exists (changed
-  or added) or it does not (deleted). A save by rename (delete + add), a file deleted then
-  recreated, a burst of writes — each ends as one re-ingest or one removal.
-* **Debounced by a quiet period**: a batch is applied once no relevant change came for
-  ``debounce_ms`` (at most `MAX_BATCH_WAIT_FACTOR` times that after its first change, so a
-  file written without pause is still indexed). watchfiles' own grouping cannot do it: it
-  ends a group when its *set* of changes stops growing, and repeated writes to one file do
-  not grow it.
-* **What the walk skips is not watched** (`WatchScope.relevant`): hidden files and folders
-  (unless ``include_hidden``), `SKIPPED_DIRS`, files of types no reader takes, and editor
-  temporary files (``x.swp``, ``x~``, ``.#x``, ``#x#``, vim's ``4913`` probe).
-* **The watcher is armed before the initial run**, so a change made while it runs is
-  caught; the batch that follows re-checks it (idempotent: unchanged files cost a hash).
-
-A bad file is reported in its batch's `IngestReport` (``failed``) and watching goes on; an
-error of the store itself ends `watch` (it is raised). Changes not yet applied when
-``stop_event`` is set are left to the next run, which catches them as any run does.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations

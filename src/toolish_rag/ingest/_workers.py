@@ -1,20 +1,6 @@
 """The parse workers: who turns the files to ingest into documents, and hands each back as it is ready.
 
-`ingest` hands its files to an `IngestExecutor`. The built-in one, `LocalExecutor` (what
-``executor='auto' | 'process' | 'thread'`` means), is a process or thread pool on this
-machine; `RayExecutor` (``toolish_rag.ingest.distributed``) runs the same `parse_file` on a Ray
-actor pool and embeds the chunks there too. An executor only produces `Parsed` answers: the
-driver still decides what to parse, writes through the store's ``upsert`` and reports, so
-every executor gets the same documents, ids, fingerprints, skips and failures.
-
-Processes are spawned, not forked (the parent holds threads, an event loop and native
-libraries' locks). A spawned worker waits for jobs on the pool's task queue, and it holds
-that queue's write end itself, so it never sees end-of-file when its parent is gone: a run
-killed with SIGKILL (no chance to shut the pool down) used to leave its workers blocked
-there for good. They also kept the multiprocessing resource tracker alive, which exits only
-when every holder of its pipe has closed it, and every spawned worker inherits one. So each
-worker first arranges to die with the process that started it (`_die_with_parent`); once
-the workers are gone the tracker follows by itself, unlinking what the killed run leaked.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations

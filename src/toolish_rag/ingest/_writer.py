@@ -1,24 +1,6 @@
-"""Writing an ingest run's documents to the store in batches, and recording each one.
+"""Writing an ingest run's documents to the store in batches, and recording each one (crash safety lives here).
 
-Crash safety lives here. A document is recorded as added or updated only once the upsert
-that carried it (with its fingerprint) has returned, and a store's upsert replaces
-documents whole; so a run that dies between batches leaves whole documents only, each with
-the fingerprint that lets the next run skip it, and the next run finishes the rest.
-
-A document holding a value the store cannot hold (a 400-digit integer in front matter, say)
-fails alone. The store refuses the whole batch with `UnsupportedValueError`, having written
-none of it; the writer records the document that error names as failed, with the reason,
-and upserts the rest of that batch again. Only a failing batch is retried, and only without
-the documents it failed on, so a corpus with a few such files costs a few extra upserts, not
-one per document. Any other exception from the store is an outage or a bug and stops the run.
-
-Each document settled here is an OpenTelemetry span (``toolish_rag.ingest_file``, see
-`toolish_rag.tracing`): from the writer taking it (parsed, chunked) to the upsert that stored
-or refused it returning, so it covers the wait for its batch and the batch's embedding. It
-names the document by id only (by default a digest of its uri: no path, title or metadata)
-and says its outcome and chunk count. Each flush is a ``toolish_rag.upsert`` span around the
-store writes of one batch. Both go to the global tracer provider, or to the tracing of a span
-in progress.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations

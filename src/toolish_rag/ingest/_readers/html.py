@@ -1,10 +1,6 @@
 """HTML (and XHTML): ``h1``-``h6`` build the section tree; page chrome is dropped.
 
-Parsed with BeautifulSoup on lxml. The main content is taken from ``<main>``,
-``role=main``, a single ``<article>`` or ``#content`` when present; ``nav``, ``script``,
-``style``, page-level ``header``/``footer``, ``aside``, forms and well-known boilerplate
-(tables of contents, navboxes, "[edit]" links, heading anchors) are removed. Tables keep
-their header row, ``<pre>`` keeps its line breaks, lists become ``- item`` lines.
+See docs/ingestion.md#formats.
 """
 
 from __future__ import annotations

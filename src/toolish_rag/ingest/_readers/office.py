@@ -1,12 +1,6 @@
 """Office Open XML: DOCX (python-docx), PPTX (python-pptx), XLSX (openpyxl).
 
-* DOCX: ``Heading N`` styles (and paragraphs with an outline level) become sections; the
-  ``Title`` style becomes the document title; list paragraphs become ``- item`` lines
-  (indented by list level); tables become ``a | b`` rows with their header row.
-* PPTX: one section per slide, titled by the slide title; bullets keep their level;
-  speaker notes are kept as a ``Notes:`` block; the slide number is the chunk's page.
-* XLSX: one section per sheet; rows become ``a | b`` lines, the first non-empty row is the
-  header every piece of the table carries.
+See docs/ingestion.md#formats.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
 """PDF via pypdf (BSD): text per page, pages recorded, sections from the outline or the fonts.
 
-* Sections come from the PDF outline (bookmarks) when it has one; otherwise from lines set
-  in bold or in a larger font than the body text, ranked by size into levels.
-* Running headers and footers (the same line at the top or bottom of most pages, page
-  numbers aside) are removed.
-* A PDF with no text layer (a scan) is refused with "no extractable text" rather than
-  ingested empty; encrypted and malformed PDFs are refused with the reason.
+See docs/ingestion.md#formats.
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """Python source: the file's text kept exactly, sections from the `ast` (classes, functions, methods).
 
-``source`` is the decoded file itself, so every chunk is an exact slice of it, which the code
-graph (`toolish_rag.graph.builders.code`) checks before it describes a module. Every block is
-``'code'``: the chunker then splits an over-long block at line ends, never at "sentences".
-
-The outline, by rules that are easy to predict from the file:
-
-* one section per top-level ``class``/``def``/``async def``, titled ``class Agent``, ``def run_sync``,
-  ``async def run``; a class's methods and nested classes are its subsections (one level deeper).
-  The body of a function is its text: functions nested in functions are not sections;
-* a definition's section starts at its first decorator, or at the comments above it (back to the
-  previous statement): those comments describe what follows, like a banner or a note;
-* code before the first definition is the enclosing text: the module's preamble (docstring, imports)
-  for the document, the class line, docstring and attributes for a class;
-* other code between or after definitions (a constant, ``if __name__ == '__main__':``) becomes a
-  section of its own at the definitions' level, titled by its first line. It cannot join the
-  enclosing text: a section's own text must come before its subsections for the chunker;
-* blocks are the blank-line separated paragraphs of each part, so a long function is split at
-  blank lines first.
-
-Definitions inside ``if``/``try`` at module level are code like any other statement. A file the
-running Python cannot parse (a syntax error, a Python 2 file, newer syntax) is read as text in one
-part with a warning: it is still worth searching, and nothing about it failed.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations
@@ -57,7 +36,7 @@ def python_title(path: Path) -> str:
 
 
 def read_python(data: bytes, path: Path) -> ParsedDocument:
-    """A ``.py``/``.pyi`` file: its decoded text as ``source``, outlined from its `ast` (see the module docstring)."""
+    """A ``.py``/``.pyi`` file: its decoded text as ``source``, outlined from its `ast` (see docs/ingestion.md#how-the-pipeline-is-built)."""
     text = decode_text(data)
     title = python_title(path)
     outline = OutlineBuilder()

@@ -1,18 +1,6 @@
 """`StoreEmbedding`: what a store's embedder does, as plain data a remote worker can rebuild.
 
-An executor that embeds chunks away from the store (`RayExecutor`) must produce exactly the
-vectors the store's own ``upsert`` would: the same model with the same settings. A store
-that embeds exposes a pydantic-ai ``Embedder`` as ``store.embedder`` (`InMemoryStore`,
-``LanceDBStore``: the attribute every store of this project offers, and nothing private).
-An ``Embedder`` holds a context variable and cannot be pickled, so what travels is what it is
-made of: its public ``model`` and the settings it applies. Those settings have no public
-getter; `StoreEmbedding.of` learns them through the public ``Embedder.override``: it embeds
-one text through a model that only records the settings the embedder hands it (`_SettingsProbe`),
-which are exactly the settings a real ``embed_documents`` call passes to the real model.
-
-A store without an ``embedder`` (the Tantivy store, or a third-party store that embeds
-some other way) gives ``None``: chunks are then not embedded remotely, and the store embeds
-them itself in ``upsert``, as it always does.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations

@@ -1,27 +1,6 @@
 """`RayExecutor`: read, chunk and embed on a Ray cluster; the driver writes, as in-process.
 
-    >>> from toolish_rag.ingest import RayExecutor, ingest            # doctest: +SKIP
-    >>> await ingest(store, ['corpus/'], executor=RayExecutor('auto'))  # doctest: +SKIP
-
-Embedding is the cost of ingestion (about 15 documents/s on two CPU cores with MiniLM), so
-that is what a cluster is for. The plan is a Ray Data pipeline: the files to parse (those
-the driver did not settle by their hash) become rows, and ``map_batches(ParseAndEmbed)``
-reads, parses and chunks each batch of files and embeds their chunks together, on a fixed
-pool of actors, each holding the store's model loaded once (`ray_stages`). Ray Data rather
-than hand-written Ray tasks because it is exactly this shape, a stateful batched map over
-an actor pool, and it brings what a hand-written loop would have to redo: streaming with
-backpressure (the object store never holds the whole corpus), batching, actor scheduling
-and retries of lost workers.
-
-The driver consumes the results as they stream in, in a thread (Ray's iterator blocks),
-and does everything else as in-process: what to parse and skip, every write through the
-store's normal ``upsert`` (LanceDB has one writer), the report and the progress bar. The
-vectors reach the store through its own embedder (`distributed.vectors`); a store without
-one embeds in ``upsert`` on the driver and still gets a correct result.
-
-Files are read by the workers at the paths the driver walked: on a cluster they must be on
-a filesystem every node mounts at the same path (as for Ray Data's own readers); on one
-machine nothing is needed. Nothing here imports Ray until a run needs it.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations

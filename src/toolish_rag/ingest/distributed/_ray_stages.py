@@ -1,15 +1,6 @@
 """What runs on the Ray workers: read, parse and chunk a batch of files (`parse_batch`), and embed it too (`ParseAndEmbed`).
 
-Plain module-level Python, importing nothing from Ray: Ray Data pickles them by reference,
-so a worker imports this module from the installed toolish-rag (on a cluster, every node
-runs the same environment, as with any Ray job). A batch comes in as the files' ``path``
-and ``relative_path`` columns and leaves as one column, ``payload``: a pickled `Parsed` per
-file, the object the local process pool sends back too, so documents arrive on the driver
-exactly as `parse_file` built them (Arrow columns would re-type metadata values).
-
-Parsing and embedding are one stage, not a task stage feeding an actor stage: Ray Data fuses
-them that way anyway when it can (no copy of the parsed documents between processes), and
-as two stages, with the actors holding every CPU, the parse tasks waited for a CPU forever.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations

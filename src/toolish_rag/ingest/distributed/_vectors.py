@@ -1,26 +1,6 @@
 """Vectors computed elsewhere, handed to a store that embeds inside its own ``upsert``.
 
-Every store embeds in ``upsert``; none takes vectors from outside, and the store protocol
-has no way to pass them. Rather than add one (every store, third-party ones included, would
-have to implement it), the vectors go through the door every embedding store already has:
-its public pydantic-ai ``Embedder``. While `ingest` writes what an executor parsed and
-embedded, it overrides that embedder's model (``Embedder.override``: a context variable, so
-only the ingesting task sees it; searches running beside it embed their queries as usual)
-with a `PrecomputedEmbeddingModel`, which answers each text from the vectors the workers
-computed and embeds any other text with the real model.
-
-So a store cannot get a wrong vector: whatever text it embeds (the chunk text, or some text
-of its own), a text the workers did not embed, a query, or settings other than those the
-vectors were made with, goes to the real model, on the driver. At worst the work is done
-twice. A store that exposes no ``Embedder`` is left alone and embeds everything itself.
-The cache is keyed by the text itself, not a digest: the documents waiting to be written
-hold those strings already, and a ``str`` caches its hash, so the key costs nothing.
-
-`VectorCache` holds the vectors of the documents waiting to be written, in the order they
-were handed to the writer, and forgets the oldest one's each time the writer settles a
-document (`VectorCache.settled`; the batch writer settles documents batch by batch, each
-batch being the oldest waiting): memory stays bounded by the write batch, whatever the
-corpus size.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
 from __future__ import annotations
