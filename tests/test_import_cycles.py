@@ -6,7 +6,10 @@ cycle from Python's import order, not from this check. Imports under ``if TYPE_C
 not count (they never run). ``from pkg import name`` is an edge to ``pkg`` (its ``__init__``
 runs) and, when ``pkg.name`` is a module, to that module too; so a submodule that imports a
 sibling as ``from . import sibling`` depends on its package's ``__init__``, which usually
-imports it back: siblings import each other directly (``from .sibling import name``).
+imports it back: siblings import each other directly (``from .sibling import name``). And
+importing ``a.b.c`` from outside the package ``a.b`` runs ``a/b/__init__.py`` first, so that is
+an edge to ``a.b`` too: a leaf module of a package whose ``__init__`` imports the importer back
+is a cycle, whatever order the modules happen to be loaded in today.
 
 Run as a script (``python tests/test_import_cycles.py [repo root]``) to print the cycles of a
 tree, e.g. of an older checkout.
@@ -86,8 +89,17 @@ def import_graph(roots: Mapping[Path, str]) -> nx.DiGraph:
             else:
                 base = _base(module, is_package, node)
                 targets = [base, *(f'{base}.{alias.name}' for alias in node.names)]
-            graph.add_edges_from((module, t) for t in targets if t in modules and t != module)
+            for target in (t for t in targets if t in modules and t != module):
+                graph.add_edge(module, target)
+                graph.add_edges_from((module, p) for p in _packages_entered(module, target) if p in modules)
     return graph
+
+
+def _packages_entered(module: str, target: str) -> list[str]:
+    """The packages above ``target`` whose ``__init__`` importing it runs: those ``module`` is not inside."""
+    parts = target.split('.')
+    above = ('.'.join(parts[:i]) for i in range(1, len(parts)))
+    return [p for p in above if module != p and not module.startswith(p + '.')]
 
 
 def import_cycles(graph: nx.DiGraph) -> list[list[str]]:
@@ -170,6 +182,26 @@ def test_the_check_finds_cycles_hidden_in_functions_and_through_a_package_init(t
         ['pkg.partitioned', 'pkg.store', 'pkg.partitioned'],
     ]
     assert describe(cycles) == 'pkg -> pkg.helpers -> pkg\npkg.partitioned -> pkg.store -> pkg.partitioned'
+
+
+def test_the_check_finds_a_cycle_through_the_init_of_an_imported_modules_package(tmp_path: Path) -> None:
+    # grounded.capability importing toolset.names ran toolset/__init__, which imports rag, which
+    # imports grounded.capability: a cycle though no module imports its importer by name.
+    _write(
+        tmp_path,
+        {
+            'pkg/__init__.py': '',
+            'pkg/upper/__init__.py': 'from .capability import Grounding\n',
+            'pkg/upper/capability.py': 'from ..toolset.names import tool_name\n\nclass Grounding:\n    pass\n',
+            'pkg/toolset/__init__.py': 'from .rag import Rag\n',
+            'pkg/toolset/names.py': 'def tool_name():\n    return 1\n',
+            'pkg/toolset/rag.py': 'from ..upper.capability import Grounding\n\nclass Rag:\n    pass\n',
+        },
+    )
+    assert import_cycles(import_graph({tmp_path: 'pkg'})) == [
+        ['pkg.toolset', 'pkg.toolset.rag', 'pkg.upper', 'pkg.upper.capability', 'pkg.toolset'],
+        ['pkg.toolset', 'pkg.toolset.rag', 'pkg.upper.capability', 'pkg.toolset'],
+    ]
 
 
 def test_sibling_imports_and_type_checking_imports_are_not_cycles(tmp_path: Path) -> None:

@@ -19,13 +19,13 @@ from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded
 from pydantic_ai.models import Model, ModelRequestContext, infer_model
 from pydantic_ai.usage import UsageLimits
 
+from .._record_text import fitting, render_record
 from ..citations.model import GroundedAnswer
 from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..citations.verify import UngroundedAnswerError
 from ..content import Chunk
 from ..errors import InvalidRequestError
 from ..search import SearchHit
-from ..toolset.render import fitting, render_record
 from .capability import Grounding
 from .semantic import SemanticReport, judge_claims
 

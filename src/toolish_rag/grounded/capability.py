@@ -24,6 +24,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.output import NativeOutput, OutputContext, PromptedOutput, ToolOutput
 from pydantic_ai.tools import AgentDepsT
 
+from .._tool_names import TOOL_NAMES, tool_name
 from ..citations.model import GroundedAnswer
 from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..citations.verify import NOT_SEEN, UngroundedAnswerError, Verification, normalise_chunk_id, verify_answer
@@ -31,7 +32,6 @@ from ..content import Chunk
 from ..errors import InvalidRequestError
 from ..retriever import Retriever
 from ..search import SearchHit
-from ..toolset.names import TOOL_NAMES, tool_name
 from .semantic import SemanticReport, judge_claims
 
 if TYPE_CHECKING:

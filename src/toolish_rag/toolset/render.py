@@ -8,16 +8,14 @@ Empty results say so plainly: an empty string invites a model to invent an answe
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import TypeVar
+from collections.abc import Sequence
 
-from ..content import Chunk, Entity
+from .._record_text import fitting, indent, render_record, where
+from ..content import Chunk
 from ..retriever import SectionView
 from ..search import SearchHit
 
-__all__ = ['NO_RESULTS', 'fitting', 'indent', 'render_hits', 'render_neighbours', 'render_record', 'render_section']
-
-T = TypeVar('T')
+__all__ = ['NO_RESULTS', 'render_hits', 'render_neighbours', 'render_section']
 
 NO_RESULTS = (
     'No results: the documents do not cover this as asked. Try other words or a synonym, '
@@ -25,55 +23,11 @@ NO_RESULTS = (
 )
 
 
-def _where(chunk: Chunk) -> str:
-    sections = chunk.section_path
-    if sections and sections[0] == chunk.document_title:
-        sections = sections[1:]  # a document whose first heading is its title: say it once
-    path = ' > '.join(sections)
-    place = f'{chunk.document_title} > {path}' if path else chunk.document_title
-    return f'{place} ({chunk.document_uri})'
-
-
-def indent(text: str) -> str:
-    return '\n'.join('    ' + line if line else '' for line in text.strip('\n').splitlines())
-
-
-def render_record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = None) -> str:
-    hit = hit_or_record if isinstance(hit_or_record, SearchHit) else None
-    record = hit.record if hit else hit_or_record
-    assert isinstance(record, (Chunk, Entity))
-    prefix = f'[{n}] ' if n is not None else ''
-    score = f' | score {hit.score:.3f}' if hit else ''
-    matched = f' | matched: {", ".join(repr(m) for m in hit.matches)}' if hit and hit.matches else ''
-    if isinstance(record, Chunk):
-        head = f'{prefix}chunk {record.id}{score}{matched}\n    from: {_where(record)}'
-        if record.page is not None:
-            head += f', page {record.page}'
-        return f'{head}\n{indent(record.urtext)}'
-    labels = f' | labels: {", ".join(sorted(record.labels))}' if record.labels else ''
-    return f'{prefix}entity {record.id}{score}{labels}\n{indent(record.text)}'
-
-
 def render_hits(hits: Sequence[SearchHit], *, heading: str) -> str:
     if not hits:
         return NO_RESULTS
     body = '\n\n'.join(render_record(h, i) for i, h in enumerate(hits, start=1))
     return f'{heading}\n\n{body}'
-
-
-def fitting(items: Sequence[T], budget: int, size: Callable[[T], int]) -> int:
-    """How many leading ``items`` fit in ``budget`` when each costs ``size(item)``: at least one, if any.
-
-    The one rule every capped output follows (expansions, section pages, ``ask``'s evidence): whole
-    items in order, never one cut to fit, and never nothing when there is something to show.
-    """
-    used = 0
-    for n, item in enumerate(items):
-        cost = size(item)
-        if n and used + cost > budget:
-            return n
-        used += cost
-    return len(items)
 
 
 def _cap(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
@@ -87,7 +41,7 @@ def render_neighbours(anchor: Chunk, chunks: Sequence[Chunk], max_chars: int) ->
     ordered = sorted(chunks, key=lambda c: abs(c.sequence_number - anchor.sequence_number))
     kept, capped = _cap(ordered, max_chars)
     kept.sort(key=lambda c: c.sequence_number)
-    parts = [f'Chunks around {anchor.id} in reading order, from {_where(anchor)}:']
+    parts = [f'Chunks around {anchor.id} in reading order, from {where(anchor)}:']
     for c in kept:
         mark = '  <- the chunk you asked about' if c.id == anchor.id else ''
         path = ' > '.join(c.section_path)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .._record_text import fitting, indent
 from ..content import Relation
 from ..errors import echo
 from ..graph.walk import GraphWalk, WalkedNode
-from .render import fitting, indent
 
 __all__ = ['NO_SEEDS', 'WalkShown', 'edge_line', 'node_line', 'render_walk']
 

@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
+from .._record_text import fitting, indent, render_record
 from ..content import Chunk, MetadataValue, Scalar
 from ..grouping import DocumentGroup
 from ..navigation import Choice, Outline, SectionChoice, SectionTarget
 from ..sections import DocumentPage, DocumentSummary, SectionPage
-from .render import NO_RESULTS, fitting, indent, render_record
+from .render import NO_RESULTS
 
 __all__ = [
     'render_choice',

@@ -1,0 +1,65 @@
+"""How one record looks to a model, and the one rule every capped output follows.
+
+Shared by the toolset's tool results and `toolish_rag.grounded.ask`'s evidence prompt, so a
+passage reads the same wherever the model meets it; below both, so neither imports the other to
+use it. See docs/design.md.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TypeVar
+
+from .content import Chunk, Entity
+from .search import SearchHit
+
+__all__ = ['fitting', 'indent', 'render_record', 'where']
+
+T = TypeVar('T')
+
+
+def where(chunk: Chunk) -> str:
+    """Where a chunk comes from: its document title, section path (the title said once) and uri."""
+    sections = chunk.section_path
+    if sections and sections[0] == chunk.document_title:
+        sections = sections[1:]  # a document whose first heading is its title: say it once
+    path = ' > '.join(sections)
+    place = f'{chunk.document_title} > {path}' if path else chunk.document_title
+    return f'{place} ({chunk.document_uri})'
+
+
+def indent(text: str) -> str:
+    """``text`` indented four spaces (blank lines left empty): a record's body under its header line."""
+    return '\n'.join('    ' + line if line else '' for line in text.strip('\n').splitlines())
+
+
+def render_record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = None) -> str:
+    """One record as a model sees it: ``[n] chunk <id> | score ...``, where it is from, its exact text."""
+    hit = hit_or_record if isinstance(hit_or_record, SearchHit) else None
+    record = hit.record if hit else hit_or_record
+    assert isinstance(record, (Chunk, Entity))
+    prefix = f'[{n}] ' if n is not None else ''
+    score = f' | score {hit.score:.3f}' if hit else ''
+    matched = f' | matched: {", ".join(repr(m) for m in hit.matches)}' if hit and hit.matches else ''
+    if isinstance(record, Chunk):
+        head = f'{prefix}chunk {record.id}{score}{matched}\n    from: {where(record)}'
+        if record.page is not None:
+            head += f', page {record.page}'
+        return f'{head}\n{indent(record.urtext)}'
+    labels = f' | labels: {", ".join(sorted(record.labels))}' if record.labels else ''
+    return f'{prefix}entity {record.id}{score}{labels}\n{indent(record.text)}'
+
+
+def fitting(items: Sequence[T], budget: int, size: Callable[[T], int]) -> int:
+    """How many leading ``items`` fit in ``budget`` when each costs ``size(item)``: at least one, if any.
+
+    The one rule every capped output follows (expansions, section pages, ``ask``'s evidence): whole
+    items in order, never one cut to fit, and never nothing when there is something to show.
+    """
+    used = 0
+    for n, item in enumerate(items):
+        cost = size(item)
+        if n and used + cost > budget:
+            return n
+        used += cost
+    return len(items)
