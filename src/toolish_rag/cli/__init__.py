@@ -1,8 +1,7 @@
 """The ``toolish-rag`` command: inspect and use a store the way an agent would.
 
-Every subcommand opens a store from a spec (``--store``, default ``$TOOLISH_RAG_STORE`` or a
-store under ``.toolish-rag/``) and goes through the same `ToolishRag` code path an agent
-uses, so what it prints is what a model sees.
+Every subcommand goes through the same `ToolishRag` code path an agent uses, so what it prints is
+what a model sees. The subcommands are the private ``_*_cmd`` modules. See docs/mcp.md.
 """
 
 from __future__ import annotations

@@ -1,14 +1,6 @@
 """``toolish-rag ask "question"``: one grounded answer, with verified citations, from the store.
 
-Runs `toolish_rag.grounded.ask.ask` (retrieve, grade, at most one rewrite, answer, verify) over
-the store's toolset and prints the answer as Markdown (numbered citations and a sources list
-with the exact quotes) or, with ``--json``, the whole `AskResult`. Any pydantic-ai model string
-works for ``--model`` (``test`` is pydantic-ai's offline test model); the grader may be a
-smaller model (``--grader-model``).
-
-`ask_and_print` is what the command calls, with model strings or `Model` objects, so tests
-drive the very same code with scripted models. The exit code is 0 whenever an `AskResult` was
-printed, grounded or not (``grounded`` in the JSON says which); 2 for a usage error.
+See docs/grounded.md and docs/mcp.md#how-the-commands-are-built.
 """
 
 from __future__ import annotations

@@ -1,18 +1,6 @@
 """``toolish-rag chat``: talk to an agent that searches the store with the toolset's tools.
 
-A small chat loop on pydantic-ai's public API: each prompt is one ``Agent.run`` continuing
-the conversation's message history; the answer is shown as Markdown, streamed (through an
-event stream handler) unless ``--no-stream``; every tool call gets a line with its arguments and
-how many hits it returned as it happens (a `RagListener` on the toolset). In a terminal,
-prompts are read with prompt-toolkit, with history in ``~/.toolish-rag``; piped input is
-read one prompt per line. ``/exit`` or the end of input ends the session.
-
-Not ``Agent.to_cli``: it always streams, prints to its own console and keeps its history
-under ``~/.pydantic-ai``, and reads only from a terminal; the command needs ``--no-stream``,
-piped input, and a console tests can read.
-
-`chat` is what the command calls, with a model string or a `pydantic_ai.models.Model`
-object, so tests drive the very same code with a scripted model.
+See docs/mcp.md#chat-in-the-terminal and docs/mcp.md#how-the-commands-are-built.
 """
 
 from __future__ import annotations

@@ -1,13 +1,6 @@
 """``toolish-rag graph build`` and ``toolish-rag graph show ID``: write the graph, and walk it as the model would.
 
-``build`` runs the builders of `toolish_rag.graph.builders` over the store (``--link``, repeatable;
-default: ``structure`` and ``exact``), each idempotent, and prints one report line per builder
-(documents built of those seen, relations and entities written, model calls). A second run over an
-unchanged store writes nothing. ``extract`` needs a model (``--model`` or ``$TOOLISH_RAG_MODEL``).
-
-``show`` runs the ``graph_context`` tool with ``ids=[ID]`` through the same `ToolishRag` path an
-agent uses, so what it prints is exactly what a model reads (``--filter`` scopes it like a tenant's
-token would).
+See docs/graph.md#from-the-command-line.
 """
 
 from __future__ import annotations

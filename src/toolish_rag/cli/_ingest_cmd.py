@@ -1,17 +1,6 @@
 """``toolish-rag ingest``: documents from files and folders into the store, idempotently.
 
-What it prints depends on where its output goes. On a terminal: a progress bar, then the
-summary and a table of failures (on stderr, as the bar). Otherwise (a pipe, a file, CI
-logs): the summary and one ``failed: PATH: REASON`` line per failure on stdout, full
-paths unwrapped, so ``grep failed:`` works. ``--json`` prints the whole report as JSON
-instead (every `IngestReport` field), for scripts.
-
-``--watch`` keeps going after that run: each batch of changes prints its own report the
-same way (``--json``: one JSON object a line), until Ctrl-C (or SIGTERM), which finishes
-the batch in progress and prints a summary of the session; a second Ctrl-C aborts at once.
-``--ray [ADDRESS]`` parses, chunks and embeds on Ray (the extra ``toolish-rag[ray]``); with
-``--watch`` the initial run does (change batches, a few files each, run in process). Both extras
-are imported only when asked for.
+What it prints (terminal, pipe, ``--json``) and ``--watch``/``--ray``: see docs/ingestion.md.
 """
 
 from __future__ import annotations
@@ -128,7 +117,7 @@ async def _watch(store: Any, paths: list[str], settings: dict[str, Any], printer
 
 @dataclass(slots=True)
 class _ReportPrinter:
-    """Prints each report where ``toolish-rag ingest`` prints one (see the module docstring).
+    """Prints each report where ``toolish-rag ingest`` prints one (see docs/ingestion.md#reports).
 
     On a terminal with the progress bar, the first report (the run's) is already printed
     under the bar; with ``watching``, the later ones (change batches) get a time stamp, and

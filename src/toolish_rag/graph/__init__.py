@@ -1,13 +1,7 @@
 """Graph context: nodes, typed relations, and a bounded, scoped walk over them.
 
-* `toolish_rag.graph.model`: what a `GraphSearch` store answers (`GraphNode`, `Neighbours`) and
-  the requests (`NodeRequest`, `NeighbourRequest`);
-* `toolish_rag.graph.reference`: those answers computed from plain records, the semantics every
-  store matches;
-* `toolish_rag.graph.walk`: the breadth-first walk the ``graph_context`` tool runs (hop, via,
-  truncated, deterministic order, centrality rerank);
-* `toolish_rag.graph.builders`: what writes the graph (exact-name and vector linkers, document
-  structure, Python code, model extraction), each idempotent.
+`model` (what a graph store answers), `reference` (the same answers from plain records), `walk`
+(the walk the ``graph_context`` tool runs), `builders` (what writes the graph). See docs/graph.md.
 """
 
 from .model import (

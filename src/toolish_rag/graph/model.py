@@ -1,21 +1,6 @@
 """What a graph store answers: nodes, one hop of neighbours, and the requests for them.
 
-A store implementing `toolish_rag.protocols.GraphSearch` answers two plain, batched requests
-(resolve these node ids; the edges around these nodes). The walk itself (hops, budgets, ``via``,
-``truncated``, ordering, centrality) is the core's, in `toolish_rag.graph.walk`, so every store
-walks alike and a store adapter writes only two queries.
-
-**Scope.** Both requests carry the run's filter, and a store answers only in-scope things:
-
-* a chunk or entity node is in scope when it satisfies the filter (its metadata and labels);
-* a section or document node is in scope when at least one chunk inside it does (what the
-  navigation tools show);
-* an edge is returned only when the relation satisfies the filter **and** both its endpoints are
-  in scope. A path through a foreign node is not a path, and a count (``truncated`` included) never
-  reflects a foreign node or edge. A foreign id answers exactly like a missing one: not at all.
-
-Reference semantics over plain records are in `toolish_rag.graph.reference`; the conformance kit
-compares a store with them.
+The scope rules every store keeps: docs/graph.md#how-the-graph-core-is-built.
 """
 
 from __future__ import annotations

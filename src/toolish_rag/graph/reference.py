@@ -1,25 +1,6 @@
 """The graph requests answered from plain records: the semantics every `GraphSearch` store matches.
 
-This module is the oracle. The conformance kit and the store tests compare a store's
-``graph_nodes`` and ``neighbours`` with these two functions over the same records, so they are
-written to be obviously right rather than fast: no index, every question answered by a scan.
-
-The rules (also in `toolish_rag.graph.model`):
-
-* a chunk or entity node is in scope when it satisfies the filter (`toolish_rag.filters.matches`);
-  a section node when some chunk listing it in ``section_ids`` does; a document node when some
-  chunk of it does. A foreign id answers exactly like a missing one: not at all;
-* an edge is returned when the relation satisfies the filter, both its endpoints (by id **and**
-  kind) are in scope, its type is among ``edge_types`` (when given) and it touches the request's
-  ids on the side ``direction`` names; edges come in `edge_order`, the first ``limit`` of them, and
-  ``truncated`` says more qualified;
-* ``nodes`` are the far endpoints of the returned edges that are not among the request's ids, once
-  each, sorted by id.
-
-An id naming nodes of several kinds (only possible when an entity's id equals a chunk, section or
-document id) resolves, in `reference_nodes`, to the first in-scope one of chunk, entity, section,
-document: one id, one node, and a foreign node never hides an in-scope one (it answers like a
-missing one, so the next kind is tried).
+The oracle the conformance kit compares stores with. See docs/graph.md#how-the-graph-core-is-built.
 """
 
 from __future__ import annotations

@@ -1,22 +1,7 @@
 """The bounded, scoped, breadth-first walk behind the ``graph_context`` tool.
 
-The walk is the core's, not a store's: a store answers two batched requests (`NodeRequest` for
-the seeds, one `NeighbourRequest` per hop) and every store therefore walks alike, with the same
-``hop``, ``via``, ``truncated`` and order. Scope is the store's job (both requests carry the
-filter); the walk only ever adds a node the store returned as in scope, and only ever returns an
-edge the store returned, between two returned nodes.
-
-``truncated`` is what keeps an agent honest: a neighbourhood cut short that looks complete reads
-as "these are not connected". So it is True **exactly** when a budget cut the walk: more in-scope
-seeds than ``max_nodes``, a hop whose in-scope new nodes did not all fit, or a store reporting
-more in-scope edges than ``edge_limit``. Running out of ``hops`` is the request, not a cut, and a
-foreign node never counts (the store does not return it, so the walk cannot count it). A
-``max_nodes`` cut ends the walk (nothing more fits); an ``edge_limit`` cut does not (the nodes the
-hop did reach are walked on), but the walk says ``truncated`` all the same.
-
-Order is deterministic: ``(hop, id)``, or with the centrality rerank ``(-score, id)``; which of
-several edges a node is credited to (``via``) is the smallest ``(from-node id, type, relation id)``.
-Nothing depends on the order a store returns things in, or on the order they were written.
+The walk is the core's, so every store walks alike. See docs/graph.md#the-walk-precisely and
+docs/graph.md#how-the-graph-core-is-built.
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Serve a store's retrieval tools to any MCP client (``toolish-rag mcp``).
 
-Needs the ``mcp`` extra: ``pip install "toolish-rag[mcp]"``. See ``docs/mcp.md``.
+Needs the ``mcp`` extra: ``pip install "toolish-rag[mcp]"``. See docs/mcp.md.
 """
 
 from ._tokens import TokenScope, TokenTable, load_token_table, scope_from_shorthand

@@ -1,31 +1,6 @@
-"""Bearer tokens for the HTTP MCP server: each token maps to a scope filter.
+"""Bearer tokens for the HTTP MCP server: each token maps to a scope filter, compared in constant time.
 
-A token file is TOML (``.toml``) or JSON (any other suffix) with one table per token::
-
-    [tokens.acme]                        # a label: shown in logs instead of the token
-    token = "acme-7f3b9c..."             # the bearer token itself, or:
-    # token_env = "ACME_MCP_TOKEN"       # read it from this environment variable
-    scope = { tenant = "acme" }          # shorthand: key = value pairs, ANDed eq filters
-
-    [tokens.globex-2024]
-    token_env = "GLOBEX_MCP_TOKEN"
-    filter = { op = "and", filters = [
-      { op = "eq", key = "tenant", value = "globex" },
-      { op = "gte", key = "year", value = 2024 },
-    ] }                                  # any filter, as its JSON form
-
-    [tokens.admin]
-    token_env = "ADMIN_MCP_TOKEN"
-    scope = {}                           # explicitly unscoped: the whole collection
-
-Every entry needs a token (``token`` or ``token_env``) and exactly one of ``scope`` /
-``filter``: there is no implicit "everything". In ``scope`` a list value means "one of"
-(``tenant = ["acme", "initech"]`` is an ``in`` filter).
-
-Tokens are compared in constant time: the presented token is hashed and compared with
-`hmac.compare_digest` against the hash of *every* configured token (no early exit), so
-neither which token matched nor how much of it matched shows in the response time.
-Tokens never appear in logs, reprs or error messages; only labels do.
+The token file format is in docs/mcp.md#tokens-and-scopes-http.
 """
 
 from __future__ import annotations

@@ -1,17 +1,6 @@
-"""The `Reranker` protocol, and the fail-open way every caller applies one.
+"""The `Reranker` protocol, and the fail-open way every caller applies one (`rerank_or_keep`).
 
-A reranker re-scores the hits a ranked search found, with a model that reads the query and
-each candidate together (a cross-encoder, a language model), which first-stage retrieval
-cannot afford over a whole collection. It only ever reorders what it is given: the toolset
-hands it the hits of a search run through the run's scoped `~toolish_rag.retriever.Retriever`,
-so it sees nothing outside the scope, and it cannot add a record.
-
-Reranking is an improvement, never a dependency: a reranker that raises, or returns anything
-but a re-scored permutation of its input, must not cost the agent its search results.
-`rerank_or_keep` is that rule, applied in one place: the input order comes back unchanged, a
-warning is logged (naming the reranker and the exception's type, never the hit texts nor the
-query, which may be a tenant's data), and the caller learns that no reranking happened, so it
-can read the scores as the search's own.
+See docs/reranking.md#failing-open.
 """
 
 from __future__ import annotations

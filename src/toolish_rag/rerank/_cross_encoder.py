@@ -1,17 +1,6 @@
 """`CrossEncoderReranker`: re-scores hits with a sentence-transformers ``CrossEncoder``.
 
-A cross-encoder reads the query and one passage together and outputs how relevant the
-passage is: far more accurate than comparing two separately computed embeddings, and far
-too slow to run over a collection, which is why it reranks the few dozen candidates a
-search found. Any ``CrossEncoder`` works: a local folder or a Hugging Face hub name
-(``cross-encoder/ms-marco-MiniLM-L6-v2``; a hub name is fetched by sentence-transformers the
-first time, as for an embedding model, so an offline machine needs it cached or a local path).
-
-The model loads lazily, once, on the first rerank (in the worker thread, behind a lock, so
-concurrent tool calls never load it twice), on the device sentence-transformers picks (CUDA,
-then MPS, then CPU) unless ``device`` is given, and with torch's OpenMP threads set to sleep
-between operations as for the embedder (`toolish_rag.embedding.prefer_passive_openmp`).
-Scoring runs in a worker thread (``asyncio.to_thread``), in batches of ``batch_size`` pairs.
+See docs/reranking.md#how-the-rerankers-are-built.
 """
 
 from __future__ import annotations

@@ -1,19 +1,6 @@
 """`ModelReranker`: a language model ranks the candidates listwise, in one bounded call.
 
-The model is shown the query and the first ``max_candidates`` hits, numbered, each cut to
-``max_chars`` characters, and answers with a structured output: the candidate numbers, most
-relevant first. One request, no retries (``retries=0`` for output and tools, a request limit
-of 1) and a timeout, so a reranker can never turn one search into a storm of model calls or
-hold a tool call hostage to a slow provider.
-
-The answer is used for what it says and nothing else: numbers that name no candidate,
-repeats and entries that are not numbers are ignored; candidates the answer leaves out
-follow the ranked ones in their original order, and hits beyond ``max_candidates`` follow
-those, unchanged in order. An answer that fails (an error, a timeout, output that does not
-parse) leaves the original order: the hits come back as they were given.
-
-A language model gives an order, not a calibrated relevance, so the score is the position:
-``1 - position / n`` over the ``n`` hits returned (1 for the first, ``1/n`` for the last).
+See docs/reranking.md#how-the-rerankers-are-built.
 """
 
 from __future__ import annotations
