@@ -138,11 +138,8 @@ def span(
     """Open ``name`` as the current span; an exception ends it as an error naming only its type.
 
     ``content`` (attributes that take work, or are content) is called only for a span that
-    records. A span that does not (tracing off: the no-op tracer) is not made current either,
-    as nothing can nest in it: attaching it to the context was most of the cost of the off path
-    (about 12 µs a call, now about 2.5 µs, against a millisecond for the cheapest tool call on
-    the in-memory store). Either way `current` gives ``tracing`` inside, so a span opened deeper
-    down follows it.
+    records; a span that does not (tracing off) is not made current either (docs/tracing.md has
+    the cost). Either way `current` gives ``tracing`` inside, so a span opened deeper down follows it.
 
     The SDK's own exception recording is off: it would store the message, which can quote the
     query or a filter value. With content included the exception is recorded whole, as

@@ -187,19 +187,7 @@ class FilterCompiler(FilterVisitor[Query]):
 class CompiledFilters:
     """A bounded cache of compiled filter queries for one index, each valid for one committed version.
 
-    Why: a scoped toolset sends the same filter with every call, and compiling it is work that
-    can depend on the index (a string range reads every value of its key from the term
-    dictionary; a ``starts_with``/``contains`` builds a regex automaton), so repeating it per call
-    grows with the index for nothing. Why per version: such a query is only right for the
-    searcher it was compiled against; a query compiled before a write, used after it, could miss
-    a new value, and under a negation (``~(tenant < 'b')``) that would *admit* a record outside the
-    scope. So an entry is keyed by the version its searcher belongs to (`TantivyStore` bumps the
-    version with every reload and clears the cache), and a snapshot of an older version can only
-    ever read or write entries of that version.
-
-    The key is the filter's JSON, not the filter object: pydantic equality and hashing would
-    take ``eq('x', 1)`` and ``eq('x', True)`` for the same filter, which compile to different
-    terms. Equal JSON means an equal filter (filters round-trip through JSON exactly).
+    Keyed by the index version and the filter's JSON (why: docs/stores/tantivy.md#how-the-adapter-is-built).
     Thread-safe; least recently used entries are dropped beyond ``max_entries``.
     """
 
