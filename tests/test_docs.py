@@ -36,3 +36,15 @@ async def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest
             await result
         ran += 1
     assert ran, f'{page} has no runnable example'
+
+
+RUN_WHOLE = ['custom-store.md']
+"""Pages whose every block must run: a store author copies them verbatim (issue 26)."""
+
+
+@pytest.mark.parametrize('name', RUN_WHOLE)
+def test_store_author_pages_run_every_block(name: str) -> None:
+    text = (DOCS / name).read_text(encoding='utf-8')
+    assert BLOCK.search(text), f'{name} has no python block'
+    skipped = [m.group(2).splitlines()[0] for m in BLOCK.finditer(text) if m.group(1)]
+    assert not skipped, f'{name} has <!-- not-run --> blocks (starting {skipped}): every block of it must run'
