@@ -74,8 +74,9 @@ class SearchChecks(KitBase):
             call = f'Retriever(filter=rare == True).{call}'
             if len(hits) != 5:
                 problems.append(
-                    f'{call} returned {len(hits)} hits; 5 of the 500 records match the filter (and every one '
-                    'contains the query words): a store must return top_k in-scope hits whenever that many match'
+                    f'{call} returned {len(hits)} hits; 5 of the 500 records match the filter, and every record '
+                    "contains the word 'record': a search returns top_k in-scope hits whenever that many match "
+                    '(a text search ranks records holding any query word)'
                 )
             wrong = [h.id for h in hits if h.record.metadata.get('rare') is not True]
             if wrong:

@@ -1,45 +1,9 @@
 """The graph contract (`GraphSearch` and `GraphStore`), checked on direct calls against the reference.
 
-A graph answer cannot be re-filtered downstream. An edge's visibility depends on both its
-endpoints, which the core does not see, and ``truncated`` speaks of edges nobody is shown: a
-hop that reports "more edges exist" because of a foreign edge, or a walk that reaches a node
-through a foreign one, has already told the model something outside its scope. So every answer
-must *equal* the reference answer (`toolish_rag.graph.reference`) over what the store holds,
-under the filter it was given (a graph store always honours its filter, whatever
-``supports_filter`` says).
-
-The pieces:
-
-* `graph_corpus`: the conformance corpus (three tenants' documents with nested sections and
-  typed metadata) with entities of two tenants and one of none, and relations between every
-  kind of node: PART_OF structure, MENTIONS carrying their chunk's metadata, edges into another
-  tenant, relations whose own metadata is foreign between in-scope nodes, an entity -> entity edge
-  carrying the metadata of the chunk it was read from (as the extraction builder writes them: a
-  negative predicate on a chunk key, ``n != 2``, hides it between in-scope entities), a self-loop, an edge
-  to a node that exists nowhere and one naming the wrong kind, a hub whose foreign in-edges sort
-  between its in-scope ones, standalone relations (``document_id=None``) beside ones a document
-  owns;
-* `GraphReference`: what a store holding some records and relations answers. It is itself a
-  `GraphSearch`, so `toolish_rag.graph.walk.walk` over it is the oracle for a walk over a store;
-* `GraphCalls` (made by `node_calls`, `neighbour_calls`, `walk_calls`, `graph_scope_calls`):
-  requests to make. `GraphCalls.problems` makes them on a store and returns one line per answer
-  that differs, naming what leaked: nodes outside the scope, edges whose relation the filter
-  rejects, edges to nodes outside the scope, types not asked for, a ``truncated`` that counted
-  what the filter hides;
-* the write side: `replacement_problems` (upserting a document drops its relations and its
-  ledger marks, relations in the same batch survive; deleting drops them; standalone relations
-  survive both), `relation_write_problems` and `ledger_problems`.
-
-`toolish_rag.testing.StoreConformance` runs all of it (its ``test_graph_*`` tests) when a store
-is both `GraphSearch` and `GraphStore`: a store author writes the usual subclass and nothing
-more. The pieces are public so a store's own tests can make one check alone::
-
-    corpus = graph_corpus()
-    await store.upsert(corpus.items())
-    reference = GraphReference.of(corpus)
-    calls = graph_scope_calls(corpus, reference, F.eq('tenant', 'acme'))
-    problems = await calls.problems(store, reference)
-    assert not problems, '\\n'.join(problems)
+Every answer must *equal* the reference answer over what the store holds (an edge's visibility
+depends on both endpoints, which nothing downstream can re-check). `GraphReference` is that
+reference, `GraphCalls` the requests to make, and the ``*_problems`` functions the write side.
+`StoreConformance` runs it all for a graph store; see docs/testing.md ("The graph checks").
 """
 
 from __future__ import annotations
@@ -50,13 +14,14 @@ from functools import cached_property
 from typing import Any, Protocol
 
 from ..builder import DocumentBuilder
-from ..content import Chunk, Document, Entity, NodeKind, Relation
-from ..filters import EntityFilter, Filter, PropertyFilter as F, matches
+from ..content import Chunk, Document, Entity, Relation
+from ..filters import Filter, matches
 from ..graph.model import MAX_EDGE_LIMIT, GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from ..graph.reference import reference_neighbours, reference_nodes
 from ..graph.walk import GraphWalk, WalkRequest, walk
 from ..protocols import GraphSearch, GraphStore
-from .corpus import COMMON_WORD, conformance_corpus, conformance_entities
+from ._graph_corpus import GHOST_ID, GRAPH_SCOPES, HUB_ID, GraphCorpus, graph_corpus, graph_entities, structure
+from .corpus import COMMON_WORD
 from .sections_contract import UNKNOWN_ID, typed
 
 __all__ = [
@@ -80,12 +45,6 @@ __all__ = [
     'walk_calls',
 ]
 
-GHOST_ID = 'ent-ghost'
-"""An entity id that relations point at and no record has: such an edge is never returned."""
-
-HUB_ID = 'ent-acme'
-"""The corpus's hub: in-scope and foreign edges of every kind meet at it, including a self-loop."""
-
 _SHOWN = 8
 """How many ids or edges a problem line lists before it says how many more there were."""
 
@@ -100,233 +59,6 @@ class GraphStoreUnderTest(GraphSearch, GraphStore, Protocol):
     async def delete_documents(self, document_ids: Iterable[str]) -> int: ...
 
     async def delete_entities(self, entity_ids: Iterable[str]) -> int: ...
-
-
-# -- the corpus ------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class GraphCorpus:
-    """Documents, entities and relations to load into a store, and the ids the checks probe with."""
-
-    documents: tuple[Document, ...]
-    entities: tuple[Entity, ...]
-    relations: tuple[Relation, ...]
-
-    def items(self) -> list[Document | Entity | Relation]:
-        """Everything, for one ``upsert``."""
-        return [*self.documents, *self.entities, *self.relations]
-
-    @cached_property
-    def node_ids(self) -> dict[NodeKind, tuple[str, ...]]:
-        """Every node id of the corpus, by kind."""
-        return {
-            'chunk': tuple(c.id for d in self.documents for c in d.chunks),
-            'section': tuple(s.id for d in self.documents for s in d.sections),
-            'document': tuple(d.id for d in self.documents),
-            'entity': tuple(e.id for e in self.entities),
-        }
-
-    @cached_property
-    def every_id(self) -> tuple[str, ...]:
-        """Every node id, then ids that name no node: a ghost, an unknown id, a relation's id."""
-        return (*(i for ids in self.node_ids.values() for i in ids), GHOST_ID, UNKNOWN_ID, self.relations[0].id)
-
-    @cached_property
-    def probes(self) -> tuple[tuple[str, ...], ...]:
-        """Groups of ids to ask the neighbours of, each probing something different (see the comments)."""
-        acme, globex, initech = self.documents[:3]
-        return (
-            (HUB_ID,),  # in-scope and foreign edges interleaved in id order; a self-loop
-            ('ent-alice', HUB_ID),  # edges between two requested ids: once, adding no node
-            (acme.chunks[0].id,),  # a chunk: structure, a mention, a chunk-to-chunk edge
-            (acme.sections[1].id,),  # a nested section: in from chunks, out to its parent
-            (acme.id, globex.id),  # documents of two tenants, linked both ways
-            ('ent-bob', initech.chunks[1].id),  # another tenant's entity; a chunk naming it
-            (GHOST_ID, UNKNOWN_ID),  # ids of no node: never an edge, even where a relation names one
-            self.every_id,  # everything at once
-        )
-
-
-def _structure(doc: Document) -> list[Relation]:
-    """PART_OF: each chunk to its innermost section (or the document), each section to its parent."""
-    scope = {'tenant': doc.metadata['tenant'], 'year': doc.metadata['year']}
-    out = [
-        Relation(
-            source=c.id,
-            source_kind='chunk',
-            target=c.section_id or doc.id,
-            target_kind='section' if c.section_id else 'document',
-            type='PART_OF',
-            metadata=scope,
-            labels=doc.labels,
-            provenance=c.id,
-            document_id=doc.id,
-            origin='structure',
-        )
-        for c in doc.chunks
-    ]
-    out += [
-        Relation(
-            source=s.id,
-            source_kind='section',
-            target=s.parent_id or doc.id,
-            target_kind='section' if s.parent_id else 'document',
-            type='PART_OF',
-            metadata=scope,
-            labels=doc.labels,
-            document_id=doc.id,
-            origin='structure',
-        )
-        for s in doc.sections
-    ]
-    return out
-
-
-def _mentions(documents: Sequence[Document]) -> list[Relation]:
-    """Edges read from chunks, with their chunk's metadata and labels (so every edge filter cuts them like chunks)."""
-    acme, globex, initech = documents[:3]
-    targets: list[tuple[Chunk, str, NodeKind, str, float]] = [
-        (acme.chunks[0], 'ent-alice', 'entity', 'MENTIONS', 1.0),
-        (acme.chunks[0], acme.chunks[1].id, 'chunk', 'FOLLOWED_BY', 1.0),
-        (acme.chunks[1], HUB_ID, 'entity', 'MENTIONS', 0.5),
-        (acme.chunks[2], 'ent-globex', 'entity', 'MENTIONS', 1.0),  # into another tenant
-        (acme.chunks[3], HUB_ID, 'entity', 'MENTIONS', 0.3),  # a weight float32 cannot hold
-        (acme.chunks[4], 'ent-carol', 'entity', 'MENTIONS', 1.0),  # an entity of no tenant
-        (acme.chunks[5], 'ent-alice', 'entity', 'MENTIONS', 0.0),
-        (acme.chunks[6], globex.id, 'document', 'LINKS_TO', 1.0),  # another tenant's document
-        (acme.chunks[7], acme.sections[1].id, 'section', 'LINKS_TO', 1.0),
-        (acme.chunks[7], 'ent-alice', 'chunk', 'MENTIONS', 1.0),  # names an entity as a chunk: no such node
-        (globex.chunks[0], 'ent-globex', 'entity', 'MENTIONS', 1.0),
-        (globex.chunks[1], 'ent-bob', 'entity', 'MENTIONS', 1.0),
-        (globex.chunks[2], HUB_ID, 'entity', 'MENTIONS', 1.0),  # a foreign in-edge of the hub
-        (globex.chunks[3], acme.id, 'document', 'LINKS_TO', 1.0),
-        (globex.chunks[4], acme.chunks[4].id, 'chunk', 'CITES', 1.0),
-        (initech.chunks[0], HUB_ID, 'entity', 'MENTIONS', 1.0),
-        (initech.chunks[1], 'ent-bob', 'entity', 'MENTIONS', 1.0),
-    ]
-    return [
-        Relation(
-            source=chunk.id,
-            source_kind='chunk',
-            target=target,
-            target_kind=kind,
-            type=type_,
-            weight=weight,
-            metadata=chunk.metadata,
-            labels=chunk.labels,
-            provenance=chunk.id,
-            document_id=chunk.document_id,
-            origin='exact',
-        )
-        for chunk, target, kind, type_, weight in targets
-    ]
-
-
-def _derived(documents: Sequence[Document]) -> list[Relation]:
-    """Entity -> entity edges read from a chunk, with that chunk's metadata and labels (as extraction writes them).
-
-    Both ends are acme entities, in scope wherever acme is, so only the edge's own metadata can
-    hide it: under ``tenant == 'acme' and n != 2`` (`GRAPH_SCOPES`) the one read from chunk 2 is
-    no edge, while the same filter admits both its endpoints.
-    """
-    acme = documents[0]
-    return [
-        Relation(
-            source='ent-alice',
-            source_kind='entity',
-            target=HUB_ID,
-            target_kind='entity',
-            type='WORKS_FOR',
-            metadata=chunk.metadata,
-            labels=chunk.labels,
-            provenance=chunk.id,
-            document_id=chunk.document_id,
-            origin='extract',
-        )
-        for chunk in (acme.chunks[2], acme.chunks[3])
-    ]
-
-
-def _standalone(documents: Sequence[Document]) -> list[Relation]:
-    """Relations no document owns (``document_id=None``), written by hand: they live until deleted."""
-    acme, initech = documents[0], documents[2]
-    acme_scope, globex_scope = {'tenant': 'acme'}, {'tenant': 'globex'}
-    edges: list[tuple[str, NodeKind, str, str, NodeKind, Mapping[str, Any], float]] = [
-        ('ent-alice', 'entity', 'WORKS_FOR', HUB_ID, 'entity', acme_scope, 2.0),
-        ('ent-carol', 'entity', 'WORKS_FOR', HUB_ID, 'entity', acme_scope, 0.25),  # from an entity of no tenant
-        (HUB_ID, 'entity', 'RELATED_TO', HUB_ID, 'entity', acme_scope, 1.0),  # a self-loop
-        ('ent-alice', 'entity', 'KNOWS', 'ent-bob', 'entity', acme_scope, 1.0),  # to another tenant's entity
-        ('ent-bob', 'entity', 'KNOWS', 'ent-alice', 'entity', globex_scope, 1.0),
-        ('ent-alice', 'entity', 'ADVISES', HUB_ID, 'entity', globex_scope, 1.0),  # foreign relation, acme ends
-        ('ent-bob', 'entity', 'WORKS_FOR', 'ent-globex', 'entity', globex_scope, 1.5),
-        (HUB_ID, 'entity', 'RELATED_TO', GHOST_ID, 'entity', acme_scope, 1.0),  # to a node that exists nowhere
-        (acme.id, 'document', 'LINKS_TO', initech.id, 'document', acme_scope, 1.0),
-        (HUB_ID, 'entity', 'DESCRIBED_IN', acme.sections[2].id, 'section', {'tenant': 'acme', 'flag': 1}, 1.0),
-    ]
-    return [
-        Relation(
-            source=source,
-            source_kind=source_kind,
-            type=type_,
-            target=target,
-            target_kind=target_kind,
-            metadata=dict(metadata),
-            weight=weight,
-        )
-        for source, source_kind, type_, target, target_kind, metadata, weight in edges
-    ]
-
-
-def graph_entities() -> list[Entity]:
-    """The conformance entities (acme's) with globex's two and one of no tenant."""
-    return [
-        *conformance_entities(),
-        Entity(
-            id='ent-globex',
-            name='Globex Corporation',
-            description=f'{COMMON_WORD} a supplier',
-            labels=frozenset({'Company'}),
-            metadata={'tenant': 'globex', 'n': 102},
-        ),
-        Entity(
-            id='ent-bob',
-            name='Bob Example',
-            aliases=('Bobby',),
-            description=f'{COMMON_WORD} globex buyer',
-            labels=frozenset({'Person'}),
-            metadata={'tenant': 'globex', 'n': 103, 'flag': True},
-        ),
-        Entity(
-            id='ent-carol',
-            name='Carol Example',
-            labels=frozenset({'Person'}),
-            metadata={'n': 104},
-        ),
-    ]
-
-
-def graph_corpus() -> GraphCorpus:
-    """The conformance corpus as a graph (see the module docstring for what its relations probe)."""
-    documents = conformance_corpus()
-    relations = [
-        *(r for d in documents for r in _structure(d)),
-        *_mentions(documents),
-        *_derived(documents),
-        *_standalone(documents),
-    ]
-    return GraphCorpus(tuple(documents), tuple(graph_entities()), tuple(relations))
-
-
-GRAPH_SCOPES: list[tuple[str, Filter | None]] = [
-    ('no filter', None),
-    ('acme', F.eq('tenant', 'acme')),
-    ('globex', F.eq('tenant', 'globex')),
-    ('acme without chunk 2', F.eq('tenant', 'acme') & F.ne('n', 2)),  # a negative predicate on a chunk key
-    ('not a manual', ~EntityFilter.has_any_label('Manual')),
-]
-"""Scopes the thorough checks run under (`EDGE_FILTERS` run the cheap ones): whole tenants, a scope
-cutting through a document (its chunk 2 out, relations without an ``n`` in), and one by labels."""
 
 
 # -- the reference ---------------------------------------------------------------------------------
@@ -747,7 +479,7 @@ async def replacement_problems(store: GraphStoreUnderTest, corpus: GraphCorpus) 
     await store.set_graph_marks('exact', {acme.id: 'fp-acme', globex.id: 'fp-globex', 'names': 'names-1'})
     await store.set_graph_marks('structure', {acme.id: 'fp-acme-structure', initech.id: 'fp-initech'})
     new = replaced_document(acme)
-    fresh = [_mention(new.chunks[0], 'ent-alice'), *_structure(new)]
+    fresh = [_mention(new.chunks[0], 'ent-alice'), *structure(new)]
     await store.upsert([*fresh, new])
     relations = [*_without(corpus.relations, {acme.id}), *fresh]
     marks = {'exact': {globex.id: 'fp-globex', 'names': 'names-1'}, 'structure': {initech.id: 'fp-initech'}}
