@@ -79,8 +79,8 @@ from pydantic_ai.embeddings import Embedder  # noqa: E402
 from toolish_rag.content import Document  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402
 from toolish_rag_lancedb import LanceDBStore  # noqa: E402
-from toolish_rag_lancedb.maintenance import default_vector_index  # noqa: E402
-from toolish_rag_lancedb.schema import RESULT_COLUMNS, record_table  # noqa: E402
+from toolish_rag_lancedb._maintenance import default_vector_index  # noqa: E402
+from toolish_rag_lancedb._schema import RESULT_COLUMNS, record_table  # noqa: E402
 
 DIMS = 384
 TOP_K = 10

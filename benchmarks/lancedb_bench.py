@@ -89,7 +89,7 @@ from toolish_rag.fusion import FusionConfig, fuse  # noqa: E402
 from toolish_rag.search import SearchHit  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402
 from toolish_rag_lancedb import LanceDBStore  # noqa: E402
-from toolish_rag_lancedb.schema import record_table  # noqa: E402
+from toolish_rag_lancedb._schema import record_table  # noqa: E402
 
 SCIFACT = data_dir() / 'scifact'
 DIMS = 384

@@ -457,7 +457,7 @@ async def load_lancedb(corpus: Corpus, path: Path) -> Loaded:
     import lancedb
 
     from toolish_rag_lancedb import LanceDBStore
-    from toolish_rag_lancedb.schema import DOCUMENTS_TABLE
+    from toolish_rag_lancedb._schema import DOCUMENTS_TABLE
 
     store = LanceDBStore(path, embedder=Embedder(BagOfRandomVectors(DIMS)))
     seconds = await _upsert(store, corpus.documents)

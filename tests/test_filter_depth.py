@@ -82,7 +82,7 @@ async def test_deep_scopes_are_exact_on_every_store(tmp_path: Path, scope: Filte
 
 def test_lancedb_declines_clauses_deeper_than_its_parser_takes(tmp_path: Path) -> None:
     lancedb = pytest.importorskip('toolish_rag_lancedb')
-    from toolish_rag_lancedb.filters import MAX_SQL_NESTING, sql_nesting
+    from toolish_rag_lancedb._filters import MAX_SQL_NESTING, sql_nesting
 
     store = lancedb.LanceDBStore(tmp_path / 'kb', embedder=HashingEmbeddingModel(64))
     assert store.supports_filter(_nots(6))

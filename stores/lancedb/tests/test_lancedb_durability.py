@@ -21,7 +21,7 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.search import ExpansionRequest, SearchRequest
 from toolish_rag.testing import conformance_corpus, conformance_entities
 from toolish_rag_lancedb import LanceDBStore
-from toolish_rag_lancedb.writes import CommitStep
+from toolish_rag_lancedb._writes import CommitStep
 
 WORKER = str(pathlib.Path(__file__).with_name('lancedb_worker.py'))
 

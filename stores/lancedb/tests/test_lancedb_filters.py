@@ -24,7 +24,7 @@ from toolish_rag.filters import (
 )
 from toolish_rag.search import SearchRequest
 from toolish_rag_lancedb import LanceDBStore, filter_to_where
-from toolish_rag_lancedb.filters import LIST_SEPARATOR, column_name
+from toolish_rag_lancedb._filters import LIST_SEPARATOR, column_name
 
 KEYS = ['a', 'b', 'Price', 'price', 'tags']
 STRINGS = ['', 'x', 'xy', 'y', '5', "x' OR '1'='1", 'back\\slash', '%_', 'é', LIST_SEPARATOR + 'z', '\\u']

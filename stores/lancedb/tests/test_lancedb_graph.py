@@ -28,8 +28,8 @@ from toolish_rag.filters import EntityFilter, Filter, PropertyFilter as F, and_,
 from toolish_rag.graph import Direction, NeighbourRequest, Neighbours, NodeRequest
 from toolish_rag.graph.reference import reference_neighbours, reference_nodes
 from toolish_rag_lancedb import LanceDBStore
-from toolish_rag_lancedb.graph import PAGE_MIN
-from toolish_rag_lancedb.writes import CommitStep
+from toolish_rag_lancedb._graph import PAGE_MIN
+from toolish_rag_lancedb._writes import CommitStep
 
 TENANTS = ('acme', 'globex')
 TYPES = ('MENTIONS', 'PART_OF', 'LINKS_TO')

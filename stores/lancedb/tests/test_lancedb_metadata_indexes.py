@@ -23,10 +23,10 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Filter, PropertyFilter as F, matches
 from toolish_rag.search import SearchHit, SearchRequest
 from toolish_rag.testing import StoreConformance
-from toolish_rag_lancedb import LanceDBStore, queries
-from toolish_rag_lancedb.metadata_indexes import metadata_index_config
-from toolish_rag_lancedb.queries import settled
-from toolish_rag_lancedb.text_query import parse_text_query
+from toolish_rag_lancedb import LanceDBStore, _queries as queries
+from toolish_rag_lancedb._metadata_indexes import metadata_index_config
+from toolish_rag_lancedb._queries import settled
+from toolish_rag_lancedb._text_query import parse_text_query
 
 pytestmark = pytest.mark.asyncio
 

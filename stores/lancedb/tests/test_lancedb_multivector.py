@@ -17,7 +17,7 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import matches
 from toolish_rag.stores import InMemoryStore
 from toolish_rag_lancedb import LanceDBStore
-from toolish_rag_lancedb.windows import WINDOWS_COLUMN
+from toolish_rag_lancedb._windows import WINDOWS_COLUMN
 
 WINDOWS = EmbeddingWindows(max_tokens=24, overlap=6)
 _FILLER = [

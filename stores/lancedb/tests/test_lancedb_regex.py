@@ -33,7 +33,7 @@ from toolish_rag.regex import compile_pattern, regex_text, scan_limit_error
 from toolish_rag.search import RegexRequest
 from toolish_rag.stores import InMemoryStore
 from toolish_rag_lancedb import LanceDBStore
-from toolish_rag_lancedb.regex_prefilter import prefilter_pattern
+from toolish_rag_lancedb._regex_prefilter import prefilter_pattern
 
 # -- the rewrite, against RE2 over every code point -------------------------------------------
 

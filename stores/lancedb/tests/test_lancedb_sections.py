@@ -1,7 +1,7 @@
 """LanceDBStore as a `SectionReader`: every answer equals the reference over the stored records.
 
 The reference functions of `toolish_rag.sections` define listing, outlining and reading a
-section; the store answers them with LanceDB queries (`toolish_rag_lancedb.sections`). The
+section; the store answers them with LanceDB queries (`toolish_rag_lancedb._sections`). The
 corpus mixes the conformance corpus (typed chunk metadata, labels), the navigation corpus
 (titles that case-fold, tie and sort differently under ``str.lower``; chunks before the first
 heading; partial scopes) and a document whose ids, titles and values hold quotes, backslashes
@@ -38,8 +38,8 @@ from toolish_rag.testing.corpus import (
     versioned_document,
 )
 from toolish_rag_lancedb import LanceDBStore
-from toolish_rag_lancedb.queries import PinnedRecords
-from toolish_rag_lancedb.sections import ChunkSelection
+from toolish_rag_lancedb._queries import PinnedRecords
+from toolish_rag_lancedb._sections import ChunkSelection
 
 HOSTILE_ID = 'it\'s a \\ "quoted" 100% _id_'
 

@@ -4,10 +4,10 @@
 >>> store = LanceDBStore('./kb')  # doctest: +SKIP
 """
 
+from ._filters import filter_to_where
 from ._spec import open_store
-from .filters import filter_to_where
-from .store import LanceDBStore
-from .text_query import TEXT_QUERY_SYNTAX
+from ._store import LanceDBStore
+from ._text_query import TEXT_QUERY_SYNTAX
 
 __all__ = ['TEXT_QUERY_SYNTAX', 'LanceDBStore', 'filter_to_where', 'open_store']
 __version__ = '0.1.0'

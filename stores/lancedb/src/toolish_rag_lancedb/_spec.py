@@ -10,7 +10,7 @@ import os
 from datetime import timedelta
 from typing import Any
 
-from .store import EmbedderLike, LanceDBStore
+from ._store import EmbedderLike, LanceDBStore
 
 __all__ = ['READ_CONSISTENCY_ENV', 'open_store']
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from lancedb.index import Bitmap, BTree, LabelList
 
-from .filters import METADATA_PREFIX
+from ._filters import METADATA_PREFIX
 
 __all__ = ['ensure_metadata_indexes', 'metadata_index_config']
 

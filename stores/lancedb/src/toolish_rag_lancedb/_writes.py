@@ -5,7 +5,7 @@ or its new ones, never a mix: `plan_records_commit` looks up the chunk ids the b
 documents have now (an indexed lookup), and writes the new chunks with ``merge_insert`` on
 ``id`` plus ``when_not_matched_by_source_delete`` scoped to exactly the stale ids. A batch of
 only new documents is a plain append. The documents table is written around that commit by
-`toolish_rag_lancedb.settling`; the store orders the steps (``LanceDBStore.upsert``).
+`toolish_rag_lancedb._settling`; the store orders the steps (``LanceDBStore.upsert``).
 """
 
 from __future__ import annotations
@@ -20,10 +20,10 @@ import pyarrow as pa
 
 from toolish_rag.content import Chunk, Document, Entity, Record
 
-from .filters import column_type, metadata_columns
-from .schema import in_list, in_lists, record_table
-from .tables import Tables
-from .windows import set_windows
+from ._filters import column_type, metadata_columns
+from ._schema import in_list, in_lists, record_table
+from ._tables import Tables
+from ._windows import set_windows
 
 __all__ = [
     'CommitStep',
@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 CommitStep = Literal['unlink-graph', 'pending-documents', 'records', 'final-documents', 'relations']
-"""An upsert's commits, in order: see `toolish_rag_lancedb.settling`, `toolish_rag_lancedb.relations`
+"""An upsert's commits, in order: see `toolish_rag_lancedb._settling`, `toolish_rag_lancedb._relations`
 and ``LanceDBStore.before_commit``."""
 
 

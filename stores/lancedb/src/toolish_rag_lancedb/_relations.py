@@ -14,9 +14,9 @@ from toolish_rag.content import Relation
 from toolish_rag.errors import UnsupportedValueError
 from toolish_rag.writes import int64_problem
 
-from .filters import column_type, has_literal, metadata_columns, sql_string
-from .schema import MARKS_SCHEMA, RELATION_COLUMNS, in_lists, relation_from_row, relation_table
-from .tables import Tables
+from ._filters import column_type, has_literal, metadata_columns, sql_string
+from ._schema import MARKS_SCHEMA, RELATION_COLUMNS, in_lists, relation_from_row, relation_table
+from ._tables import Tables
 
 __all__ = [
     'check_relations',

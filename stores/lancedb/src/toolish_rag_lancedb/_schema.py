@@ -18,8 +18,8 @@ from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import regex_text
 from toolish_rag.writes import check_storable
 
-from .filters import metadata_columns, sql_string
-from .text_query import WORDS_COLUMN
+from ._filters import metadata_columns, sql_string
+from ._text_query import WORDS_COLUMN
 
 __all__ = [
     'DOCUMENTS_SCHEMA',
@@ -109,7 +109,7 @@ def saved_text_analyzer(schema: pa.Schema) -> TextAnalyzer | None:
 
 PENDING_FIELDS = ('pending_version', 'previous_json')
 """A documents row written before its chunks carries the records-table version it was written
-at and the row it replaces (JSON, ``NULL`` for a new document); see `toolish_rag_lancedb.settling`."""
+at and the row it replaces (JSON, ``NULL`` for a new document); see `toolish_rag_lancedb._settling`."""
 
 DOCUMENTS_SCHEMA = pa.schema(
     [

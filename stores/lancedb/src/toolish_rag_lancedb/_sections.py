@@ -27,11 +27,11 @@ from toolish_rag.sections import (
     title_matches,
 )
 
-from .filters import Pushdown, RowTarget, sql_string
-from .queries import PinnedRecords
-from .schema import IN_LIST_BATCH, RESULT_COLUMNS, in_lists, record_from_row
-from .settling import DocumentLedger
-from .tables import Tables
+from ._filters import Pushdown, RowTarget, sql_string
+from ._queries import PinnedRecords
+from ._schema import IN_LIST_BATCH, RESULT_COLUMNS, in_lists, record_from_row
+from ._settling import DocumentLedger
+from ._tables import Tables
 
 __all__ = ['ChunkSelection', 'chunk_outlines', 'document_page', 'read_section', 'settled_documents']
 
@@ -168,7 +168,7 @@ async def settled_documents(
 ) -> tuple[int, list[dict[str, Any]]]:
     """The documents rows (one document's, or all) settled against a records version, and that version.
 
-    An upsert commits the documents table around the records commit (`toolish_rag_lancedb.settling`),
+    An upsert commits the documents table around the records commit (`toolish_rag_lancedb._settling`),
     so rows read while the records version stayed put agree with that version: the version is
     read before and after, and the read repeated if a commit landed in between. Under a stream
     of commits the last attempt stands (at worst a replaced document shows its previous title).

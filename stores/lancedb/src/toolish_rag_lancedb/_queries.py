@@ -20,12 +20,12 @@ from toolish_rag.filters import Filter
 from toolish_rag.regex import count_matches, regex_rank_key, scan_limit_error
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 
-from .filters import filter_to_where, sql_string
-from .regex_prefilter import prefilter_pattern
-from .schema import RECORDS_TABLE, RESULT_COLUMNS, in_lists, record_from_row
-from .tables import Tables
-from .text_query import parse_text_query
-from .windows import WINDOWS_COLUMN
+from ._filters import filter_to_where, sql_string
+from ._regex_prefilter import prefilter_pattern
+from ._schema import RECORDS_TABLE, RESULT_COLUMNS, in_lists, record_from_row
+from ._tables import Tables
+from ._text_query import parse_text_query
+from ._windows import WINDOWS_COLUMN
 
 __all__ = [
     'AnnProbe',
@@ -155,7 +155,7 @@ in-scope rows costs a second query)."""
 MAX_CANDIDATES = 100
 """The most candidates that plan reads. Reading each costs LanceDB a row fetch: at a million rows
 (top_k 10), a window of 300 for a 10% scope made the tool call 16.6 ms at p50 where the prefilter,
-an index lookup (`toolish_rag_lancedb.metadata_indexes`), took 13.8 ms; for a 50% scope the
+an index lookup (`toolish_rag_lancedb._metadata_indexes`), took 13.8 ms; for a 50% scope the
 prefilter's lookup hands back half a million row ids and a window of 60 is the cheaper. So a scope
 needing more than 100 candidates (under 30% at top_k 10) is prefiltered."""
 

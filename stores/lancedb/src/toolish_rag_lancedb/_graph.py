@@ -15,10 +15,10 @@ from toolish_rag.content import Chunk, Entity, NodeKind, Relation
 from toolish_rag.filters import Filter
 from toolish_rag.graph import NODE_KIND_ORDER, GraphNode, NeighbourRequest, Neighbours, NodeRequest
 
-from .filters import Pushdown, RowTarget, has_literal, sql_string
-from .queries import PinnedTable, Pins
-from .schema import RELATION_COLUMNS, RESULT_COLUMNS, in_lists, record_from_row, relation_from_row
-from .tables import Tables
+from ._filters import Pushdown, RowTarget, has_literal, sql_string
+from ._queries import PinnedTable, Pins
+from ._schema import RELATION_COLUMNS, RESULT_COLUMNS, in_lists, record_from_row, relation_from_row
+from ._tables import Tables
 
 __all__ = ['PAGE_MIN', 'GraphSnapshot', 'NodeScope', 'graph_nodes', 'neighbours', 'pinned_snapshot']
 

@@ -14,10 +14,10 @@ from typing import Any
 import numpy as np
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-import toolish_rag_lancedb.graph as graph
-import toolish_rag_lancedb.queries as queries
-import toolish_rag_lancedb.relations as relations
-import toolish_rag_lancedb.sections as sections
+import toolish_rag_lancedb._graph as graph
+import toolish_rag_lancedb._queries as queries
+import toolish_rag_lancedb._relations as relations
+import toolish_rag_lancedb._sections as sections
 from toolish_rag.analysis import TextAnalyzer, analyzer_for
 from toolish_rag.content import Chunk, Document, Entity, Record, Relation
 from toolish_rag.embedding import resolve_embedder
@@ -37,10 +37,10 @@ from toolish_rag.sections import (
 from toolish_rag.windows import DEFAULT_WINDOWS, EmbeddingWindows
 from toolish_rag.writes import graph_upsert_batch
 
-from .filters import filter_to_where, sql_string
-from .maintenance import IndexPolicy, IndexUpkeep, describe_indexes
-from .metadata_indexes import ensure_metadata_indexes
-from .schema import (
+from ._filters import filter_to_where, sql_string
+from ._maintenance import IndexPolicy, IndexUpkeep, describe_indexes
+from ._metadata_indexes import ensure_metadata_indexes
+from ._schema import (
     RECORDS_TABLE,
     RELATIONS_TABLE,
     RESULT_COLUMNS,
@@ -49,11 +49,11 @@ from .schema import (
     document_info,
     record_from_row,
 )
-from .settling import DocumentLedger
-from .tables import Tables
-from .text_query import text_query_syntax
-from .windows import REBUILD_HINT, WINDOWS_COLUMN, embed_records, windows_apply, windows_logger
-from .writes import CommitStep, delete_document_rows, delete_entity_rows, plan_records_commit, records_to_write
+from ._settling import DocumentLedger
+from ._tables import Tables
+from ._text_query import text_query_syntax
+from ._windows import REBUILD_HINT, WINDOWS_COLUMN, embed_records, windows_apply, windows_logger
+from ._writes import CommitStep, delete_document_rows, delete_entity_rows, plan_records_commit, records_to_write
 
 __all__ = ['LanceDBStore']
 
@@ -110,7 +110,7 @@ class LanceDBStore:
             times over since the index was built (or since this object first saw it), so its
             partition count keeps up with the data. ``None``: never.
         metadata_index_threshold: from this many rows, every typed metadata column gets a
-            scalar index (created by ``optimize()``, see `toolish_rag_lancedb.metadata_indexes`),
+            scalar index (created by ``optimize()``, see `toolish_rag_lancedb._metadata_indexes`),
             so a filter costs an index lookup instead of a scan of the column over every row
             (at 1M chunks the scan cost a filtered text search about four times its BM25 search).
             ``None``: never.
@@ -124,7 +124,7 @@ class LanceDBStore:
             use: re-ingest into a new location to change it.
         windows: how a chunk longer than the embedder reads gets several vectors, vector search
             scoring it by its best one (MaxP; a multivector column, see
-            `toolish_rag_lancedb.windows`). Applies to tables this store creates; ``None``: one
+            `toolish_rag_lancedb._windows`). Applies to tables this store creates; ``None``: one
             vector per record. A table created without windows stays single-vector (the store
             logs once that re-ingesting into a new location adds them).
     """
@@ -296,7 +296,7 @@ class LanceDBStore:
         """Records whose exact text (a chunk's ``urtext``, an entity's text) matches ``pattern``, by RE2.
 
         LanceDB narrows the rows (``regexp_like`` with a rewrite of the pattern that selects
-        every record RE2 matches, see `toolish_rag_lancedb.regex_prefilter`); RE2 decides and
+        every record RE2 matches, see `toolish_rag_lancedb._regex_prefilter`); RE2 decides and
         counts the matches, which are the scores. Ties keep document and sequence order. All
         candidates are ranked (a pattern LanceDB cannot narrow for makes every record in scope
         a candidate); more than ``regex_scan_limit`` of them is refused (`scan_limit_error`).
@@ -360,7 +360,7 @@ class LanceDBStore:
         return await graph.graph_nodes(await self._pinned(int(await table.version())), request)
 
     async def neighbours(self, request: NeighbourRequest) -> Neighbours:
-        """One hop of in-scope edges around ``request.ids`` (`toolish_rag_lancedb.graph.neighbours`)."""
+        """One hop of in-scope edges around ``request.ids`` (`toolish_rag_lancedb._graph.neighbours`)."""
         snapshot = await graph.pinned_snapshot(self._tables, self._record_pins, self._relation_pins)
         if snapshot is None or not request.ids:
             return Neighbours(edges=(), nodes=())
@@ -426,7 +426,7 @@ class LanceDBStore:
         ``'unlink-graph'`` (when the batch has documents and the store has graph tables),
         ``'pending-documents'`` (only when records change too), ``'records'`` (only when they
         do), ``'final-documents'`` (when the batch has documents) and ``'relations'`` (when it
-        has relations); see `toolish_rag_lancedb.settling` and `toolish_rag_lancedb.relations`.
+        has relations); see `toolish_rag_lancedb._settling` and `toolish_rag_lancedb._relations`.
         """
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:

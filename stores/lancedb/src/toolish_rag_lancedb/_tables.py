@@ -24,8 +24,8 @@ import lancedb
 from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.filters import Filter
 
-from .filters import filter_to_where
-from .schema import (
+from ._filters import filter_to_where
+from ._schema import (
     DOCUMENTS_SCHEMA,
     DOCUMENTS_TABLE,
     MARKS_SCHEMA,
@@ -38,7 +38,7 @@ from .schema import (
     saved_text_analyzer,
     with_words,
 )
-from .windows import WINDOWS_COLUMN, windows_field
+from ._windows import WINDOWS_COLUMN, windows_field
 
 __all__ = ['Tables']
 
@@ -249,7 +249,7 @@ class Tables:
 
     async def create_records(self, dims: int, model_name: str, windows: bool = False) -> None:
         """Create the records table for ``dims``-dimensional embeddings unless it exists (``windows``: with
-        the multivector column, `toolish_rag_lancedb.windows`)."""
+        the multivector column, `toolish_rag_lancedb._windows`)."""
         if self.records is None:
             schema = records_schema(dims, model_name)
             if windows:

@@ -11,8 +11,8 @@ from typing import Any, Literal
 
 from lancedb.index import FTS, BTree, IvfSq, LabelList
 
-from .tables import Tables
-from .text_query import WORDS_COLUMN
+from ._tables import Tables
+from ._text_query import WORDS_COLUMN
 
 __all__ = [
     'IndexPolicy',

@@ -13,8 +13,8 @@ import pyarrow as pa
 
 from toolish_rag.content import Document
 
-from .schema import DOCUMENTS_SCHEMA, PENDING_FIELDS, document_table, in_lists
-from .tables import Tables
+from ._schema import DOCUMENTS_SCHEMA, PENDING_FIELDS, document_table, in_lists
+from ._tables import Tables
 
 __all__ = ['DocumentLedger', 'settled']
 
