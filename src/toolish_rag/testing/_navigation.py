@@ -46,7 +46,9 @@ def second_version(old: Document) -> Document:
     b.add_chunk(summary, f'{COMMON_WORD} summary acme', metadata={'n': 40})
     b.add_chunk(b.section('Contacts', parent=summary), f'{COMMON_WORD} contacts acme', metadata={'n': 41})
     new = b.build()
-    assert new.id == old.id and len(new.chunks) < len(old.chunks) and len(new.sections) < len(old.sections)
+    assert new.id == old.id and len(new.chunks) < len(old.chunks) and len(new.sections) < len(old.sections), (
+        'the kit corpus changed: its second version must keep the id and have fewer chunks and sections'
+    )
     return new
 
 
@@ -123,7 +125,9 @@ class NavigationChecks(KitBase):
             problems += await scope_calls(reference.documents, f).problems(store, reference)
             problems += await empty_answer_problems(store, ids, f)
         people = EntityFilter.has_any_label('Person')
-        assert reference.page(DocumentPageRequest(filter=people)).total == 0
+        assert reference.page(DocumentPageRequest(filter=people)).total == 0, (
+            'the kit corpus changed: no chunk is a Person'
+        )
         problems += await scope_calls(reference.documents, people).problems(store, reference)
         assert not problems, report(problems)
 

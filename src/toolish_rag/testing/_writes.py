@@ -84,7 +84,7 @@ class WriteChecks(KitBase):
         b = DocumentBuilder(old.uri, old.title + ' v2', metadata={'tenant': 'acme', 'year': 2030}, fingerprint='fp-2')
         b.add_chunk(b.section('Only'), f'{COMMON_WORD} rewritten acme text')
         new = b.build()
-        assert new.id == old.id
+        assert new.id == old.id, 'the kit corpus changed: the rewritten document must keep its id'
         await loaded.upsert([new])
         found = await self.everything(Retriever(loaded, F.eq('tenant', 'acme')), loaded, 100)
         problems = differences(

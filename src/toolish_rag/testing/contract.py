@@ -1,24 +1,8 @@
 """The scope contract, checked on direct calls to a store's protocol methods.
 
-The conformance kit's end-to-end checks go through the `Retriever`, and the Retriever
-re-checks every hit against the filter and re-queries when a store leaks: so a store that
-ignores a filter still *looks* right there. These checks call the store itself, with exactly
-the filter the contract says it receives (`toolish_rag.protocols`):
-
-* when ``isinstance(store, FilterPushdown)`` and ``store.supports_filter(f)``, the store
-  receives ``f`` and must honour it exactly: every record it returns satisfies ``f`` under
-  the reference semantics, a search returns ``top_k`` hits whenever that many matching
-  records exist, ``get_records`` returns exactly the matching records asked for, and
-  ``expand`` exactly the matching chunks of the range, section or window around an anchor
-  (``limit`` counting only those; an anchor out of scope is simply not among them);
-* otherwise it receives ``filter=None`` and must return what it holds (the core filters),
-  so the same checks run with ``None``: ``top_k`` hits whenever that many records exist.
-
-Then consistency: `mixed_version_problems` rewrites a document again and again while readers
-expand around its chunks, and every answer must come from one version of it.
-
-Each function returns a list of problems, one line per broken call naming the method and
-its arguments, so a test can run many calls and report every one that failed.
+The `Retriever` re-checks every hit, so a leaky store looks right through it: these checks call the
+store itself with exactly the filter the contract says it receives (`received_filter`), and return
+one problem line per broken call. See docs/testing.md ("The conformance kit").
 """
 
 from __future__ import annotations
@@ -274,7 +258,9 @@ async def mixed_version_problems(store: object, *, writes: int = 12, seconds: fl
     (the sections move between versions). A store reading the anchor and its window at two
     moments fails this, as soon as a write lands in between.
     """
-    assert isinstance(store, ResultExpander) and isinstance(store, DocumentStore)
+    assert isinstance(store, ResultExpander) and isinstance(store, DocumentStore), (
+        f'{type(store).__name__} must be a ResultExpander and a DocumentStore for this check'
+    )
     first = versioned_document(0)
     await store.upsert([first])
     ids = [c.id for c in first.chunks]
@@ -328,7 +314,10 @@ async def mixed_version_problems(store: object, *, writes: int = 12, seconds: fl
     writer = asyncio.create_task(write())
     await asyncio.gather(writer, read(0), read(3))
     if len(seen) < 2:
-        problems.append(f'the readers saw only versions {sorted(seen)}: no read overlapped a write')
+        problems.append(
+            f'the readers saw only versions {sorted(seen)}: no read overlapped a write, so nothing was checked '
+            '(each read must see the version the last completed upsert wrote)'
+        )
     if len(problems) > _MAX_PROBLEMS:
         problems[_MAX_PROBLEMS:] = [f'... and {len(problems) - _MAX_PROBLEMS} more']
     return problems

@@ -3,7 +3,7 @@
 The metadata mixes ints, floats, bools, strings of digits, lists, ``None`` and absent
 keys on purpose: those are the cases where a native filter translation tends to drift
 from the reference semantics (``"5"`` vs ``5``, ``True`` vs ``1``, a missing key under a
-negation, an element of a list).
+negation, an element of a list). See docs/testing.md.
 """
 
 from __future__ import annotations

@@ -404,7 +404,7 @@ def replaced_document(old: Document) -> Document:
     b.add_chunk(summary, f'{COMMON_WORD} summary of the second edition', metadata={'n': 40})
     b.add_chunk(b.section('Contacts', parent=summary), f'{COMMON_WORD} contacts', metadata={'n': 41})
     new = b.build()
-    assert new.id == old.id
+    assert new.id == old.id, 'the kit corpus changed: the replaced document must keep its id'
     return new
 
 

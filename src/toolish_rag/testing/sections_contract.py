@@ -1,18 +1,8 @@
 """The `SectionReader` contract, checked on direct calls against the reference functions.
 
-A section reader's answers carry counts and pages, which nothing downstream can re-filter: a
-``total`` that counted an out-of-scope chunk, or a page that skipped over one, has already told
-the model something about records outside its scope. So every answer must *equal* the
-reference answer (`toolish_rag.sections`) over what the store holds, under the filter it was
-given, whatever ``supports_filter`` says (a section reader always honours its filter).
-
-`SectionReference` is that reference for a set of documents and entities. The request sets
-(`scope_calls`, `document_reads`, `pagination_calls`, `outline_calls`, `title_calls`) say
-which calls to make, and `NavigationCalls.problems` makes them on a store and returns one line
-per answer that differs, naming the call and what leaked (ids outside the scope), so a test can
-run many calls and report every broken one. `empty_answer_problems` checks that an id outside
-the scope gets exactly the answer of an id that exists nowhere, and `document_metadata_problems`
-what ``==`` cannot: that ``2`` did not come back as ``2.0``, nor ``True`` as ``1``.
+Every answer must equal the reference (`toolish_rag.sections`) over what the store holds, under
+the filter given: counts and pages cannot be re-filtered downstream. See docs/testing.md
+("The section reader checks").
 """
 
 from __future__ import annotations
