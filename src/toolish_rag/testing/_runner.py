@@ -20,8 +20,6 @@ from ._kit import Aspect, Check, check_of, kit_tests
 from .conformance import StoreConformance
 from .graph_contract import graph_corpus
 
-__all__ = ['ConformanceFailure', 'ConformanceReport', 'StoreFactory', 'check_store']
-
 StoreFactory = Callable[[Path, Any], Any]
 """``(path, embedder) -> store`` (or an awaitable of one): a new, empty store keeping its data under ``path``."""
 
