@@ -9,12 +9,12 @@
 Run them with `build_graph`; the ledger and driver they share are in `toolish_rag.graph.builders.base`.
 """
 
+from ._exact import ExactNameLinker
+from ._structure import StructureBuilder
+from ._vector import VectorLinker
 from .base import BuildReport, GraphBuilder, GraphBuildStore, build_graph
 from .code import CodeGraphBuilder
-from .exact import ExactNameLinker
 from .extract import ExtractionBuilder
-from .structure import StructureBuilder
-from .vector import VectorLinker
 
 __all__ = [
     'BuildReport',
