@@ -48,3 +48,12 @@ def test_store_author_pages_run_every_block(name: str) -> None:
     assert BLOCK.search(text), f'{name} has no python block'
     skipped = [m.group(2).splitlines()[0] for m in BLOCK.finditer(text) if m.group(1)]
     assert not skipped, f'{name} has <!-- not-run --> blocks (starting {skipped}): every block of it must run'
+
+
+def test_the_store_page_lists_every_protocol() -> None:
+    from toolish_rag import protocols
+
+    names = {n for n in protocols.__all__ if getattr(getattr(protocols, n), '_is_protocol', False)}
+    rows = set(re.findall(r'^\| `(\w+)` \|', (DOCS / 'custom-store.md').read_text(encoding='utf-8'), re.MULTILINE))
+    assert names <= rows, f'docs/custom-store.md protocol table lacks {sorted(names - rows)}'
+    assert rows <= names, f'docs/custom-store.md protocol table names {sorted(rows - names)}, not protocols'
