@@ -85,12 +85,11 @@ def _cases(test: Callable[..., Any]) -> list[tuple[str, dict[str, Any]]]:
     return [('', {})]
 
 
-async def _fixture(kit: StoreConformance, name: str, tmp: Path, kit_check: Check | None) -> Any:
-    store_path = tmp / 'store'
-    store_path.mkdir(exist_ok=True)
-    embedder = HashingEmbeddingModel(kit.embedding_dimensions)
-    if name in ('embedder', 'store_path', 'tmp_path'):
-        return {'embedder': embedder, 'store_path': store_path, 'tmp_path': tmp}[name]
+async def _fixture(kit: StoreConformance, name: str, given: dict[str, Any], kit_check: Check | None) -> Any:
+    """The fixture ``name`` of `StoreConformance`, from ``given`` (``embedder``, ``store_path``, ``tmp_path``)."""
+    if name in given:
+        return given[name]
+    store_path, embedder = given['store_path'], given['embedder']
     if name == 'empty':
         return await kit.new_store(store_path, embedder, kit_check)
     if name == 'loaded':
@@ -104,11 +103,16 @@ async def _fixture(kit: StoreConformance, name: str, tmp: Path, kit_check: Check
 
 async def _run(kit: StoreConformance, test: Callable[..., Any], arguments: dict[str, Any]) -> None:
     with tempfile.TemporaryDirectory(prefix='toolish-rag-kit-') as tmp:
+        store_path = Path(tmp) / 'store'
+        store_path.mkdir()
+        given = {
+            'tmp_path': Path(tmp),
+            'store_path': store_path,
+            'embedder': HashingEmbeddingModel(kit.embedding_dimensions),
+        }
         kit_check = check_of(test)
         names = [n for n in inspect.signature(test).parameters if n != 'self' and n not in arguments]
-        fixtures: dict[str, Any] = {}
-        for name in sorted(names, key=lambda n: n not in ('empty', 'loaded', 'graph_loaded')):
-            fixtures[name] = await _fixture(kit, name, Path(tmp), kit_check)
+        fixtures = {name: await _fixture(kit, name, given, kit_check) for name in names}
         await test(kit, **fixtures, **arguments)
 
 

@@ -59,19 +59,18 @@ class SearchChecks(KitBase):
         await empty.upsert(selective_corpus(500, 100))
         caps = self.capabilities(empty)
         retriever = Retriever(empty, F.eq('rare', True))
-        calls = {
-            "vector_search('record about refund policy', 5)": caps.vector,
-            "text_search('record refund policy', 5)": caps.text,
-            "hybrid_search('record about refund policy', 5)": caps.hybrid,
-            "regex_search('record [0-9]+', 5)": caps.regex,
-        }
+        calls = [
+            ('vector_search', 'record about refund policy', caps.vector),
+            ('text_search', 'record refund policy', caps.text),
+            ('hybrid_search', 'record about refund policy', caps.hybrid),
+            ('regex_search', 'record [0-9]+', caps.regex),
+        ]
         problems: list[str] = []
-        for call, offered in calls.items():
+        for method, query, offered in calls:
             if not offered:
                 continue
-            method, query = call.split('(', 1)[0], call.split("'")[1]
             hits = list(await getattr(retriever, method)(query, 5))
-            call = f'Retriever(filter=rare == True).{call}'
+            call = f'Retriever(filter=rare == True).{method}({query!r}, 5)'
             if len(hits) != 5:
                 problems.append(
                     f'{call} returned {len(hits)} hits; 5 of the 500 records match the filter, and every record '
