@@ -28,6 +28,34 @@ def _bench(script: str, *args: str) -> str:
     return done.stdout
 
 
+BLAS_THREADS = (
+    'from threadpoolctl import threadpool_info; '
+    "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))"
+)
+"""Prints the thread counts of the BLAS pools numpy loaded: the speed scripts' thread note says ``[1]``."""
+
+
+def _unpinned_env() -> dict[str, str]:
+    """This environment without thread counts, so that only the script's own pins apply."""
+    return {k: v for k, v in os.environ.items() if not k.endswith('_NUM_THREADS')} | {'HF_HUB_OFFLINE': '1'}
+
+
+def _bench_then_blas_threads(script: str, *args: str) -> tuple[str, str]:
+    """``benchmarks/<script>.py <args>`` run as ``__main__`` in one interpreter (it must succeed within five
+    minutes), then that interpreter's BLAS thread counts: what the script printed, and the counts."""
+    path = str(ROOT / 'benchmarks' / f'{script}.py')
+    code = (
+        f'import runpy, sys; sys.path.insert(0, {str(ROOT / "benchmarks")!r}); sys.argv = [{path!r}, *{args!r}]; '
+        f'runpy.run_path({path!r}, run_name="__main__"); {BLAS_THREADS}'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', code], capture_output=True, text=True, timeout=300, cwd=ROOT, env=_unpinned_env()
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    out, threads = done.stdout.rstrip('\n').rsplit('\n', 1)
+    return out, threads
+
+
 def test_memory_write_bench_runs_and_its_reopened_store_agrees() -> None:
     """`benchmarks/memory_write_bench.py` on 2,000 chunks: every row printed, and the saved store,
     reopened, ranks as the live one (the script checks that itself and fails otherwise)."""
@@ -41,10 +69,12 @@ def test_memory_write_bench_runs_and_its_reopened_store_agrees() -> None:
     assert 'same records and text rankings' in out and 'Raw rebuild at this size' in out
 
 
-def test_core_bench_quick_runs() -> None:
+def test_core_bench_quick_runs_with_blas_pinned_to_one_thread() -> None:
+    """`benchmarks/core_bench.py --quick` end to end; the thread note says one BLAS thread and numpy's pool has it."""
     page = ROOT / 'docs' / 'benchmarks-core.md'
     before = page.read_text(encoding='utf-8') if page.exists() else None
-    out = _bench('core_bench.py', '--quick')
+    out, threads = _bench_then_blas_threads('core_bench', '--quick')
+    assert threads == '[1]', out
     for tool in ('vector_search', 'text_search', 'hybrid_search', 'regex_search', 'broaden_chunk', 'zoom_out'):
         assert re.search(rf'^\| {tool}( \([a-z ]+\))? \| \d+ \| [0-9.]+ / [0-9.]+ \|', out, re.MULTILINE), (
             f'no row for {tool}:\n{out}'
@@ -61,17 +91,14 @@ def test_core_bench_quick_runs() -> None:
     assert after == before
 
 
-@pytest.mark.parametrize('script', ['core_bench', 'lancedb_bench', 'tantivy_bench'])
+@pytest.mark.parametrize('script', ['lancedb_bench', 'tantivy_bench'])
 def test_speed_scripts_really_pin_blas_to_one_thread(script: str) -> None:
-    """The thread note says one BLAS thread: numpy's pool must have it (the pins must precede numpy)."""
-    pytest.importorskip('threadpoolctl')
-    code = (
-        f'import sys; sys.path.insert(0, {str(ROOT / "benchmarks")!r}); import {script}; '
-        'from threadpoolctl import threadpool_info; '
-        "print(sorted({p['num_threads'] for p in threadpool_info() if p['user_api'] == 'blas'}))"
+    """The thread note says one BLAS thread: numpy's pool must have it (the pins must precede numpy).
+    core_bench and navigation_bench are checked after their quick runs, in the same interpreter."""
+    code = f'import sys; sys.path.insert(0, {str(ROOT / "benchmarks")!r}); import {script}; {BLAS_THREADS}'
+    done = subprocess.run(
+        [sys.executable, '-c', code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=_unpinned_env()
     )
-    env = {k: v for k, v in os.environ.items() if not k.endswith('_NUM_THREADS')}
-    done = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True, timeout=120, cwd=ROOT, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
     assert done.stdout.split('\n')[-2] == '[1]', done.stdout
 
@@ -88,20 +115,13 @@ def test_thread_pins_after_numpy_loaded_are_refused(monkeypatch: pytest.MonkeyPa
         set_thread_counts(2, torch=False)
 
 
-def test_navigation_bench_quick_runs() -> None:
-    """`benchmarks/navigation_bench.py --quick`: every store, every navigation row and exact filtered searches."""
+def test_navigation_bench_quick_runs_with_blas_pinned_to_one_thread() -> None:
+    """`benchmarks/navigation_bench.py --quick`: every store, every navigation row and exact filtered searches;
+    the thread note says one BLAS thread and numpy's pool has it."""
     page = ROOT / 'docs' / 'benchmarks-core.md'
     before = page.read_text(encoding='utf-8')
-    done = subprocess.run(
-        [sys.executable, str(ROOT / 'benchmarks' / 'navigation_bench.py'), '--quick'],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        cwd=ROOT,
-        env={**os.environ, 'HF_HUB_OFFLINE': '1'},
-    )
-    assert done.returncode == 0, done.stderr[-3000:]
-    out = done.stdout
+    out, threads = _bench_then_blas_threads('navigation_bench', '--quick')
+    assert threads == '[1]', out
     number = r'[0-9.]+'
     for store in ('memory', 'lancedb', 'tantivy'):
         for call in ('list_documents, first page', 'read_section, 30-chunk section', 'outline, whole document'):
@@ -119,10 +139,6 @@ def test_navigation_bench_quick_runs() -> None:
     assert all(calls == good == total for calls, good, total in exact), out
     assert 'peak RSS' in out and '`.venv/bin/python benchmarks/navigation_bench.py --quick`' in out
     assert page.read_text(encoding='utf-8') == before  # --quick never rewrites the docs page
-
-
-def test_navigation_bench_really_pins_blas_to_one_thread() -> None:
-    test_speed_scripts_really_pin_blas_to_one_thread('navigation_bench')
 
 
 def test_grounding_bench_quick_runs() -> None:

@@ -6,17 +6,19 @@ ranking is read from the hits the tool returned. Each abstract is one chunk whos
 ``title + "\\n\\n" + text`` (see benchmarks/common.py). Checks:
 
 * text search (BM25) is within 0.005 nDCG@10 of raw ``bm25s`` with the same tokenisation
-  (English stop words, Snowball stemmer), computed here on the same corpus;
-* vector search with the default model (all-MiniLM-L6-v2) reaches 0.655;
-* hybrid search beats both.
+  (English stop words, Snowball stemmer), computed here on the same corpus; default run, over
+  a store with the weight-free hashing embedder (BM25 reads no vector);
+* marked ``slow`` (docs/testing.md), with the default model (all-MiniLM-L6-v2): vector search
+  reaches 0.655, hybrid search beats both, and text search ranks as over the hashing store.
 
-Embedding the corpus is most of the run time (about 3 minutes on 2 cores; docs/benchmarks-core.md).
+Embedding the corpus with the model costs about 3 minutes on 2 cores (docs/benchmarks-core.md).
 """
 
 from __future__ import annotations
 
 import asyncio
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -36,23 +38,18 @@ from benchmarks.common import (  # noqa: E402
     reference_ndcg,
 )
 
-# Embedding 5,183 abstracts (256 tokens each) with MiniLM costs about 3 minutes on 2 cores: the
-# largest part of the default run, kept because it is the real model on real data.
-
 SCIFACT = data_dir() / 'scifact'
 BM25_TOLERANCE = 0.005
 VECTOR_FLOOR = 0.655
 EMBED_BATCH_SIZE = 16
 """sentence-transformers batch size for indexing: 8 and 16 tie (about 33 abstracts/s on 2 cores), 32 and 64 are
 about 10% slower (`core_bench.py --sweep 8,16,32,64`)."""
+SEARCHES = ('text_search', 'vector_search', 'hybrid_search')
+
+Rankings = dict[str, list[str]]
 
 
-def _require_data() -> None:
-    if not (SCIFACT / 'corpus.jsonl').is_file():
-        pytest.skip(f'SciFact is not at {SCIFACT} (../shared/data next to the repository)')
-
-
-def raw_bm25s(dataset: BeirDataset) -> dict[str, list[str]]:
+def raw_bm25s(dataset: BeirDataset) -> Rankings:
     """The ranking plain bm25s gives, tokenised as bm25s's README does with our settings."""
     import bm25s
     import Stemmer
@@ -68,24 +65,16 @@ def raw_bm25s(dataset: BeirDataset) -> dict[str, list[str]]:
     return {q: [ids[j] for j in row] for q, row in zip(qids, results.tolist(), strict=True)}
 
 
-async def _tool_rankings(dataset: BeirDataset) -> dict[str, dict[str, list[str]]]:
-    from pydantic_ai.embeddings import Embedder
-
-    from toolish_rag.embedding import resolve_embedder
+async def _tool_rankings(dataset: BeirDataset, embedder: Any, tools: Sequence[str]) -> dict[str, Rankings]:
     from toolish_rag.stores import InMemoryStore
     from toolish_rag.toolset import ToolishRag
 
-    default = resolve_embedder(None)
-    settings: Any = {
-        'sentence_transformers_normalize_embeddings': True,
-        'sentence_transformers_batch_size': EMBED_BATCH_SIZE,
-    }
-    store = InMemoryStore(Embedder(default.model, settings=settings))
+    store = InMemoryStore(embedder)
     await store.upsert(build_documents(dataset))
     rag: ToolishRag[None] = ToolishRag(store, name='scifact')
-    out: dict[str, dict[str, list[str]]] = {}
-    for tool in ('text_search', 'vector_search', 'hybrid_search'):
-        rankings: dict[str, list[str]] = {}
+    out: dict[str, Rankings] = {}
+    for tool in tools:
+        rankings: Rankings = {}
         for qid, query in dataset.queries.items():
             result = await rag.run_tool(tool, {'query': query, 'top_k': 10})
             assert result.metadata is not None
@@ -94,24 +83,51 @@ async def _tool_rankings(dataset: BeirDataset) -> dict[str, dict[str, list[str]]
     return out
 
 
-@pytest.fixture(scope='module')
-def scores() -> dict[str, float]:
-    _require_data()
-    dataset = load_beir('scifact', 'train')
-    assert len(dataset.corpus) == 5183 and len(dataset.queries) == 809
-    # One BLAS thread: an OpenBLAS pool spinning next to torch's on 2 cores slows every query
-    # embedding (docs/benchmarks-core.md). threadpoolctl comes with sentence-transformers.
-    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
-
-    with threadpool_limits(limits=1, user_api='blas'):
-        rankings = asyncio.run(_tool_rankings(dataset))
-    rankings['raw_bm25s'] = raw_bm25s(dataset)
+def _scores(dataset: BeirDataset, rankings: dict[str, Rankings]) -> dict[str, float]:
     result = {name: ndcg_at_10(dataset.qrels, r) for name, r in rankings.items()}
     # Cross-check trec_eval's nDCG with the textbook formula on the real runs.
     for name, r in rankings.items():
         assert reference_ndcg(dataset.qrels, r) == pytest.approx(result[name], abs=1e-9), name
     print('\nSciFact train nDCG@10: ' + ', '.join(f'{k}={v:.4f}' for k, v in result.items()))
     return result
+
+
+@pytest.fixture(scope='module')
+def dataset() -> BeirDataset:
+    if not (SCIFACT / 'corpus.jsonl').is_file():
+        pytest.skip(f'SciFact is not at {SCIFACT} (../shared/data next to the repository)')
+    loaded = load_beir('scifact', 'train')
+    assert len(loaded.corpus) == 5183 and len(loaded.queries) == 809
+    return loaded
+
+
+@pytest.fixture(scope='module')
+def bm25_scores(dataset: BeirDataset) -> dict[str, float]:
+    """text_search over a store with the weight-free hashing embedder (seconds), and raw bm25s."""
+    rankings = asyncio.run(_tool_rankings(dataset, 'hashing:64', ('text_search',)))
+    rankings['raw_bm25s'] = raw_bm25s(dataset)
+    return _scores(dataset, rankings)
+
+
+@pytest.fixture(scope='module')
+def model_scores(dataset: BeirDataset) -> dict[str, float]:
+    """The three searches over a store embedded with the default model (minutes: `slow`)."""
+    from pydantic_ai.embeddings import Embedder
+
+    from toolish_rag.embedding import resolve_embedder
+
+    default = resolve_embedder(None)
+    settings: Any = {
+        'sentence_transformers_normalize_embeddings': True,
+        'sentence_transformers_batch_size': EMBED_BATCH_SIZE,
+    }
+    # One BLAS thread: an OpenBLAS pool spinning next to torch's on 2 cores slows every query
+    # embedding (docs/benchmarks-core.md). threadpoolctl comes with sentence-transformers.
+    from threadpoolctl import threadpool_limits  # type: ignore[import-untyped]
+
+    with threadpool_limits(limits=1, user_api='blas'):
+        rankings = asyncio.run(_tool_rankings(dataset, Embedder(default.model, settings=settings), SEARCHES))
+    return _scores(dataset, rankings)
 
 
 def test_ndcg_helper_on_a_toy_example() -> None:
@@ -123,19 +139,32 @@ def test_ndcg_helper_on_a_toy_example() -> None:
     assert ndcg_at_10(qrels, rankings) == pytest.approx(expected)
 
 
+@pytest.mark.shared_data
+def test_text_search_matches_raw_bm25s(bm25_scores: dict[str, float]) -> None:
+    assert abs(bm25_scores['text_search'] - bm25_scores['raw_bm25s']) <= BM25_TOLERANCE, bm25_scores
+
+
+@pytest.mark.slow
 @pytest.mark.model
 @pytest.mark.shared_data
-def test_text_search_matches_raw_bm25s(scores: dict[str, float]) -> None:
-    assert abs(scores['text_search'] - scores['raw_bm25s']) <= BM25_TOLERANCE, scores
+def test_text_search_ranks_the_same_over_the_model_embedded_store(
+    model_scores: dict[str, float], bm25_scores: dict[str, float]
+) -> None:
+    assert model_scores['text_search'] == pytest.approx(bm25_scores['text_search'], abs=1e-9), (
+        model_scores,
+        bm25_scores,
+    )
 
 
+@pytest.mark.slow
 @pytest.mark.model
 @pytest.mark.shared_data
-def test_vector_search_quality(scores: dict[str, float]) -> None:
-    assert scores['vector_search'] >= VECTOR_FLOOR, scores
+def test_vector_search_quality(model_scores: dict[str, float]) -> None:
+    assert model_scores['vector_search'] >= VECTOR_FLOOR, model_scores
 
 
+@pytest.mark.slow
 @pytest.mark.model
 @pytest.mark.shared_data
-def test_hybrid_beats_both(scores: dict[str, float]) -> None:
-    assert scores['hybrid_search'] > max(scores['text_search'], scores['vector_search']), scores
+def test_hybrid_beats_both(model_scores: dict[str, float]) -> None:
+    assert model_scores['hybrid_search'] > max(model_scores['text_search'], model_scores['vector_search']), model_scores
