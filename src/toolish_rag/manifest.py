@@ -1,0 +1,192 @@
+"""The store manifest: one small versioned JSON file per store folder holding its persisted settings.
+
+``toolish-rag.json`` names the store's kind, the embedder that wrote its vectors, its text analysis
+language and room for later settings (scope keys, detected languages). Every store reads, checks
+and upgrades it through this module. See docs/stores/manifest.md (adding a field is described there).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = [
+    'MANIFEST_FILE',
+    'MANIFEST_FORMAT',
+    'EmbedderIdentity',
+    'EmbedderMismatch',
+    'ManifestError',
+    'StoreManifest',
+    'read_manifest',
+    'update_manifest',
+    'write_manifest',
+]
+
+MANIFEST_FILE = 'toolish-rag.json'
+MANIFEST_FORMAT = 1
+"""The manifest's format. A new optional field does not change it; a field whose meaning changes does."""
+
+
+class ManifestError(ValueError):
+    """A manifest that cannot be read: not JSON, not an object, or written by a newer toolish-rag."""
+
+
+class EmbedderMismatch(ValueError):
+    """A store opened with another embedder than the one its vectors were written with."""
+
+
+@dataclass(frozen=True)
+class EmbedderIdentity:
+    """What makes two embedders' vectors comparable: the model, its output size and its normalisation."""
+
+    model: str
+    """``system:model_name`` (``sentence-transformers:all-MiniLM-L6-v2``, ``toolish-rag:hashing-256``)."""
+    dimensions: int | None = None
+    """The vectors' size (``None``: not known yet, e.g. before the first embedding)."""
+    normalized: bool = False
+    """Whether the model's own settings normalise its vectors (sentence-transformers' option)."""
+
+    def differs_from(self, other: EmbedderIdentity) -> bool:
+        """Whether vectors of ``other`` must not be compared with this one's (an unknown size matches any)."""
+        if _same_model(self.model, other.model) is False or self.normalized != other.normalized:
+            return True
+        return self.dimensions is not None and other.dimensions is not None and self.dimensions != other.dimensions
+
+    def describe(self) -> str:
+        size = f', {self.dimensions} dimensions' if self.dimensions is not None else ''
+        return f'{self.model}{size}{", normalised" if self.normalized else ""}'
+
+
+def _same_model(a: str, b: str) -> bool:
+    """Equal names; a legacy name without its ``system:`` prefix matches on the model name alone."""
+    if a == b:
+        return True
+    if (':' in a) == (':' in b):
+        return False
+    return a.rpartition(':')[2] == b.rpartition(':')[2]
+
+
+@dataclass(frozen=True)
+class StoreManifest:
+    """A store's persisted settings. Copies with `dataclasses.replace`; written by `write_manifest`."""
+
+    store: str
+    """The store's kind, as its spec names it (``memory``, ``lancedb``, ``tantivy``)."""
+    format: int = MANIFEST_FORMAT
+    embedder: EmbedderIdentity | None = None
+    """The embedder that wrote the vectors (``None``: a store that does not embed, or none written yet)."""
+    language: str | None = None
+    """The text analyzer's language code (``None``: the store's default)."""
+    scope_keys: tuple[str, ...] = ()
+    """Metadata keys that partition the store by tenant (graph builders link within each group)."""
+    languages: tuple[str, ...] = ()
+    """Languages detected in the ingested documents (ISO 639-1 codes)."""
+    extra: Mapping[str, Any] = field(default_factory=dict)
+    """Fields a newer toolish-rag wrote that this version does not know: kept as they are on rewrite."""
+
+    def checked_embedder(self, identity: EmbedderIdentity, location: str) -> None:
+        """Raise `EmbedderMismatch` when ``identity`` would write or query vectors unlike the stored ones."""
+        if self.embedder is None or not self.embedder.differs_from(identity):
+            return
+        raise EmbedderMismatch(
+            f'{location} holds vectors of {self.embedder.describe()}, not {identity.describe()}: open it with '
+            f'--embedder {self.embedder.model}, or re-embed every chunk with the new model '
+            '(toolish-rag ingest --reembed)'
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = dict(self.extra)
+        data.update(
+            format=self.format,
+            store=self.store,
+            embedder=dataclasses.asdict(self.embedder) if self.embedder is not None else None,
+            language=self.language,
+            scope_keys=list(self.scope_keys),
+            languages=list(self.languages),
+        )
+        return data
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], source: str = 'manifest') -> StoreManifest:
+        known = {f.name for f in dataclasses.fields(cls)} - {'extra'}
+        try:
+            fmt = int(data.get('format', MANIFEST_FORMAT))
+            if fmt > MANIFEST_FORMAT:
+                raise ManifestError(
+                    f'{source} was written by a newer toolish-rag (manifest format {fmt}, this one reads '
+                    f'{MANIFEST_FORMAT}): upgrade toolish-rag to open it'
+                )
+            embedder = data.get('embedder')
+            return cls(
+                store=str(data['store']),
+                format=MANIFEST_FORMAT,
+                embedder=EmbedderIdentity(**embedder) if embedder else None,
+                language=data.get('language'),
+                scope_keys=tuple(data.get('scope_keys') or ()),
+                languages=tuple(data.get('languages') or ()),
+                extra={k: v for k, v in data.items() if k not in known},
+            )
+        except (KeyError, TypeError, ValueError) as e:
+            if isinstance(e, ManifestError):
+                raise
+            raise ManifestError(f'{source} is not a valid store manifest: {e}') from None
+
+
+def read_manifest(directory: str | os.PathLike[str]) -> StoreManifest | None:
+    """The manifest in ``directory`` (``None`` when it has none: a new store, or one written before manifests)."""
+    path = Path(directory) / MANIFEST_FILE
+    try:
+        text = path.read_text(encoding='utf-8')
+    except FileNotFoundError:
+        return None
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise ManifestError(f'{path} is not valid JSON ({e})') from None
+    if not isinstance(data, dict):
+        raise ManifestError(f'{path} is not a JSON object')
+    return StoreManifest.from_json(data, str(path))
+
+
+def write_manifest(directory: str | os.PathLike[str], manifest: StoreManifest) -> None:
+    """Write ``manifest`` atomically (a temporary file, fsynced, renamed over the old one)."""
+    folder = Path(directory)
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = folder / f'{MANIFEST_FILE}.{os.getpid()}.tmp'
+    with open(tmp, 'w', encoding='utf-8') as f:
+        json.dump(manifest.to_json(), f, indent=2, sort_keys=True)
+        f.write('\n')
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, folder / MANIFEST_FILE)
+
+
+def update_manifest(
+    directory: str | os.PathLike[str],
+    store: str,
+    change: Callable[[StoreManifest], StoreManifest],
+    *,
+    legacy: Callable[[], StoreManifest | None] | None = None,
+) -> StoreManifest:
+    """Read the manifest (else ``legacy()``'s, read from an older store's own files, else a new one),
+    apply ``change`` and write the result when it differs. Returns what is now on disk.
+
+    Example, as a graph build records its scope keys::
+
+        update_manifest(folder, 'memory', lambda m: dataclasses.replace(m, scope_keys=('tenant',)))
+
+    One writer at a time holds the store's lock (`toolish_rag.stores.lock`), so read-change-write is safe.
+    """
+    found = read_manifest(directory)
+    current = found or (legacy() if legacy is not None else None) or StoreManifest(store=store)
+    if current.store != store:
+        raise ManifestError(f'{directory} holds a {current.store} store, not a {store} store')
+    updated = change(current)
+    if updated != found:
+        write_manifest(directory, updated)
+    return updated
