@@ -291,16 +291,18 @@ async def test_exact_links_whole_names_titles_aliases_and_qualifier_free_titles(
     report = await ExactNameLinker().build(store)
     assert _triples(await store.list_relations(origin='exact')) == {
         # "Mercury" matches "Mercury (planet)" without its qualifier; "mercury" does not (case);
-        # the longest name wins and matches never overlap ("New York City", not also "New York" or
-        # "York City"); "Zürich" (NFD name, NFC text) as a whole word only; an alias ending in
-        # punctuation; "Acmes" is not "Acme", "Acme Rocketship" is not "Acme Rockets".
+        # every name written links, overlapping ones too ("New York City", "New York" and "York
+        # City": no name competes with another); "Zürich" (NFD name, NFC text) as a whole word only;
+        # an alias ending in punctuation; "Acmes" is not "Acme", "Acme Rocketship" is not "Acme Rockets".
         ('trip-0', 'MENTIONS', 'mercury'),
         ('trip-0', 'MENTIONS', 'nyc'),
+        ('trip-0', 'MENTIONS', 'ny'),
+        ('trip-0', 'MENTIONS', 'yc'),
         ('trip-1', 'MENTIONS', 'zurich'),
         ('trip-1', 'MENTIONS', 'acme'),
     }
     # A chunk never links to its own document ("Mercury is ..." inside Mercury (planet)).
-    assert report.relations_written == 4
+    assert report.relations_written == 6
     relation = next(iter(await store.list_relations(origin='exact')))
     assert (relation.weight, relation.provenance, relation.document_id) == (1.0, relation.source, 'trip')
     await _assert_idempotent(store, ExactNameLinker())
@@ -315,7 +317,7 @@ async def test_exact_case_insensitive_and_without_titles() -> None:
     await store.upsert([_doc('ab-doc', 'Letters', ['AB and ab.'])])
     await ExactNameLinker(include_titles=False, min_name_length=2, name='entities-only').build(store)
     assert _triples(await store.list_relations(origin='entities-only')) == {
-        ('trip-0', 'MENTIONS', 'yc'),  # no title "New York City" to take the words first
+        ('trip-0', 'MENTIONS', 'yc'),
         ('trip-1', 'MENTIONS', 'zurich'),
         ('trip-1', 'MENTIONS', 'acme'),
         ('ab-doc-0', 'MENTIONS', 'ab'),
@@ -360,14 +362,14 @@ async def test_exact_rebuilds_only_a_reupserted_document_and_forgets_a_deleted_o
     trip = next(d for d in _encyclopedia() if isinstance(d, Document) and d.id == 'trip')
     await store.upsert([trip])
     report = await ExactNameLinker().build(store)
-    assert (report.documents_built, report.relations_written, report.relations_deleted) == (1, 4, 0)
+    assert (report.documents_built, report.relations_written, report.relations_deleted) == (1, 6, 0)
     assert [r for r in await store.list_relations(origin='exact') if r.document_id != 'trip'] == others
     # A deleted document's mark and relations are gone; it is no longer a name either.
     await store.delete_documents(['nyc'])
     report = await ExactNameLinker().build(store)
     assert 'nyc' not in await store.graph_marks('exact')
     assert not any(r.target == 'nyc' for r in await store.list_relations(origin='exact'))
-    assert (report.relations_deleted, report.relations_written) == (1, 1)  # trip-0 now names "New York"
+    assert (report.relations_deleted, report.relations_written) == (1, 0)  # trip-0 still names "New York"
 
 
 async def test_a_new_entity_rebuilds_its_scope_and_writes_only_new_edges() -> None:
@@ -423,7 +425,7 @@ async def test_vector_links_the_top_k_entities_above_the_threshold_weighted_by_c
         )
     }
     threshold = 0.3
-    report = await VectorLinker(top_k=1, threshold=threshold).build(store)
+    report = await VectorLinker(top_k=1, threshold=threshold, scope_keys=('tenant',)).build(store)
     relations = await store.list_relations(origin='vector')
     wanted = {}
     for chunk in chunks:
@@ -434,7 +436,19 @@ async def test_vector_links_the_top_k_entities_above_the_threshold_weighted_by_c
     assert {(r.source, r.target): r.weight for r in relations} == pytest.approx(wanted, abs=1e-5)
     assert all(r.type == 'MENTIONS' and r.target_kind == 'entity' for r in relations)
     assert report.relations_written == len(wanted)
-    await _assert_idempotent(store, VectorLinker(top_k=1, threshold=threshold))
+    await _assert_idempotent(store, VectorLinker(top_k=1, threshold=threshold, scope_keys=('tenant',)))
+
+
+async def test_vector_links_every_entity_above_the_threshold_by_default() -> None:
+    """No ``top_k`` by default: an entity's edge never depends on how many others are more similar."""
+    store = _store()
+    await store.upsert(
+        [_doc('k8s', 'Ops', ['cluster nodes'])] + [Entity(id=f'e{i}', name='cluster nodes') for i in range(5)]
+    )
+    await VectorLinker(threshold=0.5).build(store)
+    assert {r.target for r in await store.list_relations(origin='vector')} == {f'e{i}' for i in range(5)}
+    with pytest.raises(ValueError, match='top_k ranks entities within a scope group'):
+        VectorLinker(top_k=3)
 
 
 async def test_vector_links_only_within_a_scope() -> None:

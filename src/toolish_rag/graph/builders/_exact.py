@@ -62,25 +62,25 @@ class NameDictionary:
             if first is not None:
                 index[first.group()].append(_Name(text, first.start(), tuple(sorted(targets, key=lambda t: t.id))))
         for candidates in index.values():
-            candidates.sort(key=lambda n: (-len(n.text), n.text))
+            candidates.sort(key=lambda n: n.text)
         self._by_first_word = dict(index)
         self.digest = fingerprint(sorted((text, sorted((t.id, t.kind) for t in ts)) for text, ts in names.items()))
 
     def matches(self, text: str) -> Iterator[_Target]:
-        """The targets of the names ``text`` writes as whole words (longest first at a position, no overlaps)."""
+        """The targets of every name ``text`` writes as a whole word, overlapping ones included.
+
+        No name competes with another: "New York City" yields the city and "New York" (see docs/graph.md).
+        """
         text = _normalise(text, self._fold)
-        covered = 0
         for word in _WORD.finditer(text):
             for name in self._by_first_word.get(word.group(), ()):
                 start = word.start() - name.offset
                 end = start + len(name.text)
-                if start < covered or not text.startswith(name.text, start):
+                if start < 0 or not text.startswith(name.text, start):
                     continue
                 if (start and _is_word(text[start - 1])) or (end < len(text) and _is_word(text[end])):
                     continue
-                covered = end
                 yield from name.targets
-                break
 
 
 def _is_word(char: str) -> bool:

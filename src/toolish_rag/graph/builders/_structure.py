@@ -75,9 +75,13 @@ class _DocumentIndex:
         )
 
     def resolve(self, keys: Sequence[str]) -> tuple[str, ...]:
+        """Every document a link's keys name: exact matches and, for a key without suffix, stem matches too.
+
+        Both, never one instead of the other: a document at the exact key must not hide another's stem
+        match (another tenant could then take this tenant's link; see docs/graph.md).
+        """
         found = [d for key in keys for d in self.exact.get(key, ())]
-        if not found:
-            found = [d for key in keys if _without_suffix(key) == key for d in self.stems.get(key, ())]
+        found += [d for key in keys if _without_suffix(key) == key for d in self.stems.get(key, ())]
         return tuple(dict.fromkeys(found))
 
 
@@ -198,16 +202,22 @@ class StructureBuilder:
         index = _DocumentIndex.of(infos, self.scope_keys)
         html: dict[str, tuple[tuple[str, str], ...]] = {}
         links: dict[str, tuple[_Link, ...]] = {}
+        broken: dict[str, Exception] = {}
 
         async def documents() -> AsyncIterator[DocumentInput]:
             """Every document, its HTML file's links read (in a thread) and all its links resolved."""
             async for document in iter_documents(store, infos):
-                file = _local_html(document.info)
-                html[document.id] = await asyncio.to_thread(_html_links, file) if file is not None else ()
-                links[document.id] = self._links(document, html[document.id], index)
+                try:
+                    file = _local_html(document.info)
+                    html[document.id] = await asyncio.to_thread(_html_links, file) if file is not None else ()
+                    links[document.id] = self._links(document, html[document.id], index)
+                except Exception as e:  # reported by the driver for this document alone (see mark_of)
+                    broken[document.id] = e
                 yield document
 
         def mark_of(document: DocumentInput) -> str:
+            if document.id in broken:
+                raise broken[document.id]
             resolved = sorted((link.chunk.id, link.target) for link in links[document.id])
             return fingerprint(
                 self.name,

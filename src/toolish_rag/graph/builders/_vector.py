@@ -48,18 +48,26 @@ class _EntityVectors:
 class VectorLinker:
     """MENTIONS from chunks to similar entities (see docs/graph.md). ``embedder`` overrides the store's.
 
-    ``scope_keys``: link only between a chunk and entities whose values of these keys are equal.
+    Every entity whose cosine with a chunk reaches ``threshold`` is linked: no entity competes with
+    another for an edge. ``scope_keys``: link only between a chunk and entities whose values of these
+    keys are equal; only then may ``top_k`` keep the best few of each chunk's group (a ranking among
+    records of one scope group, never across them).
     """
 
-    top_k: int = 3
+    top_k: int | None = None
     threshold: float = 0.5
     scope_keys: tuple[str, ...] = ()
     embedder: Embedder | None = field(default=None, compare=False)
     name: str = 'vector'
 
     def __post_init__(self) -> None:
-        if self.top_k < 1:
+        if self.top_k is not None and self.top_k < 1:
             raise ValueError('top_k must be at least 1')
+        if self.top_k is not None and not self.scope_keys:
+            raise ValueError(
+                "top_k ranks entities within a scope group: declare scope_keys (e.g. ('tenant',)), "
+                'or leave top_k None to link every entity above the threshold'
+            )
 
     def _embedder(self, store: GraphBuildStore) -> Embedder:
         embedder = self.embedder if self.embedder is not None else getattr(store, 'embedder', None)
@@ -102,7 +110,7 @@ class VectorLinker:
         assert group.matrix is not None
         cosines = group.matrix @ vector
         ranked = sorted(range(len(group.entities)), key=lambda i: (-cosines[i], group.entities[i].id))
-        for i in ranked[: self.top_k]:
+        for i in ranked if self.top_k is None else ranked[: self.top_k]:
             cosine = round(float(cosines[i]), 6)
             if cosine < self.threshold:
                 break

@@ -30,6 +30,7 @@ __all__ = [
     'cache_key',
     'chunks_digest',
     'derived_relation',
+    'failure_line',
     'fingerprint',
     'group_mark',
     'model_identity',
@@ -329,9 +330,9 @@ async def build_documents(
 
     ``documents`` must be every stored document (marks of ids it does not yield are cleared).
     ``mark_of`` is the document's fingerprint (config, chunks, global inputs); ``graph_of`` computes
-    its desired relations. A document whose ``graph_of`` raises is reported in ``failures`` and
-    left as it was (its old mark stays, so it is retried next run); the others are built. ``marks``:
-    the builder's ledger when the caller already read it.
+    its desired relations. A document whose ``mark_of`` or ``graph_of`` raises is reported in
+    ``failures`` (one line, `failure_line`) and left as it was (its old mark stays, so it is retried
+    next run); the others are built. ``marks``: the builder's ledger when the caller already read it.
     """
     if marks is None:
         marks = await store.graph_marks(builder)
@@ -342,14 +343,13 @@ async def build_documents(
     counts = SyncCounts()
     async for document in _aiter(documents):
         seen.add(document.id)
-        mark = mark_of(document)
-        if marks.get(document.id) == mark:
-            continue
         try:
-            graph = await graph_of(document)
-            sync.stage(document.id, mark, graph)
+            mark = mark_of(document)
+            if marks.get(document.id) == mark:
+                continue
+            sync.stage(document.id, mark, await graph_of(document))
         except Exception as e:  # one document's failure must not stop the others (reported)
-            failures.append(f'{document.id}: {type(e).__name__}: {e}')
+            failures.append(failure_line(document.id, e))
             continue
         built += 1
         if sync.pending >= BATCH_DOCUMENTS:
@@ -367,6 +367,12 @@ async def build_documents(
         entities_written=counts.entities_written,
         failures=tuple(failures),
     )
+
+
+def failure_line(name: str, error: BaseException) -> str:
+    """``'<name>: <Error>: <message>'`` on one line: what a report lists for a document it could not build."""
+    message = ' '.join(str(error).split())
+    return f'{name}: {type(error).__name__}: {message}' if message else f'{name}: {type(error).__name__}'
 
 
 async def _aiter(items: AsyncIterable[DocumentInput] | Iterable[DocumentInput]) -> AsyncIterator[DocumentInput]:

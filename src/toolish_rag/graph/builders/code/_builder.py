@@ -21,9 +21,15 @@ from ..base import (
     build_documents,
     fingerprint,
     iter_documents,
-    scope_group,
 )
-from ._model import CODE_BUILDER, CODE_ENTITY_PREFIX, CODE_GRAPH_VERSION, ModuleOutcome, SourceUnavailable
+from ._model import (
+    CODE_BUILDER,
+    CODE_ENTITY_PREFIX,
+    CODE_GRAPH_VERSION,
+    ModuleOutcome,
+    SourceUnavailable,
+    resolution_group,
+)
 from ._sources import module_name_of, read_source
 from ._symbols import Module, collect
 from ._writer import module_graph
@@ -35,9 +41,11 @@ __all__ = ['CodeGraphBuilder', 'analyse_modules', 'is_python_document']
 class CodeGraphBuilder:
     """Modules, classes and functions of stored Python sources, and how they contain, import and call each other.
 
-    ``scope_keys``: names resolve (CALLS, IMPORTS) only among modules whose values of these keys are
-    equal, and entity ids are per such group. Entities and relations carry their chunk's full
-    metadata and labels whatever the keys (see docs/graph.md).
+    Names resolve (CALLS, IMPORTS) only among the modules of one group, and entity ids are per
+    group: by default modules of one source identity (metadata but the per-file keys, and labels),
+    so another tenant's module of the same name never blocks or replaces this tenant's; with
+    ``scope_keys``, modules whose values of these keys are equal. Entities and relations carry their
+    chunk's full metadata and labels whatever the keys (see docs/graph.md).
     """
 
     scope_keys: tuple[str, ...] = ()
@@ -86,7 +94,11 @@ def is_python_document(info: DocumentInfo) -> bool:
 
 
 def analyse_modules(inputs: Sequence[DocumentInput], scope_keys: Sequence[str]) -> dict[str, ModuleOutcome | str]:
-    """Every document's desired graph and mark, or why it cannot be built (blocking: run it in a thread)."""
+    """Every document's desired graph and mark, or why it cannot be built (blocking: run it in a thread).
+
+    A module that cannot be read, parsed or analysed (a RecursionError on a deeply nested
+    expression included) is that module's one-line failure; the others are built.
+    """
     outcomes: dict[str, ModuleOutcome | str] = {}
     groups: dict[str, dict[str, Module]] = {}
     for document in inputs:
@@ -97,19 +109,28 @@ def analyse_modules(inputs: Sequence[DocumentInput], scope_keys: Sequence[str]) 
             continue
         try:
             module = _load(document, scope_keys)
-        except SourceUnavailable as e:
-            outcomes[document.id] = str(e)
+        except Exception as e:  # SourceUnavailable says why; anything else is named by its type
+            outcomes[document.id] = _reason(e)
             continue
-        group = groups.setdefault(scope_group(module.scope, scope_keys), {})
+        group = groups.setdefault(resolution_group(module.scope, scope_keys, module.labels), {})
         other = group.get(module.name)
-        if other is not None:  # inputs come by document id: the first keeps the name
+        if other is not None:  # one group, one module per name: inputs come by document id, the first keeps it
             outcomes[document.id] = f'module {module.name!r} is already stored as document {other.document.id!r}'
             continue
         group[module.name] = module
     for group in groups.values():
         for module in group.values():
-            outcomes[module.document.id] = module_graph(module, group, scope_keys)
+            try:
+                outcomes[module.document.id] = module_graph(module, group, scope_keys)
+            except Exception as e:
+                outcomes[module.document.id] = f'{str(module.source.path)!r} cannot be analysed: {_reason(e)}'
     return outcomes
+
+
+def _reason(error: Exception) -> str:
+    """One line: a `SourceUnavailable`'s own message, any other error's type and message."""
+    message = ' '.join(str(error).split())
+    return message if isinstance(error, SourceUnavailable) else f'{type(error).__name__}: {message}'
 
 
 def _load(document: DocumentInput, scope_keys: Sequence[str]) -> Module:
@@ -119,6 +140,11 @@ def _load(document: DocumentInput, scope_keys: Sequence[str]) -> Module:
         tree = ast.parse(source.text, filename=str(source.path))
     except (SyntaxError, ValueError) as e:
         raise SourceUnavailable(f'{str(source.path)!r} is not valid Python: {e}') from None
+    except RecursionError as e:  # nesting deeper than `ast` builds (`x = 1 + 1 + ...`, thousands of terms)
+        raise SourceUnavailable(f'{str(source.path)!r} nests too deeply to analyse: RecursionError: {e}') from None
     module = Module(name, is_package, document, source, tree, dict(document.chunks[0].metadata))
-    collect(module)
+    try:
+        collect(module)
+    except RecursionError as e:
+        raise SourceUnavailable(f'{str(source.path)!r} nests too deeply to analyse: RecursionError: {e}') from None
     return module

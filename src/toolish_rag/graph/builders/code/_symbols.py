@@ -127,6 +127,11 @@ class Module:
     def package(self) -> str:
         return self.name if self.is_package else self.name.rpartition('.')[0]
 
+    @property
+    def labels(self) -> frozenset[str]:
+        """The first chunk's labels: with ``scope``, what groups modules when no ``scope_keys`` are given."""
+        return self.document.chunks[0].labels
+
 
 def absolute(module: Module, level: int, target: str | None) -> str | None:
     """The absolute module a (possibly relative) ``from`` import names; ``None`` if it climbs too far."""

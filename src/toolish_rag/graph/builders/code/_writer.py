@@ -32,7 +32,7 @@ class _GraphWriter:
     relations: dict[tuple[str, str, str], Relation] = field(default_factory=dict)
 
     def entity_id(self, kind: EntityKind, qualname: str) -> str:
-        return code_entity_id(kind, qualname, self.module.scope, self.scope_keys)
+        return code_entity_id(kind, qualname, self.module.scope, self.scope_keys, self.module.labels)
 
     def entity(self, kind: EntityKind, qualname: str, description: str, offset: int | None) -> str:
         entity_id = self.entity_id(kind, qualname)
