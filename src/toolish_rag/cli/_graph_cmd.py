@@ -6,10 +6,13 @@ See docs/graph.md#from-the-command-line.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import os
 import sys
+from collections.abc import Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 
 from pydantic_ai import ModelRetry
@@ -26,7 +29,8 @@ from ..graph.builders import (
     VectorLinker,
     build_graph,
 )
-from ._common import MODEL_ENV, open_rag
+from ..manifest import ManifestError, read_manifest, update_manifest
+from ._common import MODEL_ENV, default_store_spec, open_rag
 
 __all__ = ['LINKS', 'register', 'run']
 
@@ -62,7 +66,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
         default=[],
         metavar='KEY',
         help='metadata key relations and entities inherit from their documents, and that separates merging '
-        "(repeatable, e.g. --scope-key tenant); scope never depends on it: derived records carry their chunk's metadata",
+        "(repeatable, e.g. --scope-key tenant); scope never depends on it: derived records carry their chunk's metadata"
+        '; recorded with the store, so later builds use it without being told',
     )
     build.add_argument(
         '--merge-across',
@@ -87,10 +92,13 @@ def register(sub: Any) -> argparse.ArgumentParser:
     return parser
 
 
-def builders_for(args: argparse.Namespace) -> list[GraphBuilder]:
-    """The builders ``--link`` asked for, configured from the other options, in `LINKS` order."""
+def builders_for(args: argparse.Namespace, scope_keys: Sequence[str] | None = None) -> list[GraphBuilder]:
+    """The builders ``--link`` asked for, configured from the other options, in `LINKS` order.
+
+    ``scope_keys``: the keys to build with (default: ``--scope-key``'s).
+    """
     links = args.link or list(_DEFAULT_LINKS)
-    scope = tuple(args.scope_key)
+    scope = tuple(args.scope_key if scope_keys is None else scope_keys)
     chosen: list[GraphBuilder] = []
     for link in LINKS:
         if link not in links:
@@ -112,6 +120,40 @@ def builders_for(args: argparse.Namespace) -> list[GraphBuilder]:
             else:
                 chosen.append(ExtractionBuilder(model, merge_across=tuple(args.merge_across)))
     return chosen
+
+
+def _store_folder(spec: str) -> tuple[str, Path] | None:
+    """``(kind, folder)`` of a store spec naming a local folder; ``None`` for an unsaved or remote store."""
+    kind, _, location = spec.partition(':')
+    return None if not location or '://' in location else (kind, Path(location))
+
+
+def _recorded_scope_keys(folder: tuple[str, Path] | None) -> tuple[str, ...]:
+    """The scope keys the store's manifest records (docs/graph.md, Scope keys); none without a manifest."""
+    if folder is None:
+        return ()
+    try:
+        manifest = read_manifest(folder[1])
+    except ManifestError as e:
+        raise SystemExit(str(e)) from None
+    if manifest is None or not manifest.scope_keys:
+        return ()
+    print(f'graph build: scope keys {", ".join(manifest.scope_keys)} (recorded with the store)', file=sys.stderr)
+    return manifest.scope_keys
+
+
+def _record_scope_keys(folder: tuple[str, Path] | None, scope_keys: tuple[str, ...]) -> None:
+    """Record ``--scope-key``'s keys in the store's manifest, so later builds use them without being told."""
+    if not scope_keys:
+        return
+    try:
+        # Only into a manifest the store wrote itself (with its embedder): never one that would hide an older store's.
+        if folder is None or read_manifest(folder[1]) is None:
+            print('graph build: scope keys not recorded (this store keeps no manifest)', file=sys.stderr)
+            return
+        update_manifest(folder[1], folder[0], lambda m: dataclasses.replace(m, scope_keys=scope_keys))
+    except ManifestError as e:
+        raise SystemExit(str(e)) from None
 
 
 def report_line(report: BuildReport) -> str:
@@ -136,7 +178,10 @@ async def run(args: argparse.Namespace) -> int:
         if not isinstance(store, GraphBuildStore):
             print(f'this store ({type(store).__name__}) holds no graph; use memory or lancedb', file=sys.stderr)
             return 2
-        reports = await build_graph(store, *builders_for(args))
+        folder = _store_folder(args.store or default_store_spec())
+        scope_keys = tuple(args.scope_key) or _recorded_scope_keys(folder)
+        reports = await build_graph(store, *builders_for(args, scope_keys))
+        _record_scope_keys(folder, tuple(args.scope_key))
         if args.json:
             print(json.dumps([asdict(r) for r in reports], indent=2))
         else:
