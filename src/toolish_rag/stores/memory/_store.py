@@ -19,7 +19,7 @@ from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from ...analysis import TextAnalyzer, analyzer_for
 from ...content import Chunk, Document, Entity, Record, Relation
-from ...embedding import resolve_embedder
+from ...embedding import embedder_for_store, embedder_identity
 from ...filters import Filter
 from ...graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from ...protocols import DocumentInfo
@@ -37,7 +37,7 @@ from ...windows import DEFAULT_WINDOWS, EmbeddingWindows
 from ...writes import graph_upsert_batch
 from ._caches import Lru
 from ._graph import GraphState, entities_of, neighbours_of, nodes_of
-from ._persistence import SavedSegment, load, save
+from ._persistence import SavedSegment, legacy_manifest, load, record_manifest, save
 from ._search import regex_hits, text_scores, top, vector_scores
 from ._settings import STATISTICS, Statistics, save_setting, saved_analyzer, saved_statistics
 from ._snapshot import Snapshot
@@ -117,6 +117,9 @@ class InMemoryStore:
         self._embedder: Embedder | None = None
         self._write_lock = asyncio.Lock()
         self._path = Path(path) if path is not None else None
+        self._manifest = legacy_manifest(self._path) if self._path is not None else None
+        if self._manifest is not None and self._manifest.embedder is not None:
+            self._embedder = embedder_for_store(self._manifest, embedder, str(self._path))  # refused early
         self._query_cache: Lru[str, npt.NDArray[np.float32]] = Lru(_QUERY_CACHE_SIZE)
         self._windows = windows
         self._window_key_value: tuple[str | None] | None = None
@@ -195,6 +198,10 @@ class InMemoryStore:
         if snapshot.dead * _COMPACT_SHARE > len(snapshot.records):
             snapshot = await asyncio.to_thread(snapshot.compacted, self._analyzer)
         if self._path is not None:
+            dims = snapshot.vectors.shape[1] if len(snapshot) else None
+            self._manifest = await asyncio.to_thread(
+                record_manifest, self._path, embedder_identity(self.embedder, dims), self._analyzer.language
+            )
             await asyncio.to_thread(
                 save,
                 self._path,
@@ -209,7 +216,7 @@ class InMemoryStore:
     @property
     def embedder(self) -> Embedder:
         if self._embedder is None:
-            self._embedder = resolve_embedder(self._embedder_spec)
+            self._embedder = embedder_for_store(self._manifest, self._embedder_spec, str(self._path))
         return self._embedder
 
     def __len__(self) -> int:

@@ -20,9 +20,10 @@ import toolish_rag_lancedb._relations as relations
 import toolish_rag_lancedb._sections as sections
 from toolish_rag.analysis import TextAnalyzer, analyzer_for
 from toolish_rag.content import Chunk, Document, Entity, Record, Relation
-from toolish_rag.embedding import resolve_embedder
+from toolish_rag.embedding import embedder_for_store, embedder_identity
 from toolish_rag.filters import Filter
 from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
+from toolish_rag.manifest import StoreManifest, read_manifest
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -39,6 +40,7 @@ from toolish_rag.writes import graph_upsert_batch
 
 from ._filters import filter_to_where, sql_string
 from ._maintenance import IndexPolicy, IndexUpkeep, describe_indexes
+from ._manifest import check_dims, record_manifest
 from ._metadata_indexes import ensure_metadata_indexes
 from ._schema import (
     RECORDS_TABLE,
@@ -151,7 +153,9 @@ class LanceDBStore:
     ) -> None:
         requested = analyzer_for(language) if language is not None else None
         self._tables = Tables(os.fspath(uri), storage_options or {}, read_consistency_interval, requested)
-        self.embedder = resolve_embedder(embedder)
+        self._local = '://' not in self._tables.uri
+        self._manifest = read_manifest(self._tables.uri) if self._local else None
+        self.embedder = embedder_for_store(self._manifest, embedder, self._tables.uri)
         self.ann_threshold = ann_threshold
         self.optimize_every = optimize_every
         self.max_unindexed_rows = max_unindexed_rows
@@ -212,11 +216,19 @@ class LanceDBStore:
             name = model if isinstance(model, str) else model.model_name
             await tables.create_records(dims, name, windows=await self._windows_wanted())
         await self._upkeep.ensure_base_indexes()
-        if dims is not None and tables.dims is not None and dims != tables.dims:
-            raise ValueError(
-                f'this store holds {tables.dims}-dimensional embeddings but the embedder returns {dims}: '
-                'open it with the embedding model it was built with'
-            )
+        check_dims(tables, dims)
+        if self._local and dims is not None:
+            self._manifest = record_manifest(self._tables, embedder_identity(self.embedder, dims))
+
+    async def write_manifest(self) -> StoreManifest | None:
+        """Write this store's manifest from its table metadata (a store written before manifests); ``None``
+        for a store on object storage or one with no records table yet. See docs/stores/manifest.md."""
+        await self._tables.connect()
+        if not self._local or self._tables.records is None:
+            return None
+        known = self._tables.model_name is not None or self._manifest is not None
+        self._manifest = record_manifest(self._tables, None if known else embedder_identity(self.embedder))
+        return self._manifest
 
     async def _windows_wanted(self) -> bool:
         """Whether this store's windows can give a record more than one vector (asked of the embedder once)."""
@@ -280,6 +292,7 @@ class LanceDBStore:
         if table is None or request.top_k <= 0:
             return []
         vector = (await self._embed([request.query], query=True))[0]
+        check_dims(self._tables, len(vector))
         await self._note_unwindowed()
         probe = queries.AnnProbe(nprobes=self.nprobes, refine_factor=self.refine_factor)
         scoring = self.windows.scoring if self.windows is not None else None

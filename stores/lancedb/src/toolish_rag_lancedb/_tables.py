@@ -75,6 +75,8 @@ class Tables:
         self.marks: Any = None
         self.columns: frozenset[str] = frozenset()
         self.dims: int | None = None
+        self.model_name: str | None = None
+        """The embedding model the records table's metadata names (what stores before manifests recorded)."""
         self.has_ann = False
         self.windowed = False
         """Whether vector search scores by the ``windows`` column when the table has it (the store's choice)."""
@@ -129,6 +131,7 @@ class Tables:
         self.columns = frozenset(schema.names)
         meta = schema.metadata or {}
         self.dims = int(meta[META_DIMS]) if META_DIMS in meta else schema.field('vector').type.list_size
+        self.model_name = meta.get(b'toolish_rag.embedding_model', b'').decode('utf-8', 'replace') or None
         self.has_ann = any(ix.columns == [self.vector_column] for ix in await self.records.list_indices())
         self.text_analyzer = self._checked_analyzer(saved_text_analyzer(schema))
 

@@ -1,0 +1,48 @@
+"""The LanceDB store's manifest (``toolish-rag.json`` in a local store's folder), and what stores
+written before manifests recorded in their table metadata instead. See docs/stores/manifest.md.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+from toolish_rag.manifest import EmbedderIdentity, EmbedderMismatch, StoreManifest, update_manifest
+
+from ._tables import Tables
+
+__all__ = ['check_dims', 'legacy_manifest', 'record_manifest']
+
+
+def _language(tables: Tables) -> str | None:
+    analyzer = tables.text_analyzer
+    return analyzer.language if analyzer is not None else None
+
+
+def legacy_manifest(tables: Tables) -> StoreManifest | None:
+    """What the records table's metadata names (the model, maybe by the bundled model's folder, and the size)."""
+    if tables.model_name is None:
+        return None
+    embedder = EmbedderIdentity.from_legacy(tables.model_name, tables.dims)
+    return StoreManifest('lancedb', embedder=embedder, language=_language(tables))
+
+
+def record_manifest(tables: Tables, identity: EmbedderIdentity | None) -> StoreManifest:
+    """Record the embedder (``None``: the one the table metadata names) and the language, refusing
+    another embedder than the stored vectors'."""
+
+    def recorded(manifest: StoreManifest) -> StoreManifest:
+        if identity is None:
+            return dataclasses.replace(manifest, language=_language(tables))
+        manifest.checked_embedder(identity, tables.uri)
+        return dataclasses.replace(manifest, embedder=identity, language=_language(tables))
+
+    return update_manifest(tables.uri, 'lancedb', recorded, legacy=lambda: legacy_manifest(tables))
+
+
+def check_dims(tables: Tables, dims: int | None) -> None:
+    """Refuse ``dims``-dimensional vectors (a write's or a query's) for a table holding another size."""
+    if dims is not None and tables.dims is not None and dims != tables.dims:
+        raise EmbedderMismatch(
+            f'{tables.uri} holds {tables.dims}-dimensional embeddings but the embedder returns {dims}: '
+            'open it with the embedding model it was built with'
+        )
