@@ -82,7 +82,7 @@ def test_eval_refuses_a_tool_the_store_lacks(tmp_path: Path) -> None:
 
 
 @pytest.mark.shared_data
-def test_eval_on_cranfield_text_matches_raw_bm25s() -> None:
+def test_eval_on_cranfield_text_matches_raw_bm25s(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     folder = SHARED / 'cranfield'
     if not folder.is_dir():
         pytest.skip(f'{folder} not found: the shared evaluation data is only on CI and developer machines')
@@ -117,31 +117,10 @@ def test_eval_on_cranfield_text_matches_raw_bm25s() -> None:
         top = np.argsort(-scores, kind='stable')[:100]
         run[qid] = {ids[i]: float(100 - r) for r, i in enumerate(top) if scores[i] > 0}
     raw = score_run(run, dataset.qrels)
-    import subprocess
-    import sys
-    import tempfile
-
-    with tempfile.TemporaryDirectory() as tmp:
-        out = subprocess.run(
-            [
-                sys.executable,
-                '-m',
-                'toolish_rag.cli',
-                'eval',
-                str(folder),
-                '--store',
-                f'memory:{tmp}/idx',
-                '--embedder',
-                'hashing',
-                '--tool',
-                'text',
-                '--json',
-            ],
-            capture_output=True,
-            text=True,
-            check=True,
-        )
-    ours = json.loads(out.stdout)['text']
+    # The command in this process (tests/test_chat_cli.py starts `python -m toolish_rag.cli` itself).
+    args = ['eval', str(folder), '--store', f'memory:{tmp_path / "idx"}', '--embedder', 'hashing', '--tool', 'text']
+    assert main([*args, '--json']) == 0
+    ours = json.loads(capsys.readouterr().out)['text']
     for metric in ('ndcg@10', 'recall@100', 'mrr@10'):
         assert ours[metric] == pytest.approx(raw[metric], abs=0.005), metric
 
