@@ -7,15 +7,34 @@ use it. See docs/design.md.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from typing import TypeVar
 
 from .content import Chunk, Entity
 from .search import SearchHit
 
-__all__ = ['fitting', 'indent', 'render_record', 'where']
+__all__ = ['field_text', 'fitting', 'indent', 'render_record', 'where']
 
 T = TypeVar('T')
+
+_BREAKS = re.compile('[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]+')
+"""Every character `str.splitlines` ends a line at."""
+_LINE_LIKE = re.compile(r'\s*(?:\[\s*\d|#|(?:chunk|entity)\s+\S)', re.IGNORECASE)
+"""How a result line (``[1] chunk ...``, ``chunk <id> (section: ...)``) or a Markdown header starts."""
+
+
+def field_text(value: object) -> str:
+    """A record field (title, section name, uri, id, metadata value, label) as a model sees it.
+
+    On one line (every line or paragraph separator folded to a space), and never starting like a
+    result line or a header (a leading backslash then), so no record can forge a line of the
+    output it is shown in. Ordinary values come back unchanged. See docs/security.md.
+    """
+    text = value if isinstance(value, str) else str(value)
+    if _BREAKS.search(text):
+        text = _BREAKS.sub(' ', text)
+    return '\\' + text if _LINE_LIKE.match(text) else text
 
 
 def where(chunk: Chunk) -> str:
@@ -23,9 +42,10 @@ def where(chunk: Chunk) -> str:
     sections = chunk.section_path
     if sections and sections[0] == chunk.document_title:
         sections = sections[1:]  # a document whose first heading is its title: say it once
-    path = ' > '.join(sections)
-    place = f'{chunk.document_title} > {path}' if path else chunk.document_title
-    return f'{place} ({chunk.document_uri})'
+    path = ' > '.join(field_text(s) for s in sections)
+    title = field_text(chunk.document_title)
+    place = f'{title} > {path}' if path else title
+    return f'{place} ({field_text(chunk.document_uri)})'
 
 
 def indent(text: str) -> str:
@@ -42,12 +62,12 @@ def render_record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = Non
     score = f' | score {hit.score:.3f}' if hit else ''
     matched = f' | matched: {", ".join(repr(m) for m in hit.matches)}' if hit and hit.matches else ''
     if isinstance(record, Chunk):
-        head = f'{prefix}chunk {record.id}{score}{matched}\n    from: {where(record)}'
+        head = f'{prefix}chunk {field_text(record.id)}{score}{matched}\n    from: {where(record)}'
         if record.page is not None:
             head += f', page {record.page}'
         return f'{head}\n{indent(record.urtext)}'
-    labels = f' | labels: {", ".join(sorted(record.labels))}' if record.labels else ''
-    return f'{prefix}entity {record.id}{score}{labels}\n{indent(record.text)}'
+    labels = f' | labels: {", ".join(field_text(x) for x in sorted(record.labels))}' if record.labels else ''
+    return f'{prefix}entity {field_text(record.id)}{score}{labels}\n{indent(record.text)}'
 
 
 def fitting(items: Sequence[T], budget: int, size: Callable[[T], int]) -> int:

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import re
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
@@ -146,6 +145,9 @@ class Grounding(AbstractCapability[AgentDepsT]):
         """Verify ``answer`` against the chunks this conversation saw through ``rag`` (no retry, no raise)."""
         answer = _normalised(answer)
         seen = seen_chunk_ids(ctx.messages, self.rag.name, self._tool_names())
+        for hit in self._eager_hits(ctx):
+            if isinstance(hit.record, Chunk):
+                seen.setdefault(hit.record.id, hit.record)
         for chunk in self.extra_seen:
             seen.setdefault(chunk.id, chunk)
         retriever = self.rag.retriever(ctx)
@@ -185,6 +187,24 @@ class Grounding(AbstractCapability[AgentDepsT]):
         for chunks in await asyncio.gather(*(read(i) for i in dict.fromkeys(ids))):
             found.update((c.id, c) for c in chunks)
         return found
+
+    def _eager_hits(self, ctx: RunContext[Any]) -> list[SearchHit]:
+        """What this run's eager searches showed the model: the hits held by the run's copy of ``rag``.
+
+        Taken from the run's toolsets (the copy ``for_run`` made, which ran the searches), never parsed
+        out of the instructions' text, which a record's title could forge. No such copy: none.
+        """
+        manager = ctx.tool_manager
+        if manager is None:
+            return []
+        hits: list[SearchHit] = []
+
+        def visit(toolset: Any) -> None:
+            if isinstance(toolset, type(self.rag)) and toolset.name == self.rag.name:
+                hits.extend(toolset.eager_hits)
+
+        manager.toolset.apply(visit)
+        return hits
 
     def _tool_names(self) -> frozenset[str]:
         """The full names of this toolset's tools whose returns show the model chunks."""
@@ -256,18 +276,16 @@ def seen_chunk_ids(
     Only returns of the tools named in ``tools`` count (default: every search and read tool a
     toolset named ``rag_name`` can offer), so another tool cannot make a chunk "seen" by putting
     ``rag_name`` in its metadata; ``verify_citations`` is never a search or read. Each id maps to
-    the record the message carried (a `Chunk`, or its dict after a JSON round trip), or ``None``
-    when only the id is known (eager-search results in the instructions). Entities are left out:
-    they have no source text to quote.
+    the record the message carried (a `Chunk`, or its dict after a JSON round trip). Only the
+    returns' structured results (their ``hits`` metadata) count, never their text or the
+    instructions' text, which a record's fields could forge; a run's eager-search results come from
+    the run itself (`Grounding` adds them). Entities are left out: they have no source text to quote.
     """
     readers = frozenset(tools) if tools is not None else _readers_of(rag_name)
     seen: dict[str, Chunk | Mapping[str, Any] | None] = {}
     for message in messages:
         if not isinstance(message, ModelRequest):
             continue
-        if message.instructions:
-            for chunk_id in _eager_ids(message.instructions, rag_name):
-                seen.setdefault(chunk_id, None)
         for part in message.parts:
             if isinstance(part, ToolReturnPart) and part.tool_name in readers:
                 for chunk_id, record in _tool_return_chunks(part.metadata, rag_name):
@@ -296,22 +314,3 @@ def _tool_return_chunks(metadata: Any, rag_name: str) -> Iterable[tuple[str, Chu
 
 def _readers_of(rag_name: str) -> frozenset[str]:
     return frozenset(tool_name(rag_name, t) for t in TOOL_NAMES if t != 'verify_citations')
-
-
-_RAG_BLOCK = 'You have a reference collection "{name}".'
-_NEXT_BLOCK = re.compile(r'^You have a reference collection "', re.MULTILINE)
-_EAGER_HIT = re.compile(r'^\[\d+\] chunk (.+?) \| score -?[0-9]', re.MULTILINE)
-
-
-def _eager_ids(instructions: str, rag_name: str) -> list[str]:
-    """Chunk ids in ``rag_name``'s block of the instructions (its preloaded search results).
-
-    The block runs from the toolset's opening sentence to the next toolset's; result lines
-    start a line (the chunk's own text is indented), so source text cannot forge one.
-    """
-    start = instructions.find(_RAG_BLOCK.format(name=rag_name))
-    if start < 0:
-        return []
-    following = _NEXT_BLOCK.search(instructions, start + 1)
-    block = instructions[start : following.start() if following else len(instructions)]
-    return _EAGER_HIT.findall(block)

@@ -6,10 +6,11 @@ See docs/concepts.md.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ..protocols import StoreCapabilities
 from ..retriever import Retriever
+from ..search import SearchHit
 from ..tracing import HITS, RERANKED, Tracing
 from ._calls import ToolCalls
 from .render import NO_RESULTS, render_hits
@@ -28,16 +29,25 @@ class EagerSearch:
 
 @dataclass(slots=True)
 class EagerRun:
-    """One run's eager searches: the run's scoped retriever, and their text once searched."""
+    """One run's eager searches: the run's scoped retriever, and their text and hits once searched.
+
+    ``hits`` are what the searches showed the model, held as records: grounding counts them as seen
+    from here, never by parsing the instructions' text (which a record's title could forge).
+    """
 
     retriever: Retriever
     text: str | None = None
+    hits: list[SearchHit] = field(default_factory=list)
 
 
 async def eager_text(
-    calls: ToolCalls, caps: StoreCapabilities, eager: EagerSearch, retriever: Retriever, traced: Tracing
+    calls: ToolCalls, caps: StoreCapabilities, eager: EagerSearch, run: EagerRun, traced: Tracing
 ) -> str:
-    """One eager search's text for the instructions, with its span and listener event (tool ``eager_search``)."""
+    """One eager search's text for the instructions, with its span and listener event (tool ``eager_search``).
+
+    Its hits are added to ``run.hits``.
+    """
+    retriever = run.retriever
     start = time.perf_counter()
     arguments = {'query': eager.query, 'top_k': eager.top_k}
     with calls.call_trace('eager_search', arguments, retriever).span(traced) as span:
@@ -45,6 +55,7 @@ async def eager_text(
         assert search is not None  # `with_eager_search_about` refuses a store without search
         found = await ranked(retriever, search, eager.query, eager.top_k, calls.settings)
         hits = found.hits
+        run.hits.extend(hits)
         span.set_attribute(HITS, len(hits))
         if calls.settings.reranker is not None:
             span.set_attribute(RERANKED, found.reranked)

@@ -23,7 +23,7 @@ from ..grounded.capability import Grounding, SemanticListener
 from ..protocols import StoreCapabilities, StoreLike
 from ..rerank._base import Reranker
 from ..retriever import Retriever
-from ..search import QUERY_RULE
+from ..search import QUERY_RULE, SearchHit
 from ._calls import ToolCalls
 from ._eager import EagerRun, EagerSearch, eager_text
 from ._spec import ToolEnv
@@ -310,6 +310,11 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             return self
         return self._from(self._state, EagerRun(self.retriever(ctx)))
 
+    @property
+    def eager_hits(self) -> tuple[SearchHit, ...]:
+        """The hits this run's eager searches put in its instructions (none before they ran, or outside a run)."""
+        return () if self._eager_run is None else tuple(self._eager_run.hits)
+
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | None:
         settings = self._state.settings
         offered = self._offered()
@@ -324,7 +329,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             return None
         if run.text is None:
             traced, caps = self._calls.tracing(ctx), self._store_capabilities
-            texts = [await eager_text(self._calls, caps, e, run.retriever, traced) for e in self._state.eager]
+            texts = [await eager_text(self._calls, caps, e, run, traced) for e in self._state.eager]
             run.text = '\n\n'.join(texts)
         return run.text
 

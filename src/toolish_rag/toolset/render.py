@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .._record_text import fitting, indent, render_record, where
+from .._record_text import field_text, fitting, indent, render_record, where
 from ..content import Chunk
 from ..retriever import SectionView
 from ..search import SearchHit
@@ -41,13 +41,13 @@ def render_neighbours(anchor: Chunk, chunks: Sequence[Chunk], max_chars: int) ->
     ordered = sorted(chunks, key=lambda c: abs(c.sequence_number - anchor.sequence_number))
     kept, capped = _cap(ordered, max_chars)
     kept.sort(key=lambda c: c.sequence_number)
-    parts = [f'Chunks around {anchor.id} in reading order, from {where(anchor)}:']
+    parts = [f'Chunks around {field_text(anchor.id)} in reading order, from {where(anchor)}:']
     for c in kept:
         mark = '  <- the chunk you asked about' if c.id == anchor.id else ''
-        path = ' > '.join(c.section_path)
-        parts.append(f'chunk {c.id} (section: {path or "(document start)"}){mark}\n{indent(c.urtext)}')
+        path = ' > '.join(field_text(s) for s in c.section_path)
+        parts.append(f'chunk {field_text(c.id)} (section: {path or "(document start)"}){mark}\n{indent(c.urtext)}')
     if capped:
-        first, last = kept[0].id, kept[-1].id
+        first, last = field_text(kept[0].id), field_text(kept[-1].id)
         parts.append(
             f'[Output capped at about {max_chars} characters. Call broaden_chunk on {first} or {last} '
             'with a small chunks_to_add to read further.]'
@@ -57,20 +57,21 @@ def render_neighbours(anchor: Chunk, chunks: Sequence[Chunk], max_chars: int) ->
 
 def render_section(view: SectionView, max_chars: int) -> tuple[str, list[Chunk]]:
     """The text ``zoom_out`` shows, and the chunks it shows (the cap may leave some out)."""
-    where = ' > '.join(view.section_path) if view.section_path else '(whole document)'
-    head = f'Section {view.section_id}: ' if view.section_id else 'Document: '
-    parts = [f'{head}{view.document_title} > {where} ({view.document_uri})']
+    where = ' > '.join(field_text(s) for s in view.section_path) if view.section_path else '(whole document)'
+    head = f'Section {field_text(view.section_id)}: ' if view.section_id else 'Document: '
+    parts = [f'{head}{field_text(view.document_title)} > {where} ({field_text(view.document_uri)})']
     if not view.chunks:
         return parts[0] + '\n\n' + NO_RESULTS, []
     kept, capped = _cap(view.chunks, max_chars)
     for c in kept:
-        path = ' > '.join(c.section_path)
-        parts.append(f'chunk {c.id} (section: {path or "(document start)"})\n{indent(c.urtext)}')
+        path = ' > '.join(field_text(s) for s in c.section_path)
+        parts.append(f'chunk {field_text(c.id)} (section: {path or "(document start)"})\n{indent(c.urtext)}')
     if capped or view.truncated:
+        last = field_text(kept[-1].id)
         parts.append(
-            f'[Output capped: this section continues after chunk {kept[-1].id}. Call broaden_chunk on '
-            f'{kept[-1].id} to read on, or search within the section.]'
+            f'[Output capped: this section continues after chunk {last}. Call broaden_chunk on '
+            f'{last} to read on, or search within the section.]'
         )
     if view.zoom_id:
-        parts.append(f'[To widen further, call zoom_out with id {view.zoom_id}.]')
+        parts.append(f'[To widen further, call zoom_out with id {field_text(view.zoom_id)}.]')
     return '\n\n'.join(parts), kept

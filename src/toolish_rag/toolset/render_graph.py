@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from .._record_text import fitting, indent
+from .._record_text import field_text, fitting, indent
 from ..content import Relation
 from ..errors import echo
 from ..graph.walk import GraphWalk, WalkedNode
@@ -41,19 +41,19 @@ def node_line(walked: WalkedNode, *, reranked: bool) -> str:
         how = 'seed'
     else:
         way = 'from' if walked.via.direction == 'out' else 'to'
-        how = f'via {walked.via.type} {way} {walked.via.node}'
+        how = f'via {field_text(walked.via.type)} {way} {field_text(walked.via.node)}'
     score = f', score {walked.score:.3f} (centrality {walked.centrality:.2f})' if reranked else ''
-    return f'[{node.id}] {node.kind}, hop {walked.hop}, {how}{score}'
+    return f'[{field_text(node.id)}] {field_text(node.kind)}, hop {walked.hop}, {how}{score}'
 
 
 def edge_line(edge: Relation) -> str:
     """``source -TYPE-> target``, with the weight when it is not 1."""
     weight = f' (weight {edge.weight:.3g})' if edge.weight != 1 else ''
-    return f'{edge.source} -{edge.type}-> {edge.target}{weight}'
+    return f'{field_text(edge.source)} -{field_text(edge.type)}-> {field_text(edge.target)}{weight}'
 
 
 def _node_block(walked: WalkedNode, *, reranked: bool, with_text: bool) -> str:
-    lines = [node_line(walked, reranked=reranked), f'    title: {walked.node.title}']
+    lines = [node_line(walked, reranked=reranked), f'    title: {field_text(walked.node.title)}']
     text = indent(walked.node.text) if with_text and walked.node.text.strip() else ''
     return '\n'.join([*lines, text] if text else lines)
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from .._record_text import fitting, indent, render_record
+from .._record_text import field_text, fitting, indent, render_record
 from ..content import Chunk, MetadataValue, Scalar
 from ..grouping import DocumentGroup
 from ..navigation import Choice, Outline, SectionChoice, SectionTarget
@@ -39,14 +39,14 @@ def _count(n: int, noun: str) -> str:
 
 
 def _value(value: MetadataValue) -> str:
-    return repr(value) if isinstance(value, str) else str(value)
+    return repr(value) if isinstance(value, str) else field_text(value)
 
 
 def _summary(d: DocumentSummary, shown_keys: Sequence[str]) -> str:
     sections = f'{_count(d.section_count, "section")}, ' if d.section_count else ''
-    line = f'{d.title} (document id {d.id}) | {sections}{_count(d.chunk_count, "chunk")}'
-    line += f'\n    uri: {d.uri}'
-    values = [f'{k}={_value(d.metadata[k])}' for k in shown_keys if d.metadata.get(k) is not None]
+    line = f'{field_text(d.title)} (document id {field_text(d.id)}) | {sections}{_count(d.chunk_count, "chunk")}'
+    line += f'\n    uri: {field_text(d.uri)}'
+    values = [f'{field_text(k)}={_value(d.metadata[k])}' for k in shown_keys if d.metadata.get(k) is not None]
     if values:
         line += f'\n    {", ".join(values)}'
     return line
@@ -90,7 +90,8 @@ def render_choice(choice: Choice, name: str, shown_keys: Sequence[str]) -> str:
 
 def render_outline(outline: Outline, read_tool: str) -> str:
     d = outline.document
-    parts = [f'Outline of {d.title} (document id {d.id}, {d.uri}): {_count(d.chunk_count, "chunk")}.']
+    head = f'Outline of {field_text(d.title)} (document id {field_text(d.id)}, {field_text(d.uri)})'
+    parts = [f'{head}: {_count(d.chunk_count, "chunk")}.']
     if outline.preamble_chunks:
         parts.append(
             f'({_count(outline.preamble_chunks, "chunk")} before the first heading; {read_tool} with section={d.id!r} '
@@ -100,7 +101,7 @@ def render_outline(outline: Outline, read_tool: str) -> str:
         parts.append('The document has no headings.')
     for s in outline.sections[:MAX_OUTLINE_SECTIONS]:
         indent = '  ' * (s.depth - 1)
-        parts.append(f'{indent}- {s.title} [section {s.id}] ({_count(s.chunk_count, "chunk")})')
+        parts.append(f'{indent}- {field_text(s.title)} [section {field_text(s.id)}] ({_count(s.chunk_count, "chunk")})')
     if len(outline.sections) > MAX_OUTLINE_SECTIONS:
         parts.append(
             f'[{len(outline.sections) - MAX_OUTLINE_SECTIONS} more sections not shown: read a section to see its '
@@ -111,14 +112,15 @@ def render_outline(outline: Outline, read_tool: str) -> str:
 
 
 def _place(target: SectionTarget) -> str:
-    path = ' > '.join(target.section_path)
-    return f'{target.document_title} > {path}' if path else target.document_title
+    path = ' > '.join(field_text(s) for s in target.section_path)
+    title = field_text(target.document_title)
+    return f'{title} > {path}' if path else title
 
 
 def render_section_choice(choice: SectionChoice, name: str) -> str:
     parts = [f'{choice.total} sections are titled {name!r}; call again with the section id of the one you mean:']
     parts += [
-        f'[{n}] section {t.section_id}: {_place(t)} (document id {t.document_id})'
+        f'[{n}] section {field_text(t.section_id)}: {_place(t)} (document id {field_text(t.document_id)})'
         for n, t in enumerate(choice.sections, start=1)
     ]
     if choice.total > len(choice.sections):
@@ -128,9 +130,9 @@ def render_section_choice(choice: SectionChoice, name: str) -> str:
 
 def _block(chunk: Chunk, text: str | None = None) -> str:
     """One chunk as ``read_section`` shows it: its id and section path, then its text indented."""
-    path = ' > '.join(chunk.section_path)
+    path = ' > '.join(field_text(s) for s in chunk.section_path)
     body = chunk.urtext if text is None else text
-    return f'\nchunk {chunk.id} (section: {path or "(document start)"})\n{indent(body)}'
+    return f'\nchunk {field_text(chunk.id)} (section: {path or "(document start)"})\n{indent(body)}'
 
 
 def fit(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
@@ -149,7 +151,11 @@ def render_section_page(
 ) -> tuple[str, list[Chunk]]:
     """The page's chunks that fit in ``max_chars``, with where to continue; and the chunks shown."""
     name = target.section_id or target.document_id
-    head = f'Section {target.section_id}: ' if target.section_id else f'Document {target.document_id}: '
+    head = (
+        f'Section {field_text(target.section_id)}: '
+        if target.section_id
+        else f'Document {field_text(target.document_id)}: '
+    )
     parts = [f'{head}{_place(target)}']
     what = 'section' if target.section_id else 'document'
     if page.total == 0:
@@ -188,7 +194,7 @@ def render_values(key: str, counts: Mapping[Scalar, int], max_values: int) -> st
     ranked = sorted(counts.items(), key=lambda kv: (-kv[1], str(kv[0])))
     shown = ', '.join(f'{_value(v)} ({n})' for v, n in ranked[:max_values])
     more = f'; and {len(ranked) - max_values} more values' if len(ranked) > max_values else ''
-    return f'Values of {key} in scope, with how many documents have each: {shown}{more}.'
+    return f'Values of {field_text(key)} in scope, with how many documents have each: {shown}{more}.'
 
 
 def render_groups(groups: Sequence[DocumentGroup], *, heading: str) -> str:
@@ -199,7 +205,7 @@ def render_groups(groups: Sequence[DocumentGroup], *, heading: str) -> str:
     for n, group in enumerate(groups, start=1):
         block = render_record(group.best, n)
         if group.others:
-            named = ', '.join(f'chunk {h.id}' for h in group.others[:MAX_ALSO_MATCHING])
+            named = ', '.join(f'chunk {field_text(h.id)}' for h in group.others[:MAX_ALSO_MATCHING])
             more = len(group.others) - MAX_ALSO_MATCHING
             block += f'\n    also matching in this document: {named}' + (f' and {more} more' if more > 0 else '')
         parts.append(block + '\n')

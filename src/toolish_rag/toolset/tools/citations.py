@@ -14,6 +14,7 @@ from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
+from ..._record_text import field_text
 from ...citations.model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer
 from ...citations.quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
 from ...citations.verify import NOT_SEEN, CitationProblem, Verification, normalise_chunk_id, verify_answer
@@ -134,6 +135,7 @@ def _reported(problem: CitationProblem, claims: Sequence[Claim], ids: Mapping[st
 
 
 def _cut(text: str) -> str:
+    text = field_text(text)
     return text if len(text) <= _MAX_SHOWN_CHARS else text[:_MAX_SHOWN_CHARS] + '…'
 
 
