@@ -28,6 +28,7 @@ from toolish_rag import DocumentBuilder, PropertyFilter as F, ToolishRag
 from toolish_rag.cli import main
 from toolish_rag.cli._chat_cmd import CHAT_INSTRUCTIONS, chat
 from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.manifest import StoreManifest, write_manifest
 from toolish_rag.stores import InMemoryStore
 
 
@@ -277,5 +278,6 @@ def test_the_model_can_come_from_the_environment(
 ) -> None:
     monkeypatch.setenv('TOOLISH_RAG_MODEL', 'no-such-provider:from-env')
     monkeypatch.setattr(sys, 'stdin', io.StringIO('hi\n'))
+    write_manifest(tmp_path, StoreManifest('memory'))  # an empty store (a read command refuses a missing one)
     assert main(['chat', '--store', f'memory:{tmp_path}', '--embedder', 'hashing']) == 2
     assert "cannot use model 'no-such-provider:from-env'" in capsys.readouterr().err

@@ -12,6 +12,7 @@ from tests.grounded.grounded_helpers import ACME_0_ID, Scripted, answer, build_s
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.cli import main
 from toolish_rag.cli._ask_cmd import ask_and_print
+from toolish_rag.manifest import StoreManifest, write_manifest
 
 GOOD_ANSWER = answer(
     'answered',
@@ -63,5 +64,6 @@ def test_the_command_needs_a_model(
 
 
 def test_an_unknown_model_is_a_usage_error(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    write_manifest(tmp_path, StoreManifest('memory'))  # an empty store (a read command refuses a missing one)
     code = main(['ask', 'q', '--model', 'nosuchprovider:x', '--store', f'memory:{tmp_path}', '--embedder', 'hashing'])
     assert code == 2 and 'cannot use model' in capsys.readouterr().err

@@ -14,6 +14,7 @@ import pytest
 
 from toolish_rag.cli import main
 from toolish_rag.cli._common import filterable_keys
+from toolish_rag.manifest import StoreManifest, write_manifest
 from toolish_rag.toolset import FilterableKey
 
 
@@ -32,6 +33,7 @@ def test_specs_become_a_declaration() -> None:
 @pytest.mark.parametrize('spec', ['year', 'year=', '=int', 'bad key=int', 'product=a|a'])
 def test_a_bad_spec_stops_the_command(spec: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    write_manifest(tmp_path / 'kb', StoreManifest('memory'))  # an empty store: some specs are checked by the toolset
     with pytest.raises(SystemExit, match='--filterable'):
         main(['tools', '--store', 'memory:./kb', '--embedder', 'hashing', '--filterable', spec])
 
@@ -40,6 +42,7 @@ def test_tools_shows_the_filter_and_group_by_schema(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.chdir(tmp_path)
+    write_manifest(tmp_path / 'kb', StoreManifest('memory'))  # an empty store (a read command refuses a missing one)
     args = ['tools', '--store', 'memory:./kb', '--embedder', 'hashing']
     assert main(args) == 0
     plain = capsys.readouterr().out

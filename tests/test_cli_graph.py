@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from toolish_rag.cli import main
+from toolish_rag.manifest import StoreManifest, write_manifest
 from toolish_rag.stores import InMemoryStore
 
 STORE = ['--store', 'memory:./kb', '--embedder', 'hashing']
@@ -81,6 +82,7 @@ def test_show_under_a_scope_answers_a_foreign_id_like_a_missing_one(
 
 def test_usage_errors(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
     monkeypatch.chdir(tmp_path)
+    write_manifest(tmp_path / 'kb', StoreManifest('memory'))  # an empty store (a read command refuses a missing one)
     assert main(['graph', 'show', *STORE]) == 2
     assert 'needs a node id' in capsys.readouterr().err
     monkeypatch.delenv('TOOLISH_RAG_MODEL', raising=False)

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from toolish_rag.cli import main
+from toolish_rag.manifest import StoreManifest, write_manifest
 from toolish_rag.stores import open_store
 from toolish_rag.stores.registry import default_store_name
 
@@ -39,4 +40,5 @@ def test_an_unknown_store_name_is_still_unknown(spec: str, name: str, tmp_path: 
 
 def test_a_spec_with_a_path_location_opens(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.chdir(tmp_path)
+    write_manifest(tmp_path / 'kb', StoreManifest('memory'))  # an empty store (a read command refuses a missing one)
     assert main(['tools', '--store', 'memory:./kb', '--embedder', 'hashing']) == 0

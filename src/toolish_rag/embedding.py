@@ -199,12 +199,8 @@ def embedder_for_store(
     if manifest is None or manifest.embedder is None:
         return resolve_embedder(requested)
     recorded = manifest.embedder
-    if requested is None:
-        system, _, name = recorded.model.partition(':')
-        if system == 'toolish-rag' and name.startswith('hashing-'):
-            requested = f'hashing:{name.removeprefix("hashing-")}'
-        elif system == 'sentence-transformers':
-            requested = recorded.model
+    if requested is None and recorded.spec.startswith(('hashing:', 'sentence-transformers:')):
+        requested = recorded.spec
     embedder = resolve_embedder(requested)
     manifest.checked_embedder(embedder_identity(embedder), location)
     return embedder

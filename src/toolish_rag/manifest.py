@@ -65,6 +65,14 @@ class EmbedderIdentity:
             return True
         return _known_differ(self.dimensions, other.dimensions)
 
+    @property
+    def spec(self) -> str:
+        """The model string that builds this embedder again (``--embedder``, `toolish_rag.embedding.resolve_embedder`)."""
+        system, _, name = self.model.partition(':')
+        if system == 'toolish-rag' and name.startswith('hashing-'):
+            return f'hashing:{name.removeprefix("hashing-")}'
+        return self.model
+
     def describe(self) -> str:
         size = f', {self.dimensions} dimensions' if self.dimensions is not None else ''
         return f'{self.model}{size}{", normalised" if self.normalized else ""}'
@@ -107,7 +115,7 @@ class StoreManifest:
             return
         raise EmbedderMismatch(
             f'{location} holds vectors of {self.embedder.describe()}, not {identity.describe()}: open it with '
-            f'--embedder {self.embedder.model}, or ingest into a new location with the new model'
+            f'--embedder {self.embedder.spec}, or ingest into a new location with the new model'
         )
 
     def to_json(self) -> dict[str, Any]:

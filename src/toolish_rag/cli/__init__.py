@@ -14,7 +14,7 @@ from collections.abc import Sequence
 
 from . import _ask_cmd, _chat_cmd, _eval_cmd, _graph_cmd, _ingest_cmd, _mcp_cmd, _search_cmd, tools_cmd
 from ._chat_cmd import chat
-from ._common import add_store_arguments
+from ._common import add_store_arguments, release_store_locks
 
 __all__ = ['build_parser', 'chat', 'main']
 
@@ -49,6 +49,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (ValueError, FileNotFoundError) as e:
         print(f'toolish-rag: {e}', file=sys.stderr)
         return 2
+    finally:
+        release_store_locks()
 
 
 if __name__ == '__main__':  # pragma: no cover

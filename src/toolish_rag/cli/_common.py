@@ -9,34 +9,79 @@ from typing import Any
 
 from ..analysis import analyzer_for
 from ..filters import parse_filter
+from ..manifest import EmbedderMismatch, ManifestError
 from ..stores import available_stores, open_store
+from ..stores._location import STORE_DIR, default_spec, missing_store, spec_with_location
+from ..stores.lock import StoreLock, StoreLocked
 from ..stores.registry import default_store_name
 from ..toolset import FilterableKey, ToolishRag
 
 __all__ = [
     'MODEL_ENV',
+    'STORE_DIR',
     'add_model_arguments',
     'add_store_arguments',
     'default_store_spec',
     'filterable_keys',
+    'hold_store_lock',
     'model_and_scoped_rag',
     'open_rag',
+    'open_store_for',
+    'release_store_locks',
     'reranking',
+    'store_spec',
 ]
 
 MODEL_ENV = 'TOOLISH_RAG_MODEL'
 """The environment variable a model-using command (chat, ask) reads when ``--model`` is not given."""
 
-STORE_DIR = '.toolish-rag'
-
 
 def default_store_spec() -> str:
-    """``$TOOLISH_RAG_STORE``, else LanceDB under ``.toolish-rag/`` when installed, else a persisted memory store."""
-    env = os.environ.get('TOOLISH_RAG_STORE')
-    if env:
-        return env
-    name = default_store_name()
-    return f'{name}:{STORE_DIR}/{name}'
+    """``$TOOLISH_RAG_STORE``, else ``.toolish-rag/store`` as the kind it holds (a new one: LanceDB when
+    installed, else memory). See docs/stores/manifest.md."""
+    return default_spec(default_store_name())
+
+
+def store_spec(args: argparse.Namespace) -> str:
+    """The store a command opens: ``--store`` (a bare name kept under ``.toolish-rag/NAME``), else the default."""
+    store: str | None = getattr(args, 'store', None)
+    return spec_with_location(store) if store else default_store_spec()
+
+
+_LOCKS: list[StoreLock] = []
+"""The writer locks this process holds (released by `release_store_locks`, or by the OS at exit)."""
+
+
+def hold_store_lock(spec: str) -> None:
+    """Take the writer lock of a local store folder (one writer at a time, docs/deploy.md); refuse in one line."""
+    _, _, location = spec.partition(':')
+    if not location or '://' in location:
+        return
+    try:
+        _LOCKS.append(StoreLock(location).acquire())
+    except StoreLocked as e:
+        raise SystemExit(f'toolish-rag: {e}') from None
+
+
+def release_store_locks() -> None:
+    while _LOCKS:
+        _LOCKS.pop().release()
+
+
+def open_store_for(args: argparse.Namespace, *, write: bool, spec: str | None = None) -> Any:
+    """Open the command's store. A reader refuses a store that does not exist (naming what exists nearby)
+    and never creates a folder; a writer takes the store's lock first."""
+    spec = spec or store_spec(args)
+    if write:
+        hold_store_lock(spec)
+    else:
+        missing = missing_store(spec)
+        if missing is not None:
+            raise SystemExit(f'toolish-rag: {missing}')
+    try:
+        return open_store(spec, embedder=args.embedder, language=getattr(args, 'language', None))
+    except (EmbedderMismatch, ManifestError) as e:
+        raise SystemExit(f'toolish-rag: {e}') from None
 
 
 def add_store_arguments(parser: argparse.ArgumentParser) -> None:
@@ -141,15 +186,16 @@ def reranking(args: argparse.Namespace) -> dict[str, Any]:
     return {'reranker': reranker, 'rerank_candidates': candidates}
 
 
-def open_rag(args: argparse.Namespace) -> tuple[Any, ToolishRag[Any]]:
-    spec = args.store or default_store_spec()
-    store = open_store(spec, embedder=args.embedder, language=getattr(args, 'language', None))
+def open_rag(args: argparse.Namespace, *, write: bool = False) -> tuple[Any, ToolishRag[Any]]:
+    """The store (see `open_store_for`) and the toolset over it; argument errors come before the store's."""
+    filterable = filterable_keys(getattr(args, 'filterable', []))
+    store = open_store_for(args, write=write)
     rerank = reranking(args)
     try:
         rag: ToolishRag[Any] = ToolishRag(
             store,
             name=args.name,
-            filterable=filterable_keys(getattr(args, 'filterable', [])),
+            filterable=filterable,
             allow_grouping=getattr(args, 'group_by_document', False),
             **rerank,
         )

@@ -7,7 +7,7 @@ import json
 import sys
 from typing import Any
 
-from ._common import STORE_DIR, reranking
+from ._common import STORE_DIR, hold_store_lock, reranking
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -46,7 +46,9 @@ async def run(args: argparse.Namespace) -> int:
 
     console = Console(stderr=True)
     dataset = load_beir(args.dataset, args.split)
-    store = open_store(_store_spec(args, dataset.name), embedder=args.embedder, language=args.language)
+    spec = _store_spec(args, dataset.name)
+    hold_store_lock(spec)  # eval writes its own store: one writer at a time
+    store = open_store(spec, embedder=args.embedder, language=args.language)
     # Some collections' queries are whole paragraphs (CISI's): let them through.
     longest = max((len(q) for _, q in dataset.judged_queries), default=0)
     rag: ToolishRag[Any] = ToolishRag(

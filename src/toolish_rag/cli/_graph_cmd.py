@@ -30,7 +30,7 @@ from ..graph.builders import (
     build_graph,
 )
 from ..manifest import ManifestError, read_manifest, update_manifest
-from ._common import MODEL_ENV, default_store_spec, open_rag
+from ._common import MODEL_ENV, open_rag, store_spec
 
 __all__ = ['LINKS', 'register', 'run']
 
@@ -170,7 +170,7 @@ def report_line(report: BuildReport) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
-    store, rag = open_rag(args)
+    store, rag = open_rag(args, write=args.action == 'build')
     if args.action == 'build':
         if args.id is not None:
             print('toolish-rag graph build takes no id', file=sys.stderr)
@@ -178,7 +178,7 @@ async def run(args: argparse.Namespace) -> int:
         if not isinstance(store, GraphBuildStore):
             print(f'this store ({type(store).__name__}) holds no graph; use memory or lancedb', file=sys.stderr)
             return 2
-        folder = _store_folder(args.store or default_store_spec())
+        folder = _store_folder(store_spec(args))
         scope_keys = tuple(args.scope_key) or _recorded_scope_keys(folder)
         reports = await build_graph(store, *builders_for(args, scope_keys))
         _record_scope_keys(folder, tuple(args.scope_key))

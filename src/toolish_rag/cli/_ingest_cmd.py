@@ -65,7 +65,7 @@ async def run(args: argparse.Namespace) -> int:
     from ..ingest import Chunker, ingest
 
     _require_extras(args)
-    store, _ = open_rag(args)
+    store, _ = open_rag(args, write=True)
     options: dict[str, Any] = {}
     if args.chunk_size is not None:
         options['chunk_size'] = args.chunk_size

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 
-from toolish_rag.manifest import EmbedderIdentity, EmbedderMismatch, StoreManifest, update_manifest
+from toolish_rag.manifest import EmbedderIdentity, EmbedderMismatch, StoreManifest, read_manifest, update_manifest
 
 from ._tables import Tables
 
-__all__ = ['check_dims', 'legacy_manifest', 'record_manifest']
+__all__ = ['check_dims', 'legacy_manifest', 'opening_manifest', 'record_manifest']
 
 
 def _language(tables: Tables) -> str | None:
@@ -46,3 +46,17 @@ def check_dims(tables: Tables, dims: int | None) -> None:
             f'{tables.uri} holds {tables.dims}-dimensional embeddings but the embedder returns {dims}: '
             'open it with the embedding model it was built with'
         )
+
+
+def opening_manifest(tables: Tables) -> StoreManifest | None:
+    """The manifest a store opens with: the local folder's, else what an older store's table metadata
+    names (so another embedder is refused on search too); ``None`` on object storage or for a new store."""
+    if '://' in tables.uri:
+        return None
+    found = read_manifest(tables.uri)
+    if found is not None:
+        return found
+    peeked = tables.peek_model()
+    if peeked is None:
+        return None
+    return StoreManifest('lancedb', embedder=EmbedderIdentity.from_legacy(*peeked))

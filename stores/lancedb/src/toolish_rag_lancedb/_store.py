@@ -23,7 +23,7 @@ from toolish_rag.content import Chunk, Document, Entity, Record, Relation
 from toolish_rag.embedding import embedder_for_store, embedder_identity
 from toolish_rag.filters import Filter
 from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
-from toolish_rag.manifest import StoreManifest, read_manifest
+from toolish_rag.manifest import StoreManifest
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -40,7 +40,7 @@ from toolish_rag.writes import graph_upsert_batch
 
 from ._filters import filter_to_where, sql_string
 from ._maintenance import IndexPolicy, IndexUpkeep, describe_indexes
-from ._manifest import check_dims, record_manifest
+from ._manifest import check_dims, opening_manifest, record_manifest
 from ._metadata_indexes import ensure_metadata_indexes
 from ._schema import (
     RECORDS_TABLE,
@@ -154,7 +154,7 @@ class LanceDBStore:
         requested = analyzer_for(language) if language is not None else None
         self._tables = Tables(os.fspath(uri), storage_options or {}, read_consistency_interval, requested)
         self._local = '://' not in self._tables.uri
-        self._manifest = read_manifest(self._tables.uri) if self._local else None
+        self._manifest = opening_manifest(self._tables)
         self.embedder = embedder_for_store(self._manifest, embedder, self._tables.uri)
         self.ann_threshold = ann_threshold
         self.optimize_every = optimize_every

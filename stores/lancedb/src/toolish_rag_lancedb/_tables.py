@@ -165,6 +165,19 @@ class Tables:
             self._peeked = (self._peek_analyzer(),)
         return self._peeked[0]
 
+    def peek_model(self) -> tuple[str, int | None] | None:
+        """The embedding model and size a local records table's metadata names, read without connecting
+        the async API (``None``: no table, or a remote location)."""
+        if '://' in self.uri or not os.path.isdir(self.uri):
+            return None
+        db = lancedb.connect(self.uri)
+        if RECORDS_TABLE not in db.list_tables().tables:
+            return None
+        meta = db.open_table(RECORDS_TABLE).schema.metadata or {}
+        model = meta.get(b'toolish_rag.embedding_model', b'').decode('utf-8', 'replace')
+        dims = int(meta[META_DIMS]) if META_DIMS in meta else None
+        return (model, dims) if model else None
+
     def _peek_analyzer(self) -> TextAnalyzer | None:
         if '://' not in self.uri and not os.path.isdir(self.uri):
             return None  # nothing written yet (and connecting would create the directory)

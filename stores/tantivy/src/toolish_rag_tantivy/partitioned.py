@@ -24,6 +24,7 @@ import tantivy
 from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, MetadataValue, Record, validate_metadata_key
 from toolish_rag.filters import Filter
+from toolish_rag.manifest import MANIFEST_FILE
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request, regex_rank_key, scan_limit_error
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -35,6 +36,7 @@ from toolish_rag.sections import (
     SectionPage,
     SectionReadRequest,
 )
+from toolish_rag.stores.lock import LOCK_FILE
 from toolish_rag.writes import upsert_batch
 
 from ._analyzers import AnalyzerName
@@ -138,7 +140,7 @@ class PartitionedTantivyStore:
         chosen = analysis or IndexAnalysis.default()
         if config is not None:
             assert self.path is not None
-            if self.path.exists() and any(self.path.iterdir()):
+            if self.path.exists() and any(p.name not in (MANIFEST_FILE, LOCK_FILE) for p in self.path.iterdir()):
                 raise ValueError(f'{self.path} is not empty and holds no partitioned toolish-rag-tantivy store')
             self.path.mkdir(parents=True, exist_ok=True)
             tmp = config.with_suffix('.tmp')

@@ -9,6 +9,7 @@ See docs/stores/tantivy.md#writes-concurrency-and-durability.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import os
 import threading
@@ -23,6 +24,7 @@ from tantivy import Occur, Query
 from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, Record
 from toolish_rag.filters import Filter
+from toolish_rag.manifest import MANIFEST_FILE, update_manifest
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -34,6 +36,7 @@ from toolish_rag.sections import (
     SectionPage,
     SectionReadRequest,
 )
+from toolish_rag.stores.lock import LOCK_FILE
 from toolish_rag.writes import upsert_batch
 
 from ._analyzers import AnalyzerName
@@ -47,6 +50,8 @@ from ._text_analysis import IndexAnalysis
 __all__ = ['CONFIG_FILE', 'TantivyStore']
 
 CONFIG_FILE = 'toolish_rag_tantivy.json'
+_OWN_FILES = (CONFIG_FILE, MANIFEST_FILE, LOCK_FILE)
+"""Files a new index's folder may hold already: its config, the store manifest, the writer lock."""
 
 
 @dataclass
@@ -141,13 +146,15 @@ class TantivyStore:
             if requested is not None and requested != saved:
                 raise saved.mismatch(requested, self.path)
             return saved
-        if self.path.exists() and any(p.name != CONFIG_FILE for p in self.path.iterdir()):
+        if self.path.exists() and any(p.name not in _OWN_FILES for p in self.path.iterdir()):
             raise ValueError(f'{self.path} is not empty and holds no toolish-rag-tantivy index')
         self.path.mkdir(parents=True, exist_ok=True)
         chosen = requested or IndexAnalysis.default()
         tmp = config_path.with_suffix('.tmp')
         tmp.write_text(json.dumps({'format': FORMAT_VERSION, 'analyzer': chosen.saved}), 'utf-8')
         os.replace(tmp, config_path)
+        language = chosen.text_analyzer.language if chosen.text_analyzer is not None else None
+        update_manifest(self.path, 'tantivy', lambda m: dataclasses.replace(m, language=language))
         return chosen
 
     def _open_index(self) -> tantivy.Index:

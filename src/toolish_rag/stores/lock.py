@@ -1,0 +1,160 @@
+"""One writer at a time per store folder: an exclusive lock every CLI writer takes before writing.
+
+``toolish-rag.lock`` in the store's folder is locked with ``flock`` (the kernel releases it when its
+holder exits, even by ``kill -9``) and names its holder (pid, command, since) for the message a second
+writer gets. See docs/deploy.md (One writer at a time).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+from typing import IO
+
+from ..errors import ToolishRagError
+
+__all__ = ['DEFAULT_LOCK_TIMEOUT', 'LOCK_FILE', 'LOCK_TIMEOUT_ENV', 'LockHolder', 'StoreLock', 'StoreLocked']
+
+LOCK_FILE = 'toolish-rag.lock'
+LOCK_TIMEOUT_ENV = 'TOOLISH_RAG_LOCK_TIMEOUT'
+"""Seconds a second writer waits for the lock before it is refused (unset: `DEFAULT_LOCK_TIMEOUT`)."""
+DEFAULT_LOCK_TIMEOUT = 5.0
+
+_POLL = 0.05
+
+
+@dataclass(frozen=True)
+class LockHolder:
+    """Who holds a store's lock, as it wrote itself into the lock file."""
+
+    pid: int
+    command: str
+    since: float
+    """When it took the lock (seconds since the epoch)."""
+
+    def describe(self) -> str:
+        taken = time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(self.since))
+        return f'pid {self.pid} ({self.command}) since {taken}'
+
+
+class StoreLocked(ToolishRagError):
+    """Another writer holds the store's lock, and kept it past the timeout."""
+
+    def __init__(self, folder: Path, holder: LockHolder | None, waited: float) -> None:
+        self.folder = folder
+        self.holder = holder
+        who = holder.describe() if holder is not None else 'another process'
+        super().__init__(
+            f'{folder} is being written by {who}; waited {waited:g} s. One writer at a time: wait for it to '
+            f'finish, or raise ${LOCK_TIMEOUT_ENV}'
+        )
+
+
+def _timeout(timeout: float | None) -> float:
+    if timeout is not None:
+        return timeout
+    raw = os.environ.get(LOCK_TIMEOUT_ENV, '').strip()
+    try:
+        return float(raw) if raw else DEFAULT_LOCK_TIMEOUT
+    except ValueError:
+        raise ValueError(f'${LOCK_TIMEOUT_ENV} must be a number of seconds, got {raw!r}') from None
+
+
+def _read_holder(path: Path) -> LockHolder | None:
+    try:
+        data = json.loads(path.read_text(encoding='utf-8'))
+        return LockHolder(int(data['pid']), str(data['command']), float(data['since']))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+class StoreLock:
+    """The exclusive writer lock of the store in ``folder`` (created if missing), as a context manager.
+
+    ``timeout``: seconds to wait for a holder to finish (``None``: ``$TOOLISH_RAG_LOCK_TIMEOUT``, else
+    `DEFAULT_LOCK_TIMEOUT`); then `StoreLocked` names the holder. A holder that died released the lock
+    with its process, so a crashed writer never blocks the next one. The lock is per open file, so two
+    threads of one process exclude each other too. Local folders only: object storage is not locked.
+    """
+
+    def __init__(self, folder: str | os.PathLike[str], *, timeout: float | None = None, command: str | None = None):
+        self.folder = Path(folder)
+        self.timeout = _timeout(timeout)
+        self.command = command or ' '.join([Path(sys.argv[0]).name, *sys.argv[1:]])[:200]
+        self._file: IO[str] | None = None
+
+    @property
+    def path(self) -> Path:
+        return self.folder / LOCK_FILE
+
+    def acquire(self) -> StoreLock:
+        self.folder.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, 'a+', encoding='utf-8')  # noqa: SIM115 - held until release()
+        start = time.monotonic()
+        while not _try_lock(handle):
+            waited = time.monotonic() - start
+            if waited >= self.timeout:
+                handle.close()
+                raise StoreLocked(self.folder, _read_holder(self.path), round(waited, 1))
+            time.sleep(_POLL)
+        handle.seek(0)
+        handle.truncate()
+        handle.write(json.dumps({'pid': os.getpid(), 'command': self.command, 'since': time.time()}))
+        handle.flush()
+        self._file = handle
+        return self
+
+    def release(self) -> None:
+        if self._file is not None:
+            self._file.seek(0)
+            self._file.truncate()
+            self._file.flush()
+            _unlock(self._file)
+            self._file.close()
+            self._file = None
+
+    @property
+    def held(self) -> bool:
+        return self._file is not None
+
+    def __enter__(self) -> StoreLock:
+        return self.acquire()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.release()
+
+
+if sys.platform == 'win32':  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def _try_lock(handle: IO[str]) -> bool:
+        try:
+            handle.seek(0)
+            msvcrt.locking(handle.fileno(), msvcrt.LK_NBLCK, 1)
+        except OSError:
+            return False
+        return True
+
+    def _unlock(handle: IO[str]) -> None:
+        handle.seek(0)
+        msvcrt.locking(handle.fileno(), msvcrt.LK_UNLCK, 1)
+
+else:
+    import fcntl
+
+    def _try_lock(handle: IO[str]) -> bool:
+        try:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            return False
+        return True
+
+    def _unlock(handle: IO[str]) -> None:
+        fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
