@@ -7,6 +7,7 @@ RecursionError while a parser-accepted file, small on disk); ingestion stores it
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -14,16 +15,7 @@ import pytest
 from toolish_rag.cli import main
 from toolish_rag.content import Document, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.graph.builders import BuildReport, CodeGraphBuilder
-from toolish_rag.graph.builders.base import (
-    DocumentGraph,
-    DocumentInput,
-    GraphBuildStore,
-    build_documents,
-    chunks_digest,
-    fingerprint,
-    iter_documents,
-)
+from toolish_rag.graph.builders import CodeGraphBuilder
 from toolish_rag.ingest import Chunker
 from toolish_rag.ingest._parse import file_uri
 from toolish_rag.ingest._readers.text import read_text
@@ -49,7 +41,7 @@ def _document(path: Path) -> Document:
     return Chunker(chunk_size=2000, overlap=0).build(read_text(path.read_bytes(), path), file_uri(path))
 
 
-def _edges(relations: list[Relation], names: dict[str, str]) -> set[tuple[str, str, str]]:
+def _edges(relations: Sequence[Relation], names: dict[str, str]) -> set[tuple[str, str, str]]:
     return {(names[r.source], r.type, names[r.target]) for r in relations if r.type in ('CALLS', 'IMPORTS')}
 
 
@@ -87,40 +79,3 @@ def test_graph_build_link_code_reports_the_file_and_exits_non_zero(
     assert len(failure) == 1 and 'RecursionError' in failure[0]
     reopened = InMemoryStore(embedder='hashing', path=tmp_path / 'kb')
     assert {e.name for e in asyncio.run(reopened.list_entities())} >= {'app.run', 'lib.helper'}
-
-
-class _MarkFails:
-    """A document-wise builder whose *mark* (not its graph) raises for one document."""
-
-    name = 'mark-fails'
-
-    def __init__(self, bad: str) -> None:
-        self.bad = bad
-
-    async def build(self, store: GraphBuildStore) -> BuildReport:
-        async def graph_of(document: DocumentInput) -> DocumentGraph:
-            return DocumentGraph()
-
-        def mark_of(document: DocumentInput) -> str:
-            if document.id == self.bad:
-                raise RecursionError('maximum recursion depth exceeded\nwhile reading it')
-            return fingerprint(chunks_digest(document.chunks))
-
-        return await build_documents(store, self.name, iter_documents(store), mark_of, graph_of)
-
-
-@pytest.mark.asyncio
-async def test_the_driver_isolates_a_document_whose_mark_cannot_be_computed() -> None:
-    from toolish_rag import DocumentBuilder
-
-    store = InMemoryStore(HashingEmbeddingModel(64))
-    docs = []
-    for doc_id in ('a', 'b', 'c'):
-        builder = DocumentBuilder(f'file:///{doc_id}.md', doc_id, id=doc_id)
-        builder.add_chunk(None, f'text {doc_id}')
-        docs.append(builder.build())
-    await store.upsert(docs)
-    report = await _MarkFails('b').build(store)
-    assert report.failures == ('b: RecursionError: maximum recursion depth exceeded while reading it',)
-    assert (report.documents_seen, report.documents_built) == (3, 2)
-    assert set(await store.graph_marks('mark-fails')) == {'a', 'c'}

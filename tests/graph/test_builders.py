@@ -79,16 +79,20 @@ async def test_read_chunks_pages_through_a_long_document_in_order() -> None:
 
 
 class _Failing:
-    """A document-wise builder (through the shared driver) whose build of one document raises."""
+    """A document-wise builder (through the shared driver) whose build of one document raises.
+
+    ``in_mark``: the document's mark raises (an error reading what the mark covers), not its graph.
+    """
 
     name = 'failing'
 
-    def __init__(self, bad: str) -> None:
+    def __init__(self, bad: str, *, in_mark: bool = False) -> None:
         self.bad = bad
+        self.in_mark = in_mark
 
     async def build(self, store: GraphBuildStore) -> BuildReport:
         async def graph_of(document: DocumentInput) -> DocumentGraph:
-            if document.id == self.bad:
+            if document.id == self.bad and not self.in_mark:
                 raise RuntimeError('cannot read this one')
             chunk = document.chunks[0]
             return DocumentGraph(
@@ -106,9 +110,21 @@ class _Failing:
             )
 
         def mark_of(document: DocumentInput) -> str:
+            if document.id == self.bad and self.in_mark:
+                raise RecursionError('maximum recursion depth exceeded\nwhile reading it')
             return fingerprint(chunks_digest(document.chunks))
 
         return await build_documents(store, self.name, iter_documents(store), mark_of, graph_of)
+
+
+async def test_a_document_whose_mark_fails_is_reported_in_one_line_and_the_others_are_built() -> None:
+    """Issue 28 item 5: the driver guarded ``graph_of`` only, so an error computing a mark stopped the build."""
+    store = _store()
+    await store.upsert([_doc('a', 'A', ['one']), _doc('b', 'B', ['two']), _doc('c', 'C', ['three'])])
+    report = (await build_graph(store, _Failing('b', in_mark=True)))[0]
+    assert report.failures == ('b: RecursionError: maximum recursion depth exceeded while reading it',)
+    assert (report.documents_seen, report.documents_built) == (3, 2)
+    assert set(await store.graph_marks('failing')) == {'a', 'c'}
 
 
 async def test_a_failing_document_is_reported_and_the_others_are_built() -> None:

@@ -25,7 +25,7 @@ from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings, strategies as st
-from pydantic_ai.messages import ModelMessage, ModelRequest, ModelResponse, ToolCallPart, UserPromptPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, UserPromptPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolish_rag import DocumentBuilder, Entity, PropertyFilter as F, ToolishRag
@@ -129,13 +129,8 @@ def corpora(draw: st.DrawFn) -> Corpus:
 
 def _extractor(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
     """A model that extracts every name of `NAMES` its passage writes, each related to the next."""
-    prompt = next(
-        str(p.content)
-        for m in messages
-        if isinstance(m, ModelRequest)
-        for p in m.parts
-        if isinstance(p, UserPromptPart)
-    )
+    asked = messages[-1]
+    prompt = ' '.join(str(p.content) for p in asked.parts if isinstance(p, UserPromptPart))
     found = [name for name in NAMES if name in prompt]
     answer: dict[str, Any] = {
         'entities': [{'name': name, 'type': 'thing', 'description': f'{name} as named'} for name in found],
