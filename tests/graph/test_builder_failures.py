@@ -62,6 +62,11 @@ async def test_code_graph_reports_a_file_ast_cannot_build_and_builds_the_others(
     }
     again = await CodeGraphBuilder().build(store)  # the good modules are done; the bad one is retried, reported
     assert (again.writes, again.failures) == (0, report.failures)
+    # A file that keeps failing does not keep the others' deleted entities alive.
+    lib = next(d.id for d in await store.list_documents() if d.uri.endswith('/lib.py'))
+    await store.delete_documents([lib])
+    assert (await CodeGraphBuilder().build(store)).failures == report.failures
+    assert {e.name for e in await store.list_entities()} == {'app', 'app.run'}
 
 
 def test_graph_build_link_code_reports_the_file_and_exits_non_zero(

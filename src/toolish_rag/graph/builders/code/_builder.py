@@ -73,16 +73,23 @@ class CodeGraphBuilder:
             return outcome.mark if isinstance(outcome, ModuleOutcome) else 'unavailable'
 
         report = await build_documents(store, self.name, inputs, mark_of, graph_of, known_entities=known)
-        if not report.failures:
-            await _delete_stale_entities(store, known, analysis.values())
+        failed = sorted(document_id for document_id, outcome in analysis.items() if isinstance(outcome, str))
+        if len(report.failures) == len(failed):  # no write failed: only modules that kept their old graph
+            kept = await store.list_relations(document_ids=failed, origin=self.name) if failed else []
+            await _delete_stale_entities(
+                store, known, analysis.values(), {i for r in kept for i in (r.source, r.target)}
+            )
         return report
 
 
 async def _delete_stale_entities(
-    store: GraphBuildStore, known: Mapping[str, Entity], outcomes: Iterable[ModuleOutcome | str]
+    store: GraphBuildStore, known: Mapping[str, Entity], outcomes: Iterable[ModuleOutcome | str], kept: set[str]
 ) -> None:
-    """Remove this builder's entities that no module derives any more (a deleted function or file)."""
-    wanted = {e.id for o in outcomes if isinstance(o, ModuleOutcome) for e in o.graph.entities}
+    """Remove this builder's entities that no module derives any more (a deleted function or file).
+
+    ``kept``: ids the stored graph of a module that failed this run still names (it keeps its old graph).
+    """
+    wanted = kept | {e.id for o in outcomes if isinstance(o, ModuleOutcome) for e in o.graph.entities}
     stale = [eid for eid in known if eid.startswith(CODE_ENTITY_PREFIX) and eid not in wanted]
     if stale:
         await store.delete_entities(stale)
