@@ -37,6 +37,19 @@ class _RealDisk:
             yield Path(disk)
 
 
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """A `REAL_DISK` entry naming a file or test that no longer exists fails the run: it would silently
+    put a durability test on tmpfs."""
+    stale = []
+    for prefix in REAL_DISK:
+        file, _, name = prefix.partition('::')
+        modules = [getattr(item, 'module', None) for item in items if item.nodeid.startswith(f'{file}::')]
+        if not (config.rootpath / file).is_file() or (name and modules and not hasattr(modules[0], name)):
+            stale.append(prefix)
+    if stale:
+        raise pytest.UsageError(f'tests/conftest.py REAL_DISK names tests that do not exist: {stale}')
+
+
 @pytest.hookimpl(tryfirst=True)  # before pytest's tmpdir plugin reads --basetemp
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_RealDisk(), 'toolish-rag-real-disk')
