@@ -7,6 +7,7 @@ resolved to pydantic-ai's `TestModel` calling the search tool (no key, no networ
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import re
@@ -88,3 +89,17 @@ def test_the_quick_start_runs_as_written(tmp_path: Path) -> None:
     answer = json.loads(with_model.splitlines()[-1])
     assert answer['docs_hybrid_search'].startswith('Hybrid search results for')
     assert 'examples/docs/' in answer['docs_hybrid_search'] and 'about.txt' not in answer['docs_hybrid_search']
+
+
+def test_the_demo_writes_the_store_the_next_command_reads(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """After `bash scripts/demo`, the README's next command (`toolish-rag search ...`, same folder) finds its documents."""
+    from toolish_rag.cli._common import default_store_spec
+
+    monkeypatch.chdir(tmp_path)
+    for variable in ('TOOLISH_RAG_STORE', 'TRANSFORMERS_VERBOSITY', 'HF_HUB_DISABLE_PROGRESS_BARS'):
+        monkeypatch.delenv(variable, raising=False)  # the example sets the last two on import
+    spec = importlib.util.spec_from_file_location('quickstart_example', ROOT / 'examples' / 'quickstart.py')
+    assert spec is not None and spec.loader is not None
+    demo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(demo)
+    assert default_store_spec() == f'lancedb:{demo.DEFAULT_STORE.as_posix()}'
