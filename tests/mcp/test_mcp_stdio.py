@@ -92,6 +92,12 @@ async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -
         (['--http', 'nonsense'], 'HOST:PORT'),
         (['--tokens', 'x.toml'], 'only apply with --http'),
         (['--stateless'], 'only apply with --http'),
+        (['--max-sessions-per-token', '4'], 'limits per token only apply with --http'),
+        (
+            ['--http', '127.0.0.1:0', '--no-auth', '--requests-per-minute', '0'],
+            'requests_per_minute must be a positive',
+        ),
+        (['--http', '127.0.0.1:0', '--no-auth', '--session-idle-timeout', 'inf'], 'idle_timeout must be a positive'),
     ],
 )
 def test_the_command_refuses_unsafe_or_wrong_options(

@@ -38,8 +38,26 @@ def register(sub: Any) -> argparse.ArgumentParser:
     parser.add_argument(
         '--filter', default=None, help='scope filter JSON applied to every call, for every client (and token)'
     )
+    limits = parser.add_argument_group(
+        'limits per token (HTTP)', "defaults for every token; a token file entry's `limits` sets its own (docs/mcp.md)"
+    )
+    for flag, field, kind, what in _LIMIT_FLAGS:
+        limits.add_argument(flag, dest=field, type=kind, default=None, metavar='N', help=what)
     parser.set_defaults(run=run)
     return parser
+
+
+_LIMIT_FLAGS: list[tuple[str, str, type[int] | type[float], str]] = [
+    ('--max-sessions-per-token', 'max_sessions', int, 'open MCP sessions per token (default: 16)'),
+    ('--session-idle-timeout', 'idle_timeout', float, 'seconds before an idle session is closed (default: 600)'),
+    ('--max-concurrent-per-token', 'max_concurrent', int, 'requests in flight per token (default: 8)'),
+    ('--requests-per-minute', 'requests_per_minute', int, 'requests per minute per token (default: 600)'),
+]
+
+
+def _limits(args: argparse.Namespace) -> dict[str, int | float]:
+    """The limit flags given (validated by `TokenLimits` when the server is built)."""
+    return {field: getattr(args, field) for _, field, _, _ in _LIMIT_FLAGS if getattr(args, field) is not None}
 
 
 def _host_port(value: str) -> tuple[str, int]:
@@ -61,14 +79,17 @@ def _is_loopback(host: str) -> bool:
 
 async def run(args: argparse.Namespace) -> int:
     try:
-        from ..mcp import load_token_table, serve_http, serve_stdio
+        from ..mcp import TokenLimits, load_token_table, serve_http, serve_stdio
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         print(f'toolish-rag mcp needs the mcp extra: pip install "toolish-rag[mcp]" ({e})', file=sys.stderr)
         return 2
     tokens = None
+    limits = TokenLimits().with_overrides(_limits(args))
     if args.http is None:
-        if args.tokens or args.no_auth or args.stateless:
-            raise ValueError('--tokens, --no-auth and --stateless only apply with --http (stdio has no tokens)')
+        if args.tokens or args.no_auth or args.stateless or _limits(args):
+            raise ValueError(
+                '--tokens, --no-auth, --stateless and the limits per token only apply with --http (stdio has no tokens)'
+            )
     else:
         host, port = _host_port(args.http)
         if args.tokens and args.no_auth:
@@ -89,5 +110,5 @@ async def run(args: argparse.Namespace) -> int:
     scoped = f'{count} token{"" if count == 1 else "s"}' if tokens else 'no authentication'
     stateless = ', stateless' if args.stateless else ''
     print(f'toolish-rag: MCP on http://{args.http}{args.path} ({scoped}{stateless}); Ctrl-C stops', file=sys.stderr)
-    await serve_http(rag, tokens, host=host, port=port, path=args.path, stateless=args.stateless)
+    await serve_http(rag, tokens, host=host, port=port, path=args.path, stateless=args.stateless, limits=limits)
     return 0

@@ -3,6 +3,7 @@
 Needs the ``mcp`` extra: ``pip install "toolish-rag[mcp]"``. See docs/mcp.md.
 """
 
+from ._limits import TokenLimits
 from ._tokens import TokenScope, TokenTable, load_token_table, scope_from_shorthand
 from .server import HITS_META_KEY, SCOPE_KEY, BearerScopeMiddleware, build_server, http_app, serve_http, serve_stdio
 
@@ -10,6 +11,7 @@ __all__ = [
     'HITS_META_KEY',
     'SCOPE_KEY',
     'BearerScopeMiddleware',
+    'TokenLimits',
     'TokenScope',
     'TokenTable',
     'build_server',

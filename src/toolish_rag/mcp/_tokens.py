@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..filters import Filter, PropertyFilter, and_, parse_filter
+from ._limits import limit_overrides
 
 __all__ = ['TokenScope', 'TokenTable', 'load_token_table', 'scope_from_shorthand']
 
@@ -44,11 +45,15 @@ def scope_from_shorthand(scope: Mapping[str, Any]) -> Filter | None:
 
 @dataclass(frozen=True)
 class TokenScope:
-    """One configured token: its label and the scope filter every tool call is narrowed by."""
+    """One configured token: its label, the scope filter every tool call is narrowed by, and its own limits.
+
+    ``limits`` replaces some of the server's default `TokenLimits` for this token (names to values).
+    """
 
     label: str
     filter: Filter | None
     digest: bytes = field(repr=False)
+    limits: Mapping[str, int | float] = field(default_factory=dict)
 
 
 class TokenTable:
@@ -82,6 +87,10 @@ class TokenTable:
     def labels(self) -> list[str]:
         return [s.label for s in self._scopes]
 
+    @property
+    def scopes(self) -> tuple[TokenScope, ...]:
+        return self._scopes
+
     def authenticate(self, presented: str | None) -> TokenScope | None:
         """The scope of ``presented``, or ``None`` when it is missing or matches no token.
 
@@ -103,8 +112,8 @@ class TokenTable:
 def _entry(label: str, entry: Any, env: Mapping[str, str]) -> TokenScope:
     where = f'token entry {label!r}'
     if not isinstance(entry, Mapping):
-        raise ValueError(f'{where}: expected a table with token/token_env and scope/filter')
-    unknown = set(entry) - {'token', 'token_env', 'scope', 'filter'}
+        raise ValueError(f'{where}: expected a table with token/token_env and scope/filter (and limits)')
+    unknown = set(entry) - {'token', 'token_env', 'scope', 'filter', 'limits'}
     if unknown:
         raise ValueError(f'{where}: unknown keys {sorted(unknown)}')
     if ('token' in entry) == ('token_env' in entry):
@@ -129,9 +138,10 @@ def _entry(label: str, entry: Any, env: Mapping[str, str]) -> TokenScope:
             scope_filter = scope_from_shorthand(entry['scope'])
         else:
             scope_filter = parse_filter(entry['filter'])
+        limits = limit_overrides(entry.get('limits', {}))
     except ValueError as e:
         raise ValueError(f'{where}: {e}') from None
-    return TokenScope(label=label, filter=scope_filter, digest=_digest(token))
+    return TokenScope(label=label, filter=scope_filter, digest=_digest(token), limits=limits)
 
 
 def load_token_table(path: str | Path, *, environ: Mapping[str, str] | None = None) -> TokenTable:

@@ -15,12 +15,13 @@ client can narrow its results (by its queries) but never widen them. The instruc
 a client gets when it connects (``initialize`` / ``server/discover``) are computed for
 its token's scope too, because eager searches (``rag.with_eager_search_about``) put
 search results in them. A streamable-HTTP session belongs to the token that opened it:
-its id presented with another token is answered like an unknown session (404).
+its id presented with another token is answered like an unknown session (404). Each token
+has its own `TokenLimits` (sessions, requests in flight, requests per minute, idle timeout),
+enforced by `TokenLimitsMiddleware`, so no token can use up what another needs.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
 from typing import Any
@@ -36,6 +37,7 @@ from ..content import Chunk
 from ..filters import Filter
 from ..search import SearchHit
 from ..toolset import ToolishRag
+from ._limits import TokenLimits, TokenLimitsMiddleware, send_json
 from ._tokens import TokenScope, TokenTable
 
 __all__ = [
@@ -291,19 +293,37 @@ def _bearer(scope: MutableMapping[str, Any]) -> str | None:
 
 
 async def _unauthorized(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], reason: str) -> None:
-    body = json.dumps({'error': 'unauthorized', 'error_description': reason}).encode()
-    await send(
-        {
-            'type': 'http.response.start',
-            'status': 401,
-            'headers': [
-                (b'content-type', b'application/json'),
-                (b'content-length', str(len(body)).encode()),
-                (b'www-authenticate', f'Bearer error="invalid_token", error_description="{reason}"'.encode()),
-            ],
-        }
-    )
-    await send({'type': 'http.response.body', 'body': body})
+    challenge = f'Bearer error="invalid_token", error_description="{reason}"'.encode()
+    payload = {'error': 'unauthorized', 'error_description': reason}
+    await send_json(send, 401, payload, [(b'www-authenticate', challenge)])
+
+
+def _per_token(tokens: TokenTable | None, limits: TokenLimits) -> dict[str, TokenLimits]:
+    """Each token's limits: ``limits`` with the token file's own values for it (``anonymous`` without tokens)."""
+    if tokens is None:
+        return {'anonymous': limits}
+    return {s.label: limits.with_overrides(s.limits) for s in tokens.scopes}
+
+
+def _label_of(scope: MutableMapping[str, Any]) -> str | None:
+    found = scope.get(SCOPE_KEY)
+    return found[0] if found is not None else None
+
+
+def _session_closer(server: Server[Any]) -> Callable[[str], Awaitable[None]]:
+    """Ends one session the SDK still holds, as its own idle timeout does (the SDK has no public call for it)."""
+
+    async def close(session_id: str) -> None:
+        transport = server.session_manager._server_instances.get(session_id)
+        if transport is None or transport.is_terminated:
+            return
+        logger.info("closing an idle MCP session (its token's idle timeout)")
+        if transport.idle_scope is not None:
+            transport.idle_scope.cancel()  # the SDK's idle path: its server task ends and discards the session
+        else:
+            await transport.terminate()
+
+    return close
 
 
 def http_app(
@@ -313,13 +333,33 @@ def http_app(
     host: str = '127.0.0.1',
     path: str = '/mcp',
     stateless: bool = False,
+    limits: TokenLimits | None = None,
 ) -> Any:
-    """The ASGI (Starlette) app serving ``server`` at ``path``, behind bearer-token scoping.
+    """The ASGI (Starlette) app serving ``server`` at ``path``, behind bearer-token scoping and per-token limits.
 
     ``tokens=None`` serves without authentication (only for a trusted loopback). ``host``
     is where the server listens: on loopback the SDK's DNS-rebinding protection is on.
+    ``limits`` are every token's defaults (a token file entry's ``limits`` replaces some for its
+    token). The SDK's own session cap is set to twice the sum of the tokens' session limits, so it
+    never refuses a token within its own limit; its idle timeout to the longest of theirs.
     """
-    app = server.streamable_http_app(streamable_http_path=path, host=host, stateless_http=stateless)
+    default = limits if limits is not None else TokenLimits()
+    per_token = _per_token(tokens, default)
+    app = server.streamable_http_app(
+        streamable_http_path=path,
+        host=host,
+        stateless_http=stateless,
+        max_sessions=2 * sum(t.max_sessions for t in per_token.values()),
+        session_idle_timeout=max(t.idle_timeout for t in per_token.values()),
+    )
+    app.add_middleware(
+        TokenLimitsMiddleware,
+        limits=per_token,
+        default=default,
+        close_session=_session_closer(server),
+        stateless=stateless,
+        label_of=_label_of,
+    )
     app.add_middleware(BearerScopeMiddleware, tokens=tokens)  # outermost: nothing runs before it
     return app
 
@@ -333,6 +373,7 @@ async def serve_http(
     path: str = '/mcp',
     name: str = 'toolish-rag',
     stateless: bool = False,
+    limits: TokenLimits | None = None,
 ) -> None:
     """Serve ``rag`` over streamable HTTP at ``http://HOST:PORT/PATH`` until interrupted.
 
@@ -340,10 +381,11 @@ async def serve_http(
     own (with its own token's scope), so several servers behind a round-robin load balancer can
     each answer any request of a client. A session opened on one server is unknown to the others
     (404), so without it a load balancer must be sticky on the ``Mcp-Session-Id`` header.
+    ``limits``: every token's `TokenLimits` (see `http_app`).
     """
     import uvicorn
 
     server = await build_server(rag, name=name)
-    app = http_app(server, tokens, host=host, path=path, stateless=stateless)
+    app = http_app(server, tokens, host=host, path=path, stateless=stateless, limits=limits)
     config = uvicorn.Config(app, host=host, port=port, log_level='warning', lifespan='on')
     await uvicorn.Server(config).serve()
