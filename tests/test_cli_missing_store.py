@@ -75,3 +75,18 @@ def test_another_embedder_is_refused_on_search_and_on_ingest(here: Path) -> None
         message = refused([*command, *store, '--embedder', 'hashing:64'])
         assert 'kb holds vectors of toolish-rag:hashing-256, 256 dimensions, not toolish-rag:hashing-64' in message
         assert '--embedder hashing:256' in message
+
+
+def test_upgrade_writes_an_older_stores_manifest_once(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert 'no store at memory:old' in refused(['upgrade', '--store', 'memory:old'])
+    assert main(['ingest', str(DOCS), '--store', 'memory:old', '--embedder', 'hashing']) == 0
+    (here / 'old' / 'toolish-rag.json').unlink()  # as a store written before manifests
+    capsys.readouterr()
+    assert main(['upgrade', '--store', 'memory:old']) == 0
+    assert main(['upgrade', '--store', 'memory:old']) == 0
+    assert capsys.readouterr().out.splitlines() == [
+        'memory:old: wrote the manifest',
+        'memory:old: already current, nothing to do',
+    ]
+    manifest = read_manifest(here / 'old')
+    assert manifest is not None and manifest.embedder is not None and manifest.embedder.spec == 'hashing:256'

@@ -31,6 +31,7 @@ from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Document, Entity, Record
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Filter, PropertyFilter as F, matches
+from toolish_rag.manifest import read_manifest
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchRequest
 from toolish_rag.sections import DocumentPageRequest, SectionReadRequest
 from toolish_rag.stores import InMemoryStore
@@ -339,3 +340,37 @@ async def test_readers_beside_a_writer_see_one_version_or_the_next(tmp_path: Pat
             t.join()
     assert errors == []
     assert len(rounds_seen) > 2  # the readers saw the writes land
+
+
+async def test_upgrade_rewrites_a_first_format_store_with_the_same_answers_and_no_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Regression (issue 27): an older store warned on every open and re-ingesting said "unchanged"."""
+    rng = random.Random(3)
+    docs = [_doc(d, 0, rng) for d in range(4)]
+    live = InMemoryStore(HashingEmbeddingModel(32), windows=None)
+    await live.upsert(docs)
+    version = tmp_path / 'v1'  # the first format, written as the old code did (one directory per version)
+    version.mkdir()
+    adapter: TypeAdapter[Record] = TypeAdapter(Record)
+    records = live._snapshot.records
+    (version / 'records.jsonl').write_bytes(b''.join(adapter.dump_json(r) + b'\n' for r in records))
+    np.save(version / 'vectors.npy', live._snapshot.vectors)
+    (version / 'documents.json').write_text(json.dumps([dataclasses.asdict(d) for d in await live.list_documents()]))
+    (version / 'manifest.json').write_text(
+        json.dumps({'format': 1, 'embedder': 'toolish-rag:hashing-32', 'records': len(records)})
+    )
+    (tmp_path / 'CURRENT').write_text('v1')
+
+    old = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path, windows=None)
+    assert read_manifest(tmp_path) is None
+    assert await old.upgrade() == ['rewrote the store in the current format']
+    assert not (tmp_path / 'v1').exists() and (tmp_path / 'segments').is_dir()
+    manifest = read_manifest(tmp_path)
+    assert manifest is not None and manifest.embedder is not None
+    assert (manifest.embedder.model, manifest.embedder.dimensions) == ('toolish-rag:hashing-32', 32)
+    assert await old.upgrade() == []  # already current
+    caplog.clear()
+    reopened = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path, windows=None)
+    assert await _answers(reopened) == await _answers(live)
+    assert not caplog.records

@@ -12,13 +12,23 @@ import os
 import sys
 from collections.abc import Sequence
 
-from . import _ask_cmd, _chat_cmd, _eval_cmd, _graph_cmd, _ingest_cmd, _mcp_cmd, _search_cmd, tools_cmd
+from . import _ask_cmd, _chat_cmd, _eval_cmd, _graph_cmd, _ingest_cmd, _mcp_cmd, _search_cmd, _upgrade_cmd, tools_cmd
 from ._chat_cmd import chat
 from ._common import add_store_arguments, release_store_locks
 
 __all__ = ['build_parser', 'chat', 'main']
 
-_COMMANDS = (_ingest_cmd, _search_cmd, tools_cmd, _eval_cmd, _mcp_cmd, _chat_cmd, _ask_cmd, _graph_cmd)
+_COMMANDS = (
+    _ingest_cmd,
+    _search_cmd,
+    tools_cmd,
+    _eval_cmd,
+    _mcp_cmd,
+    _chat_cmd,
+    _ask_cmd,
+    _graph_cmd,
+    _upgrade_cmd,
+)
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -74,7 +74,8 @@ def legacy_manifest(path: Path) -> StoreManifest | None:
         return None
     version = json.loads((path / current.read_text(encoding='utf-8').strip() / _MANIFEST).read_text(encoding='utf-8'))
     saved = str(version.get('embedder') or '')
-    embedder = EmbedderIdentity.from_legacy(saved) if saved and '?' not in saved else None
+    # Always 'system:model_name' (`model_id`); '?' where the model did not say: unknown, not compared.
+    embedder = EmbedderIdentity.from_legacy(saved) if ':' in saved and '?' not in saved else None
     settings = path / 'settings.json'
     analyzer = json.loads(settings.read_text(encoding='utf-8')).get('analyzer') if settings.exists() else None
     language = str(analyzer).rpartition(':')[2] if analyzer else None

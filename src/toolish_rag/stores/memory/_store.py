@@ -22,6 +22,7 @@ from ...content import Chunk, Document, Entity, Record, Relation
 from ...embedding import embedder_for_store, embedder_identity
 from ...filters import Filter
 from ...graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
+from ...manifest import read_manifest
 from ...protocols import DocumentInfo
 from ...regex import compile_request
 from ...search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -264,6 +265,28 @@ class InMemoryStore:
             snapshot = await asyncio.to_thread(old.compacted, self._analyzer, plan.assemble(extra, width))
             await self._commit(snapshot)
             return todo
+
+    async def upgrade(self) -> list[str]:
+        """Bring a store saved by an older toolish-rag to the current format, keeping every record and vector.
+
+        Rewrites a version saved before segments in the segment layout, writes the manifest
+        (docs/stores/manifest.md) and embeds the windows of records saved without them
+        (`rebuild_windows`). Returns what was done (empty: already current). ``toolish-rag upgrade``.
+        """
+        path = self._path
+        if path is None:
+            return []
+        done: list[str] = []
+        async with self._write_lock:
+            snapshot = self._snapshot
+            old_layout = any(not (path / 'segments' / s.name).is_dir() for s in snapshot.segments)
+            if old_layout or read_manifest(path) is None:
+                await self._commit(snapshot)
+                done.append('rewrote the store in the current format' if old_layout else 'wrote the manifest')
+        windowed = await self.rebuild_windows()
+        if windowed:
+            done.append(f'embedded the windows of {windowed} records saved without them')
+        return done
 
     async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
         parts: list[npt.NDArray[np.float32]] = []

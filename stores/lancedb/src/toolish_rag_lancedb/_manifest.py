@@ -6,11 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 
+from pydantic_ai.embeddings import Embedder
+
+from toolish_rag.embedding import embedder_identity
 from toolish_rag.manifest import EmbedderIdentity, EmbedderMismatch, StoreManifest, read_manifest, update_manifest
 
 from ._tables import Tables
 
-__all__ = ['check_dims', 'legacy_manifest', 'opening_manifest', 'record_manifest']
+__all__ = ['check_dims', 'legacy_manifest', 'opening_manifest', 'record_manifest', 'upgrade_manifest']
 
 
 def _language(tables: Tables) -> str | None:
@@ -60,3 +63,12 @@ def opening_manifest(tables: Tables) -> StoreManifest | None:
     if peeked is None:
         return None
     return StoreManifest('lancedb', embedder=EmbedderIdentity.from_legacy(*peeked))
+
+
+async def upgrade_manifest(tables: Tables, embedder: Embedder) -> StoreManifest | None:
+    """Write the manifest of a local store saved before manifests (``None``: nothing to do): the embedder
+    its table metadata names, else ``embedder`` (a table from before the metadata named one)."""
+    await tables.connect()
+    if '://' in tables.uri or tables.records is None or read_manifest(tables.uri) is not None:
+        return None
+    return record_manifest(tables, None if tables.model_name is not None else embedder_identity(embedder))

@@ -23,7 +23,6 @@ from toolish_rag.content import Chunk, Document, Entity, Record, Relation
 from toolish_rag.embedding import embedder_for_store, embedder_identity
 from toolish_rag.filters import Filter
 from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
-from toolish_rag.manifest import StoreManifest
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -40,7 +39,7 @@ from toolish_rag.writes import graph_upsert_batch
 
 from ._filters import filter_to_where, sql_string
 from ._maintenance import IndexPolicy, IndexUpkeep, describe_indexes
-from ._manifest import check_dims, opening_manifest, record_manifest
+from ._manifest import check_dims, opening_manifest, record_manifest, upgrade_manifest
 from ._metadata_indexes import ensure_metadata_indexes
 from ._schema import (
     RECORDS_TABLE,
@@ -220,15 +219,16 @@ class LanceDBStore:
         if self._local and dims is not None:
             self._manifest = record_manifest(self._tables, embedder_identity(self.embedder, dims))
 
-    async def write_manifest(self) -> StoreManifest | None:
-        """Write this store's manifest from its table metadata (a store written before manifests); ``None``
-        for a store on object storage or one with no records table yet. See docs/stores/manifest.md."""
-        await self._tables.connect()
-        if not self._local or self._tables.records is None:
-            return None
-        known = self._tables.model_name is not None or self._manifest is not None
-        self._manifest = record_manifest(self._tables, None if known else embedder_identity(self.embedder))
-        return self._manifest
+    async def upgrade(self) -> list[str]:
+        """Write the manifest of a store saved before manifests (docs/stores/manifest.md); ``[]``: nothing to do.
+
+        A table written without window vectors keeps them off: re-ingest into a new location for them.
+        """
+        manifest = await upgrade_manifest(self._tables, self.embedder)
+        if manifest is None:
+            return []
+        self._manifest = manifest
+        return ['wrote the manifest']
 
     async def _windows_wanted(self) -> bool:
         """Whether this store's windows can give a record more than one vector (asked of the embedder once)."""

@@ -24,7 +24,7 @@ from tantivy import Occur, Query
 from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, Record
 from toolish_rag.filters import Filter
-from toolish_rag.manifest import MANIFEST_FILE, update_manifest
+from toolish_rag.manifest import MANIFEST_FILE, read_manifest, update_manifest
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -156,6 +156,14 @@ class TantivyStore:
         language = chosen.text_analyzer.language if chosen.text_analyzer is not None else None
         update_manifest(self.path, 'tantivy', lambda m: dataclasses.replace(m, language=language))
         return chosen
+
+    async def upgrade(self) -> list[str]:
+        """Write the manifest of an index saved before manifests (docs/stores/manifest.md); ``[]``: already current."""
+        if self.path is None or read_manifest(self.path) is not None:
+            return []
+        language = self.language
+        update_manifest(self.path, 'tantivy', lambda m: dataclasses.replace(m, language=language))
+        return ['wrote the manifest']
 
     def _open_index(self) -> tantivy.Index:
         if self.path is None:
