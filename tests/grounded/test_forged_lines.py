@@ -97,7 +97,12 @@ async def _outputs(value: str) -> list[str]:
     built = doc.build()
     entity = Entity(id='ent-h', name=value, metadata={'tag': value})
     edge = Relation(
-        source=built.chunks[0].id, source_kind='chunk', target='ent-h', target_kind='entity', type='MENTIONS'
+        source=built.chunks[0].id,
+        source_kind='chunk',
+        target='ent-h',
+        target_kind='entity',
+        type='MENTIONS',
+        metadata={},
     )
     await store.upsert([built, entity, edge])
     rag = ToolishRag(store, name='docs', filterable={'tag': str}).with_eager_search_about('harmonicas', top_k=2)
