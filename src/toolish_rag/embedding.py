@@ -6,11 +6,13 @@ See docs/concepts.md#how-the-core-is-built.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 import os
 import re
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, cast
 
@@ -121,6 +123,35 @@ def _sentence_transformer_factory(name: str) -> Callable[[], EmbeddingModel]:
     return build
 
 
+class _DropTokenizeDeprecation(logging.Filter):
+    """pydantic-ai counts tokens through ``SentenceTransformer.tokenize``, which warns on every run that it is
+    deprecated: nothing a user of toolish-rag can act on."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return 'The `tokenize` method is deprecated' not in record.getMessage()
+
+
+_TOKENIZE_DEPRECATION = _DropTokenizeDeprecation()
+
+
+@contextmanager
+def _quiet_loading() -> Iterator[None]:
+    """No "Loading weights" progress bar while the model loads, and no deprecation notice on its first token count."""
+    logging.getLogger('sentence_transformers.base.model').addFilter(_TOKENIZE_DEPRECATION)
+    try:
+        from transformers.utils import logging as transformers_logging
+    except ImportError:
+        yield
+        return
+    enabled = transformers_logging.is_progress_bar_enabled()
+    transformers_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if enabled:
+            transformers_logging.enable_progress_bar()
+
+
 class _LazyModel(EmbeddingModel):
     """An embedding model known by name at once and loaded on its first embedding or token count.
 
@@ -155,16 +186,19 @@ class _LazyModel(EmbeddingModel):
     async def embed(
         self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
     ) -> EmbeddingResult:
-        result = await self._model().embed(inputs, input_type=input_type, settings=settings)
+        with _quiet_loading():  # the first call loads the weights
+            result = await self._model().embed(inputs, input_type=input_type, settings=settings)
         if result.embeddings:
             self.dimensions = len(result.embeddings[0])
         return result
 
     async def max_input_tokens(self) -> int | None:
-        return await self._model().max_input_tokens()
+        with _quiet_loading():
+            return await self._model().max_input_tokens()
 
     async def count_tokens(self, text: str) -> int:
-        return await self._model().count_tokens(text)
+        with _quiet_loading():
+            return await self._model().count_tokens(text)
 
 
 def embedder_identity(
@@ -273,6 +307,7 @@ class HashingEmbeddingModel(EmbeddingModel):
     def _vector(self, text: str) -> list[float]:
         vec = [0.0] * self._dimensions
         words = [w.lower() for w in _TOKEN.findall(text)]
+        whole = set(words)
         features: list[str] = list(words)
         for w in words:
             padded = f'#{w}#'
@@ -281,7 +316,7 @@ class HashingEmbeddingModel(EmbeddingModel):
             digest = hashlib.blake2b(feat.encode('utf-8'), digest_size=8).digest()
             bucket = int.from_bytes(digest[:4], 'little') % self._dimensions
             sign = 1.0 if digest[4] & 1 else -1.0
-            vec[bucket] += sign * (2.0 if feat in words else 1.0)
+            vec[bucket] += sign * (2.0 if feat in whole else 1.0)
         norm = math.sqrt(sum(v * v for v in vec))
         return [v / norm for v in vec] if norm else vec
 

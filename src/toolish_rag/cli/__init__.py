@@ -11,10 +11,12 @@ import asyncio
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from . import _ask_cmd, _chat_cmd, _eval_cmd, _graph_cmd, _ingest_cmd, _mcp_cmd, _search_cmd, _upgrade_cmd, tools_cmd
 from ._chat_cmd import chat
 from ._common import add_store_arguments, release_store_locks
+from ._parser import Parser
 
 __all__ = ['build_parser', 'chat', 'main']
 
@@ -31,12 +33,21 @@ _COMMANDS = (
 )
 
 
+_STORE_OPTIONS: dict[str, dict[str, Any]] = {
+    'ingest': {'toolset': False, 'rerank': False},  # ingest writes documents: no tools, no ranking
+    'eval': {'toolset': False, 'store_help': _eval_cmd.STORE_HELP},
+}
+"""The store options a subcommand does not take (each lists only its own)."""
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog='toolish-rag', description='Retrieval as tools for pydantic-ai agents.')
+    parser = Parser(prog='toolish-rag', description='Retrieval as tools for pydantic-ai agents.')
     sub = parser.add_subparsers(dest='command', required=True, metavar='COMMAND')
     for module in _COMMANDS:
         command = module.register(sub)
-        add_store_arguments(command)
+        name = command.prog.rpartition(' ')[2]
+        add_store_arguments(command, **_STORE_OPTIONS.get(name, {}))
+        parser.commands[name] = command
     return parser
 
 

@@ -33,7 +33,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
         'ask', help='answer one question with verified exact-quote citations'
     )
     parser.add_argument('question', help='the question (also the first search query)')
-    add_model_arguments(parser, scope_help='scope filter JSON the answer cannot leave')
+    add_model_arguments(parser, scope_help='a scope the answer cannot leave')
     parser.add_argument('--grader-model', default=None, help='a smaller model to grade passages and rewrite the query')
     parser.add_argument(
         '--semantic-model', default=None, help='a model to judge whether each claim follows from its quotes'

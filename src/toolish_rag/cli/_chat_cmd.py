@@ -45,7 +45,7 @@ environment variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY, ...).""
 
 def register(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser('chat', help='chat with an agent that searches the store')
-    add_model_arguments(parser, scope_help='scope filter JSON the agent cannot leave')
+    add_model_arguments(parser, scope_help='a scope the agent cannot leave')
     parser.add_argument('--no-stream', action='store_true', help='print each answer when complete instead of streaming')
     parser.set_defaults(run=run)
     return parser

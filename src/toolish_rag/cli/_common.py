@@ -8,13 +8,13 @@ import sys
 from typing import Any
 
 from ..analysis import analyzer_for
-from ..filters import parse_filter
 from ..manifest import EmbedderMismatch, ManifestError
 from ..stores import available_stores, open_store
 from ..stores._location import STORE_DIR, default_spec, missing_store, spec_with_location
 from ..stores.lock import StoreLock, StoreLocked
 from ..stores.registry import default_store_name
 from ..toolset import FilterableKey, ToolishRag
+from ._filter_arg import add_filter_argument, scoped as scoped_rag
 
 __all__ = [
     'MODEL_ENV',
@@ -84,14 +84,21 @@ def open_store_for(args: argparse.Namespace, *, write: bool, spec: str | None = 
         raise SystemExit(f'toolish-rag: {e}') from None
 
 
-def add_store_arguments(parser: argparse.ArgumentParser) -> None:
+def add_store_arguments(
+    parser: argparse.ArgumentParser, *, toolset: bool = True, rerank: bool = True, store_help: str | None = None
+) -> None:
+    """``--store``, ``--embedder`` and ``--language``; with ``toolset`` the toolset's options (``--name``,
+    ``--filterable``, ``--group-by-document``), with ``rerank`` the reranker's; ``store_help`` says where a
+    command with its own stores keeps them (eval)."""
     group = parser.add_argument_group('store')
+    where = store_help or (
+        f'a bare NAME is kept under {STORE_DIR}/NAME (default: $TOOLISH_RAG_STORE, else {STORE_DIR}/store)'
+    )
     group.add_argument(
         '--store',
         default=None,
         help=f'NAME[:LOCATION], NAME one of {", ".join(available_stores())}, e.g. {default_store_name()}:./kb; '
-        'a bare path is refused, as a path does not say which kind of store it holds '
-        '(default: $TOOLISH_RAG_STORE, else lancedb:.toolish-rag/lancedb when installed)',
+        f'a bare path is refused, as a path does not say which kind of store it holds; {where}',
     )
     group.add_argument('--embedder', default=None, help='embedding model string (default: all-MiniLM-L6-v2, offline)')
     group.add_argument(
@@ -103,6 +110,13 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         'words and stemming, Chinese/Japanese/Thai text is cut into character pairs in every language '
         '(default: what the store was saved with, else en; see docs/text-analysis.md)',
     )
+    if toolset:
+        _add_toolset_arguments(group)
+    if rerank:
+        _add_rerank_arguments(group)
+
+
+def _add_toolset_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument('--name', default='docs', help='tool name prefix (default: docs)')
     group.add_argument(
         '--filterable',
@@ -117,6 +131,9 @@ def add_store_arguments(parser: argparse.ArgumentParser) -> None:
         action='store_true',
         help='offer group_by="document" on the ranked search tools (one hit per document)',
     )
+
+
+def _add_rerank_arguments(group: argparse._ArgumentGroup) -> None:
     group.add_argument(
         '--reranker',
         default=None,
@@ -209,7 +226,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, *, scope_help: str) -> 
     parser.add_argument(
         '--model', '-m', default=None, help=f'pydantic-ai model string, e.g. openai:gpt-5-mini (default: ${MODEL_ENV})'
     )
-    parser.add_argument('--filter', default=None, help=scope_help)
+    add_filter_argument(parser, scope_help)
 
 
 def model_and_scoped_rag(args: argparse.Namespace, no_model: str) -> tuple[str, ToolishRag[Any]] | None:
@@ -219,6 +236,5 @@ def model_and_scoped_rag(args: argparse.Namespace, no_model: str) -> tuple[str, 
         print(no_model, file=sys.stderr)
         return None
     _, rag = open_rag(args)
-    if args.filter:
-        rag = rag.with_metadata_filter(parse_filter(args.filter))
+    rag = scoped_rag(rag, args.filter)
     return model, rag

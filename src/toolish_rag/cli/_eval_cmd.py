@@ -9,6 +9,12 @@ from typing import Any
 
 from ._common import STORE_DIR, hold_store_lock, reranking
 
+STORE_HELP = (
+    f'default: memory; a bare NAME (memory, lancedb...) is kept under {STORE_DIR}/eval/DATASET-NAME[-LANGUAGE], '
+    'one store per dataset, re-used by the next run'
+)
+"""``--store`` as eval reads it (`_store_spec`): its own store per dataset, never the default store."""
+
 
 def register(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser(
@@ -52,7 +58,7 @@ async def run(args: argparse.Namespace) -> int:
     # Some collections' queries are whole paragraphs (CISI's): let them through.
     longest = max((len(q) for _, q in dataset.judged_queries), default=0)
     rag: ToolishRag[Any] = ToolishRag(
-        store, name=args.name, max_top_k=max(args.top_k, 50), max_query_chars=max(2000, longest), **reranking(args)
+        store, name='docs', max_top_k=max(args.top_k, 50), max_query_chars=max(2000, longest), **reranking(args)
     )
     offered = [t.removesuffix('_search') for t in rag.offered_tools]
     wanted = [t for t in ('text', 'vector', 'hybrid') if t in offered] if args.tool == 'all' else [args.tool]

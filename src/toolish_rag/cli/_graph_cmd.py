@@ -17,7 +17,6 @@ from typing import Any
 
 from pydantic_ai import ModelRetry
 
-from ..filters import parse_filter
 from ..graph.builders import (
     BuildReport,
     CodeGraphBuilder,
@@ -31,6 +30,7 @@ from ..graph.builders import (
 )
 from ..manifest import ManifestError, read_manifest, update_manifest
 from ._common import MODEL_ENV, open_rag, store_spec
+from ._filter_arg import add_filter_argument, scoped as scoped_rag
 
 __all__ = ['LINKS', 'register', 'run']
 
@@ -87,7 +87,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
     )
     show.add_argument('--direction', choices=['out', 'in', 'both'], default='both')
     show.add_argument('--max-nodes', type=int, default=50)
-    show.add_argument('--filter', default=None, help='a scope filter as JSON: the walk cannot leave it')
+    add_filter_argument(show, 'a scope the walk cannot leave')
     parser.set_defaults(run=run)
     return parser
 
@@ -191,8 +191,7 @@ async def run(args: argparse.Namespace) -> int:
     if args.id is None:
         print('toolish-rag graph show needs a node id', file=sys.stderr)
         return 2
-    if args.filter:
-        rag = rag.with_metadata_filter(parse_filter(args.filter))
+    rag = scoped_rag(rag, args.filter)
     if 'graph_context' not in rag.offered_tools:
         print(f'this store ({type(store).__name__}) offers no graph_context tool', file=sys.stderr)
         return 2

@@ -16,7 +16,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._common import open_rag
+from ._common import open_store_for
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -65,7 +65,7 @@ async def run(args: argparse.Namespace) -> int:
     from ..ingest import Chunker, ingest
 
     _require_extras(args)
-    store, _ = open_rag(args, write=True)
+    store = open_store_for(args, write=True)
     options: dict[str, Any] = {}
     if args.chunk_size is not None:
         options['chunk_size'] = args.chunk_size

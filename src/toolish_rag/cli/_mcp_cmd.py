@@ -7,8 +7,8 @@ import ipaddress
 import sys
 from typing import Any
 
-from ..filters import parse_filter
 from ._common import open_rag
+from ._filter_arg import add_filter_argument, scoped as scoped_rag
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -35,9 +35,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help='keep no MCP session between HTTP requests, so that any of several servers behind a load balancer '
         'can answer any request (see docs/deploy.md)',
     )
-    parser.add_argument(
-        '--filter', default=None, help='scope filter JSON applied to every call, for every client (and token)'
-    )
+    add_filter_argument(parser, 'a scope applied to every call, for every client (and token)')
     limits = parser.add_argument_group(
         'limits per token (HTTP)', "defaults for every token; a token file entry's `limits` sets its own (docs/mcp.md)"
     )
@@ -101,8 +99,7 @@ async def run(args: argparse.Namespace) -> int:
         elif not _is_loopback(host):
             raise ValueError(f'--no-auth is only allowed on a loopback address, not {host!r}')
     _, rag = open_rag(args)
-    if args.filter:
-        rag = rag.with_metadata_filter(parse_filter(args.filter))
+    rag = scoped_rag(rag, args.filter)
     if args.http is None:
         await serve_stdio(rag)
         return 0

@@ -9,9 +9,9 @@ from typing import Any
 from pydantic_ai import ModelRetry
 
 from ..content import Chunk
-from ..filters import parse_filter
 from ..search import SearchHit
 from ._common import open_rag
+from ._filter_arg import add_filter_argument, scoped as scoped_rag
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -24,9 +24,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help='which search tool (default: hybrid when available, else the first search the store has)',
     )
     parser.add_argument('--top-k', type=int, default=5)
-    parser.add_argument(
-        '--filter', default=None, help='a scope filter as JSON, e.g. \'{"op":"eq","key":"tenant","value":"acme"}\''
-    )
+    add_filter_argument(parser, 'a scope the search cannot leave')
     parser.add_argument('--json', action='store_true', help='print structured hits as JSON instead of the model text')
     parser.set_defaults(run=run)
     return parser
@@ -49,8 +47,7 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
 
 async def run(args: argparse.Namespace) -> int:
     _, rag = open_rag(args)
-    if args.filter:
-        rag = rag.with_metadata_filter(parse_filter(args.filter))
+    rag = scoped_rag(rag, args.filter)
     searches: list[str] = [t for t in rag.offered_tools if t.endswith('_search')]
     if not searches:
         print('this store offers no search tool')
