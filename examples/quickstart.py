@@ -90,6 +90,7 @@ async def main() -> int:
 
 def next_steps(own_folder: bool) -> None:
     rule('next')
+    own_folder = own_folder and Path(sys.argv[1]) != DEFAULT_STORE  # scripts/demo passes the default folder
     store = f' --store lancedb:{sys.argv[1]}' if own_folder else ''
     commands = [
         (f'toolish-rag search "refund window"{store}', 'the same store, from the command line'),
