@@ -49,7 +49,9 @@ def load_beir(folder: str | Path, split: str = 'test') -> BeirDataset:
     needed = [root / 'corpus.jsonl', root / 'queries.jsonl', root / 'qrels' / f'{split}.tsv']
     missing = [str(p) for p in needed if not p.is_file()]
     if missing:
-        raise FileNotFoundError(f'not a BEIR folder for split {split!r}: missing {", ".join(missing)}')
+        splits = sorted(p.stem for p in (root / 'qrels').glob('*.tsv'))
+        there = f'; its splits: {", ".join(splits)} (pass --split {splits[0]})' if splits else ''
+        raise FileNotFoundError(f'not a BEIR folder for split {split!r}: missing {", ".join(missing)}{there}')
     corpus = list(_jsonl(needed[0]))
     queries = {str(q['_id']): str(q['text']) for q in _jsonl(needed[1])}
     qrels: Qrels = {}

@@ -14,6 +14,7 @@ from ..stores._location import STORE_DIR, default_spec, missing_store, spec_with
 from ..stores.lock import StoreLock, StoreLocked
 from ..stores.registry import default_store_name
 from ..toolset import FilterableKey, ToolishRag
+from ._extras import check_model
 from ._filter_arg import add_filter_argument, scoped as scoped_rag
 
 __all__ = [
@@ -235,6 +236,7 @@ def model_and_scoped_rag(args: argparse.Namespace, no_model: str) -> tuple[str, 
     if not model:
         print(no_model, file=sys.stderr)
         return None
+    check_model(model)  # a missing provider library is said before the store is opened
     _, rag = open_rag(args)
     rag = scoped_rag(rag, args.filter)
     return model, rag

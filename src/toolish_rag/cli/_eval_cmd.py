@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ._common import STORE_DIR, hold_store_lock, reranking
+from ._extras import EVAL, require
 
 STORE_HELP = (
     f'default: memory; a bare NAME (memory, lancedb...) is kept under {STORE_DIR}/eval/DATASET-NAME[-LANGUAGE], '
@@ -50,6 +51,7 @@ async def run(args: argparse.Namespace) -> int:
     from ..stores import open_store
     from ..toolset import ToolishRag
 
+    require(EVAL)  # before the corpus is ingested, which may take half an hour
     console = Console(stderr=True)
     dataset = load_beir(args.dataset, args.split)
     spec = _store_spec(args, dataset.name)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import signal
 import sys
 import time
@@ -17,6 +16,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from ._common import open_store_for
+from ._extras import RAY, TOKENS, WATCH, require
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -89,12 +89,11 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def _require_extras(args: argparse.Namespace) -> None:
-    """Name the extra to install, before any work, when ``--watch`` or ``--ray`` lacks its library."""
-    needs = [('--watch', 'watchfiles', 'watch')] if args.watch else []
-    needs += [('--ray', 'ray', 'ray')] if args.ray is not None else []
-    for flag, module, extra in needs:
-        if importlib.util.find_spec(module) is None:
-            raise SystemExit(f'toolish-rag: {flag} needs {module}: pip install "toolish-rag[{extra}]"')
+    """Name the extra to install, before any work, when an option lacks its library."""
+    needs = [WATCH] if args.watch else []
+    needs += [RAY] if args.ray is not None else []
+    needs += [TOKENS] if (args.tokenizer or '').startswith('tiktoken:') else []
+    require(*needs)
 
 
 async def _watch(store: Any, paths: list[str], settings: dict[str, Any], printer: _ReportPrinter) -> int:

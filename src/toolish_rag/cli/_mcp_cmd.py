@@ -8,6 +8,7 @@ import sys
 from typing import Any
 
 from ._common import open_rag
+from ._extras import MCP, MCP_HTTP, require
 from ._filter_arg import add_filter_argument, scoped as scoped_rag
 
 
@@ -76,6 +77,7 @@ def _is_loopback(host: str) -> bool:
 
 
 async def run(args: argparse.Namespace) -> int:
+    require(MCP, *([MCP_HTTP] if args.http is not None else []))
     try:
         from ..mcp import TokenLimits, load_token_table, serve_http, serve_stdio
     except ImportError as e:  # pragma: no cover - depends on the installed extras

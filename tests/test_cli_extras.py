@@ -1,0 +1,72 @@
+"""Every optional library a command needs is checked before any work, with the exact install command
+(issue 27 item 2: eval once ingested for 35 minutes before failing on pytrec_eval).
+
+A library is made missing for one test with ``sys.modules[name] = None``: nothing is uninstalled.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from tests.test_eval import write_beir
+from toolish_rag.cli import main
+
+
+@pytest.fixture
+def here(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.chdir(tmp_path)
+    return tmp_path
+
+
+def _refusal(argv: list[str]) -> str:
+    with pytest.raises(SystemExit) as stopped:
+        main(argv)
+    return str(stopped.value.code)
+
+
+def test_eval_without_pytrec_eval_stops_before_ingesting(here: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    folder = write_beir(here / 'mini')
+    monkeypatch.setitem(sys.modules, 'pytrec_eval', None)
+    said = _refusal(['eval', str(folder), '--embedder', 'hashing'])
+    assert said == 'toolish-rag: eval needs pytrec_eval: pip install "toolish-rag[eval]"'
+    assert not (here / '.toolish-rag').exists(), 'eval opened (and filled) its store before checking'
+
+
+@pytest.mark.parametrize(
+    ('argv', 'module', 'said'),
+    [
+        (['mcp'], 'mcp', 'toolish-rag: mcp needs mcp: pip install "toolish-rag[mcp]"'),
+        (['mcp', '--http', '127.0.0.1:0', '--no-auth'], 'uvicorn', 'toolish-rag[mcp]'),
+        (
+            ['ingest', 'docs', '--watch'],
+            'watchfiles',
+            'toolish-rag: --watch needs watchfiles: pip install "toolish-rag[watch]"',
+        ),
+        (['ingest', 'docs', '--ray'], 'ray', 'pip install "toolish-rag[ray]"'),
+        (['ingest', 'docs', '--tokenizer', 'tiktoken:cl100k_base'], 'tiktoken', 'pip install "toolish-rag[tokens]"'),
+        (
+            ['ask', 'why?', '--model', 'anthropic:claude-sonnet-4-5'],
+            'anthropic',
+            'pip install "pydantic-ai-slim[anthropic]"',
+        ),
+        (['chat', '--model', 'openai:gpt-5-mini'], 'openai', 'pip install "toolish-rag[openai]"'),
+    ],
+)
+def test_each_missing_extra_is_named_before_the_store_is_touched(
+    here: Path, monkeypatch: pytest.MonkeyPatch, argv: list[str], module: str, said: str
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    message = _refusal([*argv, '--store', 'memory:./kb'])
+    assert said in message and '\n' not in message
+    assert not (here / 'kb').exists()
+
+
+def test_without_split_the_error_names_the_splits_there(here: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    folder = write_beir(here / 'mini')
+    (folder / 'qrels' / 'test.tsv').rename(folder / 'qrels' / 'train.tsv')
+    assert main(['eval', str(folder), '--embedder', 'hashing']) == 2
+    err = capsys.readouterr().err
+    assert "split 'test'" in err and 'its splits: train (pass --split train)' in err
