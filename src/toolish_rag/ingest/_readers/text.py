@@ -8,8 +8,9 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from .._model import OutlineBuilder, ParsedDocument, ReadError
+from ._codepages import CODE_PAGES, guess_code_page
 
-__all__ = ['decode_text', 'paragraph_spans', 'read_text', 'title_from_path', 'trim_spans']
+__all__ = ['decode_text', 'decode_text_noting', 'paragraph_spans', 'read_text', 'title_from_path', 'trim_spans']
 
 _BOMS = (
     (codecs.BOM_UTF32_LE, 'utf-32-le'),
@@ -21,11 +22,17 @@ _BOMS = (
 
 
 def decode_text(data: bytes) -> str:
-    """Decode a text file: BOM first, then UTF-8, then the best guess of charset-normalizer.
+    """Decode a text file: BOM first, then UTF-8, then the legacy code page whose letters fit one language.
 
     Raises `ReadError` for binary content (NUL bytes in what is not UTF-16/32). Line
-    endings are normalised to ``\\n``.
+    endings are normalised to ``\\n``. `decode_text_noting` also says when the code page was a guess.
     """
+    return decode_text_noting(data)[0]
+
+
+def decode_text_noting(data: bytes) -> tuple[str, str | None]:
+    """`decode_text`, and a warning for the ingest report when the encoding is unsure (``None`` when sure)."""
+    warning: str | None = None
     text: str | None = None
     for bom, encoding in _BOMS:
         if data.startswith(bom):
@@ -40,20 +47,26 @@ def decode_text(data: bytes) -> str:
         try:
             text = data.decode('utf-8')
         except UnicodeDecodeError:
-            from charset_normalizer import from_bytes
-
-            matches = list(from_bytes(data))
-            if matches:
-                # among equally plausible guesses prefer Windows-1252/Latin-1, by far the most common legacy text
-                least = min(m.chaos for m in matches)
-                tied = [m for m in matches if m.chaos == least]
-                western = next((m for m in tied if m.encoding in ('cp1252', 'latin_1', 'iso8859_15')), None)
-                text = str(western or tied[0])
-            else:
-                text = data.decode('cp1252', errors='replace')
+            text, warning = _legacy(data)
             if text.count('\ufffd') > max(8, len(text) // 100):
                 raise ReadError('binary file: no text encoding fits') from None
-    return text.replace('\r\n', '\n').replace('\r', '\n')
+    return text.replace('\r\n', '\n').replace('\r', '\n'), warning
+
+
+def _legacy(data: bytes) -> tuple[str, str | None]:
+    """Not UTF-8: the Windows code page that fits (Western first on a tie), else charset-normalizer's guess
+    (multi-byte encodings such as Shift-JIS or GB18030). See docs/ingestion.md#formats."""
+    guess = guess_code_page(data)
+    if guess is not None and guess.fit >= 0.9:
+        return guess.text, guess.warning()
+    from charset_normalizer import from_bytes
+
+    best = from_bytes(data).best()
+    if best is not None and (guess is None or best.encoding not in CODE_PAGES):
+        return str(best), f'not UTF-8: read as {best.encoding} (a guess); save the file as UTF-8 to be sure'
+    if guess is not None:
+        return guess.text, guess.warning()
+    return data.decode('cp1252', errors='replace'), 'not UTF-8 and no encoding fits: read as cp1252'
 
 
 def title_from_path(path: Path) -> str:
@@ -90,8 +103,9 @@ def trim_spans(text: str, spans: Iterable[tuple[int, int]]) -> list[tuple[int, i
 
 
 def read_text(data: bytes, path: Path) -> ParsedDocument:
-    text = decode_text(data)
+    text, warning = decode_text_noting(data)
     outline = OutlineBuilder()
     for s, e in paragraph_spans(text):
         outline.add_span(s, e)
-    return ParsedDocument(source=text, title=title_from_path(path), root=outline.root, format='text')
+    warnings = [warning] if warning else []
+    return ParsedDocument(source=text, title=title_from_path(path), root=outline.root, format='text', warnings=warnings)
