@@ -220,15 +220,10 @@ class LanceDBStore:
             self._manifest = record_manifest(self._tables, embedder_identity(self.embedder, dims))
 
     async def upgrade(self) -> list[str]:
-        """Write the manifest of a store saved before manifests (docs/stores/manifest.md); ``[]``: nothing to do.
-
-        A table written without window vectors keeps them off: re-ingest into a new location for them.
-        """
+        """Write the manifest of a store saved before manifests (docs/stores/manifest.md); ``[]``: nothing to do."""
         manifest = await upgrade_manifest(self._tables, self.embedder)
-        if manifest is None:
-            return []
-        self._manifest = manifest
-        return ['wrote the manifest']
+        self._manifest = manifest or self._manifest
+        return ['wrote the manifest'] if manifest is not None else []
 
     async def _windows_wanted(self) -> bool:
         """Whether this store's windows can give a record more than one vector (asked of the embedder once)."""
