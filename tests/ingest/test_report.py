@@ -16,7 +16,7 @@ import pytest
 
 from toolish_rag.cli import main
 from toolish_rag.ingest import IngestIssue, IngestReport
-from toolish_rag.ingest._report import format_lines
+from toolish_rag.ingest._report import format_lines, format_report
 
 
 def _tree(root: Path) -> tuple[Path, Path]:
@@ -92,12 +92,37 @@ def test_format_lines_and_to_json() -> None:
         seconds=0.25,
     )
     assert format_lines(report).splitlines()[1:] == [
-        'failed: /x/y z.docx: encrypted DOCX: the file is password-protected'
-    ]
-    assert format_lines(report, verbose=True).splitlines()[2:] == [
-        'skipped: /x/big.pdf: over the size limit',
+        'failed: /x/y z.docx: encrypted DOCX: the file is password-protected',
+        'skipped: /x/big.pdf: over the size limit',  # shown without --json or -v (issue 27 item 8)
         'warning: /x/a.md: metadata key dropped',
     ]
     data = json.loads(report.to_json())
     assert data['failed'] == [{'path': '/x/y z.docx', 'reason': 'encrypted DOCX:\n  the file is password-protected'}]
     assert data['skipped'][0]['reason'] == 'over the size limit' and data['chunks'] == 3 and data['ok'] is False
+
+
+def test_skips_and_warnings_are_listed_up_to_ten_then_counted() -> None:
+    report = IngestReport(skipped=[IngestIssue(f'/x/{i:02}.png', 'unsupported file type') for i in range(13)])
+    lines = format_lines(report).splitlines()
+    assert lines[1:11] == [f'skipped: /x/{i:02}.png: unsupported file type' for i in range(10)]
+    assert lines[11:] == ['skipped: ... and 3 more (-v lists them all)']
+    assert len(format_lines(report, verbose=True).splitlines()) == 14
+    table = format_report(report, width=80)
+    assert '/x/09.png' in table and '/x/10.png' not in table and '... and 3 more' in table
+
+
+def test_the_summary_folds_between_items_never_inside_one() -> None:
+    report = IngestReport(added=['a'] * 3, skipped=[IngestIssue('/x/a.png', 'unsupported')], chunks=12, seconds=1.5)
+    for width in (40, 60, 80):
+        summary = format_report(report, width=width).split('skipped   ')[0]  # before the skipped table
+        rows = [row.strip() for row in summary.strip().splitlines()]
+        assert all(len(row) <= width for row in rows)
+        assert ' '.join(rows) == report.summary()  # every fold falls between two items
+    assert '(12\nchunks)' not in format_report(report, width=80)
+
+
+def test_an_interrupted_run_says_so_and_what_to_do() -> None:
+    report = IngestReport(added=['a'], chunks=2, seconds=0.5, interrupted=True)
+    assert report.summary().startswith('interrupted: added 1,')
+    assert report.summary().endswith('the same command again ingests the rest')
+    assert json.loads(report.to_json())['interrupted'] is True

@@ -15,8 +15,9 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from ._common import open_store_for
+from ._common import open_store_for, release_store_locks
 from ._extras import RAY, TOKENS, WATCH, require
+from ._interrupt import interruptible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -63,6 +64,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 async def run(args: argparse.Namespace) -> int:
     from ..ingest import Chunker, ingest
+    from ..ingest._report import IngestInterrupted
 
     _require_extras(args)
     store = open_store_for(args, write=True)
@@ -83,7 +85,16 @@ async def run(args: argparse.Namespace) -> int:
     printer = _ReportPrinter(args.json, interactive, bar, watching=args.watch)
     if args.watch:
         return await _watch(store, args.paths, settings, printer)
-    report = await ingest(store, args.paths, **settings)
+    with interruptible(release_store_locks) as interrupt:
+        try:
+            report = await ingest(store, args.paths, **settings)
+        except IngestInterrupted as stopped:  # Ctrl-C: what was done, then exit 130 at once
+            printer(stopped.report)
+            interrupt.stopped()
+        except asyncio.CancelledError:
+            if interrupt.requested:  # before any file was settled
+                interrupt.stopped()
+            raise
     printer(report)
     return 1 if report.failed else 0
 

@@ -23,7 +23,7 @@ from ._fingerprint import document_fingerprint, file_fingerprint
 from ._parse import check_caller_metadata, file_uri, parse_path
 from ._progress import IngestProgress
 from ._readers import READERS, UNSUPPORTED
-from ._report import IngestIssue, IngestReport
+from ._report import IngestInterrupted, IngestIssue, IngestReport
 from ._sync import stale_documents
 from ._walk import DEFAULT_MAX_FILE_BYTES, Found, walk_paths
 from ._workers import ExecutorKind, IngestExecutor, LocalExecutor, ParseJob
@@ -105,6 +105,9 @@ async def ingest(
         await run.parse_and_write(await run.select_files(found))
         if sync:
             await run.remove_stale(paths)
+    except asyncio.CancelledError as cancelled:  # Ctrl-C: the summary says so, the caller gets what was done
+        report.interrupted = True
+        raise IngestInterrupted(report) from cancelled
     finally:
         run.finish(started)
     return report

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
+import re
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from rich.console import Console, Group, RenderableType
+from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderResult
 from rich.table import Table
 from rich.text import Text
 
-__all__ = ['IngestIssue', 'IngestReport', 'format_lines', 'format_report', 'render_report']
+__all__ = ['IngestInterrupted', 'IngestIssue', 'IngestReport', 'format_lines', 'format_report', 'render_report']
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,8 @@ class IngestReport:
     chunks: int = 0
     """Chunks written (added and updated documents)."""
     seconds: float = 0.0
+    interrupted: bool = False
+    """The run was cancelled (Ctrl-C) before it was done: what it lists was done, a re-run does the rest."""
 
     @property
     def ok(self) -> bool:
@@ -48,12 +52,16 @@ class IngestReport:
         return len(self.added) + len(self.updated) + len(self.unchanged) + len(self.failed) + len(self.skipped)
 
     def summary(self) -> str:
-        """One line: ``added 3, updated 1, unchanged 20, removed 0, failed 2, skipped 1 (12 chunks) in 1.2 s``."""
-        return (
+        """One line: ``added 3, updated 1, unchanged 20, removed 0, failed 2, skipped 1 (12 chunks) in 1.2 s``,
+        begun by ``interrupted:`` and ended by what to do when the run was `interrupted`."""
+        line = (
             f'added {len(self.added)}, updated {len(self.updated)}, unchanged {len(self.unchanged)}, '
             f'removed {len(self.removed)}, failed {len(self.failed)}, skipped {len(self.skipped)} '
             f'({self.chunks} chunks) in {self.seconds:.1f} s'
         )
+        if self.interrupted:
+            return f'interrupted: {line}; the same command again ingests the rest'
+        return line
 
     def to_dict(self) -> dict[str, Any]:
         """Every field (issues as ``{"path", "reason"}`` objects), plus ``ok``: the JSON report's content."""
@@ -64,20 +72,63 @@ class IngestReport:
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
 
 
+class IngestInterrupted(asyncio.CancelledError):
+    """`ingest` was cancelled: the cancellation, carrying the report of what was done (``interrupted`` set).
+
+    A `asyncio.CancelledError`, so code that handles cancellation is not changed by it; ``toolish-rag
+    ingest`` catches it to print the summary on Ctrl-C (docs/ingestion.md#reports).
+    """
+
+    def __init__(self, report: IngestReport) -> None:
+        super().__init__('ingest interrupted')
+        self.report = report
+
+
+@dataclass(frozen=True, slots=True)
+class _Summary:
+    """The summary line, folded to the console's width between its items (``added 3,``), never inside one."""
+
+    line: str
+    style: str
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        width = options.max_width
+        items = re.findall(r'[^,;]+[,;]?\s*', self.line)
+        row = ''
+        for item in items:
+            if row and len(row) + len(item.rstrip()) > width:
+                yield Text(row.rstrip(), style=self.style)
+                row = '  '
+            row += item
+        yield Text(row.rstrip(), style=self.style)
+
+
+SHOWN = 10
+"""Skipped files and warnings listed by name in the human summary; past it, a count of the rest."""
+
+
+def _sections(report: IngestReport, verbose: bool) -> list[tuple[str, list[IngestIssue], int | None]]:
+    """``(label, issues, how many to list)``: every failure; skips and warnings up to `SHOWN` (all if ``verbose``)."""
+    limit = None if verbose else SHOWN
+    return [('failed', report.failed, None), ('skipped', report.skipped, limit), ('warning', report.warnings, limit)]
+
+
 def render_report(report: IngestReport, *, verbose: bool = False) -> RenderableType:
-    """A rich renderable: the summary line, then failures (and, if ``verbose``, skips and warnings)."""
-    parts: list[RenderableType] = [Text(report.summary(), style='bold red' if report.failed else 'bold green')]
-    sections: list[tuple[str, list[IngestIssue], str]] = [('failed', report.failed, 'red')]
-    if verbose:
-        sections += [('skipped', report.skipped, 'yellow'), ('warning', report.warnings, 'yellow')]
-    for label, issues, style in sections:
+    """A rich renderable: the summary line, then failures, skips and warnings (the first `SHOWN` of the last two,
+    unless ``verbose``). The summary folds between its items, never inside one."""
+    style = 'bold red' if report.failed else 'bold yellow' if report.interrupted else 'bold green'
+    parts: list[RenderableType] = [_Summary(report.summary(), style)]
+    colours = {'failed': 'red', 'skipped': 'yellow', 'warning': 'yellow'}
+    for label, issues, limit in _sections(report, verbose):
         if not issues:
             continue
-        table = Table(show_header=True, header_style=style, box=None, pad_edge=False)
+        table = Table(show_header=True, header_style=colours[label], box=None, pad_edge=False)
         table.add_column(label, overflow='fold')
         table.add_column('reason', overflow='fold')
-        for issue in issues:
+        for issue in issues[:limit]:
             table.add_row(issue.path, issue.reason)
+        if limit is not None and len(issues) > limit:
+            table.add_row(f'... and {len(issues) - limit} more', '(-v lists them all)')
         parts.append(table)
     return Group(*parts)
 
@@ -93,13 +144,13 @@ def format_report(report: IngestReport, *, verbose: bool = False, width: int = 1
 def format_lines(report: IngestReport, *, verbose: bool = False) -> str:
     """The summary, then one ``failed: PATH: REASON`` line per failure, never wrapped (for logs and grep).
 
-    With ``verbose``, ``skipped:`` and ``warning:`` lines too. What the CLI prints when its
-    output is not a terminal: the table of `render_report` folds long paths to the width.
+    Then ``skipped:`` and ``warning:`` lines, the first `SHOWN` of each and a count of the rest (all with
+    ``verbose``). What the CLI prints when its output is not a terminal: the table of `render_report` folds
+    long paths to the width.
     """
     lines = [report.summary()]
-    sections: list[tuple[str, list[IngestIssue]]] = [('failed', report.failed)]
-    if verbose:
-        sections += [('skipped', report.skipped), ('warning', report.warnings)]
-    for label, issues in sections:
-        lines += [f'{label}: {issue.path}: {" ".join(issue.reason.split())}' for issue in issues]
+    for label, issues, limit in _sections(report, verbose):
+        lines += [f'{label}: {issue.path}: {" ".join(issue.reason.split())}' for issue in issues[:limit]]
+        if limit is not None and len(issues) > limit:
+            lines.append(f'{label}: ... and {len(issues) - limit} more (-v lists them all)')
     return '\n'.join(lines) + '\n'
