@@ -144,12 +144,12 @@ def _quiet_loading() -> Iterator[None]:
         yield
         return
     enabled = transformers_logging.is_progress_bar_enabled()
-    transformers_logging.disable_progress_bar()
+    transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]
     try:
         yield
     finally:
         if enabled:
-            transformers_logging.enable_progress_bar()
+            transformers_logging.enable_progress_bar()  # type: ignore[no-untyped-call]
 
 
 class _LazyModel(EmbeddingModel):
