@@ -12,7 +12,7 @@ import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from ._common import open_store_for, release_store_locks
@@ -58,12 +58,36 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help='parse, chunk and embed on Ray (needs toolish-rag[ray]): ADDRESS of a cluster (e.g. auto, '
         'ray://head:10001), or none for $RAY_ADDRESS, else a local one; put it after the paths',
     )
+    parser.add_argument(
+        '--follow-symlinks',
+        action='store_true',
+        help='also ingest files that symlinks lead to outside the given folders (skipped and reported by default)',
+    )
+    _limit_flags(parser)
     parser.set_defaults(run=run)
     return parser
 
 
+def _limit_flags(parser: argparse.ArgumentParser) -> None:
+    """The per-file bounds most worth changing; the others keep `IngestLimits`' defaults (docs/ingestion.md)."""
+    parser.add_argument(
+        '--max-seconds',
+        type=float,
+        default=None,
+        metavar='S',
+        help='wall time to parse one file before it fails (default 120; 0: no limit)',
+    )
+    parser.add_argument(
+        '--max-memory',
+        type=int,
+        default=None,
+        metavar='MIB',
+        help='memory of a parse worker process per file, in MiB (default 2048; 0: no limit)',
+    )
+
+
 async def run(args: argparse.Namespace) -> int:
-    from ..ingest import Chunker, ingest
+    from ..ingest import Chunker, IngestLimits, ingest
     from ..ingest._report import IngestInterrupted
 
     _require_extras(args)
@@ -77,7 +101,18 @@ async def run(args: argparse.Namespace) -> int:
         options['tokenizer'] = args.tokenizer
     interactive = sys.stdout.isatty() and not args.json
     bar = interactive and not args.no_progress  # the bar ends with the summary and the failure table
-    settings: dict[str, Any] = {'chunker': Chunker(**options), 'sync': args.sync, 'progress': bar}
+    limits = IngestLimits()
+    if args.max_seconds is not None:
+        limits = replace(limits, seconds=args.max_seconds or None)
+    if args.max_memory is not None:
+        limits = replace(limits, memory_bytes=args.max_memory * 2**20 or None)
+    settings: dict[str, Any] = {
+        'chunker': Chunker(**options),
+        'sync': args.sync,
+        'progress': bar,
+        'limits': limits,
+        'follow_symlinks': args.follow_symlinks,
+    }
     if args.ray is not None:
         from ..ingest import RayExecutor
 

@@ -7,6 +7,7 @@ See docs/ingestion.md.
 
 from ._chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunker, Piece, token_counter
 from ._fingerprint import fingerprint
+from ._limits import IngestLimits
 from ._model import Block, OutlineBuilder, ParsedDocument, ParsedSection, ReadError, normalise_metadata
 from ._parse import file_uri, parse_path
 from ._pipeline import ingest
@@ -28,6 +29,7 @@ __all__ = [
     'Chunker',
     'IngestExecutor',
     'IngestIssue',
+    'IngestLimits',
     'IngestReport',
     'LocalExecutor',
     'OutlineBuilder',

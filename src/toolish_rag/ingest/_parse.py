@@ -13,7 +13,9 @@ from pathlib import Path
 from ..content import Document, MetadataValue
 from ._chunking import Chunker
 from ._fingerprint import fingerprint
+from ._limits import DEFAULT_LIMITS, IngestLimits, bounded
 from ._model import ReadError
+from ._names import displayable
 from ._readers import read_bytes
 
 __all__ = ['SOURCE_KEYS', 'Parsed', 'check_caller_metadata', 'file_uri', 'parse_file', 'parse_path']
@@ -85,21 +87,27 @@ def parse_file(
     metadata: dict[str, MetadataValue],
     labels: tuple[str, ...],
     relative_path: str | None = None,
+    limits: IngestLimits = DEFAULT_LIMITS,
 ) -> Parsed:
     """Read, parse, chunk and fingerprint ``path``; every failure becomes a `Parsed` with a reason.
 
-    ``relative_path`` is the ``path`` metadata to record (default: the file's name).
+    ``relative_path`` is the ``path`` metadata to record (default: the file's name). The
+    readers check ``limits`` as they go (`bounded`); the worker running this enforces the rest.
     """
     p = Path(path)
     try:
         data = p.read_bytes()
         if not data.strip():  # blank lines only (an empty __init__.py): nothing to ingest, nothing wrong
             return Parsed(path, None, 'empty file', skipped=True)
-        parsed = read_bytes(data, p)
+        shown = Path(displayable(p))  # what readers see: a title from a name that is not UTF-8 must be text
+        with bounded(limits):
+            parsed = read_bytes(data, shown)
+        if len(parsed.source) > limits.text_chars:
+            raise ReadError(f'more than the {limits.text_chars:,}-character limit of text')
         uri = file_uri(p)
-        source = {'path': relative_path if relative_path is not None else p.name, 'uri': uri}
+        source = {'path': relative_path if relative_path is not None else shown.name, 'uri': uri}
         _warn_overridden(parsed.metadata, source, parsed.warnings)
-        extra = {'source_format': parsed.format, 'file_name': p.name, **metadata, **source}
+        extra = {'source_format': parsed.format, 'file_name': shown.name, **metadata, **source}
         document = chunker.build(
             parsed,
             uri,

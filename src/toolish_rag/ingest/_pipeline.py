@@ -20,12 +20,13 @@ from ..content import Document, MetadataValue, document_id_for
 from ..protocols import DocumentInfo, DocumentStore
 from ._chunking import Chunker
 from ._fingerprint import document_fingerprint, file_fingerprint
+from ._limits import DEFAULT_LIMITS, IngestLimits
 from ._parse import check_caller_metadata, file_uri, parse_path
 from ._progress import IngestProgress
 from ._readers import READERS, UNSUPPORTED
 from ._report import IngestInterrupted, IngestIssue, IngestReport
 from ._sync import stale_documents
-from ._walk import DEFAULT_MAX_FILE_BYTES, Found, walk_paths
+from ._walk import DEFAULT_MAX_FILE_BYTES, LEAVES_ROOT, Found, walk_paths
 from ._workers import ExecutorKind, IngestExecutor, LocalExecutor, ParseJob
 from ._writer import BatchWriter
 from .distributed._embedding import StoreEmbedding
@@ -36,6 +37,11 @@ __all__ = ['file_uri', 'ingest', 'parse_path']
 Source = str | os.PathLike[str] | Document
 
 _T = TypeVar('_T')
+
+_KEPT_LINKED = (
+    'kept the document an earlier run ingested through this symlink, which leaves the ingested folder: '
+    'delete it, or ingest with follow_symlinks=True (--follow-symlinks) to update it'
+)
 
 
 async def ingest(
@@ -52,6 +58,8 @@ async def ingest(
     include_hidden: bool = False,
     metadata: Mapping[str, MetadataValue] | None = None,
     labels: Iterable[str] = (),
+    limits: IngestLimits = DEFAULT_LIMITS,
+    follow_symlinks: bool = False,
 ) -> IngestReport:
     """Ingest files, folders and/or `Document` objects into ``store``; returns an `IngestReport`.
 
@@ -69,6 +77,10 @@ async def ingest(
         batch_chunks: upsert once at least this many chunks are waiting.
         max_file_bytes: larger files are skipped with a reason.
         include_hidden: descend into hidden folders and read hidden files.
+        limits: the bounds each file is parsed within (time, memory, unpacked bytes, elements,
+            nesting, text): a file over one fails alone with the reason (docs/ingestion.md#bounds-per-file).
+        follow_symlinks: also ingest files that symlinks lead to outside the given folders (by
+            default they are skipped and reported; links inside the given folders are followed).
         metadata / labels: added to every file's document (front matter keys win over nothing:
             explicit ``metadata`` overrides what the reader found). ``path`` and ``uri`` are
             recorded by ingestion itself: passing them raises ``ValueError``.
@@ -76,7 +88,7 @@ async def ingest(
     check_caller_metadata(metadata or {})
     chunker = chunker or Chunker()
     runner = LocalExecutor(executor, concurrency) if isinstance(executor, str) else executor
-    settings = _Settings(chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels))
+    settings = _Settings(chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits)
     report = IngestReport()
     started = time.perf_counter()
     items: list[Source] = (
@@ -86,7 +98,13 @@ async def ingest(
     paths = [Path(s) for s in items if not isinstance(s, Document)]
     existing: dict[str, DocumentInfo] = {info.id: info for info in await store.list_documents()}
     found = list(
-        walk_paths(paths, max_file_bytes=max_file_bytes, include_hidden=include_hidden, suffixes=frozenset(READERS))
+        walk_paths(
+            paths,
+            max_file_bytes=max_file_bytes,
+            include_hidden=include_hidden,
+            suffixes=frozenset(READERS),
+            follow_symlinks=follow_symlinks,
+        )
     )
     embedding = await StoreEmbedding.of(store) if runner.embeds else None
     vectors = VectorCache(embedding) if embedding is not None else None
@@ -123,6 +141,7 @@ class _Settings:
     executor: IngestExecutor
     metadata: dict[str, MetadataValue]
     labels: tuple[str, ...]
+    limits: IngestLimits
 
 
 @dataclass(slots=True)
@@ -158,6 +177,8 @@ class _Run:
             doc_id = document_id_for(file_uri(item.path))
             self.seen_ids.add(doc_id)
             if item.reason is not None:
+                if item.reason.startswith(LEAVES_ROOT) and doc_id in self.existing:
+                    self.report.warnings.append(IngestIssue(str(item.path), _KEPT_LINKED))
                 is_failure, issue = _walk_issue(item)
                 self._settle(self.report.failed if is_failure else self.report.skipped, issue)
             elif item.size == 0:
@@ -198,7 +219,7 @@ class _Run:
         chunks' vectors is not embedded again.
         """
         s, vectors = self.settings, self.vectors
-        job = ParseJob(s.chunker, s.metadata, s.labels)
+        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits)
         parsed = s.executor.parse(files, job, vectors.embedding if vectors is not None else None)
         with vectors.serving(self.store) if vectors is not None else nullcontext():
             async with aclosing(parsed) as results:

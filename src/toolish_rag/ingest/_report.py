@@ -12,6 +12,8 @@ from rich.console import Console, ConsoleOptions, Group, RenderableType, RenderR
 from rich.table import Table
 from rich.text import Text
 
+from ._names import displayable
+
 __all__ = ['IngestInterrupted', 'IngestIssue', 'IngestReport', 'format_lines', 'format_report', 'render_report']
 
 
@@ -21,6 +23,11 @@ class IngestIssue:
 
     path: str
     reason: str
+
+    def __post_init__(self) -> None:
+        # a file name that is not UTF-8 is shown with its bytes escaped: the report and its JSON stay valid text
+        object.__setattr__(self, 'path', displayable(self.path))
+        object.__setattr__(self, 'reason', displayable(self.reason))
 
 
 @dataclass(slots=True)

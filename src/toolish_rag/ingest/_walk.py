@@ -7,7 +7,9 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ['DEFAULT_MAX_FILE_BYTES', 'SKIPPED_DIRS', 'Found', 'walk_paths']
+from ._names import displayable
+
+__all__ = ['DEFAULT_MAX_FILE_BYTES', 'LEAVES_ROOT', 'SKIPPED_DIRS', 'Found', 'walk_paths']
 
 DEFAULT_MAX_FILE_BYTES = 64 * 1024 * 1024
 
@@ -18,6 +20,10 @@ SKIPPED_DIRS = frozenset(
     }
 )  # fmt: skip
 """Directory names never descended into (besides hidden ones such as ``.git`` or ``.venv``)."""
+
+
+LEAVES_ROOT = 'symlink leaving the ingested folder'
+"""How a skipped link out of the walked folder is reported (``follow_symlinks=True`` follows it)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +42,11 @@ class Found:
 
         Lexical, not resolved: a file reached through a symlinked folder is where the walk met
         it under ``root``, which is where the caller sees it (``uri`` is the resolved target).
+        Bytes of the name that are not UTF-8 are written ``\\xNN`` (`displayable`).
         """
         if self.path == self.root:
-            return self.path.name
-        return self.path.relative_to(self.root).as_posix()
+            return displayable(self.path.name)
+        return displayable(self.path.relative_to(self.root).as_posix())
 
 
 def walk_paths(
@@ -48,13 +55,16 @@ def walk_paths(
     max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
     include_hidden: bool = False,
     suffixes: frozenset[str] | None = None,
+    follow_symlinks: bool = False,
 ) -> Iterator[Found]:
     """Yield every file under ``paths`` in a stable (sorted) order.
 
     Hidden files and directories and `SKIPPED_DIRS` are skipped unless named directly;
     symlinks are followed, but each real directory and file is visited once, so a link
-    loop ends. Files larger than ``max_file_bytes``, broken links and (in folders) files
-    whose suffix is not in ``suffixes`` come back with a ``reason``.
+    loop ends. A symlink whose target is outside the given folder comes back with a
+    ``reason`` (`LEAVES_ROOT`) unless ``follow_symlinks``. Files larger than
+    ``max_file_bytes``, broken links and (in folders) files whose suffix is not in
+    ``suffixes`` come back with a ``reason`` too.
     """
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[str] = set()
@@ -66,6 +76,7 @@ def walk_paths(
         if root.is_file():
             yield from _file(root, root, max_file_bytes, seen_files, None)
             continue
+        inside = None if follow_symlinks else os.path.realpath(root)
         stack = [root]
         while stack:
             folder = stack.pop()
@@ -88,6 +99,10 @@ def walk_paths(
                 if hidden and not include_hidden:
                     continue
                 path = Path(entry.path)
+                outside = _outside(entry, inside)
+                if outside is not None:
+                    yield Found(path, root, reason=f'{LEAVES_ROOT} (to {outside}): not followed')
+                    continue
                 try:
                     is_dir = entry.is_dir(follow_symlinks=True)
                 except OSError:
@@ -98,6 +113,16 @@ def walk_paths(
                     continue
                 yield from _file(path, root, max_file_bytes, seen_files, suffixes)
             stack.extend(reversed(subdirs))
+
+
+def _outside(entry: os.DirEntry[str], inside: str | None) -> str | None:
+    """The target of ``entry`` when it is a symlink leading out of the folder ``inside`` (else ``None``)."""
+    if inside is None or not entry.is_symlink():
+        return None
+    target = os.path.realpath(entry.path)
+    if target == inside or target.startswith(inside.rstrip(os.sep) + os.sep):
+        return None
+    return target
 
 
 def _file(path: Path, root: Path, max_bytes: int, seen: set[str], suffixes: frozenset[str] | None) -> Iterator[Found]:

@@ -9,20 +9,21 @@ import asyncio
 import contextlib
 import ctypes
 import itertools
-import multiprocessing
 import os
 import signal
 import sys
 import threading
 import time
 from collections.abc import AsyncGenerator, Sequence
-from concurrent.futures import Executor, ProcessPoolExecutor, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal, Protocol
 
 from ..content import MetadataValue
 from ._chunking import Chunker
+from ._limits import DEFAULT_LIMITS, IngestLimits
 from ._parse import Parsed, parse_file
+from ._supervised import supervised_parse
 from ._walk import Found
 
 if TYPE_CHECKING:
@@ -41,6 +42,8 @@ class ParseJob:
     chunker: Chunker
     metadata: dict[str, MetadataValue]
     labels: tuple[str, ...]
+    limits: IngestLimits = DEFAULT_LIMITS
+    """The bounds each file is parsed within (docs/ingestion.md#bounds-per-file)."""
 
 
 class IngestExecutor(Protocol):
@@ -78,7 +81,13 @@ class LocalExecutor:
         self, files: Sequence[Found], job: ParseJob, embedding: StoreEmbedding | None
     ) -> AsyncGenerator[Parsed, None]:
         results = parse_files(
-            files, job.chunker, job.metadata, job.labels, concurrency=self.concurrency, executor=self.kind
+            files,
+            job.chunker,
+            job.metadata,
+            job.labels,
+            concurrency=self.concurrency,
+            executor=self.kind,
+            limits=job.limits,
         )
         async with contextlib.aclosing(results) as parsed:
             async for result in parsed:
@@ -103,8 +112,13 @@ async def parse_files(
     *,
     concurrency: int | None,
     executor: ExecutorKind,
+    limits: IngestLimits = DEFAULT_LIMITS,
 ) -> AsyncGenerator[Parsed, None]:
     """Parse ``files`` in workers, yielding each result as soon as it is ready (in no set order).
+
+    Processes are supervised (`supervised_parse`): a file over ``limits.seconds`` or
+    ``limits.memory_bytes`` gets its worker killed and fails alone. Threads cannot be
+    killed: there the readers' own checks enforce ``limits``.
 
     Use it inside ``contextlib.aclosing``: when the caller stops early (a write failed), the
     pool is shut down and its workers joined right away rather than whenever the generator is
@@ -116,14 +130,22 @@ async def parse_files(
     use_processes = executor == 'process' or (
         executor == 'auto' and workers > 1 and len(files) >= PROCESS_POOL_MIN_FILES
     )
-    pool = _start_pool(use_processes, workers)
+    jobs = [(str(found.path), chunker, metadata, labels, found.relative_path, limits) for found in files]
+    if use_processes:
+        supervised = supervised_parse(
+            jobs, parse_file, limits, workers, workers * IN_FLIGHT_PER_WORKER, _die_with_parent
+        )
+        async with contextlib.aclosing(supervised) as results:
+            async for result in results:
+                yield result
+        return
+    pool = ThreadPoolExecutor(workers, thread_name_prefix='toolish-ingest')
     loop = asyncio.get_running_loop()
-    queued = iter(files)
+    queued = iter(jobs)
     pending: set[asyncio.Future[Parsed]] = set()
     try:
         while True:
-            for found in itertools.islice(queued, workers * IN_FLIGHT_PER_WORKER - len(pending)):
-                job = (str(found.path), chunker, metadata, labels, found.relative_path)
+            for job in itertools.islice(queued, workers * IN_FLIGHT_PER_WORKER - len(pending)):
                 pending.add(loop.run_in_executor(pool, parse_file, *job))
             if not pending:
                 return
@@ -132,17 +154,6 @@ async def parse_files(
                 yield future.result()
     finally:
         pool.shutdown(wait=True, cancel_futures=True)
-
-
-def _start_pool(use_processes: bool, workers: int) -> Executor:
-    if use_processes:
-        return ProcessPoolExecutor(
-            workers,
-            mp_context=multiprocessing.get_context('spawn'),
-            initializer=_die_with_parent,
-            initargs=(os.getpid(),),
-        )
-    return ThreadPoolExecutor(workers, thread_name_prefix='toolish-ingest')
 
 
 def _die_with_parent(parent_pid: int) -> None:

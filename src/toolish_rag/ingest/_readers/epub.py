@@ -7,13 +7,14 @@ is not used.)
 
 from __future__ import annotations
 
-import io
 import posixpath
 import zipfile
 from pathlib import Path
 from xml.etree import ElementTree
 
+from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError
+from ._containers import open_container
 from .html import html_into_outline
 from .text import title_from_path
 
@@ -28,7 +29,7 @@ _NS = {
 
 def read_epub(data: bytes, path: Path) -> ParsedDocument:
     try:
-        zf = zipfile.ZipFile(io.BytesIO(data))
+        zf = open_container(data, 'EPUB')
     except zipfile.BadZipFile as exc:
         raise ReadError(f'corrupt EPUB (not a readable ZIP container): {exc}') from None
     with zf:
@@ -51,15 +52,7 @@ def read_epub(data: bytes, path: Path) -> ParsedDocument:
             if item.get('media-type') in ('application/xhtml+xml', 'text/html')
         }
         outline = OutlineBuilder()
-        for ref in opf.findall('.//opf:spine/opf:itemref', _NS):
-            href = manifest.get(ref.get('idref'))
-            if not href:
-                continue
-            try:
-                markup = zf.read(posixpath.normpath(posixpath.join(base, href)))
-            except KeyError:
-                continue
-            html_into_outline(markup, outline)
+        _read_spine(zf, opf, manifest, base, outline)
     if not outline.length:
         raise ReadError('no extractable text in the EPUB spine')
     metadata = {'author': ' '.join(creator_el.text.split())} if creator_el is not None and creator_el.text else {}
@@ -70,3 +63,28 @@ def read_epub(data: bytes, path: Path) -> ParsedDocument:
         format='epub',
         metadata=dict(metadata),
     )
+
+
+def _read_spine(
+    zf: zipfile.ZipFile, opf: ElementTree.Element, manifest: dict[str | None, str], base: str, outline: OutlineBuilder
+) -> None:
+    """Each spine chapter into ``outline`` once (a spine listing one chapter 128 times reads it once),
+    stopping at the ``text_chars`` limit."""
+    limit = current_limits().text_chars
+    read: set[str] = set()
+    for ref in opf.findall('.//opf:spine/opf:itemref', _NS):
+        href = manifest.get(ref.get('idref'))
+        if not href:
+            continue
+        name = posixpath.normpath(posixpath.join(base, href))
+        if name in read:
+            continue
+        read.add(name)
+        try:
+            markup = zf.read(name)
+        except KeyError:
+            continue
+        html_into_outline(markup, outline)
+        if outline.length > limit:
+            raise ReadError(f'the EPUB holds more than the {limit:,}-character limit of text')
+        check_time()

@@ -11,6 +11,7 @@ from pathlib import Path
 from bs4 import BeautifulSoup
 from bs4.element import Comment, Declaration, Doctype, NavigableString, ProcessingInstruction, Tag
 
+from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError
 from .text import decode_text, title_from_path
 
@@ -144,12 +145,56 @@ def _list(lst: Tag, depth: int = 0) -> list[str]:
     return lines
 
 
+_STRUCTURE = frozenset({'p', 'div', 'table', 'pre', 'ul', 'ol', *_HEADINGS})
+"""Tags that make an inline-looking parent a block of its own when they are inside it."""
+
+
+def _check_shape(root: Tag) -> None:
+    """Refuse a page nested deeper than the ``depth`` limit or with more than ``elements`` tags, in one pass.
+
+    The walk below recurses once per level, so a capped depth is also what keeps it off
+    Python's recursion limit.
+    """
+    limits = current_limits()
+    depth: dict[int, int] = {id(root): 0}
+    count = 0
+    for node in root.descendants:
+        if not isinstance(node, Tag):
+            continue
+        count += 1
+        level = depth[id(node.parent)] + 1
+        if level > limits.depth:
+            raise ReadError(f'HTML nested deeper than the {limits.depth:,}-level limit')
+        if count > limits.elements:
+            raise ReadError(f'HTML with more than the {limits.elements:,}-element limit')
+        depth[id(node)] = level
+
+
+def _ancestors_of(root: Tag, names: frozenset[str] | tuple[str, ...]) -> set[int]:
+    """Ids of the tags under ``root`` that have a descendant named in ``names``: one linear pass.
+
+    Replaces a ``find`` per tag of the walk, which made a page of nested blocks quadratic.
+    """
+    marked: set[int] = set()
+    for tag in root.find_all(list(names)):
+        parent = tag.parent
+        while parent is not None and id(parent) not in marked:
+            marked.add(id(parent))
+            if parent is root:
+                break
+            parent = parent.parent
+    return marked
+
+
 class _Walker:
-    def __init__(self, outline: OutlineBuilder, level_offset: int) -> None:
+    def __init__(self, outline: OutlineBuilder, level_offset: int, root: Tag) -> None:
         self.outline = outline
         self.level_offset = level_offset
         self.buffer: list[str] = []
         self.first_heading: str | None = None
+        self.holds_structure = _ancestors_of(root, _STRUCTURE)
+        self.holds_heading = _ancestors_of(root, tuple(_HEADINGS))
+        self.visited = 0
 
     def flush(self) -> None:
         text = ' '.join(''.join(self.buffer).split())
@@ -159,6 +204,9 @@ class _Walker:
 
     def walk(self, node: Tag) -> None:
         for child in node.children:
+            self.visited += 1
+            if self.visited % 4096 == 0:
+                check_time()
             if isinstance(child, NavigableString):
                 self.buffer.append(str(child))
                 continue
@@ -174,7 +222,7 @@ class _Walker:
             elif name == 'pre':
                 self.flush()
                 self.outline.block(child.get_text().strip('\n'), 'code')
-            elif name == 'table' and child.find(list(_HEADINGS)) is None:
+            elif name == 'table' and id(child) not in self.holds_heading:
                 self.flush()
                 body, header = _table(child)
                 self.outline.block(body, 'table', header=header)
@@ -183,7 +231,7 @@ class _Walker:
                 self.outline.block('\n'.join(_list(child)), 'list')
             elif name == 'br':
                 self.buffer.append('\n')
-            elif name in _BLOCK_TAGS or child.find(['p', 'div', 'table', 'pre', 'ul', 'ol', *_HEADINGS]) is not None:
+            elif name in _BLOCK_TAGS or id(child) in self.holds_structure:
                 self.flush()
                 self.walk(child)
                 self.flush()
@@ -200,9 +248,10 @@ def html_into_outline(
         soup = BeautifulSoup(markup, 'lxml')
     title_tag = soup.find('title')
     page_title = ' '.join(title_tag.get_text().split()) if isinstance(title_tag, Tag) else None
+    _check_shape(soup)
     root = _content_root(soup)
     _clean(root)
-    walker = _Walker(outline, level_offset)
+    walker = _Walker(outline, level_offset, root)
     walker.walk(root)
     walker.flush()
     return page_title or None, walker.first_heading

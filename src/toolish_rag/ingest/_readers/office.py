@@ -13,7 +13,9 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError, normalise_metadata
+from ._containers import open_container
 from .text import title_from_path
 
 __all__ = ['read_docx', 'read_pptx', 'read_xlsx']
@@ -126,13 +128,11 @@ def _not_a_zip(data: bytes, kind: str, exc: Exception) -> ReadError:
 
 
 def _open_zip(data: bytes, kind: str) -> None:
+    """Check the container before a parser sees it: readable, every CRC right, within the `IngestLimits`."""
     try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            bad = zf.testzip()
+        open_container(data, kind).close()
     except zipfile.BadZipFile as exc:
         raise _not_a_zip(data, kind, exc) from None
-    if bad is not None:
-        raise ReadError(f'corrupt {kind}: damaged member {bad}')
 
 
 def read_docx(data: bytes, path: Path) -> ParsedDocument:
@@ -274,15 +274,10 @@ def read_xlsx(data: bytes, path: Path) -> ParsedDocument:
         raise ReadError(f'corrupt XLSX: {exc}') from None
     outline = OutlineBuilder()
     try:
+        budget = current_limits().elements
         for sheet in workbook.worksheets:
             outline.heading(sheet.title, 1)
-            rows: list[list[str]] = []
-            for values in sheet.iter_rows(values_only=True):
-                cells = [_cell(v) for v in values]
-                while cells and not cells[-1]:
-                    cells.pop()
-                if cells:
-                    rows.append(cells)
+            rows, budget = _sheet_rows(sheet, budget)
             _rows_block(outline, rows)
         title = _clean(workbook.properties.title or '') if workbook.properties else ''
         sheets = len(workbook.worksheets)
@@ -295,3 +290,33 @@ def read_xlsx(data: bytes, path: Path) -> ParsedDocument:
         format='xlsx',
         metadata={'sheet_count': sheets},
     )
+
+
+def _sheet_rows(sheet: Any, budget: int) -> tuple[list[list[str]], int]:
+    """The non-empty rows of a read-only ``sheet``, and what is left of the ``budget`` of rows and cells.
+
+    The sheet's declared dimension is dropped first (``reset_dimensions``): a sheet
+    declaring ``A1:XFD1048576`` would otherwise pad every row to 16,384 columns. Rows
+    then run to their last cell present, and every row and cell counts against the budget.
+    """
+    sheet.reset_dimensions()
+    rows: list[list[str]] = []
+    for number, values in enumerate(sheet.iter_rows(values_only=True)):
+        budget -= 1 + len(values)
+        if budget < 0:
+            raise ReadError(
+                f'the workbook has more than the {current_limits().elements:,}-element limit of rows and cells'
+            )
+        if number % 4096 == 0:
+            check_time()
+        if not values:
+            continue
+        cells = [_cell(v) for v in values]
+        while cells and not cells[-1]:
+            cells.pop()
+        if cells:
+            rows.append(cells)
+    used = sorted({i for row in rows for i, cell in enumerate(row) if cell})  # columns empty in every row: dropped
+    if used and len(used) < max(len(row) for row in rows):
+        rows = [[row[i] if i < len(row) else '' for i in used] for row in rows]
+    return rows, budget

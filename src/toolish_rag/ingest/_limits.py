@@ -1,0 +1,79 @@
+"""`IngestLimits`: the bounds every file is parsed within, and the budget readers check against.
+
+See docs/ingestion.md#bounds-per-file.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, field
+
+from ._model import ReadError
+
+__all__ = ['DEFAULT_LIMITS', 'IngestLimits', 'bounded', 'check_time', 'current_limits']
+
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class IngestLimits:
+    """What parsing one file may cost; a file over any of them fails alone with the reason.
+
+    The defaults leave room for OCR of a scanned page on a 2-core machine and for large
+    real documents (a 100k-row sheet, a 1,000-page book), and stop the small hostile files
+    that would otherwise stall or exhaust the run. ``None`` turns a bound off.
+    """
+
+    seconds: float | None = 120.0
+    """Wall time to parse one file. Processes: the worker is killed and replaced. Threads: readers stop at checkpoints."""
+    memory_bytes: int | None = 2048 * MIB
+    """Resident memory of a parse worker process (Linux); it is killed and replaced above it."""
+    unpacked_bytes: int = 256 * MIB
+    """Decompressed bytes of a ZIP container (DOCX, XLSX, PPTX, EPUB), all members together."""
+    compression_ratio: float = 200.0
+    """Largest decompressed/compressed ratio of a container member over 1 MiB (deflate bombs run at ~1000)."""
+    elements: int = 10_000_000
+    """XML tags in a container's parts, spreadsheet rows and cells, HTML elements."""
+    depth: int = 400
+    """Nesting of HTML elements."""
+    text_chars: int = 64 * MIB
+    """Characters of text extracted from one file (an EPUB's chapters together)."""
+
+
+DEFAULT_LIMITS = IngestLimits()
+
+
+@dataclass(frozen=True, slots=True)
+class _Budget:
+    limits: IngestLimits
+    deadline: float | None = field(default=None)
+
+
+_budget: ContextVar[_Budget | None] = ContextVar('toolish_rag_ingest_budget', default=None)
+
+
+@contextmanager
+def bounded(limits: IngestLimits) -> Iterator[None]:
+    """Parse one file within ``limits``: readers see them through `current_limits` and `check_time`."""
+    deadline = None if limits.seconds is None else time.monotonic() + limits.seconds
+    token = _budget.set(_Budget(limits, deadline))
+    try:
+        yield
+    finally:
+        _budget.reset(token)
+
+
+def current_limits() -> IngestLimits:
+    """The limits of the file being parsed (`DEFAULT_LIMITS` outside `bounded`)."""
+    budget = _budget.get()
+    return DEFAULT_LIMITS if budget is None else budget.limits
+
+
+def check_time() -> None:
+    """Raise `ReadError` when the file being parsed has used up its ``seconds`` (a reader's checkpoint)."""
+    budget = _budget.get()
+    if budget is not None and budget.deadline is not None and time.monotonic() > budget.deadline:
+        raise ReadError(f'took longer than the {budget.limits.seconds:g}-second limit per file')
