@@ -246,10 +246,6 @@ def test_eval_on_a_beir_folder(walk: Walk) -> None:
         assert re.search(rf'{tool}\s+│\s+1\.0000', step.stdout), f'{tool} row: {step.describe()}'
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason='quiet output (issue 27 item 8) not landed for eval: its ingest and eval progress bars print on a pipe',
-)
 def test_eval_says_only_what_happened(walk: Walk) -> None:
     step = walk.step('eval', 'mini-beir')
     assert_clean(step)

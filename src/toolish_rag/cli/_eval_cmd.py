@@ -68,7 +68,10 @@ async def run(args: argparse.Namespace) -> int:
     if unavailable or not wanted:
         print(f'{type(store).__name__} has no {", ".join(unavailable) or "search"} tool', file=sys.stderr)
         return 2
-    report = await ingest(store, beir_documents(dataset), progress=console)
+    bars = console.is_terminal  # progress bars on a terminal only: a pipe or a log gets the table alone
+    report = await ingest(store, beir_documents(dataset), progress=console if bars else False)
+    if not bars:  # the bar ends with the summary; without it, the summary alone
+        print(report.summary(), file=sys.stderr)
     if report.failed:
         print(f'{len(report.failed)} corpus entries failed to index', file=sys.stderr)
         return 1
@@ -79,6 +82,7 @@ async def run(args: argparse.Namespace) -> int:
         MofNCompleteColumn(),
         TimeRemainingColumn(),
         console=console,
+        disable=not bars,
     ) as progress:
         task = progress.add_task(', '.join(wanted), total=queries * len(wanted))
         results = await evaluate_dataset(
