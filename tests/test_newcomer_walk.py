@@ -239,6 +239,7 @@ def test_graph_build_and_show(walk: Walk) -> None:
 
 
 def test_eval_on_a_beir_folder(walk: Walk) -> None:
+    pytest.importorskip('pytrec_eval', reason='toolish-rag[eval] is not installed')
     step = walk.step('eval', 'mini-beir')
     assert step.returncode == 0, step.describe()
     assert 'nDCG@10' in step.stdout and 'recall@100' in step.stdout and 'MRR@10' in step.stdout, step.describe()
@@ -247,6 +248,7 @@ def test_eval_on_a_beir_folder(walk: Walk) -> None:
 
 
 def test_eval_says_only_what_happened(walk: Walk) -> None:
+    pytest.importorskip('pytrec_eval', reason='toolish-rag[eval] is not installed')
     step = walk.step('eval', 'mini-beir')
     assert_clean(step)
     summary = next(line for line in step.output.splitlines() if 'added 3' in line)
@@ -254,6 +256,7 @@ def test_eval_says_only_what_happened(walk: Walk) -> None:
 
 
 async def test_mcp_over_stdio_lists_and_serves_the_tools(walk: Walk) -> None:
+    pytest.importorskip('mcp', reason='toolish-rag[mcp] is not installed')
     from mcp import Client
     from mcp.client.stdio import StdioServerParameters, stdio_client
 
