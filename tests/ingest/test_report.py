@@ -126,3 +126,21 @@ def test_an_interrupted_run_says_so_and_what_to_do() -> None:
     assert report.summary().startswith('interrupted: added 1,')
     assert report.summary().endswith('the same command again ingests the rest')
     assert json.loads(report.to_json())['interrupted'] is True
+
+
+def test_the_cli_lists_skips_without_json_and_all_of_them_with_v(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'refunds.md').write_text('# Refunds\n\nRefunds are paid within 30 days.\n')
+    for i in range(12):
+        (docs / f'scan{i:02}.png').write_bytes(b'\x89PNG\r\n')
+    assert _ingest(docs) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert [line.split(': ')[1] for line in out if line.startswith('skipped: /')] == [
+        str(docs / f'scan{i:02}.png') for i in range(10)
+    ]
+    assert out[-1] == 'skipped: ... and 2 more (-v lists them all)'
+    assert _ingest(docs, '-v') == 0
+    assert sum(line.startswith('skipped: /') for line in capsys.readouterr().out.splitlines()) == 12

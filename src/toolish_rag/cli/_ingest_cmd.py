@@ -38,6 +38,9 @@ def register(sub: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument('--no-progress', action='store_true', help='no progress bar')
     parser.add_argument(
+        '-v', '--verbose', action='store_true', help='list every skipped file and warning (default: the first 10)'
+    )
+    parser.add_argument(
         '--json',
         action='store_true',
         help='print the report as JSON on stdout (added, updated, unchanged, removed, failed, skipped, '
@@ -117,7 +120,7 @@ async def run(args: argparse.Namespace) -> int:
         from ..ingest import RayExecutor
 
         settings['executor'] = RayExecutor(None if args.ray is True else args.ray)
-    printer = _ReportPrinter(args.json, interactive, bar, watching=args.watch)
+    printer = _ReportPrinter(args.json, interactive, bar, watching=args.watch, verbose=args.verbose)
     if args.watch:
         return await _watch(store, args.paths, settings, printer)
     with interruptible(release_store_locks) as interrupt:
@@ -173,25 +176,28 @@ class _ReportPrinter:
     interactive: bool
     bar: bool
     watching: bool = False
+    verbose: bool = False
     printed: int = 0
 
     def __call__(self, report: IngestReport) -> None:
         from rich.console import Console
 
-        from ..ingest._report import format_lines, render_report
+        from ..ingest._report import SHOWN, format_lines, render_report
 
         first = self.printed == 0
         self.printed += 1
         if self.as_json:
             print(report.to_json(indent=None if self.watching else 2), flush=True)
         elif not self.interactive:
-            sys.stdout.write(format_lines(report))
+            sys.stdout.write(format_lines(report, verbose=self.verbose))
             sys.stdout.flush()
         elif not (first and self.bar):
             console = Console(stderr=True)
             if not first:
                 console.print(f'[dim]{time.strftime("%H:%M:%S")}[/] ', end='')
-            console.print(render_report(report))
+            console.print(render_report(report, verbose=self.verbose))
+        elif self.verbose and max(len(report.skipped), len(report.warnings)) > SHOWN:  # the bar's lists were cut
+            Console(stderr=True).print(render_report(report, verbose=True))
         if first and self.watching:
             Console(stderr=True).print('[dim]watching for changes (Ctrl-C to stop)[/]')
 
