@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import posixpath
 import re
+import warnings
 from collections import defaultdict
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -159,13 +160,18 @@ def _local_html(info: DocumentInfo) -> Path | None:
 
 def _html_links(path: Path) -> tuple[tuple[str, str], ...]:
     """``(href, link text)`` of every ``<a href>`` in an HTML file; nothing when it cannot be read (blocking)."""
-    from bs4 import BeautifulSoup
+    from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
 
     try:
         data = path.read_bytes()
     except OSError:
         return ()
-    soup = BeautifulSoup(data, 'lxml')
+    with warnings.catch_warnings():
+        # XHTML read as HTML finds the same links (bs4 warns in 12 lines on every build); a tiny file that looks
+        # like a file name is still a page
+        warnings.simplefilter('ignore', XMLParsedAsHTMLWarning)
+        warnings.simplefilter('ignore', MarkupResemblesLocatorWarning)
+        soup = BeautifulSoup(data, 'lxml')
     links = []
     for anchor in soup.find_all('a', href=True):
         href = anchor.get('href')
