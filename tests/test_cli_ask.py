@@ -67,3 +67,22 @@ def test_an_unknown_model_is_a_usage_error(tmp_path: Path, capsys: pytest.Captur
     write_manifest(tmp_path, StoreManifest('memory'))  # an empty store (a read command refuses a missing one)
     code = main(['ask', 'q', '--model', 'nosuchprovider:x', '--store', f'memory:{tmp_path}', '--embedder', 'hashing'])
     assert code == 2 and 'cannot use model' in capsys.readouterr().err
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_a_terminal_gets_the_markdown_rendered_not_escaped(monkeypatch: pytest.MonkeyPatch) -> None:
+    import sys
+
+    rag = ToolishRag(await build_store(), name='docs').with_metadata_filter(F.eq('tenant', 'acme'))
+    grader, model = Scripted([{'sufficient': True}]), Scripted([GOOD_ANSWER])
+    terminal = _Terminal()
+    monkeypatch.setattr(sys, 'stdout', terminal)
+    monkeypatch.setenv('COLUMNS', '200')
+    assert await ask_and_print(rag, 'How long do refunds take?', model=model.model, grader_model=grader.model) == 0
+    shown = terminal.getvalue()
+    assert 'Refunds are paid within 30 days. [1]' in shown  # issue 27 item 8: not `days\. [1]`
+    assert '\\.' not in shown and '`file:///' not in shown

@@ -47,12 +47,6 @@ def test_eval_without_pytrec_eval_stops_before_ingesting(here: Path, monkeypatch
         ),
         (['ingest', 'docs', '--ray'], 'ray', 'pip install "toolish-rag[ray]"'),
         (['ingest', 'docs', '--tokenizer', 'tiktoken:cl100k_base'], 'tiktoken', 'pip install "toolish-rag[tokens]"'),
-        (
-            ['ask', 'why?', '--model', 'anthropic:claude-sonnet-4-5'],
-            'anthropic',
-            'pip install "pydantic-ai-slim[anthropic]"',
-        ),
-        (['chat', '--model', 'openai:gpt-5-mini'], 'openai', 'pip install "toolish-rag[openai]"'),
     ],
 )
 def test_each_missing_extra_is_named_before_the_store_is_touched(
@@ -62,6 +56,32 @@ def test_each_missing_extra_is_named_before_the_store_is_touched(
     message = _refusal([*argv, '--store', 'memory:./kb'])
     assert said in message and '\n' not in message
     assert not (here / 'kb').exists()
+
+
+@pytest.mark.parametrize(
+    ('argv', 'module', 'said'),
+    [
+        (
+            ['ask', 'why?', '--model', 'anthropic:claude-sonnet-4-5'],
+            'anthropic',
+            'pip install "pydantic-ai-slim[anthropic]"',
+        ),
+        (['chat', '--model', 'openai:gpt-5-mini'], 'openai', 'pip install "toolish-rag[openai]"'),
+    ],
+)
+def test_a_missing_model_provider_is_named_before_the_store_is_opened(
+    here: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    argv: list[str],
+    module: str,
+    said: str,
+) -> None:
+    monkeypatch.setitem(sys.modules, module, None)
+    assert main([*argv, '--store', 'memory:./kb']) == 2  # the store does not exist: the model is said first
+    err = capsys.readouterr().err
+    assert err.startswith(f"toolish-rag: model '{argv[-1]}' needs its provider library") and said in err
+    assert err.count('\n') == 1
 
 
 def test_without_split_the_error_names_the_splits_there(here: Path, capsys: pytest.CaptureFixture[str]) -> None:

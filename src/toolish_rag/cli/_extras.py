@@ -48,7 +48,8 @@ def require(*extras: Extra) -> None:
 
 def check_model(model: str) -> None:
     """Build the model the way the agent will (no request is made): a missing provider library or setting
-    is said now, with pydantic-ai's install command, rather than after the store was opened."""
+    is said now, with pydantic-ai's install command, rather than after the store was opened (a ValueError:
+    ``main`` prints it in one line, exit 2)."""
     from pydantic_ai.exceptions import UserError
     from pydantic_ai.models import infer_model
 
@@ -56,6 +57,6 @@ def check_model(model: str) -> None:
         infer_model(model)
     except ImportError as e:
         hint = ' (or pip install "toolish-rag[openai]")' if model.startswith('openai') else ''
-        raise SystemExit(f'toolish-rag: model {model!r} needs its provider library: {e}{hint}') from None
+        raise ValueError(f'model {model!r} needs its provider library: {e}{hint}') from None
     except (UserError, ValueError) as e:
-        raise SystemExit(f'toolish-rag: cannot use model {model!r}: {e}') from None
+        raise ValueError(f'cannot use model {model!r}: {e}') from None
