@@ -83,6 +83,7 @@ async def test_repeated_spine_chapter_is_read_once(tmp_path: Path) -> None:
         (IngestLimits(elements=5_000), 'flat.html', lambda: b'<p>x</p>' * 6_000, '5,000-element limit'),
         (IngestLimits(depth=50), 'deep.html', lambda: hostile.nested_divs(60), '50-level limit'),
         (IngestLimits(text_chars=50_000), 'book.epub', lambda: hostile.epub_repeated_chapter(1, 200), '50,000-character limit'),
+        (IngestLimits(seconds=0), 'wide.xlsx', hostile.xlsx_huge_dimension, 'longer than the 0-second limit'),  # threads: checkpoints
     ],
 )  # fmt: skip
 def test_each_limit_is_configurable(
@@ -119,13 +120,13 @@ async def test_process_workers_over_time_or_memory_are_killed_and_replaced(tmp_p
     names = ['a.md', 'slow.md', 'b.md', 'hungry.md', 'c.md', 'crash.md', 'd.md']
     for name in names:
         (tmp_path / name).write_text(f'# {name}\n\ntext of {name}\n')
-    limits = IngestLimits(seconds=3, memory_bytes=400 * 2**20)
+    limits = IngestLimits(seconds=2, memory_bytes=400 * 2**20)
     jobs = [(str(tmp_path / n), Chunker(), {}, (), n, limits) for n in names]
     started = time.perf_counter()
     results = {Path(r.path).name: r async for r in supervised_parse(jobs, hostile.misbehaving_parse, limits, 1, 2)}
     assert time.perf_counter() - started < 40
     assert {n for n, r in results.items() if r.document is not None} == {'a.md', 'b.md', 'c.md', 'd.md'}
-    assert results['slow.md'].reason == 'stopped: took longer than the 3-second limit per file'
+    assert results['slow.md'].reason == 'stopped: took longer than the 2-second limit per file'
     assert results['hungry.md'].reason == 'stopped: used more than the 419,430,400-byte memory limit per file'
     assert results['crash.md'].reason == 'the parse worker died (exit code 3)'
 

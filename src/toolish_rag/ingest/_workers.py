@@ -160,9 +160,9 @@ def _die_with_parent(parent_pid: int) -> None:
     """Worker initializer: end this worker when ``parent_pid`` ends, however it ends.
 
     On Linux the kernel does it: ``PR_SET_PDEATHSIG`` sends SIGKILL when the parent goes.
-    Strictly, when the parent *thread* that spawned the worker exits: the pool spawns its
-    workers from ``submit``, that is from the thread running `ingest`'s event loop, which
-    shuts the pool down before it returns. Elsewhere a watchdog thread polls the parent pid.
+    Strictly, when the parent *thread* that spawned the worker exits: each worker is spawned
+    by its supervisor thread (`supervised_parse`), which stops it before that thread ends.
+    Elsewhere a watchdog thread polls the parent pid.
     """
     if not _set_parent_death_signal(signal.SIGKILL):
         watch_parent(parent_pid)

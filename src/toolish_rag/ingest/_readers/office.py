@@ -155,7 +155,9 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
             outline.block('\n'.join(list_lines), 'list')
             list_lines.clear()
 
-    for item in document.iter_inner_content():
+    for number, item in enumerate(document.iter_inner_content()):
+        if number % 1024 == 0:
+            check_time()
         if isinstance(item, Table):
             flush_list()
             rows: list[list[str]] = []
@@ -236,6 +238,7 @@ def read_pptx(data: bytes, path: Path) -> ParsedDocument:
     outline = OutlineBuilder()
     first_title = ''
     for number, slide in enumerate(presentation.slides, start=1):
+        check_time()
         outline.start_page()
         title_shape = slide.shapes.title
         slide_title = (

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
 from .text import paragraph_spans, title_from_path
 
@@ -213,6 +214,7 @@ def _extract_pages(data: bytes) -> tuple[list[str], list[list[_Line]], list[tupl
         pages_raw: list[str] = []
         page_lines: list[list[_Line]] = []
         for page in reader.pages:
+            check_time()  # a thread cannot be killed: a long PDF stops between pages at the time limit
             lines: list[_Line]
             if entries:  # the outline gives the sections: no need for font analysis
                 text, lines = page.extract_text() or '', []
