@@ -232,3 +232,32 @@ def test_grounded_markdown_escapes_what_the_documents_say(docs: list[Document]) 
     assert '<script' not in html and '<a ' not in html and '<b>' not in html and '<i>' not in html
     assert '&lt;script&gt;alert(1)&lt;/script&gt;' in html and '[claim form](http://x.example/claim)' in html
     assert '`https://intranet.example/acme/claims`' in markdown  # the uri is shown, never a link
+
+
+def _keeps_calling_a_tool_wrongly(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    return ModelResponse(parts=[ToolCallPart('policies_broaden_chunk', {'chunk_id': 'no-such-chunk'})])
+
+
+def _provider_down(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+    from pydantic_ai.exceptions import ModelHTTPError
+
+    raise ModelHTTPError(529, 'scripted', body={'error': 'overloaded'})
+
+
+def test_a_model_that_fails_gets_a_clear_json_error_not_a_bare_500(docs: list[Document]) -> None:
+    """Issue 27 item 9: /ask answered a bare 500 when the model exhausted its tool retries."""
+    alice = {'Authorization': 'Bearer alice-token'}
+    with client_for(docs, FunctionModel(_keeps_calling_a_tool_wrongly)) as client:
+        failed = client.post('/ask', json={'question': 'refunds?'}, headers=alice)
+    assert failed.status_code == 502
+    assert failed.json()['error'] == 'the model gave no usable answer'
+    assert 'exceeded max retries' in failed.json()['reason'] and 'policies_broaden_chunk' in failed.json()['reason']
+    with client_for(docs, FunctionModel(_provider_down)) as client:
+        down = client.post('/ask', json={'question': 'refunds?'}, headers=alice)
+        assert down.status_code == 503
+        assert down.json() == {
+            'error': 'the model is unavailable, try again later',
+            'reason': 'the model provider answered 529',
+        }
+        grounded = client.post('/ask/grounded', json={'question': 'refunds?'}, headers=alice)
+        assert grounded.status_code == 200 and grounded.json()['grounded'] is False  # ask reports its own failures

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic_ai import Agent
+from pydantic_ai.exceptions import ModelHTTPError, UnexpectedModelBehavior
 from pydantic_ai.messages import ToolReturnPart
 from pydantic_ai.models import Model
 from starlette.applications import Starlette
@@ -92,6 +93,15 @@ def _sources(messages: list[Any]) -> list[dict[str, str]]:
     return list(seen.values())
 
 
+def _model_failed(error: UnexpectedModelBehavior | ModelHTTPError) -> JSONResponse:
+    """The model, not the request, failed: 503 when its provider is unavailable, else 502 (it kept calling its
+    tools wrongly, past its retries), with the reason; never a bare 500."""
+    if isinstance(error, ModelHTTPError):
+        reason = f'the model provider answered {error.status_code}'
+        return JSONResponse({'error': 'the model is unavailable, try again later', 'reason': reason}, status_code=503)
+    return JSONResponse({'error': 'the model gave no usable answer', 'reason': error.message}, status_code=502)
+
+
 def create_app(store: StoreLike, model: Model | str, users: dict[str, User] | None = None) -> Starlette:
     """The web app: ``POST /ask`` and ``POST /ask/grounded``, each with a bearer token and ``{"question": "..."}``."""
     rag = build_rag(store)
@@ -118,7 +128,10 @@ def create_app(store: StoreLike, model: Model | str, users: dict[str, User] | No
         if isinstance(asked, Response):
             return asked
         user, question = asked
-        result = await agent.run(question, deps=TenantDeps(user))
+        try:
+            result = await agent.run(question, deps=TenantDeps(user))
+        except (UnexpectedModelBehavior, ModelHTTPError) as e:
+            return _model_failed(e)
         return JSONResponse({'user': user.name, 'answer': result.output, 'sources': _sources(result.new_messages())})
 
     async def ask_grounded(request: Request) -> Response:
@@ -131,6 +144,8 @@ def create_app(store: StoreLike, model: Model | str, users: dict[str, User] | No
             result = await rag.ask(question, model=model, deps=TenantDeps(user))
         except InvalidRequestError as e:  # a question the store cannot search as written
             return JSONResponse({'error': str(e)}, status_code=400)
+        except (UnexpectedModelBehavior, ModelHTTPError) as e:
+            return _model_failed(e)
         if 'text/markdown' in request.headers.get('accept', ''):
             return Response(render_markdown(result), media_type='text/markdown')
         return Response(to_json(result), media_type='application/json')
