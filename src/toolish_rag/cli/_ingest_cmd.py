@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from ._common import open_store_for, release_store_locks
 from ._extras import RAY, TOKENS, WATCH, require
-from ._interrupt import interruptible
+from ._interrupt import abort, interruptible
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -204,7 +204,7 @@ class _ReportPrinter:
 
 @contextmanager
 def _stopping_on_signals(stop: asyncio.Event, console: Console) -> Iterator[None]:
-    """Ctrl-C (or SIGTERM) sets ``stop``; a second one gets the default behaviour back: abort at once.
+    """Ctrl-C (or SIGTERM) sets ``stop``; a second one aborts at once (`abort`: one line, exit 130).
 
     Stopping finishes the batch in progress, which may take a while on a big one; aborting it
     is safe too (ingestion commits whole documents; the next run finishes the rest).
@@ -214,7 +214,7 @@ def _stopping_on_signals(stop: asyncio.Event, console: Console) -> Iterator[None
 
     def first(sig: signal.Signals) -> None:
         stop.set()
-        loop.remove_signal_handler(sig)
+        signal.signal(sig, lambda signum, frame: abort(release_store_locks))
         console.print('[dim]stopping after the batch in progress (Ctrl-C again to abort)[/]')
 
     for sig in (signal.SIGINT, signal.SIGTERM):

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from types import FrameType
 from typing import NoReturn
 
-__all__ = ['EXIT_INTERRUPTED', 'Interrupt', 'exit_now', 'interruptible']
+__all__ = ['EXIT_INTERRUPTED', 'Interrupt', 'abort', 'exit_now', 'interruptible']
 
 EXIT_INTERRUPTED = 130
 """What a shell reports for a command ended by Ctrl-C (128 + SIGINT)."""
@@ -36,6 +36,12 @@ def exit_now(code: int, release: Callable[[], None] | None = None) -> NoReturn:
     if release is not None:
         release()
     os._exit(code)
+
+
+def abort(release: Callable[[], None] | None = None) -> NoReturn:
+    """A second Ctrl-C: one line, then exit 130 at once (no traceback, no teardown abort)."""
+    _say(_ABORTED)
+    exit_now(EXIT_INTERRUPTED, release)
 
 
 def _say(line: str) -> None:
@@ -57,8 +63,7 @@ class Interrupt:
 
     def handle(self, signum: int, frame: FrameType | None) -> None:
         if self.requested:
-            _say(_ABORTED)
-            exit_now(EXIT_INTERRUPTED, self.release)
+            abort(self.release)
         self.requested = True
         _say('toolish-rag: stopping… (Ctrl-C again to abort)')
         self.loop.call_soon_threadsafe(self.task.cancel)
