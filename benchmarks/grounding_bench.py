@@ -41,7 +41,7 @@ What it does, and why each step is the real thing rather than a stand-in:
   alike, all dashes alike) is not a corruption: skipped and counted too. The negation, number
   cut, truncation and other-tenant rules are present verbatim by design (cut inside a word or
   number; too short; the right text under the wrong tenant's chunk id).
-* Verdict: `toolish_rag.citations.verify.verify_answer` on a one-claim ``answered`` answer
+* Verdict: `toolish_rag.citations.verify_answer` on a one-claim ``answered`` answer
   citing the quote, with ``seen``. Accepted genuine quotes must also be located: the filled
   ``source`` offsets must point at the quoted text in the chunk and in the article.
 
@@ -87,9 +87,14 @@ from common import (  # noqa: E402
 )
 
 from toolish_rag import PropertyFilter as F  # noqa: E402
-from toolish_rag.citations.model import Citation, Claim, GroundedAnswer  # noqa: E402
-from toolish_rag.citations.quotes import DEFAULT_MIN_QUOTE_CHARS  # noqa: E402
-from toolish_rag.citations.verify import Verification, verify_answer  # noqa: E402
+from toolish_rag.citations import (  # noqa: E402
+    DEFAULT_MIN_QUOTE_CHARS,
+    Citation,
+    Claim,
+    GroundedAnswer,
+    Verification,
+    verify_answer,
+)
 from toolish_rag.content import Chunk, Document  # noqa: E402
 from toolish_rag.ingest import Chunker, OutlineBuilder, ParsedDocument  # noqa: E402
 from toolish_rag.ingest._readers.text import paragraph_spans, trim_spans  # noqa: E402

@@ -23,7 +23,7 @@ from helpers import Call, Script, handbook_corpus, returns
 from pydantic_ai import Agent, ModelRetry
 
 from toolish_rag import Retriever, ToolishRag
-from toolish_rag.citations.model import MAX_QUOTE_CHARS
+from toolish_rag.citations._model import MAX_QUOTE_CHARS
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import InvalidRequestError
 from toolish_rag.stores import InMemoryStore

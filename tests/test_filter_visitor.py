@@ -17,7 +17,7 @@ from toolish_rag.content import Entity, MetadataValue
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import FILTER_NODE_TYPES, Filter, FilterNode, FilterVisitor, matches
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.testing.corpus import EDGE_FILTERS
+from toolish_rag.testing._corpus import EDGE_FILTERS
 from toolish_rag_lancedb import LanceDBStore
 from toolish_rag_tantivy import TantivyStore
 

@@ -21,8 +21,8 @@ from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from toolish_rag import DocumentBuilder, PropertyFilter as F, RagEvent, ToolishRag
-from toolish_rag.citations.model import GroundedAnswer
-from toolish_rag.citations.verify import UngroundedAnswerError
+from toolish_rag.citations._model import GroundedAnswer
+from toolish_rag.citations._verify import UngroundedAnswerError
 from toolish_rag.content import Document, Entity, NodeKind, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.protocols import GraphSearch, StoreCapabilities, StoreLike

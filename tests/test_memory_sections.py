@@ -33,7 +33,7 @@ from toolish_rag.sections import (
 )
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.stores.memory import _navigation, _snapshot
-from toolish_rag.testing.corpus import VERSIONED_CHUNKS, version_of, versioned_document
+from toolish_rag.testing._corpus import VERSIONED_CHUNKS, version_of, versioned_document
 from toolish_rag.testing.sections_contract import (
     NavigationCalls,
     SectionReference,

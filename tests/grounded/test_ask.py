@@ -30,7 +30,7 @@ from tests.helpers import compose_store
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import InvalidRequestError
-from toolish_rag.grounded.ask import MAX_MODEL_CALLS, AskResult, ask
+from toolish_rag.grounded._ask import MAX_MODEL_CALLS, AskResult, ask
 from toolish_rag.stores import InMemoryStore
 
 GOOD = cite(ACME_0_ID, 'Refunds are paid within 30 days of the request.')
@@ -168,7 +168,7 @@ async def test_a_provider_error_body_stays_out_of_the_result_and_goes_to_the_log
         raise ModelHTTPError(500, 'answer-model', body={'error': 'internal detail sk-SECRET'})
 
     grader = Scripted([SUFFICIENT])
-    with caplog.at_level(logging.WARNING, logger='toolish_rag.grounded.ask'):
+    with caplog.at_level(logging.WARNING, logger='toolish_rag.grounded._ask'):
         result = await ask(await acme_rag(), 'Refunds?', model=FunctionModel(failing), grader_model=grader.model)
     assert not result.grounded
     assert result.problems == ('the answer model did not give a usable answer (ModelHTTPError)',)

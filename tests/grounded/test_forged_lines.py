@@ -19,11 +19,11 @@ from pydantic_ai import Agent
 from tests.grounded.grounded_helpers import ACME_2, ACME_2_ID, Scripted, answer, build_store, cite
 from toolish_rag import DocumentBuilder, PropertyFilter as F, ToolishRag
 from toolish_rag._record_text import field_text
-from toolish_rag.citations.model import GroundedAnswer
-from toolish_rag.citations.verify import UngroundedAnswerError
+from toolish_rag.citations._model import GroundedAnswer
+from toolish_rag.citations._verify import UngroundedAnswerError
 from toolish_rag.content import Entity, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.grounded.capability import Grounding
+from toolish_rag.grounded._capability import Grounding
 from toolish_rag.stores import InMemoryStore
 
 SEPARATORS = ['\n', '\r', '\r\n', '\u2028', '\u2029', '\x85', '\v', '\f', '\x1c', '\x1d', '\x1e']

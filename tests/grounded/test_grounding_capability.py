@@ -34,10 +34,10 @@ from tests.grounded.grounded_helpers import (
 )
 from tests.helpers import compose_store
 from toolish_rag import PropertyFilter as F, SearchHit, ToolishRag
-from toolish_rag.citations.model import GroundedAnswer
-from toolish_rag.citations.verify import UngroundedAnswerError
-from toolish_rag.grounded.capability import Grounding, seen_chunk_ids
-from toolish_rag.grounded.semantic import SemanticReport
+from toolish_rag.citations._model import GroundedAnswer
+from toolish_rag.citations._verify import UngroundedAnswerError
+from toolish_rag.grounded._capability import Grounding, seen_chunk_ids
+from toolish_rag.grounded._semantic import SemanticReport
 
 GOOD = cite(ACME_0_ID, 'Refunds are paid within 30 days of the request.')
 GOOD_CLAIM = ('Refunds are paid within 30 days.', [GOOD])

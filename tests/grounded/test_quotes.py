@@ -10,7 +10,7 @@ import unicodedata
 import pytest
 from hypothesis import HealthCheck, assume, given, settings, strategies as st
 
-from toolish_rag.citations.quotes import (
+from toolish_rag.citations._quotes import (
     _ABSENT,
     _DASHES,
     _DOUBLE_QUOTES,

@@ -6,10 +6,10 @@ import json
 
 from markdown_it import MarkdownIt
 
-from toolish_rag.citations.model import Citation, CitationSource, Claim, GroundedAnswer
-from toolish_rag.grounded.ask import AskResult, Attempt
-from toolish_rag.grounded.render import escape_markdown, render_markdown, to_json
-from toolish_rag.grounded.semantic import SemanticReport, SemanticVerdict
+from toolish_rag.citations._model import Citation, CitationSource, Claim, GroundedAnswer
+from toolish_rag.grounded._ask import AskResult, Attempt
+from toolish_rag.grounded._render import escape_markdown, render_markdown, to_json
+from toolish_rag.grounded._semantic import SemanticReport, SemanticVerdict
 
 SOURCE = CitationSource(
     document_id='d1',

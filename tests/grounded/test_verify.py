@@ -7,8 +7,8 @@ import time
 import pytest
 
 from toolish_rag import DocumentBuilder
-from toolish_rag.citations.model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer
-from toolish_rag.citations.verify import (
+from toolish_rag.citations._model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer
+from toolish_rag.citations._verify import (
     FEEDBACK_MAX_CHARS,
     NOT_SEEN,
     SPANS_TWO_CHUNKS,

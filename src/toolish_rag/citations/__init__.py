@@ -6,9 +6,9 @@ chunk (`quotes`), and checking an answer against the chunks a conversation saw (
 See docs/grounded.md.
 """
 
-from .model import MAX_CLAIMS, MAX_QUOTE_CHARS, AnswerStatus, Citation, CitationSource, Claim, GroundedAnswer
-from .quotes import DEFAULT_MIN_QUOTE_CHARS, QuoteMatch, closest_sentence, find_quote, normalise_quote
-from .verify import NOT_SEEN, CitationProblem, UngroundedAnswerError, Verification, check_quote, verify_answer
+from ._model import MAX_CLAIMS, MAX_QUOTE_CHARS, AnswerStatus, Citation, CitationSource, Claim, GroundedAnswer
+from ._quotes import DEFAULT_MIN_QUOTE_CHARS, QuoteMatch, closest_sentence, find_quote, normalise_quote
+from ._verify import NOT_SEEN, CitationProblem, UngroundedAnswerError, Verification, check_quote, verify_answer
 
 __all__ = [
     'DEFAULT_MIN_QUOTE_CHARS',

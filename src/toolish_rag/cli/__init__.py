@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import _ask_cmd, _chat_cmd, _eval_cmd, _graph_cmd, _ingest_cmd, _mcp_cmd, _search_cmd, _upgrade_cmd, tools_cmd
+from . import _ask_cmd, _chat_cmd, _eval_cmd, _graph_cmd, _ingest_cmd, _mcp_cmd, _search_cmd, _tools_cmd, _upgrade_cmd
 from ._chat_cmd import chat
 from ._common import add_store_arguments, release_store_locks
 from ._parser import Parser
@@ -23,7 +23,7 @@ __all__ = ['build_parser', 'chat', 'main']
 _COMMANDS = (
     _ingest_cmd,
     _search_cmd,
-    tools_cmd,
+    _tools_cmd,
     _eval_cmd,
     _mcp_cmd,
     _chat_cmd,

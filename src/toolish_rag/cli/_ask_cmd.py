@@ -12,8 +12,8 @@ from typing import IO, Any
 from pydantic_ai.models import Model
 
 from ..errors import InvalidRequestError
-from ..grounded.ask import ask
-from ..grounded.render import render_markdown, to_json
+from ..grounded._ask import ask
+from ..grounded._render import render_markdown, to_json
 from ..toolset import ToolishRag
 from ._common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
 

@@ -7,13 +7,13 @@ verification live below the toolset in `toolish_rag.citations` and are re-export
 See docs/grounded.md.
 """
 
-from ..citations.model import AnswerStatus, Citation, CitationSource, Claim, GroundedAnswer
-from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS, QuoteMatch, closest_sentence, find_quote, normalise_quote
-from ..citations.verify import CitationProblem, UngroundedAnswerError, Verification, check_quote, verify_answer
-from .ask import MAX_MODEL_CALLS, MAX_RETRIEVALS, AskResult, Attempt, ask
-from .capability import Grounding, SemanticListener, seen_chunk_ids
-from .render import escape_markdown, render_markdown, to_json
-from .semantic import SemanticReport, SemanticVerdict, judge_claims
+from ..citations._model import AnswerStatus, Citation, CitationSource, Claim, GroundedAnswer
+from ..citations._quotes import DEFAULT_MIN_QUOTE_CHARS, QuoteMatch, closest_sentence, find_quote, normalise_quote
+from ..citations._verify import CitationProblem, UngroundedAnswerError, Verification, check_quote, verify_answer
+from ._ask import MAX_MODEL_CALLS, MAX_RETRIEVALS, AskResult, Attempt, ask
+from ._capability import Grounding, SemanticListener, seen_chunk_ids
+from ._render import escape_markdown, render_markdown, to_json
+from ._semantic import SemanticReport, SemanticVerdict, judge_claims
 
 __all__ = [
     'DEFAULT_MIN_QUOTE_CHARS',

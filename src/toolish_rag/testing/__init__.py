@@ -5,9 +5,9 @@ check the protocols your store implements (graph stores over `graph_corpus`). Ne
 ``pip install "toolish-rag[testing]"``. See docs/custom-store.md and docs/testing.md.
 """
 
+from ._conformance import ASPECTS, PROTOCOLS, Aspect, StoreConformance
+from ._corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, selective_corpus
 from ._runner import ConformanceFailure, ConformanceReport, StoreFactory, check_store
-from .conformance import ASPECTS, PROTOCOLS, Aspect, StoreConformance
-from .corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, selective_corpus
 from .graph_contract import GraphCorpus, GraphReference, graph_corpus
 
 __all__ = [

@@ -15,11 +15,11 @@ from ..filters import Filter, PropertyFilter as F
 from ..protocols import ResultExpander
 from ..retriever import Retriever
 from ..search import ExpansionRequest
+from ._corpus import EDGE_FILTERS, conformance_corpus, conformance_entities
 from ._kit import KitBase, check
 from ._search import FILTER_IDS
 from ._writes import WriteChecks
 from .contract import expansion_problems, mixed_version_problems
-from .corpus import EDGE_FILTERS, conformance_corpus, conformance_entities
 
 
 def _differs(call: str, got: Sequence[Chunk], want: Sequence[Chunk], why: str) -> list[str]:

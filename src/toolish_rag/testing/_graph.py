@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from ..protocols import DocumentStore, GraphSearch, GraphStore
+from ._corpus import EDGE_FILTERS
 from ._kit import KitBase, check, report
-from .corpus import EDGE_FILTERS
 from .graph_contract import (
     GRAPH_SCOPES,
     GraphCalls,

@@ -12,7 +12,7 @@ from typing import Any
 
 from ..content import Chunk, Document, Entity, NodeKind, Relation
 from ..filters import EntityFilter, Filter, PropertyFilter as F
-from .corpus import COMMON_WORD, conformance_corpus, conformance_entities
+from ._corpus import COMMON_WORD, conformance_corpus, conformance_entities
 from .sections_contract import UNKNOWN_ID
 
 GHOST_ID = 'ent-ghost'

@@ -31,7 +31,7 @@ from ..protocols import (
     VectorSearch,
 )
 from ..retriever import Retriever
-from .corpus import COMMON_WORD, conformance_corpus, conformance_entities
+from ._corpus import COMMON_WORD, conformance_corpus, conformance_entities
 from .graph_contract import graph_corpus
 
 Aspect = Literal['search', 'scope', 'retriever', 'writes', 'persistence', 'consistency']

@@ -15,8 +15,8 @@ from ..content import Document
 from ..filters import EntityFilter, Filter, PropertyFilter as F
 from ..protocols import DocumentStore, SectionReader
 from ..sections import DocumentPageRequest
+from ._corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, navigation_corpus
 from ._kit import KitBase, check, report
-from .corpus import COMMON_WORD, EDGE_FILTERS, conformance_corpus, conformance_entities, navigation_corpus
 from .sections_contract import (
     UNKNOWN_ID,
     SectionReference,

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 
 from ..embedding import HashingEmbeddingModel
+from ._conformance import StoreConformance
 from ._kit import Aspect, Check, check_of, kit_tests
-from .conformance import StoreConformance
 from .graph_contract import graph_corpus
 
 StoreFactory = Callable[[Path, Any], Any]

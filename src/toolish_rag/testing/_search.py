@@ -17,9 +17,9 @@ from ..filters import Filter, PropertyFilter as F
 from ..protocols import RegexSearch, ResultExpander, TextSearch, VectorSearch
 from ..retriever import Retriever
 from ..search import RegexRequest, SearchHit
+from ._corpus import COMMON_WORD, EDGE_FILTERS, selective_corpus
 from ._kit import SEARCHES, KitBase, check, differences
 from .contract import SearchProbe, get_records_problems, search_problems
-from .corpus import COMMON_WORD, EDGE_FILTERS, selective_corpus
 
 FILTER_IDS = [name for name, _ in EDGE_FILTERS]
 EVERY_RECORD = SearchProbe(COMMON_WORD, COMMON_WORD)

@@ -13,8 +13,8 @@ from ..content import Chunk, Document, Entity
 from ..filters import EntityFilter, PropertyFilter as F
 from ..protocols import DocumentStore, ResultExpander, StoreCapabilities, TextSearch
 from ..retriever import Retriever
+from ._corpus import COMMON_WORD, conformance_corpus, conformance_entities
 from ._kit import PROTOCOLS, SEARCHES, KitBase, check, differences
-from .corpus import COMMON_WORD, conformance_corpus, conformance_entities
 
 _SEARCH_AND_WRITE = (*SEARCHES, DocumentStore)
 

@@ -25,7 +25,7 @@ from ..protocols import (
 )
 from ..retriever import Retriever
 from ..search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
-from .corpus import version_of, versioned_document
+from ._corpus import version_of, versioned_document
 
 __all__ = [
     'SearchProbe',

@@ -20,8 +20,8 @@ from ..graph.model import MAX_EDGE_LIMIT, GraphNode, NeighbourRequest, Neighbour
 from ..graph.reference import reference_neighbours, reference_nodes
 from ..graph.walk import GraphWalk, WalkRequest, walk
 from ..protocols import GraphSearch, GraphStore
+from ._corpus import COMMON_WORD
 from ._graph_corpus import GHOST_ID, GRAPH_SCOPES, HUB_ID, GraphCorpus, graph_corpus, graph_entities, structure
-from .corpus import COMMON_WORD
 from .sections_contract import UNKNOWN_ID, typed
 
 __all__ = [

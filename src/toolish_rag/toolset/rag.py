@@ -18,8 +18,8 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
-from ..grounded.ask import AskResult, ask as grounded_ask
-from ..grounded.capability import Grounding, SemanticListener
+from ..grounded._ask import AskResult, ask as grounded_ask
+from ..grounded._capability import Grounding, SemanticListener
 from ..protocols import StoreCapabilities, StoreLike
 from ..rerank._base import Reranker
 from ..retriever import Retriever
@@ -197,7 +197,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """Retrieve, grade, rewrite once if needed, answer with verified citations: a bounded loop.
 
         At most 2 retrievals and 6 model calls; an empty retrieval calls no answer model. See
-        `toolish_rag.grounded.ask` and docs/grounded.md.
+        `toolish_rag.grounded._ask` and docs/grounded.md.
         """
         return await grounded_ask(
             self,

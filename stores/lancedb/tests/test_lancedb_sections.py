@@ -30,7 +30,7 @@ from toolish_rag.sections import (
     reference_outline,
     reference_section_page,
 )
-from toolish_rag.testing.corpus import (
+from toolish_rag.testing._corpus import (
     conformance_corpus,
     conformance_entities,
     navigation_corpus,

@@ -1,6 +1,6 @@
 """The citation tool: ``verify_citations`` checks each quote of a draft answer in the chunk it cites.
 
-The verdict is `toolish_rag.citations.verify.verify_answer`'s (the grounding capability's), run on
+The verdict is `toolish_rag.citations._verify.verify_answer`'s (the grounding capability's), run on
 chunks fetched through the run's scoped `Retriever`; advisory only. See docs/grounded.md.
 """
 
@@ -15,9 +15,9 @@ from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
 from ..._record_text import field_text
-from ...citations.model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer
-from ...citations.quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
-from ...citations.verify import NOT_SEEN, CitationProblem, Verification, normalise_chunk_id, verify_answer
+from ...citations._model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer
+from ...citations._quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
+from ...citations._verify import NOT_SEEN, CitationProblem, Verification, normalise_chunk_id, verify_answer
 from ...content import Chunk
 from ...errors import InvalidRequestError, echo
 from ...retriever import Retriever

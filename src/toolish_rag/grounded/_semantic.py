@@ -16,7 +16,7 @@ from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.usage import RunUsage, UsageLimits
 
-from ..citations.model import GroundedAnswer
+from ..citations._model import GroundedAnswer
 
 __all__ = ['SEMANTIC_TIMEOUT_S', 'SemanticReport', 'SemanticVerdict', 'Verdict', 'judge_claims']
 

@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from ..content import Chunk
 from ..errors import ToolishRagError, echo
-from .model import MAX_QUOTE_CHARS, Citation, CitationSource, Claim, GroundedAnswer
-from .quotes import DEFAULT_MIN_QUOTE_CHARS, QuoteMatch, closest_sentence, find_quote, normalise_quote
+from ._model import MAX_QUOTE_CHARS, Citation, CitationSource, Claim, GroundedAnswer
+from ._quotes import DEFAULT_MIN_QUOTE_CHARS, QuoteMatch, closest_sentence, find_quote, normalise_quote
 
 __all__ = [
     'FEEDBACK_MAX_CHARS',
@@ -314,7 +314,7 @@ def verify_answer(
 
     ``seen`` maps chunk id to chunk for the in-scope chunks that reached the model in this
     conversation. Every claim, whatever the status, needs at least one citation, and every
-    citation must verify; see the module docs of `toolish_rag.citations.quotes` for what a match
+    citation must verify; see the module docs of `toolish_rag.citations._quotes` for what a match
     is. Any ``source`` the model sent is discarded. ``answer`` is not changed.
     """
     index = _Seen(seen)

@@ -24,14 +24,14 @@ from pydantic_ai.output import NativeOutput, OutputContext, PromptedOutput, Tool
 from pydantic_ai.tools import AgentDepsT
 
 from .._tool_names import TOOL_NAMES, tool_name
-from ..citations.model import GroundedAnswer
-from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS
-from ..citations.verify import NOT_SEEN, UngroundedAnswerError, Verification, normalise_chunk_id, verify_answer
+from ..citations._model import GroundedAnswer
+from ..citations._quotes import DEFAULT_MIN_QUOTE_CHARS
+from ..citations._verify import NOT_SEEN, UngroundedAnswerError, Verification, normalise_chunk_id, verify_answer
 from ..content import Chunk
 from ..errors import InvalidRequestError
 from ..retriever import Retriever
 from ..search import SearchHit
-from .semantic import SemanticReport, judge_claims
+from ._semantic import SemanticReport, judge_claims
 
 if TYPE_CHECKING:
     from ..toolset import ToolishRag

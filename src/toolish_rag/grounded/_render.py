@@ -11,8 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..citations.model import Citation, CitationSource, GroundedAnswer
-from .ask import AskResult
+from ..citations._model import Citation, CitationSource, GroundedAnswer
+from ._ask import AskResult
 
 __all__ = ['escape_markdown', 'render_markdown', 'to_json']
 

@@ -20,14 +20,14 @@ from pydantic_ai.models import Model, ModelRequestContext, infer_model
 from pydantic_ai.usage import UsageLimits
 
 from .._record_text import fitting, render_record
-from ..citations.model import GroundedAnswer
-from ..citations.quotes import DEFAULT_MIN_QUOTE_CHARS
-from ..citations.verify import UngroundedAnswerError
+from ..citations._model import GroundedAnswer
+from ..citations._quotes import DEFAULT_MIN_QUOTE_CHARS
+from ..citations._verify import UngroundedAnswerError
 from ..content import Chunk
 from ..errors import InvalidRequestError
 from ..search import SearchHit
-from .capability import Grounding
-from .semantic import SemanticReport, judge_claims
+from ._capability import Grounding
+from ._semantic import SemanticReport, judge_claims
 
 if TYPE_CHECKING:
     from ..toolset import ToolishRag
