@@ -18,6 +18,7 @@ import toolish_rag_lancedb._graph as graph
 import toolish_rag_lancedb._queries as queries
 import toolish_rag_lancedb._relations as relations
 import toolish_rag_lancedb._sections as sections
+import toolish_rag_lancedb._writes as writes
 from toolish_rag.analysis import TextAnalyzer, analyzer_for
 from toolish_rag.content import Chunk, Document, Entity, Record, Relation
 from toolish_rag.embedding import embedder_for_store, embedder_identity
@@ -54,7 +55,6 @@ from ._settling import DocumentLedger
 from ._tables import Tables
 from ._text_query import text_query_syntax
 from ._windows import REBUILD_HINT, WINDOWS_COLUMN, embed_records, windows_apply, windows_logger
-from ._writes import CommitStep, delete_document_rows, delete_entity_rows, plan_records_commit, records_to_write
 
 __all__ = ['LanceDBStore']
 
@@ -392,49 +392,58 @@ class LanceDBStore:
             return
         check_storable(documents, entities)  # before any embedding or write: a refused batch changes nothing
         relations.check_relations(new_relations)
-        records = records_to_write(documents, entities)
+        records = writes.records_to_write(documents, entities)
         vectors, rows = None, None
         if records:
             await self._tables.connect()
             config = self.windows if await self._windows_for_write() else None
             vectors, rows = await embed_records(self.embedder, [r.text for r in records], config)
         async with self._tables.write_lock:
-            await self._ensure_tables(vectors.shape[1] if vectors is not None else None)
-            commit = None
-            if self._tables.records is not None:
-                commit = await plan_records_commit(self._tables, records, vectors, documents, entities, rows)
-            try:
-                if documents and self._tables.has_graph:
-                    await self.before_commit('unlink-graph')
-                    await relations.unlink_documents(self._tables, [d.id for d in documents])
-                if documents and commit is not None:
-                    await self.before_commit('pending-documents')
-                    await self._ledger.write_pending(documents)
-                if commit is not None:
-                    await self.before_commit('records')
-                    await commit.run()
-                if documents:
-                    await self.before_commit('final-documents')
-                    await self._ledger.write_final(documents)
-                if new_relations:
-                    await self.before_commit('relations')
-                    await relations.write_relations(self._tables, new_relations)
-                    await self._upkeep.ensure_relation_indexes()
-            except BaseException:
-                self._ledger.settled = False  # pending rows may be left: settle before the next write
-                raise
+            # Another process's commit in between is retried a few times on the latest versions (bounded).
+            await writes.retry_conflicts(
+                self._tables, lambda: self._write(documents, entities, new_relations, vectors, rows)
+            )
             await self._maintain()
 
-    async def before_commit(self, step: CommitStep) -> None:
-        """Called before each commit of an upsert, in order; does nothing.
+    async def _write(
+        self,
+        documents: list[Document],
+        entities: list[Entity],
+        new_relations: list[Relation],
+        vectors: np.ndarray[Any, Any] | None,
+        rows: Any,
+    ) -> None:
+        """An upsert's commits, in order (under the write lock; see `upsert`)."""
+        records = writes.records_to_write(documents, entities)
+        await self._ensure_tables(vectors.shape[1] if vectors is not None else None)
+        commit = None
+        if self._tables.records is not None:
+            commit = await writes.plan_records_commit(self._tables, records, vectors, documents, entities, rows)
+        try:
+            if documents and self._tables.has_graph:
+                await self.before_commit('unlink-graph')
+                await relations.unlink_documents(self._tables, [d.id for d in documents])
+            if documents and commit is not None:
+                await self.before_commit('pending-documents')
+                await self._ledger.write_pending(documents)
+            if commit is not None:
+                await self.before_commit('records')
+                await commit.run()
+            if documents:
+                await self.before_commit('final-documents')
+                await self._ledger.write_final(documents)
+            if new_relations:
+                await self.before_commit('relations')
+                await relations.write_relations(self._tables, new_relations)
+                await self._upkeep.ensure_relation_indexes()
+        except BaseException:
+            self._ledger.settled = False  # pending rows may be left: settle before the next write
+            raise
 
-        A fault-injection point for tests, public so that they need no private method: a
-        subclass that raises here (``KeyboardInterrupt``, as a kill would) leaves the tables
-        exactly as a process killed at that instant leaves them. The steps are
-        ``'unlink-graph'`` (when the batch has documents and the store has graph tables),
-        ``'pending-documents'`` (only when records change too), ``'records'`` (only when they
-        do), ``'final-documents'`` (when the batch has documents) and ``'relations'`` (when it
-        has relations); see `toolish_rag_lancedb._settling` and `toolish_rag_lancedb._relations`.
+    async def before_commit(self, step: writes.CommitStep) -> None:
+        """Called before each commit of an upsert, in order; does nothing: a public fault-injection point for
+        tests (a subclass raising here leaves the tables as a kill at that instant would). The steps are in
+        docs/stores/lancedb.md (Writes, consistency and concurrency).
         """
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
@@ -452,7 +461,7 @@ class LanceDBStore:
             await relations.unlink_documents(self._tables, ids)
             if self._tables.documents is None and self._tables.records is None:
                 return 0
-            existed = await delete_document_rows(self._tables, ids)
+            existed = await writes.delete_document_rows(self._tables, ids)
             await self._maintain()
             return existed
 
@@ -464,7 +473,7 @@ class LanceDBStore:
             await self._ledger.settle()
             if self._tables.records is None:
                 return 0
-            existed = await delete_entity_rows(self._tables, ids)
+            existed = await writes.delete_entity_rows(self._tables, ids)
             await self._maintain()
             return existed
 
@@ -542,10 +551,11 @@ class LanceDBStore:
             max_unindexed_rows=self.max_unindexed_rows,
         )
         step = await self._upkeep.after_write(policy)
-        if step == 'build-vector-index':
-            await self.create_vector_index()
-        elif step == 'optimize':
-            await self.optimize()
+        with writes.skipped_on_conflict(self.uri):  # the write is done; the next write's upkeep runs it again
+            if step == 'build-vector-index':
+                await self.create_vector_index()
+            elif step == 'optimize':
+                await self.optimize()
 
     async def create_vector_index(self, config: Any = None) -> None:
         """Build (or rebuild) the ANN index on the embeddings now.

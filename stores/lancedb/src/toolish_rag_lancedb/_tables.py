@@ -285,6 +285,14 @@ class Tables:
         if self.marks is None:
             self.marks = await self.db.create_table(MARKS_TABLE, schema=MARKS_SCHEMA, exist_ok=True)
 
+    async def checkout_latest(self) -> None:
+        """Move every open table to its latest version (after another process committed), re-reading the schema."""
+        for table in (self.records, self.documents, self.relations, self.marks):
+            if table is not None:
+                await table.checkout_latest()
+        if self.records is not None:
+            await self.refresh_schema()
+
     def where(self, f: Filter | None, *extra: str) -> str | None:
         """The SQL ``WHERE`` for ``f`` and the non-empty ``extra`` clauses, all required."""
         parts = [p for p in extra if p]

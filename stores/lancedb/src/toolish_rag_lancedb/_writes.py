@@ -11,7 +11,9 @@ only new documents is a plain append. The documents table is written around that
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+import logging
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -26,12 +28,15 @@ from ._tables import Tables
 from ._windows import set_windows
 
 __all__ = [
+    'CONFLICT_ATTEMPTS',
     'CommitStep',
     'RecordsCommit',
     'delete_document_rows',
     'delete_entity_rows',
     'plan_records_commit',
     'records_to_write',
+    'retry_conflicts',
+    'skipped_on_conflict',
 ]
 
 CommitStep = Literal['unlink-graph', 'pending-documents', 'records', 'final-documents', 'relations']
@@ -173,3 +178,37 @@ async def delete_entity_rows(tables: Tables, ids: Sequence[str]) -> int:
             existed += count
             await tables.records.delete(where)
     return existed
+
+
+CONFLICT_ATTEMPTS = 4
+"""How many times an upsert runs when another process's commits keep preempting its own."""
+
+
+def is_commit_conflict(error: BaseException) -> bool:
+    """LanceDB's ``Retryable commit conflict`` (another process committed to the table in between)."""
+    return isinstance(error, RuntimeError) and 'commit conflict' in str(error).lower()
+
+
+async def retry_conflicts(tables: Tables, write: Callable[[], Awaitable[None]]) -> None:
+    """Run ``write``; after a commit conflict, move every table to its latest version and run it again,
+    up to `CONFLICT_ATTEMPTS` times in all (an upsert is idempotent: its pending rows settle first)."""
+    for attempt in range(CONFLICT_ATTEMPTS):
+        try:
+            await write()
+            return
+        except RuntimeError as e:
+            if attempt + 1 == CONFLICT_ATTEMPTS or not is_commit_conflict(e):
+                raise
+        await asyncio.sleep(0.05 * 2**attempt)
+        await tables.checkout_latest()
+
+
+@contextmanager
+def skipped_on_conflict(uri: str) -> Iterator[None]:
+    """Index upkeep after a write another process's commit preempted: logged and left for the next write."""
+    try:
+        yield
+    except RuntimeError as e:
+        if not is_commit_conflict(e):
+            raise
+        logging.getLogger('toolish_rag_lancedb').info('%s: index upkeep skipped after a concurrent commit', uri)
