@@ -90,7 +90,7 @@ TENANTS = 5
 TENANT = 't3'
 PAGE = 20
 READ_BATCH = 200
-"""What the read_section tool asks of the store per call (`toolset.tools.navigation._READ_BATCH`)."""
+"""What the read_section tool asks of the store per call (`toolset._tools.navigation._READ_BATCH`)."""
 TOP_K = 10
 DIMS = 128
 WORDS = 40

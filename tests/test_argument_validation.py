@@ -28,7 +28,7 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import InvalidRequestError
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset import RagSettings
-from toolish_rag.toolset.tools import string_arguments
+from toolish_rag.toolset._tools import string_arguments
 
 MAX_MESSAGE = 2000
 MEGABYTE = 1_000_000

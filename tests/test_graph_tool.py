@@ -27,7 +27,7 @@ from toolish_rag.content import Document, Entity, NodeKind, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.protocols import GraphSearch, StoreCapabilities, StoreLike
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.toolset.tools.graph import MAX_IDS
+from toolish_rag.toolset._tools.graph import MAX_IDS
 
 ACME = F.eq('tenant', 'acme')
 MISSING_CHUNK = 'd' + '0' * 15 + '-1'

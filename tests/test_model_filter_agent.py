@@ -56,14 +56,14 @@ from toolish_rag.content import Chunk, Document, MetadataValue
 from toolish_rag.errors import InvalidRequestError
 from toolish_rag.filters import and_, matches
 from toolish_rag.protocols import DocumentStore, StoreLike
-from toolish_rag.toolset.filterable import (
+from toolish_rag.toolset._filterable import (
     MAX_FILTER_CONDITIONS,
     MAX_FILTER_TEXT,
     MAX_FILTER_VALUES,
     OPERATORS,
     ModelFilters,
 )
-from toolish_rag.toolset.retries import MAX_RETRY_CHARS, retry_message
+from toolish_rag.toolset._retries import MAX_RETRY_CHARS, retry_message
 from toolish_rag.writes import INT64_MAX, INT64_MIN
 
 SCOPE_TENANT, FOREIGN_TENANT = 'acme', 'globex'

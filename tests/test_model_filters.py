@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from toolish_rag.content import MetadataValue
 from toolish_rag.errors import InvalidRequestError
 from toolish_rag.filters import And, Filter, Not, Or, PropertyFilter as F, and_, matches, not_, or_
-from toolish_rag.toolset.filterable import (
+from toolish_rag.toolset._filterable import (
     MAX_FILTER_CONDITIONS,
     MAX_FILTER_TEXT,
     MAX_FILTER_VALUES,

@@ -20,7 +20,7 @@ from toolish_rag import DocumentBuilder, PropertyFilter as F, ToolishRag
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.toolset.render_navigation import MAX_ALSO_MATCHING
+from toolish_rag.toolset._render_navigation import MAX_ALSO_MATCHING
 
 ACME = F.eq('tenant', 'acme')
 

@@ -34,7 +34,7 @@ from toolish_rag.sections import (
     reference_section_page,
 )
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.toolset.arguments import MAX_NAME_CHARS
+from toolish_rag.toolset._arguments import MAX_NAME_CHARS
 
 ACME = F.eq('tenant', 'acme')
 MISSING_DOCUMENT = 'd' + '0' * 15

@@ -44,8 +44,8 @@ from toolish_rag import (
 from toolish_rag.content import Chunk, Document, Entity
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.testing import selective_corpus
-from toolish_rag.toolset.names import ToolName
-from toolish_rag.toolset.render import NO_RESULTS
+from toolish_rag.toolset._names import ToolName
+from toolish_rag.toolset._render import NO_RESULTS
 
 BASE_CAPABILITIES = ('vector', 'text', 'regex', 'expand', 'sections')
 SUBSETS = [

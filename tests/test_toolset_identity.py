@@ -24,7 +24,7 @@ from pydantic_ai.usage import RunUsage
 from toolish_rag import StoreCapabilities, ToolishRag
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset import TOOL_NAMES, tool_name
-from toolish_rag.toolset.direct import direct_context
+from toolish_rag.toolset._direct import direct_context
 
 
 @pytest.fixture

@@ -14,9 +14,9 @@ from toolish_rag import RagSettings, ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.protocols import StoreCapabilities
 from toolish_rag.stores import InMemoryStore
+from toolish_rag.toolset._names import TOOL_NAMES
 from toolish_rag.toolset._spec import ToolEnv
-from toolish_rag.toolset.names import TOOL_NAMES
-from toolish_rag.toolset.tools import SPECS, string_arguments
+from toolish_rag.toolset._tools import SPECS, string_arguments
 
 
 def test_tool_names_are_the_specs_in_order() -> None:

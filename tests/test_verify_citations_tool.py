@@ -28,7 +28,7 @@ from toolish_rag import DocumentBuilder, PropertyFilter as F, RagEvent, ToolishR
 from toolish_rag.content import Chunk, Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.toolset.tools.citations import MAX_CITATIONS, NOT_FOUND
+from toolish_rag.toolset._tools.citations import MAX_CITATIONS, NOT_FOUND
 
 RECEIPT = 'Keep the "original" receipt for every refund claim - it is checked at the desk.'
 WINDOW = 'Refunds are paid within 30 days of the return.'

@@ -2,7 +2,8 @@
 
 Every place that shows or parses a tool name (the toolset, its instructions, the CLI, and
 `toolish_rag.grounded`, which reads tool returns by name) goes through `tool_name`, so the
-naming rule lives here once, below the toolset and grounded. Public as `toolish_rag.toolset.names`.
+naming rule lives here once, below the toolset and grounded. `toolish_rag.toolset` exports
+`TOOL_NAMES`, `ToolName` and `tool_name`.
 """
 
 from __future__ import annotations

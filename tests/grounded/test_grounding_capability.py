@@ -517,7 +517,7 @@ async def test_per_run_scope_reads_deps() -> None:
     assert (await agent.run('q', deps=Tenant('acme'))).output.claims
 
     def ctx_of(deps: Tenant) -> RunContext[Tenant]:
-        from toolish_rag.toolset.direct import direct_context
+        from toolish_rag.toolset._direct import direct_context
 
         return direct_context(deps)
 

@@ -41,8 +41,8 @@ from toolish_rag.errors import echo
 from toolish_rag.filters import Filter, and_
 from toolish_rag.search import ID_RULE
 from toolish_rag.sections import MAX_PAGE_LIMIT
-from toolish_rag.toolset.tools import ToolSpec
-from toolish_rag.toolset.tools.citations import NOT_FOUND
+from toolish_rag.toolset._tools import ToolSpec
+from toolish_rag.toolset._tools.citations import NOT_FOUND
 
 from .corpus import FOREIGN_NAME_PARTS, FOREIGN_TENANT, SCOPE, SCOPE_TENANT, Corpus, describe
 
@@ -577,7 +577,7 @@ REGISTRY: dict[str, ToolArguments] = {
         judge=_judge_graph,
     ),
 }
-"""Every tool's argument generator, by spec name (`toolish_rag.toolset.tools.SPECS`)."""
+"""Every tool's argument generator, by spec name (`toolish_rag.toolset._tools.SPECS`)."""
 
 
 def specs_without_cases(specs: Iterable[ToolSpec], registry: Mapping[str, ToolArguments] = REGISTRY) -> list[str]:

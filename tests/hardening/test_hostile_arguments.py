@@ -35,7 +35,7 @@ import pytest
 
 from toolish_rag import matches
 from toolish_rag.filters import Filter
-from toolish_rag.toolset.tools.citations import NOT_FOUND
+from toolish_rag.toolset._tools.citations import NOT_FOUND
 
 from .corpus import Failures, describe
 from .registry import REGISTRY, HostileCase, HostileScope, hostile_cases, hostile_scopes, sample_per_class

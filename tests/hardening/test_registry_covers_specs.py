@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
-from toolish_rag.toolset.names import ToolName
-from toolish_rag.toolset.tools import SPECS
+from toolish_rag.toolset._names import ToolName
+from toolish_rag.toolset._tools import SPECS
 
 from .registry import REGISTRY, specs_without_cases
 

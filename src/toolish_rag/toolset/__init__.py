@@ -1,10 +1,10 @@
 """The pydantic-ai face of toolish-rag: the `ToolishRag` toolset, its events and rendering."""
 
-from .events import RagEvent, RagListener
-from .filterable import FilterableKey, ModelFilters
-from .names import TOOL_NAMES, ToolName, tool_name
-from .rag import EagerSearch, FilterSource, ToolishRag
-from .settings import RagSettings
+from ._events import RagEvent, RagListener
+from ._filterable import FilterableKey, ModelFilters
+from ._names import TOOL_NAMES, ToolName, tool_name
+from ._rag import EagerSearch, FilterSource, ToolishRag
+from ._settings import RagSettings
 
 __all__ = [
     'TOOL_NAMES',

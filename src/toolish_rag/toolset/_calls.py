@@ -22,11 +22,11 @@ from ..filters import Filter, combine_all
 from ..protocols import StoreLike
 from ..retriever import Retriever
 from ..tracing import HITS, RETRY, CallTrace, Tracing
+from ._arguments import StringArguments
+from ._events import RagEvent, RagListener
+from ._retries import retry_message
+from ._settings import FilterSource, RagSettings
 from ._spec import Body, RunTool, ToolSpec
-from .arguments import StringArguments
-from .events import RagEvent, RagListener
-from .retries import retry_message
-from .settings import FilterSource, RagSettings
 
 __all__ = ['ToolCalls']
 

@@ -13,8 +13,8 @@ from ..retriever import Retriever
 from ..search import SearchHit
 from ..tracing import HITS, RERANKED, Tracing
 from ._calls import ToolCalls
-from .render import NO_RESULTS, render_hits
-from .tools.search import best_search, mark, ranked
+from ._render import NO_RESULTS, render_hits
+from ._tools.search import best_search, mark, ranked
 
 __all__ = ['EagerRun', 'EagerSearch', 'eager_text']
 

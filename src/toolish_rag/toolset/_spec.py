@@ -1,6 +1,6 @@
 """`ToolSpec`: one tool in one place (its name, when it is offered, its words, its string caps, its function).
 
-The tool families in `toolish_rag.toolset.tools` export specs; `ToolishRag` derives its tools,
+The tool families in `toolish_rag.toolset._tools` export specs; `ToolishRag` derives its tools,
 instructions, argument caps and schemas from them. See docs/toolset.md.
 """
 
@@ -16,9 +16,9 @@ from pydantic_ai.messages import ToolReturn
 from ..protocols import StoreCapabilities, StoreLike
 from ..retriever import Retriever
 from ..search import SearchHit
-from .arguments import StringArgument
-from .names import ToolName, tool_name
-from .settings import RagSettings
+from ._arguments import StringArgument
+from ._names import ToolName, tool_name
+from ._settings import RagSettings
 
 __all__ = ['Body', 'RunTool', 'ToolEnv', 'ToolFunction', 'ToolSpec']
 

@@ -1,6 +1,6 @@
 """`ToolishRag`: a pydantic-ai toolset offering a store's capabilities as tools.
 
-A facade over the tool specs (`toolish_rag.toolset.tools`), the settings (`RagSettings`) and the one
+A facade over the tool specs (`toolish_rag.toolset._tools`), the settings (`RagSettings`) and the one
 call path (`_calls`); each ``with_*`` returns a new toolset. See docs/concepts.md and docs/toolset.md.
 """
 
@@ -25,15 +25,15 @@ from ..rerank._base import Reranker
 from ..retriever import Retriever
 from ..search import QUERY_RULE, SearchHit
 from ._calls import ToolCalls
+from ._direct import direct_context
 from ._eager import EagerRun, EagerSearch, eager_text
+from ._events import RagListener
+from ._instructions import build_instructions
+from ._names import TOOL_NAMES, ToolName, tool_name
+from ._retries import BoundedArgsValidator, retry_message
+from ._settings import FilterSource, RagSettings
 from ._spec import ToolEnv
-from .direct import direct_context
-from .events import RagListener
-from .instructions import build_instructions
-from .names import TOOL_NAMES, ToolName, tool_name
-from .retries import BoundedArgsValidator, retry_message
-from .settings import FilterSource, RagSettings
-from .tools import SPECS, string_arguments
+from ._tools import SPECS, string_arguments
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
@@ -268,7 +268,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
         ``tool`` is the short or full name. Arguments are validated against the tool's schema;
         bad ones raise ``ModelRetry`` with a message as short as a model's would be (at most
-        `~toolish_rag.toolset.retries.MAX_RETRY_CHARS` characters, whatever was sent).
+        `~toolish_rag.toolset._retries.MAX_RETRY_CHARS` characters, whatever was sent).
         """
         ctx = direct_context(deps)
         tools = self._direct_tools

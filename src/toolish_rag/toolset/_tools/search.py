@@ -22,12 +22,12 @@ from ...rerank._base import Reranked, rerank_or_keep
 from ...retriever import Retriever
 from ...search import SearchHit
 from ...tracing import RERANKED
+from .._arguments import MAX_PATTERN_CHARS, StringArgument, query_argument
+from .._names import ToolName
+from .._render import render_hits
+from .._render_navigation import render_groups
+from .._settings import RagSettings
 from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ..arguments import MAX_PATTERN_CHARS, StringArgument, query_argument
-from ..names import ToolName
-from ..render import render_hits
-from ..render_navigation import render_groups
-from ..settings import RagSettings
 from ._shared import ModelFilter, TopK, check_top_k
 
 __all__ = ['SPECS', 'RankedSearch', 'Search', 'best_search', 'mark', 'ranked']

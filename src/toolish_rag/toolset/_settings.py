@@ -16,9 +16,9 @@ from ..filters import Filter
 from ..fusion import FusionConfig
 from ..graph.walk import MAX_WALK_NODES
 from ..rerank._base import Reranker
-from .events import RagListener
-from .filterable import FilterableSpec, ModelFilters
-from .names import check_tool_names
+from ._events import RagListener
+from ._filterable import FilterableSpec, ModelFilters
+from ._names import check_tool_names
 
 __all__ = ['DEFAULT_GRAPH_SEEDS', 'FilterSource', 'RagSettings']
 

@@ -6,10 +6,10 @@
 
 from __future__ import annotations
 
+from .._arguments import StringArguments
+from .._names import TOOL_NAMES
+from .._settings import RagSettings
 from .._spec import ToolSpec
-from ..arguments import StringArguments
-from ..names import TOOL_NAMES
-from ..settings import RagSettings
 from . import citations, graph, navigation, reading, search
 
 __all__ = ['SPECS', 'ToolSpec', 'string_arguments']

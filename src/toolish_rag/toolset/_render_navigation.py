@@ -15,7 +15,7 @@ from ..content import Chunk, MetadataValue, Scalar
 from ..grouping import DocumentGroup
 from ..navigation import Choice, Outline, SectionChoice, SectionTarget
 from ..sections import DocumentPage, DocumentSummary, SectionPage
-from .render import NO_RESULTS
+from ._render import NO_RESULTS
 
 __all__ = [
     'render_choice',

@@ -1,14 +1,14 @@
 """The toolset's instructions: how the model works with a reference collection.
 
 Search until answered, rephrase, cite chunk ids, say when the documents do not cover it. Each
-tool's own description lives with its spec (`toolish_rag.toolset.tools`). See docs/toolset.md.
+tool's own description lives with its spec (`toolish_rag.toolset._tools`). See docs/toolset.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .names import ToolName, tool_name
+from ._names import ToolName, tool_name
 
 __all__ = ['build_instructions']
 

@@ -18,10 +18,9 @@ from ...navigation import Choice, SectionChoice
 from ...retriever import Retriever
 from ...search import SearchHit
 from ...sections import MAX_PAGE_LIMIT, DocumentSummary
-from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ..arguments import MAX_NAME_CHARS, StringArgument, name_argument
-from ..filterable import ModelFilters
-from ..render_navigation import (
+from .._arguments import MAX_NAME_CHARS, StringArgument, name_argument
+from .._filterable import ModelFilters
+from .._render_navigation import (
     render_choice,
     render_document_page,
     render_outline,
@@ -29,7 +28,8 @@ from ..render_navigation import (
     render_section_page,
     render_values,
 )
-from ..retries import short_repr
+from .._retries import short_repr
+from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
 from ._shared import ModelFilter
 
 __all__ = ['DEFAULT_PAGE', 'MAX_PAGE', 'MAX_VALUES', 'SPECS']

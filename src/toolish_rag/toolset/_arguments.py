@@ -88,7 +88,7 @@ def name_argument(what: str, send: str) -> StringArgument:
 
 @dataclass(frozen=True, slots=True)
 class StringArguments:
-    """Every string parameter of the tools, by parameter name (`toolish_rag.toolset.tools.string_arguments`)."""
+    """Every string parameter of the tools, by parameter name (`toolish_rag.toolset._tools.string_arguments`)."""
 
     by_name: Mapping[str, StringArgument]
 

@@ -22,8 +22,8 @@ from ...content import Chunk
 from ...errors import InvalidRequestError, echo
 from ...retriever import Retriever
 from ...search import SearchHit
+from .._arguments import StringArgument, id_argument
 from .._spec import ToolEnv, ToolFunction, ToolSpec
-from ..arguments import StringArgument, id_argument
 
 __all__ = ['MAX_CITATIONS', 'NOT_FOUND', 'SPECS']
 

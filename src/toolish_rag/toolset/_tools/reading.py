@@ -14,11 +14,11 @@ from pydantic_ai.messages import ToolReturn
 from ...errors import InvalidRequestError
 from ...retriever import Retriever
 from ...search import SearchHit
+from .._arguments import id_argument
+from .._render import render_neighbours, render_section
+from .._retries import short_repr
+from .._settings import RagSettings
 from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ..arguments import id_argument
-from ..render import render_neighbours, render_section
-from ..retries import short_repr
-from ..settings import RagSettings
 from ._shared import not_found
 
 __all__ = ['SPECS']

@@ -19,11 +19,11 @@ from ...errors import InvalidRequestError, echo
 from ...graph.walk import MAX_HOPS, MAX_WALK_NODES, WalkedNode, WalkRequest
 from ...retriever import Retriever
 from ...search import SearchHit
+from .._arguments import MAX_EDGE_TYPE_CHARS, StringArgument, id_argument, query_argument
+from .._render_graph import NO_SEEDS, WalkShown, render_walk
+from .._retries import short_repr
+from .._settings import RagSettings
 from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ..arguments import MAX_EDGE_TYPE_CHARS, StringArgument, id_argument, query_argument
-from ..render_graph import NO_SEEDS, WalkShown, render_walk
-from ..retries import short_repr
-from ..settings import RagSettings
 from .search import Search, best_search
 
 __all__ = ['DEFAULT_HOPS', 'DEFAULT_MAX_NODES', 'MAX_IDS', 'SPECS']

@@ -7,8 +7,8 @@ from typing import Annotated, Any
 from pydantic import Field
 
 from ...errors import InvalidRequestError, echo
-from ..retries import short_repr
-from ..settings import RagSettings
+from .._retries import short_repr
+from .._settings import RagSettings
 
 __all__ = ['ModelFilter', 'TopK', 'check_top_k', 'not_found']
 
