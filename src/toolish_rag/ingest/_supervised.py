@@ -100,7 +100,17 @@ class _Supervisor:
         self.kill()
 
     def run(self, job: Job) -> Parsed:
-        """Parse one file in the worker; on a breach, kill it (the next job starts a new one)."""
+        """Parse one file in the worker; on a breach, kill it (the next job starts a new one).
+
+        Never raises: a worker that cannot start or be sent the job is that file's reason.
+        """
+        try:
+            return self._run(job)
+        except Exception as exc:
+            self.kill()
+            return Parsed(str(job[0]), None, f'the parse worker failed: {type(exc).__name__}: {exc}')
+
+    def _run(self, job: Job) -> Parsed:
         process, conn = (self.process, self.conn) if self.process and self.conn else self._start()
         conn.send(job)
         path, limits = str(job[0]), self.limits
