@@ -145,7 +145,7 @@ def probes(draw: st.DrawFn, graph: Graph) -> Probes:
             edge_types=draw(types),
             direction=draw(directions),
             max_nodes=draw(st.integers(1, 10)),
-            rerank=draw(st.sampled_from([None, 'centrality'])),
+            order=draw(st.sampled_from([None, 'centrality'])),
             edge_limit=draw(st.integers(1, 8)),
         )
         for _ in range(2)

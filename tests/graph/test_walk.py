@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import random
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from typing import Any, Literal
 
 import pytest
@@ -411,9 +411,9 @@ async def test_the_result_does_not_depend_on_write_order(kind: str) -> None:
     items = _tangle()
     shuffled = list(items)
     random.Random(3).shuffle(shuffled)
-    reranks: tuple[Literal['centrality'] | None, ...] = (None, 'centrality')
-    for rerank in reranks:
-        request = WalkRequest(('n03', 'n11'), hops=3, max_nodes=9, rerank=rerank)
+    orders: tuple[Literal['centrality'] | None, ...] = (None, 'centrality')
+    for order in orders:
+        request = WalkRequest(('n03', 'n11'), hops=3, max_nodes=9, order=order)
         first = await walk(await make_store(kind, items), request)
         second = await walk(await make_store(kind, shuffled, batches=4), request)
         assert first == second
@@ -439,7 +439,7 @@ CENTRALITY = {'a': 0.0, 'b': 1.0, 'c': 1 / 6}
 async def test_centrality_is_weighted_in_degree_over_returned_edges_normalised(kind: str) -> None:
     result = await run(kind, WEIGHTED, seeds=('a',), hops=2)
     assert edges_of(result) == ['r1', 'r2', 'r3', 'r4']
-    assert ids_of(result) == ['a', 'b', 'c']  # no rerank: (hop, id), centrality still reported
+    assert ids_of(result) == ['a', 'b', 'c']  # no order: (hop, id), centrality still reported
     assert {w.node.id: w.centrality for w in result.nodes} == pytest.approx(CENTRALITY)
     assert [w.score for w in result.nodes] == [1.0, 0.5, 0.5]
 
@@ -453,10 +453,10 @@ async def test_centrality_is_weighted_in_degree_over_returned_edges_normalised(k
         (-1.0, 0.0, ['a', 'b', 'c'], {'a': 1.0, 'b': 0.5, 'c': 0.5}),
     ],
 )
-async def test_centrality_rerank_scores_and_orders_with_alpha_clamped(
+async def test_centrality_order_scores_and_orders_with_alpha_clamped(
     kind: str, alpha: float, clamped: float, order: list[str], scores: dict[str, float]
 ) -> None:
-    request = WalkRequest(('a',), hops=2, rerank='centrality', alpha=alpha)
+    request = WalkRequest(('a',), hops=2, order='centrality', alpha=alpha)
     assert request.alpha == clamped
     result = await walk(await make_store(kind, WEIGHTED), request)
     assert ids_of(result) == order
@@ -470,7 +470,7 @@ async def test_centrality_counts_only_returned_edges_and_is_zero_without_weight(
     assert edges_of(result) == ['r1', 'r3']
     assert {w.node.id: w.centrality for w in result.nodes} == pytest.approx({'a': 0.0, 'b': 1.0, 'c': 0.25})
     weightless: list[Item] = [*ents('a', 'b'), rel('r1', 'a', 'b', weight=0.0)]
-    flat = await run(kind, weightless, seeds=('a',), rerank='centrality', alpha=4.0)
+    flat = await run(kind, weightless, seeds=('a',), order='centrality', alpha=4.0)
     assert [(w.node.id, w.centrality, w.score) for w in flat.nodes] == [('a', 0.0, 1.0), ('b', 0.0, 0.5)]
 
 
@@ -487,13 +487,21 @@ async def test_centrality_counts_only_returned_edges_and_is_zero_without_weight(
         {'edge_limit': 0},
         {'edge_limit': MAX_EDGE_LIMIT + 1},
         {'direction': 'sideways'},
-        {'rerank': 'pagerank'},
+        {'order': 'pagerank'},
         {'alpha': float('nan')},
     ],
 )
 def test_out_of_range_requests_are_refused(bad: dict[str, Any]) -> None:
     with pytest.raises(ValueError):
         WalkRequest(('a',), **bad)
+
+
+def test_the_walk_orders_by_the_word_the_tool_uses() -> None:
+    """One meaning per word (issue 26): `rerank` is the search reranker's; the walk's ordering is `order`,
+    as in the graph_context tool's argument."""
+    assert 'order' in {f.name for f in fields(WalkRequest)}
+    assert 'rerank' not in {f.name for f in fields(WalkRequest)}
+    assert WalkRequest(('a',), order='centrality').order == 'centrality'
 
 
 def test_limits_are_accepted_at_their_bounds_and_alpha_is_clamped() -> None:
@@ -579,7 +587,7 @@ def walks(draw: st.DrawFn, world: World) -> WalkRequest:
         edge_types=draw(st.sampled_from([None, frozenset({'LINKS'})])),
         direction=draw(st.sampled_from(['out', 'in', 'both'])),
         max_nodes=draw(st.integers(1, 8)),
-        rerank=draw(st.sampled_from([None, 'centrality'])),
+        order=draw(st.sampled_from([None, 'centrality'])),
         edge_limit=draw(st.integers(1, 6)),
     )
 

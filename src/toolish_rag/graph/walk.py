@@ -52,7 +52,7 @@ class WalkedNode:
     hop: int
     via: Via | None
     score: float
-    """``1/(1+hop)``; with the centrality rerank, times ``1 + alpha*centrality``."""
+    """``1/(1+hop)``; with the centrality order, times ``1 + alpha*centrality``."""
     centrality: float
     """Weighted in-degree over the returned edges (self-loops aside), normalised to ``[0, 1]``."""
 
@@ -88,7 +88,7 @@ class WalkRequest:
     direction: Direction = 'both'
     max_nodes: int = 50
     filter: Filter | None = None
-    rerank: Literal['centrality'] | None = None
+    order: Literal['centrality'] | None = None
     alpha: float = 1.0
     edge_limit: int = 1000
 
@@ -101,8 +101,8 @@ class WalkRequest:
             raise ValueError(f'edge_limit must lie in [1, {MAX_EDGE_LIMIT}]')
         if self.direction not in ('out', 'in', 'both'):
             raise ValueError("direction must be 'out', 'in' or 'both'")
-        if self.rerank not in (None, 'centrality'):
-            raise ValueError("rerank must be None or 'centrality'")
+        if self.order not in (None, 'centrality'):
+            raise ValueError("order must be None or 'centrality'")
         if math.isnan(self.alpha):
             raise ValueError('alpha must be a number')
         object.__setattr__(self, 'seeds', tuple(self.seeds))
@@ -214,10 +214,10 @@ def _finish(state: _Walk, request: WalkRequest) -> GraphWalk:
     walked: list[WalkedNode] = []
     for node_id, (node, reached) in state.nodes.items():
         score = 1.0 / (1 + reached.hop)
-        if request.rerank == 'centrality':
+        if request.order == 'centrality':
             score *= 1 + request.alpha * centrality[node_id]
         walked.append(WalkedNode(node, reached.hop, reached.via, score, centrality[node_id]))
-    if request.rerank == 'centrality':
+    if request.order == 'centrality':
         walked.sort(key=lambda w: (-w.score, w.node.id))
     else:
         walked.sort(key=lambda w: (w.hop, w.node.id))

@@ -182,7 +182,7 @@ def _show_walk(request: WalkRequest) -> str:
     return (
         f'walk(seeds={_show_ids(request.seeds)}, hops={request.hops}, direction={request.direction!r}, '
         f'edge_types={types}, max_nodes={request.max_nodes}, edge_limit={request.edge_limit}, '
-        f'rerank={request.rerank!r}, alpha={request.alpha}, filter={request.filter!r})'
+        f'order={request.order!r}, alpha={request.alpha}, filter={request.filter!r})'
     )
 
 
@@ -362,7 +362,7 @@ def walk_calls(corpus: GraphCorpus, reference: GraphReference, f: Filter | None)
     around = reference.count(NeighbourRequest((hub,), 'both', None, f))
     requests += [WalkRequest((hub,), hops=1, edge_limit=k, filter=f) for k in sorted({max(around, 1), around + 1})]
     requests.append(WalkRequest(tuple(c.id for c in acme.chunks), hops=1, max_nodes=3, filter=f))
-    requests += [WalkRequest((hub,), hops=2, rerank='centrality', alpha=a, filter=f) for a in (0.0, 1.0, 10.0)]
+    requests += [WalkRequest((hub,), hops=2, order='centrality', alpha=a, filter=f) for a in (0.0, 1.0, 10.0)]
     requests += [WalkRequest((acme.chunks[1].id,), hops=3, direction=d, filter=f) for d in ('out', 'in')]
     requests += [
         WalkRequest(('ent-alice',), hops=3, edge_types=frozenset({t}), filter=f) for t in ('MENTIONS', 'PART_OF')

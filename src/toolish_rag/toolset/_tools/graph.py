@@ -160,7 +160,7 @@ async def _walk_graph(
         edge_types=followed,
         direction=direction,
         max_nodes=max_nodes,
-        rerank=order,
+        order=order,
     )
     walk = await r.graph_walk(request)
     found = {n.node.id for n in walk.nodes if n.hop == 0}
