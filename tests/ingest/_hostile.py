@@ -10,6 +10,8 @@ import zipfile
 from pathlib import Path
 from typing import Any
 
+from toolish_rag.ingest._parse import parse_file
+
 MB = 1024 * 1024
 
 
@@ -170,8 +172,6 @@ def misbehaving_parse(path: str, *args: Any) -> Any:
     Module-level, so the spawned workers import it; other files go to the real `parse_file`.
     """
     import time
-
-    from toolish_rag.ingest._parse import parse_file
 
     name = Path(path).name
     if name.startswith('slow'):

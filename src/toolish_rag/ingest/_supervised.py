@@ -30,6 +30,9 @@ Job = tuple[Any, ...]
 """The arguments of ``target`` for one file; the first is the file's path."""
 
 _POLL = 0.05
+_READY = 'ready'
+_STARTUP_SECONDS = 120.0
+"""How long a new worker may take to start (a spawned interpreter importing the readers), apart from any file."""
 _PAGE = os.sysconf('SC_PAGE_SIZE') if hasattr(os, 'sysconf') else 4096
 
 
@@ -38,6 +41,7 @@ def _worker_main(
 ) -> None:
     if initializer is not None:
         initializer(parent_pid)
+    conn.send(_READY)  # imports done: the clock of the first file starts now, not during start-up
     while True:
         job = conn.recv()
         if job is None:
@@ -80,6 +84,12 @@ class _Supervisor:
         process.start()
         child.close()
         self.process, self.conn = process, parent
+        give_up = time.monotonic() + _STARTUP_SECONDS
+        while not parent.poll(_POLL):
+            if self.stop.is_set() or not process.is_alive() or time.monotonic() > give_up:
+                raise RuntimeError(f'it did not start (exit code {process.exitcode})')
+        if parent.recv() != _READY:
+            raise RuntimeError('it did not start')
         return process, parent
 
     def kill(self) -> None:
