@@ -100,3 +100,14 @@ def test_a_file_name_that_is_not_utf8_is_ingested_and_json_stays_utf8(
     assert again['unchanged'] == report['added'] and again['added'] == []
     (info,) = asyncio.run(InMemoryStore(HashingEmbeddingModel(256), path=kb).list_documents())
     assert info.metadata['path'] == 'caf\\xe9.txt'  # the name's bytes, escaped: what a filter on path matches
+
+
+def test_the_cli_skips_links_out_unless_follow_symlinks(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    docs, outside = _tree(tmp_path)
+    base = ['ingest', str(docs), '--embedder', 'hashing', '--json', '--max-seconds', '30', '--max-memory', '1024']
+    assert main([*base, '--store', f'memory:{tmp_path / "kb1"}']) == 0
+    skipped = json.loads(capsys.readouterr().out)['skipped']
+    assert sorted(Path(i['path']).name for i in skipped) == ['linked', 'notes.txt']
+    assert main([*base, '--store', f'memory:{tmp_path / "kb2"}', '--follow-symlinks']) == 0
+    added = json.loads(capsys.readouterr().out)['added']
+    assert file_uri(outside / 'secret.txt') in added and len(added) == 4
