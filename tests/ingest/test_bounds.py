@@ -156,3 +156,11 @@ async def test_full_size_bombs(name: str, build: Callable[[], bytes], reason: st
     assert failed == ([(name, True)] if reason else [])
     assert len(await store.list_documents()) == (2 if reason else 3)
     assert seconds < 60
+
+
+@pytest.mark.parametrize(
+    'bad', [{'seconds': -1}, {'memory_bytes': 0}, {'elements': 0}, {'depth': 0}, {'compression_ratio': 0.5}]
+)
+def test_nonsense_limits_are_refused(bad: dict[str, float]) -> None:
+    with pytest.raises(ValueError, match='IngestLimits'):
+        IngestLimits(**bad)  # type: ignore[arg-type]

@@ -42,6 +42,18 @@ class IngestLimits:
     text_chars: int = 64 * MIB
     """Characters of text extracted from one file (an EPUB's chapters together)."""
 
+    def __post_init__(self) -> None:
+        if self.seconds is not None and self.seconds < 0:
+            raise ValueError('IngestLimits.seconds must be at least 0 (or None: no limit)')
+        if self.memory_bytes is not None and self.memory_bytes <= 0:
+            raise ValueError('IngestLimits.memory_bytes must be positive (or None: no limit)')
+        counts = {'unpacked_bytes': self.unpacked_bytes, 'elements': self.elements, 'depth': self.depth}
+        for name, value in {**counts, 'text_chars': self.text_chars}.items():
+            if value < 1:
+                raise ValueError(f'IngestLimits.{name} must be at least 1')
+        if self.compression_ratio < 1:
+            raise ValueError('IngestLimits.compression_ratio must be at least 1')
+
 
 DEFAULT_LIMITS = IngestLimits()
 
