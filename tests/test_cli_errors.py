@@ -91,7 +91,8 @@ def _options(command: str) -> set[str]:
 
 def test_each_subcommand_lists_only_its_options() -> None:
     toolset = {'--name', '--filterable', '--group-by-document'}
-    assert not _options('ingest') & (toolset | {'--reranker', '--rerank-candidates'})
+    for writer in ('ingest', 'upgrade'):
+        assert not _options(writer) & (toolset | {'--reranker', '--rerank-candidates'})
     assert not _options('eval') & toolset
     assert '--reranker' in _options('eval')
     assert toolset <= _options('search')

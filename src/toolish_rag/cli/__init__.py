@@ -35,6 +35,7 @@ _COMMANDS = (
 
 _STORE_OPTIONS: dict[str, dict[str, Any]] = {
     'ingest': {'toolset': False, 'rerank': False},  # ingest writes documents: no tools, no ranking
+    'upgrade': {'toolset': False, 'rerank': False},
     'eval': {'toolset': False, 'store_help': _eval_cmd.STORE_HELP},
 }
 """The store options a subcommand does not take (each lists only its own)."""
