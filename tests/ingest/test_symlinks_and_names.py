@@ -65,9 +65,12 @@ async def test_follow_symlinks_ingests_them_and_sync_keeps_them_with_a_warning(t
     assert again.removed == []
     assert len(await store.list_documents()) == 4  # kept: never removed without saying so
     warned = {Path(w.path).name: w.reason for w in again.warnings}
-    assert set(warned) == {'notes.txt'}  # the one linked file (a linked folder is skipped whole)
-    assert warned['notes.txt'].startswith('kept the document an earlier run ingested through this symlink')
-    assert '--follow-symlinks' in warned['notes.txt']
+    assert warned == {
+        'notes.txt': 'kept the document an earlier run ingested through this symlink, which leaves the ingested '
+        'folder: delete it, or ingest with follow_symlinks=True (--follow-symlinks) to update it',
+        'linked': 'kept the document an earlier run ingested through this symlink, which leaves the ingested '
+        'folder: delete it, or ingest with follow_symlinks=True (--follow-symlinks) to update it',
+    }
 
 
 async def test_a_named_symlink_is_followed(tmp_path: Path) -> None:

@@ -25,7 +25,7 @@ from ._parse import check_caller_metadata, file_uri, parse_path
 from ._progress import IngestProgress
 from ._readers import READERS, UNSUPPORTED
 from ._report import IngestInterrupted, IngestIssue, IngestReport
-from ._sync import stale_documents
+from ._sync import stale_documents, stored_under
 from ._walk import DEFAULT_MAX_FILE_BYTES, LEAVES_ROOT, Found, walk_paths
 from ._workers import ExecutorKind, IngestExecutor, LocalExecutor, ParseJob
 from ._writer import BatchWriter
@@ -39,8 +39,8 @@ Source = str | os.PathLike[str] | Document
 _T = TypeVar('_T')
 
 _KEPT_LINKED = (
-    'kept the document an earlier run ingested through this symlink, which leaves the ingested folder: '
-    'delete it, or ingest with follow_symlinks=True (--follow-symlinks) to update it'
+    'kept {count} an earlier run ingested through this symlink, which leaves the ingested folder: '
+    'delete {them}, or ingest with follow_symlinks=True (--follow-symlinks) to update {them}'
 )
 
 
@@ -177,8 +177,8 @@ class _Run:
             doc_id = document_id_for(file_uri(item.path))
             self.seen_ids.add(doc_id)
             if item.reason is not None:
-                if item.reason.startswith(LEAVES_ROOT) and doc_id in self.existing:
-                    self.report.warnings.append(IngestIssue(str(item.path), _KEPT_LINKED))
+                if item.reason.startswith(LEAVES_ROOT):
+                    self._warn_kept(item.path)
                 is_failure, issue = _walk_issue(item)
                 self._settle(self.report.failed if is_failure else self.report.skipped, issue)
             elif item.size == 0:
@@ -186,6 +186,14 @@ class _Run:
             elif not await self._settled_by_hash(item, doc_id):
                 to_parse.append(item)
         return to_parse
+
+    def _warn_kept(self, link: Path) -> None:
+        """Warn about documents an earlier run took in through ``link`` (leaving the folder): kept, not removed."""
+        kept = stored_under(self.existing.values(), Path(os.path.realpath(link)))
+        if kept:
+            self.seen_ids.update(info.id for info in kept)
+            count, them = (f'{len(kept)} documents', 'them') if len(kept) > 1 else ('the document', 'it')
+            self.report.warnings.append(IngestIssue(str(link), _KEPT_LINKED.format(count=count, them=them)))
 
     async def _settled_by_hash(self, item: Found, doc_id: str) -> bool:
         """True when hashing settles ``item``: stored with this fingerprint, or unreadable (recorded).

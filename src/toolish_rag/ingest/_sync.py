@@ -13,7 +13,7 @@ from pathlib import Path
 from .._uris import local_path
 from ..protocols import DocumentInfo
 
-__all__ = ['stale_documents']
+__all__ = ['stale_documents', 'stored_under']
 
 
 def stale_documents(stored: Iterable[DocumentInfo], seen_ids: Set[str], paths: Iterable[Path]) -> list[DocumentInfo]:
@@ -27,3 +27,13 @@ def stale_documents(stored: Iterable[DocumentInfo], seen_ids: Set[str], paths: I
         if any(file_path == r or file_path.is_relative_to(r) for r in roots):
             stale.append(info)
     return stale
+
+
+def stored_under(stored: Iterable[DocumentInfo], target: Path) -> list[DocumentInfo]:
+    """The ``stored`` documents of files at or under ``target`` (a resolved path): what a symlink to it brought in."""
+    found: list[DocumentInfo] = []
+    for info in stored:
+        file_path = local_path(info.uri)
+        if file_path is not None and (file_path == target or file_path.is_relative_to(target)):
+            found.append(info)
+    return found
