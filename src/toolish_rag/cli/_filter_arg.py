@@ -81,13 +81,11 @@ _OPS = frozenset({'eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'contains',
 
 
 def scope_filter(values: list[str] | None) -> Filter | None:
-    """Every ``--filter`` given, all of them (``None`` for none); SystemExit with one human line when one is wrong."""
+    """Every ``--filter`` given, all of them (``None`` for none); a ValueError in one human line when one is wrong
+    (``main`` prints it, exit 2: a usage error)."""
     if not values:
         return None
-    try:
-        return and_(*(parse_scope(v) for v in values))
-    except ValueError as e:
-        raise SystemExit(f'toolish-rag: {e}') from None
+    return and_(*(parse_scope(v) for v in values))
 
 
 def scoped(rag: ToolishRag[Any], values: list[str] | None) -> ToolishRag[Any]:
