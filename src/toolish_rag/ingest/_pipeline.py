@@ -97,15 +97,7 @@ async def ingest(
     documents = [s for s in items if isinstance(s, Document)]
     paths = [Path(s) for s in items if not isinstance(s, Document)]
     existing: dict[str, DocumentInfo] = {info.id: info for info in await store.list_documents()}
-    found = list(
-        walk_paths(
-            paths,
-            max_file_bytes=max_file_bytes,
-            include_hidden=include_hidden,
-            suffixes=frozenset(READERS),
-            follow_symlinks=follow_symlinks,
-        )
-    )
+    found = _walk(paths, max_file_bytes, include_hidden, follow_symlinks)
     embedding = await StoreEmbedding.of(store) if runner.embeds else None
     vectors = VectorCache(embedding) if embedding is not None else None
     ui = IngestProgress(progress, report)
@@ -129,6 +121,19 @@ async def ingest(
     finally:
         run.finish(started)
     return report
+
+
+def _walk(paths: Sequence[Path], max_file_bytes: int, include_hidden: bool, follow_symlinks: bool) -> list[Found]:
+    """Every file under ``paths`` that a reader may take, and the paths set aside with their reasons."""
+    return list(
+        walk_paths(
+            paths,
+            max_file_bytes=max_file_bytes,
+            include_hidden=include_hidden,
+            suffixes=frozenset(READERS),
+            follow_symlinks=follow_symlinks,
+        )
+    )
 
 
 @dataclass(frozen=True, slots=True)
