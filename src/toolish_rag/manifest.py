@@ -109,6 +109,9 @@ class StoreManifest:
     """Metadata keys that partition the store by tenant (graph builders link within each group)."""
     languages: tuple[str, ...] = ()
     """Languages detected in the ingested documents (ISO 639-1 codes)."""
+    reembedding: EmbedderIdentity | None = None
+    """A re-embed with this embedder started and has not been recorded as done (``None``: none running).
+    Its vectors are switched in one commit that names their model, so `settled` tells which ones the store holds."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Fields a newer toolish-rag wrote that this version does not know: kept as they are on rewrite."""
 
@@ -118,8 +121,20 @@ class StoreManifest:
             return
         raise EmbedderMismatch(
             f'{location} holds vectors of {self.embedder.describe()}, not {identity.describe()}: open it with '
-            f'--embedder {self.embedder.spec}, or ingest into a new location with the new model'
+            f'--embedder {self.embedder.spec}, re-embed it with ingest --reembed --embedder {identity.spec}, '
+            'or ingest into a new location with the new model'
         )
+
+    def settled(self, written: EmbedderIdentity | None) -> StoreManifest:
+        """This manifest once an interrupted re-embed is resolved: ``written`` names the embedder whose vectors
+        the store's last commit holds (its own record, switched with the vectors); ``self`` when none was running.
+
+        The vectors are switched in one commit, so the store holds either the old or the new embedder's."""
+        target = self.reembedding
+        if target is None:
+            return self
+        done = written is not None and not target.differs_from(written)
+        return dataclasses.replace(self, embedder=target if done else self.embedder, reembedding=None)
 
     def to_json(self) -> dict[str, Any]:
         data: dict[str, Any] = dict(self.extra)
@@ -131,6 +146,8 @@ class StoreManifest:
             scope_keys=list(self.scope_keys),
             languages=list(self.languages),
         )
+        if self.reembedding is not None:
+            data['reembedding'] = dataclasses.asdict(self.reembedding)
         return data
 
     @classmethod
@@ -143,7 +160,7 @@ class StoreManifest:
                     f'{source} was written by a newer toolish-rag (manifest format {fmt}, this one reads '
                     f'{MANIFEST_FORMAT}): upgrade toolish-rag to open it'
                 )
-            embedder = data.get('embedder')
+            embedder, reembedding = data.get('embedder'), data.get('reembedding')
             return cls(
                 store=str(data['store']),
                 format=MANIFEST_FORMAT,
@@ -151,6 +168,7 @@ class StoreManifest:
                 language=data.get('language'),
                 scope_keys=tuple(data.get('scope_keys') or ()),
                 languages=tuple(data.get('languages') or ()),
+                reembedding=EmbedderIdentity(**reembedding) if reembedding else None,
                 extra={k: v for k, v in data.items() if k not in known},
             )
         except (KeyError, TypeError, ValueError) as e:

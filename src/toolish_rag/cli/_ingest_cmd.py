@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 from ._common import open_store_for, release_store_locks
 from ._extras import RAY, TOKENS, WATCH, require
 from ._interrupt import abort, interruptible
+from ._reembed import add_reembed_flag, reembedded_store
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -67,6 +68,7 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help='also ingest files that symlinks lead to outside the given folders (skipped and reported by default)',
     )
     _limit_flags(parser)
+    add_reembed_flag(parser)
     parser.set_defaults(run=run)
     return parser
 
@@ -94,7 +96,7 @@ async def run(args: argparse.Namespace) -> int:
     from ..ingest._report import IngestInterrupted
 
     _require_extras(args)
-    store = open_store_for(args, write=True)
+    store = await reembedded_store(args) if args.reembed else open_store_for(args, write=True)
     options: dict[str, Any] = {}
     if args.chunk_size is not None:
         options['chunk_size'] = args.chunk_size

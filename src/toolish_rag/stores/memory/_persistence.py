@@ -6,6 +6,7 @@ previous version readable. The layout is in docs/stores/memory.md (On-disk layou
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -21,13 +22,13 @@ import numpy.typing as npt
 from pydantic import TypeAdapter
 
 from ...content import Record, Relation
-from ...manifest import EmbedderIdentity, StoreManifest, read_manifest, update_manifest
+from ...manifest import EmbedderIdentity, StoreManifest, read_manifest, update_manifest, write_manifest
 from ...protocols import DocumentInfo
 from ._graph import GraphState
 from ._segments import Segment, new_name
 from ._windows import WINDOW_FILES, WindowVectors, load_windows, save_windows
 
-__all__ = ['FORMAT', 'SavedSegment', 'legacy_manifest', 'load', 'record_manifest', 'save']
+__all__ = ['FORMAT', 'SavedSegment', 'legacy_manifest', 'load', 'record_manifest', 'record_reembed', 'save']
 
 FORMAT = 2
 _LEGACY_FORMAT = 1
@@ -67,19 +68,49 @@ def legacy_manifest(path: Path) -> StoreManifest | None:
     all-MiniLM-L6-v2 by its folder) and ``settings.json`` the analyzer; ``None``: nothing saved.
     """
     found = read_manifest(path)
+    if found is not None and found.reembedding is not None:
+        return _settled(path, found)
     if found is not None:
         return found
+    if not (path / 'CURRENT').exists():
+        return None
+    embedder = _saved_embedder(path)
+    settings = path / 'settings.json'
+    analyzer = json.loads(settings.read_text(encoding='utf-8')).get('analyzer') if settings.exists() else None
+    language = str(analyzer).rpartition(':')[2] if analyzer else None
+    return StoreManifest('memory', embedder=embedder, language=language)
+
+
+def _saved_embedder(path: Path) -> EmbedderIdentity | None:
+    """The embedder the current version names (switched with its vectors by the ``CURRENT`` rename)."""
     current = path / 'CURRENT'
     if not current.exists():
         return None
     version = json.loads((path / current.read_text(encoding='utf-8').strip() / _MANIFEST).read_text(encoding='utf-8'))
     saved = str(version.get('embedder') or '')
     # Always 'system:model_name' (`model_id`); '?' where the model did not say: unknown, not compared.
-    embedder = EmbedderIdentity.from_legacy(saved) if ':' in saved and '?' not in saved else None
-    settings = path / 'settings.json'
-    analyzer = json.loads(settings.read_text(encoding='utf-8')).get('analyzer') if settings.exists() else None
-    language = str(analyzer).rpartition(':')[2] if analyzer else None
-    return StoreManifest('memory', embedder=embedder, language=language)
+    return EmbedderIdentity.from_legacy(saved) if ':' in saved and '?' not in saved else None
+
+
+def _settled(path: Path, found: StoreManifest) -> StoreManifest:
+    """A manifest whose re-embed was interrupted, resolved by the current version's embedder (and saved
+    when the folder is writable; a reader without write access resolves it again next time)."""
+    settled = found.settled(_saved_embedder(path))
+    with contextlib.suppress(OSError):
+        write_manifest(path, settled)
+    return settled
+
+
+def record_reembed(path: Path, identity: EmbedderIdentity, *, done: bool) -> StoreManifest:
+    """A re-embed's manifest steps: before it, ``identity`` marked as re-embedding; after the version with its
+    vectors is saved, recorded as the store's embedder (docs/stores/manifest.md, Re-embedding)."""
+
+    def change(manifest: StoreManifest) -> StoreManifest:
+        if done:
+            return dataclasses.replace(manifest, embedder=identity, reembedding=None)
+        return dataclasses.replace(manifest, reembedding=identity)
+
+    return update_manifest(path, 'memory', change, legacy=lambda: legacy_manifest(path))
 
 
 def record_manifest(path: Path, identity: EmbedderIdentity, language: str) -> StoreManifest:

@@ -19,7 +19,7 @@ from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from ...analysis import TextAnalyzer, analyzer_for
 from ...content import Chunk, Document, Entity, Record, Relation
-from ...embedding import embedder_for_store, embedder_identity
+from ...embedding import embedder_for_store, embedder_identity, resolve_embedder
 from ...filters import Filter
 from ...graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from ...manifest import read_manifest
@@ -38,7 +38,8 @@ from ...windows import DEFAULT_WINDOWS, EmbeddingWindows
 from ...writes import graph_upsert_batch
 from ._caches import Lru
 from ._graph import GraphState, entities_of, neighbours_of, nodes_of
-from ._persistence import SavedSegment, legacy_manifest, load, record_manifest, save
+from ._persistence import SavedSegment, legacy_manifest, load, record_manifest, record_reembed, save
+from ._reembed import reembedded
 from ._search import regex_hits, text_scores, top, vector_scores
 from ._settings import STATISTICS, Statistics, save_setting, saved_analyzer, saved_statistics
 from ._snapshot import Snapshot
@@ -288,10 +289,44 @@ class InMemoryStore:
             done.append(f'embedded the windows of {windowed} records saved without them')
         return done
 
-    async def _embed(self, texts: list[str]) -> npt.NDArray[np.float32]:
+    async def reembed(self, embedder: Embedder | EmbeddingModel | str | None) -> int:
+        """Embed every record (and its windows) again with ``embedder``, which the store uses from then on;
+        returns how many records. ``toolish-rag ingest --reembed``.
+
+        The new vectors are saved as one new version before the manifest records the new embedder, so a
+        crash leaves the old store or the new one (docs/stores/manifest.md, Re-embedding).
+        """
+        new = resolve_embedder(embedder)
+        async with self._write_lock:
+            old = self._snapshot
+            if old.dead:
+                old = await asyncio.to_thread(old.compacted, self._analyzer)
+            identity = embedder_identity(new)
+            if self._path is not None:
+                self._manifest = await asyncio.to_thread(record_reembed, self._path, identity, done=False)
+            snapshot = await reembedded(old, new, self._windows, self._analyzer, lambda t: self._embed(t, new))
+            if self._path is not None:
+                dims = snapshot.vectors.shape[1] if len(snapshot) else None
+                await asyncio.to_thread(
+                    save,
+                    self._path,
+                    snapshot.segments,
+                    snapshot.saved_segment,
+                    snapshot.graph,
+                    new.model,
+                    len(snapshot),
+                )
+                identity = embedder_identity(new, dims)
+                self._manifest = await asyncio.to_thread(record_reembed, self._path, identity, done=True)
+            self._embedder, self._embedder_spec, self._window_key_value = new, embedder, None
+            self._query_cache = Lru(_QUERY_CACHE_SIZE)
+            self._snapshot = snapshot
+            return len(snapshot)
+
+    async def _embed(self, texts: list[str], embedder: Embedder | None = None) -> npt.NDArray[np.float32]:
         parts: list[npt.NDArray[np.float32]] = []
         for start in range(0, len(texts), _EMBED_BATCH):
-            result = await self.embedder.embed_documents(texts[start : start + _EMBED_BATCH])
+            result = await (embedder or self.embedder).embed_documents(texts[start : start + _EMBED_BATCH])
             parts.append(np.asarray(result.embeddings, dtype=np.float32))
         matrix = np.vstack(parts)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)

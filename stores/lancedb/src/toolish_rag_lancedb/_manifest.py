@@ -4,16 +4,24 @@ written before manifests recorded in their table metadata instead. See docs/stor
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 
 from pydantic_ai.embeddings import Embedder
 
 from toolish_rag.embedding import embedder_identity
-from toolish_rag.manifest import EmbedderIdentity, EmbedderMismatch, StoreManifest, read_manifest, update_manifest
+from toolish_rag.manifest import (
+    EmbedderIdentity,
+    EmbedderMismatch,
+    StoreManifest,
+    read_manifest,
+    update_manifest,
+    write_manifest,
+)
 
 from ._tables import Tables
 
-__all__ = ['check_dims', 'legacy_manifest', 'opening_manifest', 'record_manifest', 'upgrade_manifest']
+__all__ = ['check_dims', 'legacy_manifest', 'opening_manifest', 'record_manifest', 'record_reembed', 'upgrade_manifest']
 
 
 def _language(tables: Tables) -> str | None:
@@ -42,6 +50,18 @@ def record_manifest(tables: Tables, identity: EmbedderIdentity | None) -> StoreM
     return update_manifest(tables.uri, 'lancedb', recorded, legacy=lambda: legacy_manifest(tables))
 
 
+def record_reembed(tables: Tables, identity: EmbedderIdentity, *, done: bool) -> StoreManifest:
+    """A re-embed's manifest steps: ``identity`` marked as re-embedding before the records table is rewritten,
+    recorded as the store's embedder after (docs/stores/manifest.md, Re-embedding)."""
+
+    def change(manifest: StoreManifest) -> StoreManifest:
+        if done:
+            return dataclasses.replace(manifest, embedder=identity, reembedding=None, language=_language(tables))
+        return dataclasses.replace(manifest, reembedding=identity)
+
+    return update_manifest(tables.uri, 'lancedb', change, legacy=lambda: legacy_manifest(tables))
+
+
 def check_dims(tables: Tables, dims: int | None) -> None:
     """Refuse ``dims``-dimensional vectors (a write's or a query's) for a table holding another size."""
     if dims is not None and tables.dims is not None and dims != tables.dims:
@@ -57,6 +77,12 @@ def opening_manifest(tables: Tables) -> StoreManifest | None:
     if '://' in tables.uri:
         return None
     found = read_manifest(tables.uri)
+    if found is not None and found.reembedding is not None:  # a re-embed interrupted: the table says which
+        peeked = tables.peek_model()
+        settled = found.settled(EmbedderIdentity.from_legacy(*peeked) if peeked is not None else None)
+        with contextlib.suppress(OSError):  # a reader without write access settles it again next time
+            write_manifest(tables.uri, settled)
+        return settled
     if found is not None:
         return found
     peeked = tables.peek_model()

@@ -29,6 +29,7 @@ __all__ = [
     'MARKS_SCHEMA',
     'MARKS_TABLE',
     'META_DIMS',
+    'META_MODEL',
     'PENDING_FIELDS',
     'RECORDS_TABLE',
     'RELATIONS_SCHEMA',
@@ -57,7 +58,7 @@ RELATIONS_TABLE = 'relations'
 MARKS_TABLE = 'graph_marks'
 FORMAT_VERSION = '1'
 META_DIMS = b'toolish_rag.embedding_dims'
-_META_MODEL = b'toolish_rag.embedding_model'
+META_MODEL = b'toolish_rag.embedding_model'
 _META_FORMAT = b'toolish_rag.format'
 META_TEXT_ANALYZER = b'toolish_rag.text_analyzer'
 """Schema metadata: the `TextAnalyzer.identity` whose tokens ``words`` holds (absent: LanceDB's own FTS analyzer)."""
@@ -88,7 +89,7 @@ def records_schema(dims: int, model_name: str) -> pa.Schema:
         ],
         metadata={
             META_DIMS: str(dims).encode(),
-            _META_MODEL: model_name.encode(),
+            META_MODEL: model_name.encode(),
             _META_FORMAT: FORMAT_VERSION.encode(),
         },
     )

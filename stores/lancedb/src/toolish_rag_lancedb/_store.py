@@ -21,7 +21,7 @@ import toolish_rag_lancedb._sections as sections
 import toolish_rag_lancedb._writes as writes
 from toolish_rag.analysis import TextAnalyzer, analyzer_for
 from toolish_rag.content import Chunk, Document, Entity, Record, Relation
-from toolish_rag.embedding import embedder_for_store, embedder_identity
+from toolish_rag.embedding import embedder_for_store, embedder_identity, resolve_embedder
 from toolish_rag.filters import Filter
 from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from toolish_rag.protocols import DocumentInfo
@@ -39,29 +39,29 @@ from toolish_rag.windows import DEFAULT_WINDOWS, EmbeddingWindows
 from toolish_rag.writes import graph_upsert_batch
 
 from ._filters import filter_to_where, sql_string
+from ._graph_store import GraphStoreMethods
 from ._maintenance import IndexPolicy, IndexUpkeep, describe_indexes
-from ._manifest import check_dims, opening_manifest, record_manifest, upgrade_manifest
+from ._manifest import check_dims, opening_manifest, record_manifest, record_reembed, upgrade_manifest
 from ._metadata_indexes import ensure_metadata_indexes
+from ._reembed import rewrite_records
 from ._schema import (
     RECORDS_TABLE,
     RELATIONS_TABLE,
-    RESULT_COLUMNS,
     check_storable,
     document_from_row,
     document_info,
-    record_from_row,
 )
 from ._settling import DocumentLedger
 from ._tables import Tables
 from ._text_query import text_query_syntax
-from ._windows import REBUILD_HINT, WINDOWS_COLUMN, embed_records, windows_apply, windows_logger
+from ._windows import WindowUse, embed_records
 
 __all__ = ['LanceDBStore']
 
 EmbedderLike = Embedder | EmbeddingModel | str | None
 
 
-class LanceDBStore:
+class LanceDBStore(GraphStoreMethods):
     """A toolish-rag store backed by LanceDB.
 
     ``uri`` is a local directory (``"./kb"``) or an object-store URL (``"s3://bucket/kb"``,
@@ -167,8 +167,7 @@ class LanceDBStore:
         self.windows = windows
         self.metadata_index_threshold = metadata_index_threshold
         self._tables.windowed = windows is not None
-        self._windows_apply: bool | None = None
-        self._noted_unwindowed = False
+        self._window_use = WindowUse(windows)
         self._ledger = DocumentLedger(self._tables)
         self._upkeep = IndexUpkeep(self._tables)
         self._record_pins = queries.Pins(RECORDS_TABLE)
@@ -213,37 +212,35 @@ class LanceDBStore:
         if dims is not None:
             model = self.embedder.model
             name = model if isinstance(model, str) else model.model_name
-            await tables.create_records(dims, name, windows=await self._windows_wanted())
+            await tables.create_records(dims, name, windows=await self._window_use.wanted(self.embedder))
         await self._upkeep.ensure_base_indexes()
         check_dims(tables, dims)
         if self._local and dims is not None:
             self._manifest = record_manifest(self._tables, embedder_identity(self.embedder, dims))
+
+    async def reembed(self, embedder: EmbedderLike) -> int:
+        """Embed every record (and its windows) again with ``embedder``, which the store uses from then on;
+        returns how many records. The records table is rewritten in one commit before the manifest records
+        the new embedder (docs/stores/manifest.md, Re-embedding). ``toolish-rag ingest --reembed``."""
+        new = resolve_embedder(embedder)
+        async with self._tables.write_lock:
+            await self._tables.connect()
+            await self._ledger.settle()
+            if self._local:
+                self._manifest = record_reembed(self._tables, embedder_identity(new), done=False)
+            count = await rewrite_records(self._tables, new, self.windows)
+            self.embedder, self._window_use, self._upkeep = new, WindowUse(self.windows), IndexUpkeep(self._tables)
+            if self._local:
+                self._manifest = record_reembed(self._tables, embedder_identity(new, self._tables.dims), done=True)
+            await self._upkeep.ensure_base_indexes()
+            await self._maintain()
+        return count
 
     async def upgrade(self) -> list[str]:
         """Write the manifest of a store saved before manifests (docs/stores/manifest.md); ``[]``: nothing to do."""
         manifest = await upgrade_manifest(self._tables, self.embedder)
         self._manifest = manifest or self._manifest
         return ['wrote the manifest'] if manifest is not None else []
-
-    async def _windows_wanted(self) -> bool:
-        """Whether this store's windows can give a record more than one vector (asked of the embedder once)."""
-        if self._windows_apply is None:
-            self._windows_apply = await windows_apply(self.embedder, self.windows)
-        return self._windows_apply
-
-    async def _windows_for_write(self) -> bool:
-        """Whether a write embeds windows: the table has the column (or will be created with it)."""
-        if not await self._windows_wanted():
-            return False
-        return self._tables.records is None or WINDOWS_COLUMN in self._tables.columns
-
-    async def _note_unwindowed(self) -> None:
-        """Log once per store object when its table predates windows that would apply to it."""
-        if self._windows_apply is False or self._noted_unwindowed:
-            return
-        self._noted_unwindowed = True
-        if WINDOWS_COLUMN not in self._tables.columns and await self._windows_wanted():
-            windows_logger.warning(REBUILD_HINT, self.uri)
 
     # -- capabilities -----------------------------------------------------------------------
 
@@ -288,7 +285,7 @@ class LanceDBStore:
             return []
         vector = (await self._embed([request.query], query=True))[0]
         check_dims(self._tables, len(vector))
-        await self._note_unwindowed()
+        await self._window_use.note_unwindowed(self.embedder, self._tables.columns, self.uri)
         probe = queries.AnnProbe(nprobes=self.nprobes, refine_factor=self.refine_factor)
         scoring = self.windows.scoring if self.windows is not None else None
         return await queries.vector_search(self._tables, table, vector, request, probe, scoring)
@@ -396,7 +393,7 @@ class LanceDBStore:
         vectors, rows = None, None
         if records:
             await self._tables.connect()
-            config = self.windows if await self._windows_for_write() else None
+            config = await self._window_use.for_write(self.embedder, self._tables.records, self._tables.columns)
             vectors, rows = await embed_records(self.embedder, [r.text for r in records], config)
         async with self._tables.write_lock:
             # Another process's commit in between is retried a few times on the latest versions (bounded).
@@ -476,48 +473,6 @@ class LanceDBStore:
             existed = await writes.delete_entity_rows(self._tables, ids)
             await self._maintain()
             return existed
-
-    # -- graph writes (GraphStore) -----------------------------------------------------------
-
-    async def list_relations(
-        self, *, document_ids: Sequence[str] | None = None, origin: str | None = None
-    ) -> Sequence[Relation]:
-        """Stored relations, unscoped, by id: of these documents (``None``: all) and origin (``None``: any)."""
-        return await relations.list_relations(self._tables, document_ids, origin)
-
-    async def delete_relations(self, ids: Iterable[str]) -> int:
-        """Delete relations by id; returns how many were stored."""
-        wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return 0
-        async with self._tables.write_lock:
-            await self._ledger.settle()
-            await self._tables.open_graph()
-            existed = await relations.delete_relations(self._tables, wanted)
-            await self._maintain()
-            return existed
-
-    async def list_entities(self) -> Sequence[Entity]:
-        """Every stored entity, unscoped, by id."""
-        table = await self._tables.records_for_read()
-        if table is None:
-            return []
-        rows = await table.query().where("kind = 'entity'").select(RESULT_COLUMNS).to_arrow()
-        entities = [r for r in map(record_from_row, rows.to_pylist()) if isinstance(r, Entity)]
-        return sorted(entities, key=lambda e: e.id)
-
-    async def graph_marks(self, builder: str) -> dict[str, str]:
-        """The ledger of ``builder``: key -> value (see `toolish_rag.protocols.GraphStore`)."""
-        return await relations.read_marks(self._tables, builder)
-
-    async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
-        """Set (or, with ``None``, delete) ledger keys of ``builder``, in one commit."""
-        if not marks:
-            return
-        async with self._tables.write_lock:
-            await self._ledger.settle()
-            await self._tables.open_graph()
-            await relations.set_marks(self._tables, builder, marks)
 
     async def list_documents(self) -> Sequence[DocumentInfo]:
         table = await self._tables.documents_for_read()

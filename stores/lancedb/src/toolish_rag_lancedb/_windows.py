@@ -19,6 +19,7 @@ from toolish_rag.windows import EmbeddingWindows, embed_windows, window_budget
 __all__ = [
     'REBUILD_HINT',
     'WINDOWS_COLUMN',
+    'WindowUse',
     'embed_records',
     'set_windows',
     'windows_apply',
@@ -59,6 +60,40 @@ async def embed_records(
         return vectors, None
     rows = await embed_windows(embedder, texts, config, batch_size=sys.maxsize)
     return np.stack([r[0] for r in rows]).astype(np.float32), rows
+
+
+class WindowUse:
+    """Whether a store's windows apply to its embedder (asked once) and its table (created with the column),
+    and the one-time note for a table that predates them."""
+
+    def __init__(self, config: EmbeddingWindows | None) -> None:
+        self.config = config
+        self._applies: bool | None = None
+        self._noted = False
+
+    def reset(self) -> None:
+        """Forget the embedder's answer (after the store's embedder changed)."""
+        self._applies = None
+
+    async def wanted(self, embedder: Embedder) -> bool:
+        """Whether the windows can give a record more than one vector (asked of the embedder once)."""
+        if self._applies is None:
+            self._applies = await windows_apply(embedder, self.config)
+        return self._applies
+
+    async def for_write(self, embedder: Embedder, records: Any, columns: frozenset[str]) -> EmbeddingWindows | None:
+        """The windows a write embeds: when they apply and the table has the column (or is not created yet)."""
+        if not await self.wanted(embedder):
+            return None
+        return self.config if records is None or WINDOWS_COLUMN in columns else None
+
+    async def note_unwindowed(self, embedder: Embedder, columns: frozenset[str], uri: str) -> None:
+        """Log once when the table predates windows that would apply to it."""
+        if self._applies is False or self._noted:
+            return
+        self._noted = True
+        if WINDOWS_COLUMN not in columns and await self.wanted(embedder):
+            windows_logger.warning(REBUILD_HINT, uri)
 
 
 def set_windows(data: pa.Table, vectors: np.ndarray[Any, Any], rows: Sequence[np.ndarray[Any, Any]] | None) -> pa.Table:
