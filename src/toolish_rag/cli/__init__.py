@@ -16,6 +16,7 @@ from typing import Any
 from . import _ask_cmd, _chat_cmd, _eval_cmd, _graph_cmd, _ingest_cmd, _mcp_cmd, _search_cmd, _tools_cmd, _upgrade_cmd
 from ._chat_cmd import chat
 from ._common import add_store_arguments, release_store_locks
+from ._errors import debugging, report
 from ._parser import Parser
 
 __all__ = ['build_parser', 'chat', 'main']
@@ -68,9 +69,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:  # e.g. `toolish-rag tools | head`
         return 0
-    except (ValueError, FileNotFoundError) as e:
-        print(f'toolish-rag: {e}', file=sys.stderr)
-        return 2
+    except Exception as e:  # one line; TOOLISH_RAG_DEBUG=1 for the traceback (docs/troubleshooting.md)
+        if debugging():
+            raise
+        return report(e)
     finally:
         release_store_locks()
 
