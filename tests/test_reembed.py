@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from toolish_rag.builder import DocumentBuilder
 from toolish_rag.cli import main
 from toolish_rag.manifest import EmbedderIdentity, EmbedderMismatch, read_manifest, write_manifest
 from toolish_rag.search import SearchRequest
@@ -81,3 +82,39 @@ def test_reembed_needs_an_embedder_and_is_a_no_op_without_vectors(
     spec = f'tantivy:{tmp_path / "t"}'
     assert main(['ingest', str(docs), '--store', spec, '--embedder', 'hashing:96', '--reembed', '--no-progress']) == 0
     assert 'keeps no vectors: nothing to re-embed' in capsys.readouterr().err
+
+
+@pytest.mark.parametrize('kind', ['memory', 'lancedb'])
+def test_reembed_embeds_every_window_again(tmp_path: Path, kind: str) -> None:
+    """A long chunk's windows are embedded again: its late passage is still found, at the new size."""
+    from toolish_rag.windows import EmbeddingWindows
+
+    windows = EmbeddingWindows(max_tokens=16, window_tokens=16, overlap=4, scoring='best')
+    filler = ' '.join(f'word{i}' for i in range(120))
+    text = f'{filler} the lighthouse keeper feeds seven cats at dawn'
+    documents = []
+    for uri, body in (('file:///long.md', text), ('file:///short.md', 'parcels ship from Lyon')):
+        builder = DocumentBuilder(uri, uri)
+        builder.add_chunk(builder.section('Body'), body)
+        documents.append(builder.build())
+    if kind == 'lancedb':
+        lancedb = pytest.importorskip('toolish_rag_lancedb')
+
+        def store(embedder: str | None) -> Any:
+            return lancedb.LanceDBStore(tmp_path / 'kb', embedder=embedder, windows=windows, ann_threshold=None)
+    else:
+        from toolish_rag.stores.memory import InMemoryStore
+
+        def store(embedder: str | None) -> Any:
+            return InMemoryStore(embedder, path=tmp_path / 'kb', windows=windows)
+
+    asyncio.run(store('hashing:64').upsert(documents))
+    assert asyncio.run(store(None).reembed('hashing:96')) == 2
+    reopened = store(None)
+    assert _top_uri(reopened, 'lighthouse keeper feeds seven cats') == documents[0].id
+    if kind == 'lancedb':
+        table = asyncio.run(reopened.records_table())
+        row = asyncio.run(table.query().where(f"document_id = '{documents[0].id}'").to_arrow()).to_pylist()[0]
+        assert len(row['windows']) > 2 and {len(w) for w in row['windows']} == {96}
+    else:
+        assert reopened._snapshot.windows.extra > 0 and reopened._snapshot.windows.matrix.rows > 0
