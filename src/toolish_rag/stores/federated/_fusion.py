@@ -1,0 +1,82 @@
+"""One ranking from the members' rankings, whose scores are not comparable across members.
+
+BM25 from two corpora, or cosine from two embedders, cannot be merged by score. Each member's
+list is standardised (or ranked, for RRF) on its own before the lists meet. See docs/federation.md#fusion.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Literal
+
+from ...search import SearchHit
+
+__all__ = ['MemberFusion']
+
+
+@dataclass(frozen=True, slots=True)
+class MemberFusion:
+    """How a federated search merges its members' rankings.
+
+    ``'zscore'`` (the default) standardises each member's scores over the candidates it returned
+    (mean 0, deviation 1) and merges by standard score, shown as its normal CDF in ``[0, 1]``;
+    ``'rrf'`` merges by rank alone, ``(k + 1) / (k + rank)``, also in ``(0, 1]``. Ties keep the
+    members' declared order, then each member's own order.
+    """
+
+    method: Literal['zscore', 'rrf'] = 'zscore'
+    rrf_k: int = 60
+    candidates: int = 50
+    """How many hits each member contributes before fusion (at least ``top_k``): the standardisation's sample."""
+
+    def __post_init__(self) -> None:
+        if self.method not in ('zscore', 'rrf'):
+            raise ValueError(f"fusion method must be 'zscore' or 'rrf', not {self.method!r}")
+        if self.candidates < 1 or self.rrf_k < 1:
+            raise ValueError('candidates and rrf_k must be positive')
+
+    def fetch(self, top_k: int) -> int:
+        """How many hits to ask each member for, for a federated ``top_k``."""
+        return max(top_k, self.candidates)
+
+    def fuse(self, rankings: Sequence[Sequence[SearchHit]], top_k: int) -> list[SearchHit]:
+        """The ``top_k`` best of ``rankings`` (one best-first list per member, in member order).
+
+        An id several members return keeps its best place (ids are unique across a federation's
+        members when it is written through; see docs/federation.md#ids).
+        """
+        scored: list[tuple[float, int, int, SearchHit]] = []
+        for member, hits in enumerate(rankings):
+            scores = self._scores(hits)
+            scored += [(-score, member, rank, hit) for rank, (hit, score) in enumerate(zip(hits, scores, strict=True))]
+        scored.sort(key=lambda item: item[:3])
+        seen: set[str] = set()
+        fused: list[SearchHit] = []
+        for negative, _, _, hit in scored:
+            if hit.id in seen:
+                continue
+            seen.add(hit.id)
+            shown = _normal_cdf(-negative) if self.method == 'zscore' else -negative
+            fused.append(SearchHit(hit.record, shown, hit.matches))
+            if len(fused) == top_k:
+                break
+        return fused
+
+    def _scores(self, hits: Sequence[SearchHit]) -> list[float]:
+        if self.method == 'rrf':
+            return [(self.rrf_k + 1) / (self.rrf_k + rank) for rank in range(1, len(hits) + 1)]
+        if not hits:
+            return []
+        values = [h.score for h in hits]
+        mean = sum(values) / len(values)
+        std = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values))
+        if std == 0:
+            return [0.0] * len(values)
+        # Rounded so that lists of the same shape tie exactly (float noise must not break a tie).
+        return [round((v - mean) / std, 9) for v in values]
+
+
+def _normal_cdf(z: float) -> float:
+    return 0.5 * math.erfc(-z / math.sqrt(2.0))

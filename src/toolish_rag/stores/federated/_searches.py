@@ -1,0 +1,105 @@
+"""The search capabilities of a federation: each member searched concurrently, then fused.
+
+Each member is read through a `Retriever` scoped by the request's filter, so a member that
+cannot evaluate the filter is over-fetched and re-checked like any store. See docs/federation.md#fusion.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
+
+from ...protocols import RegexSearch, StoreCapabilities, TextSearch, VectorSearch
+from ...regex import compile_request, regex_rank_key
+from ...retriever import Retriever
+from ...search import RegexRequest, SearchHit, SearchRequest
+from ._core import FederationCore
+from ._fusion import MemberFusion
+
+_Leg = Callable[[Retriever, str, int], Awaitable[list[SearchHit]]]
+
+
+class FusedSearch(FederationCore):
+    """Fan a ranked search out to the members that serve it and fuse their rankings."""
+
+    fusion: MemberFusion
+
+    async def fan_out(self, members: Sequence[Any], leg: _Leg, request: SearchRequest) -> list[SearchHit]:
+        if request.top_k <= 0 or not members:
+            return []
+        n = self.fusion.fetch(request.top_k)
+        rankings = await asyncio.gather(*(leg(Retriever(m, request.filter), request.query, n) for m in members))
+        return self.fusion.fuse(rankings, request.top_k)
+
+
+class FederatedVector(FusedSearch):
+    async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        """The members' vector searches, fused (scores in ``[0, 1]``, see `MemberFusion`)."""
+        return await self.fan_out(self.serving(VectorSearch), Retriever.vector_search, request)
+
+
+class FederatedText(FusedSearch):
+    @property
+    def text_query_syntax(self) -> str:
+        """The members' syntax, or each distinct one when they differ (the query goes to every member)."""
+        syntaxes = list(dict.fromkeys(m.text_query_syntax for m in self.serving(TextSearch)))
+        if len(syntaxes) == 1:
+            return str(syntaxes[0])
+        return 'The query goes to several stores, each reading it its own way:\n' + '\n'.join(
+            f'- {s}' for s in syntaxes
+        )
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        """The members' text searches, fused: BM25 of different corpora is standardised per member first."""
+        return await self.fan_out(self.serving(TextSearch), Retriever.text_search, request)
+
+
+async def _best_search(retriever: Retriever, query: str, top_k: int) -> list[SearchHit]:
+    """A member's hybrid search, or the one leg it has: a text-only member still adds to hybrid search."""
+    caps = StoreCapabilities.of(retriever.store)
+    if caps.hybrid:
+        return await retriever.hybrid_search(query, top_k)
+    if caps.text:
+        return await retriever.text_search(query, top_k)
+    return await retriever.vector_search(query, top_k)
+
+
+class FederatedHybrid(FusedSearch):
+    async def hybrid_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        """Each member's hybrid search (or its one search leg), fused; scores in ``[0, 1]``."""
+        members = [m for _, m in self._members if StoreCapabilities.of(m).any_search]
+        return await self.fan_out(members, _best_search, request)
+
+
+class FederatedRegex(FederationCore):
+    async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
+        """Regex scores are match counts, comparable across members: merged in the regex order."""
+        compile_request(request)  # an invalid pattern is refused whatever the members hold
+        if request.top_k <= 0:
+            return []
+        members = self.serving(RegexSearch)
+
+        async def one(member: Any) -> list[SearchHit]:
+            retriever = Retriever(member, request.filter)
+            return await retriever.regex_search(request.pattern, request.top_k, case_sensitive=request.case_sensitive)
+
+        hits: dict[str, SearchHit] = {}
+        for found in await asyncio.gather(*(one(m) for m in members)):
+            for hit in found:
+                hits.setdefault(hit.id, hit)
+        return sorted(hits.values(), key=_regex_key)[: request.top_k]
+
+
+def _regex_key(hit: SearchHit) -> tuple[int, str, int]:
+    record = hit.record
+    document_id = getattr(record, 'document_id', None)
+    return regex_rank_key(int(hit.score), record.id, document_id, getattr(record, 'sequence_number', None))
+
+
+FEDERATED_SEARCHES: tuple[tuple[type, type], ...] = (
+    (VectorSearch, FederatedVector),
+    (TextSearch, FederatedText),
+    (RegexSearch, FederatedRegex),
+)
+"""A member protocol, and the mixin a federation takes when any member implements it."""

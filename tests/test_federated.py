@@ -1,0 +1,185 @@
+"""`Federated`: capabilities per member combination, routed writes, reads by id, fusion of incomparable scores.
+
+The conformance kit over federations is in tests/test_federated_conformance.py. See docs/federation.md.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from toolish_rag.builder import DocumentBuilder
+from toolish_rag.content import Chunk, Document
+from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.filters import PropertyFilter as F
+from toolish_rag.protocols import FilterPushdown, StoreCapabilities
+from toolish_rag.search import ExpansionRequest, SearchHit, SearchRequest
+from toolish_rag.stores import InMemoryStore
+from toolish_rag.stores.federated import ByHash, ByMetadata, Federated, MemberFusion
+from toolish_rag.testing import ConformanceFailure, check_store
+from toolish_rag_lancedb import LanceDBStore
+from toolish_rag_tantivy import TantivyStore
+
+EMBEDDER = HashingEmbeddingModel(64)
+
+
+def _doc(name: str, source: str, *texts: str, tenant: str = 'acme') -> Document:
+    b = DocumentBuilder(f'file:///{source}/{name}.md', name, metadata={'source': source, 'tenant': tenant})
+    section = b.section('Body')
+    for text in texts:
+        b.add_chunk(section, text)
+    return b.build()
+
+
+def _kinds(tmp_path: Path) -> dict[str, Any]:
+    return {
+        'memory': InMemoryStore(EMBEDDER),
+        'lancedb': LanceDBStore(tmp_path / 'lance', embedder=EMBEDDER),
+        'tantivy': TantivyStore(),
+    }
+
+
+async def test_capabilities_are_those_some_member_serves_for_every_combination(tmp_path: Path) -> None:
+    kinds = _kinds(tmp_path)
+    for size in (1, 2, 3):
+        for names in itertools.combinations(kinds, size):
+            members = {name: kinds[name] for name in names}
+            caps = StoreCapabilities.of(Federated(members))
+            each = [StoreCapabilities.of(s) for s in members.values()]
+            assert caps.vector == any(c.vector for c in each), names
+            assert caps.text == any(c.text for c in each), names
+            assert caps.regex == any(c.regex for c in each), names
+            assert caps.expand == any(c.expand for c in each), names
+            assert caps.native_hybrid == any(c.any_search for c in each), names
+            assert not caps.sections and not caps.graph, names  # not served across members (docs/federation.md)
+            assert isinstance(Federated(members), FilterPushdown)
+    assert not StoreCapabilities.of(Federated({'code': kinds['tantivy']})).vector
+
+
+async def test_a_text_only_member_adds_to_text_and_hybrid_never_to_vector() -> None:
+    fed = Federated({'docs': InMemoryStore(EMBEDDER), 'code': TantivyStore()}, route=ByMetadata('source'))
+    await fed.upsert(
+        [
+            _doc('manual', 'docs', 'refund policy for parcels', 'shipping takes two days'),
+            _doc('handler', 'code', 'def refund policy handler', 'raise ParcelError'),
+        ]
+    )
+    vector = {h.record.metadata['source'] for h in await fed.vector_search(SearchRequest('refund policy', 10))}
+    text = {h.record.metadata['source'] for h in await fed.text_search(SearchRequest('refund policy', 10))}
+    hybrid = await fed.hybrid_search(SearchRequest('refund policy', 10))
+    assert vector == {'docs'}
+    assert text == {'docs', 'code'}
+    assert {h.record.metadata['source'] for h in hybrid} == {'docs', 'code'}
+    assert all(0.0 <= h.score <= 1.0 for h in hybrid)
+
+
+async def test_writes_follow_the_route_and_a_moved_document_leaves_its_old_member() -> None:
+    docs, code = InMemoryStore(EMBEDDER), InMemoryStore(EMBEDDER)
+    fed = Federated({'docs': docs, 'code': code}, route=ByMetadata('source'))
+    await fed.upsert([_doc('a', 'docs', 'alpha text')])
+    moved = _doc('a', 'code', 'alpha text again')
+    moved = moved.model_copy(update={'id': (await docs.list_documents())[0].id})  # the same document, new route
+    await fed.upsert([moved])
+    assert [d.id for d in await docs.list_documents()] == []
+    assert [d.id for d in await code.list_documents()] == [moved.id]
+    assert [d.id for d in await fed.list_documents()] == [moved.id]
+    with pytest.raises(ValueError, match='not a writable member'):
+        await fed.upsert([_doc('b', 'docs', 'fine'), _doc('c', 'tickets', 'no such member')])
+    assert [d.id for d in await fed.list_documents()] == [moved.id]  # nothing of the refused batch was written
+    assert await fed.delete_documents([moved.id]) == 1
+    assert await fed.list_documents() == []
+
+
+async def test_hash_route_is_stable_and_spreads() -> None:
+    docs = [_doc(f'd{i}', 'docs', f'text {i}') for i in range(40)]
+    route = ByHash()
+    placed = [route(d, ['a', 'b', 'c']) for d in docs]
+    assert placed == [ByHash()(d, ['a', 'b', 'c']) for d in docs]
+    assert set(placed) == {'a', 'b', 'c'}
+
+
+async def test_reads_by_id_go_to_the_owner_and_keep_the_scope() -> None:
+    fed = Federated({'docs': InMemoryStore(EMBEDDER), 'code': InMemoryStore(EMBEDDER)}, route=ByMetadata('source'))
+    a, b = _doc('a', 'docs', 'one', 'two', 'three'), _doc('b', 'code', 'four', tenant='globex')
+    await fed.upsert([a, b])
+    ids = [c.id for c in (*a.chunks, *b.chunks)]
+    assert {r.id for r in await fed.get_records(ids)} == set(ids)
+    assert {r.id for r in await fed.get_records(ids, filter=F.eq('tenant', 'acme'))} == {c.id for c in a.chunks}
+    window = await fed.expand(ExpansionRequest.around_chunk(a.chunks[1].id, 1, 1))
+    assert [c.id for c in window] == [c.id for c in a.chunks]
+    assert await fed.expand(ExpansionRequest.around_chunk(b.chunks[0].id, 1, 1, filter=F.eq('tenant', 'acme'))) == []
+
+
+def _hits(prefix: str, scores: Sequence[float]) -> list[SearchHit]:
+    chunks = [
+        Chunk(
+            id=f'{prefix}{i}',
+            text='t',
+            urtext='t',
+            chunk_index=i,
+            sequence_number=i,
+            metadata={},
+            document_id=prefix,
+            document_uri='u',
+            document_title='t',
+        )
+        for i in range(len(scores))
+    ]
+    return [SearchHit(c, s) for c, s in zip(chunks, scores, strict=True)]
+
+
+def test_fusion_standardises_each_member_so_a_scale_does_not_win() -> None:
+    bm25 = _hits('big', [40.0, 30.0, 20.0, 10.0])  # one corpus's BM25 scale
+    cosine = _hits('small', [0.9, 0.7, 0.5, 0.3])  # another's: the same shape, a hundredth of the scale
+    fused = MemberFusion().fuse([bm25, cosine], 4)
+    assert [h.id for h in fused] == ['big0', 'small0', 'big1', 'small1']  # ties: members in declared order
+    assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
+    assert all(0.0 <= h.score <= 1.0 for h in fused)
+    assert len(MemberFusion().fuse([bm25, cosine], 7)) == 7
+    assert [h.id for h in MemberFusion(method='rrf').fuse([cosine, bm25], 3)] == ['small0', 'big0', 'small1']
+
+
+def test_fusion_keeps_an_id_two_members_return_once() -> None:
+    fused = MemberFusion().fuse([_hits('x', [2.0, 1.0]), _hits('x', [5.0, 1.0])], 5)
+    assert [h.id for h in fused] == ['x0', 'x1']
+
+
+def test_member_names_and_options_are_checked() -> None:
+    with pytest.raises(ValueError, match='member name'):
+        Federated({'Docs!': InMemoryStore(EMBEDDER)})
+    with pytest.raises(ValueError, match='at least one member'):
+        Federated({})
+    with pytest.raises(ValueError, match='fusion method'):
+        MemberFusion(method='max')  # type: ignore[arg-type]
+
+
+class _Leaky(InMemoryStore):
+    """Ignores the filter it claims to evaluate: a leaking member."""
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        return await super().text_search(SearchRequest(request.query, request.top_k))
+
+
+class _Losing(InMemoryStore):
+    """Drops every other hit of its text search: a member that loses in-scope records."""
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        return list(await super().text_search(request))[::2]
+
+
+async def test_the_kit_sees_each_member_through_the_federation() -> None:
+    """A leaking member is re-checked away (the federation reads members through a scoped Retriever);
+    a member that loses records makes the kit fail, so the kit does examine every member's answers."""
+    from toolish_rag.protocols import TextSearch
+
+    def federation(member: type[InMemoryStore]) -> Any:
+        return lambda path, embedder: Federated({'docs': InMemoryStore(embedder), 'code': member(embedder)})
+
+    chosen: dict[str, Any] = {'protocols': {TextSearch}, 'aspects': {'scope'}}
+    await check_store(federation(_Leaky), **chosen)
+    with pytest.raises(ConformanceFailure, match='missing'):
+        await check_store(federation(_Losing), **chosen)
