@@ -8,11 +8,13 @@ See docs/federation.md.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
+from ...filters import Filter
 from ...protocols import DocumentStore, ResultExpander, StoreCapabilities
-from ._core import FederationCore
+from ._core import FederationCore, Member, both
+from ._events import MemberListener
 from ._fusion import MemberFusion
 from ._records import FederatedRecords
 from ._routing import ByHash, Route
@@ -26,13 +28,17 @@ class Federated(FederationCore):
     Args:
         members: name -> store, in the order ties are broken in. Names are 1 to 32 lower-case
             letters, digits, ``_`` and ``-``.
+        scopes: name -> a filter every read of that member is narrowed by (on top of the request's).
         route: which writable member takes each upserted document or entity (default `ByHash`).
         fusion: how the members' rankings are merged (`MemberFusion`).
+        timeout: seconds a member may take to answer one call (``None``: no limit); a member that
+            fails or times out adds nothing to that answer, and ``on_unavailable`` is told.
+        on_unavailable: called with a `MemberUnavailable` for each member that could not answer.
 
     It implements each search protocol some member implements (hybrid search when any member
     searches: a text-only member adds its text ranking), `ResultExpander` when a member does,
-    `DocumentStore` when a member does, and `FilterPushdown` always. Members keep their own
-    ids; see docs/federation.md for ids, fusion and the write rule.
+    `DocumentStore` when a member does, and `FilterPushdown` always. Search hits are
+    `SourcedHit` objects naming their member. Members keep their own ids; see docs/federation.md.
     """
 
     route: Route
@@ -49,17 +55,51 @@ class Federated(FederationCore):
         return super().__new__(cls)
 
     def __init__(
-        self, members: Mapping[str, Any], *, route: Route | None = None, fusion: MemberFusion | None = None
+        self,
+        members: Mapping[str, Any],
+        *,
+        scopes: Mapping[str, Filter] | None = None,
+        route: Route | None = None,
+        fusion: MemberFusion | None = None,
+        timeout: float | None = None,
+        on_unavailable: MemberListener | None = None,
     ) -> None:
-        super().__init__(members)
+        scopes = dict(scopes or {})
+        unknown = sorted(set(scopes) - set(members))
+        if unknown:
+            raise ValueError(f'scopes name members the federation does not have: {unknown}')
+        self._setup(
+            tuple(Member(name, store, scopes.get(name)) for name, store in members.items()), timeout, on_unavailable
+        )
         self.route = route if route is not None else ByHash()
         self.fusion = fusion if fusion is not None else MemberFusion()
 
+    def narrowed(self, sources: Collection[str] | None = None, scopes: Mapping[str, Filter] | None = None) -> Federated:
+        """A view of some members (``sources``; ``None``: all), each also narrowed by ``scopes[name]``.
+
+        Never wider: a member left out is not in the view at all (its name, its records, its
+        capabilities), and a scope adds to the member's scope. For a tenant: ``narrowed({'docs'})``.
+        """
+        names = [m.name for m in self._members]
+        unknown = sorted(set(sources or ()) - set(names)) + sorted(set(scopes or {}) - set(names))
+        if unknown:
+            raise ValueError(f'no such members: {unknown}')
+        kept = [m for m in self._members if sources is None or m.name in sources]
+        if not kept:
+            raise ValueError('a view needs at least one member')
+        added = scopes or {}
+        return Federated(
+            {m.name: m.store for m in kept},
+            scopes={m.name: f for m in kept if (f := both(m.scope, added.get(m.name))) is not None},
+            route=self.route,
+            fusion=self.fusion,
+            timeout=self.timeout,
+            on_unavailable=self.on_unavailable,
+        )
+
 
 def _mixins(stores: tuple[Any, ...]) -> tuple[type, ...]:
-    chosen: list[type] = [
-        mixin for protocol, mixin in FEDERATED_SEARCHES if any(isinstance(s, protocol) for s in stores)
-    ]
+    chosen = [mixin for protocol, mixin in FEDERATED_SEARCHES if any(isinstance(s, protocol) for s in stores)]
     if any(StoreCapabilities.of(s).any_search for s in stores):
         chosen.append(FederatedHybrid)
     if any(isinstance(s, ResultExpander) for s in stores):

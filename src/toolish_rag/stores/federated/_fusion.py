@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from ...search import SearchHit
+from ._events import SourcedHit
 
 __all__ = ['MemberFusion']
 
@@ -41,8 +42,8 @@ class MemberFusion:
         """How many hits to ask each member for, for a federated ``top_k``."""
         return max(top_k, self.candidates)
 
-    def fuse(self, rankings: Sequence[Sequence[SearchHit]], top_k: int) -> list[SearchHit]:
-        """The ``top_k`` best of ``rankings`` (one best-first list per member, in member order).
+    def fuse(self, names: Sequence[str], rankings: Sequence[Sequence[SearchHit]], top_k: int) -> list[SourcedHit]:
+        """The ``top_k`` best of ``rankings`` (one best-first list per member, in member order, named by ``names``).
 
         An id several members return keeps its best place (ids are unique across a federation's
         members when it is written through; see docs/federation.md#ids).
@@ -53,13 +54,13 @@ class MemberFusion:
             scored += [(-score, member, rank, hit) for rank, (hit, score) in enumerate(zip(hits, scores, strict=True))]
         scored.sort(key=lambda item: item[:3])
         seen: set[str] = set()
-        fused: list[SearchHit] = []
-        for negative, _, _, hit in scored:
+        fused: list[SourcedHit] = []
+        for negative, member, _, hit in scored:
             if hit.id in seen:
                 continue
             seen.add(hit.id)
             shown = _normal_cdf(-negative) if self.method == 'zscore' else -negative
-            fused.append(SearchHit(hit.record, shown, hit.matches))
+            fused.append(SourcedHit(hit.record, shown, hit.matches, names[member]))
             if len(fused) == top_k:
                 break
         return fused

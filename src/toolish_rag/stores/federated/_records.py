@@ -9,29 +9,36 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 from ...content import Chunk, Entity
 from ...filters import Filter, matches
 from ...protocols import ResultExpander
 from ...search import ExpansionRequest
-from ._core import FederationCore, pushes_down
+from ._core import FederationCore, Member, pushes_down
 
 _MAX_WINDOW = 10_000
 """The widest window asked of a member that cannot evaluate the filter (its answer is filtered here)."""
 
 
-async def _member_expand(store: Any, request: ExpansionRequest) -> list[Chunk]:
-    """One member's in-scope answer to ``request``, whether or not it evaluates the filter itself."""
-    if request.filter is None or pushes_down(store, request.filter):
-        return [c for c in await store.expand(request) if matches(request.filter, c)]
+async def _member_expand(member: Member, request: ExpansionRequest) -> list[Chunk]:
+    """One member's in-scope answer to ``request`` (its own scope added), whether or not it evaluates filters."""
+    store, f = member.store, member.scoped(request.filter)
+    request = replace(request, filter=f)
+    if f is None or pushes_down(store, f):
+        return [c for c in await store.expand(request) if matches(f, c)]
     window = request.limit * 4
     while True:
         chunks = list(await store.expand(replace(request, filter=None, limit=window)))
-        kept = [c for c in chunks if matches(request.filter, c)]
+        kept = [c for c in chunks if matches(f, c)]
         if len(kept) >= request.limit or len(chunks) < window or window >= _MAX_WINDOW:
             return kept[: request.limit]
         window *= 4
+
+
+async def _member_records(member: Member, ids: list[str], f: Filter | None) -> list[Chunk | Entity]:
+    scope = member.scoped(f)
+    found = await member.store.get_records(ids, filter=scope if pushes_down(member.store, scope) else None)
+    return [r for r in found if matches(scope, r)]
 
 
 class FederatedRecords(FederationCore):
@@ -42,13 +49,12 @@ class FederatedRecords(FederationCore):
             return []
         members = self.serving(ResultExpander)
         answers = await asyncio.gather(
-            *(m.get_records(wanted, filter=filter if pushes_down(m, filter) else None) for m in members)
+            *(self.guarded(m, 'get_records', _member_records(m, wanted, filter), []) for m in members)
         )
         found: dict[str, Chunk | Entity] = {}
         for records in answers:
             for record in records:
-                if matches(filter, record):
-                    found.setdefault(record.id, record)
+                found.setdefault(record.id, record)
         return list(found.values())
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
@@ -57,7 +63,9 @@ class FederatedRecords(FederationCore):
         A plain request (a document, a section) is answered by the members holding its chunks,
         merged in sequence order (stable: members in declared order on ties).
         """
-        answers = await asyncio.gather(*(_member_expand(m, request) for m in self.serving(ResultExpander)))
+        answers = await asyncio.gather(
+            *(self.guarded(m, 'expand', _member_expand(m, request), []) for m in self.serving(ResultExpander))
+        )
         if request.around is not None:
             return next((chunks for chunks in answers if chunks), [])
         merged = sorted((c for chunks in answers for c in chunks), key=lambda c: c.sequence_number)

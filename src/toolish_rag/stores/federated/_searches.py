@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
 
 from ...protocols import RegexSearch, StoreCapabilities, TextSearch, VectorSearch
 from ...regex import compile_request, regex_rank_key
 from ...retriever import Retriever
 from ...search import RegexRequest, SearchHit, SearchRequest
-from ._core import FederationCore
+from ._core import FederationCore, Member
+from ._events import SourcedHit
 from ._fusion import MemberFusion
 
 _Leg = Callable[[Retriever, str, int], Awaitable[list[SearchHit]]]
@@ -25,25 +25,33 @@ class FusedSearch(FederationCore):
 
     fusion: MemberFusion
 
-    async def fan_out(self, members: Sequence[Any], leg: _Leg, request: SearchRequest) -> list[SearchHit]:
+    async def fan_out(
+        self, members: Sequence[Member], leg: _Leg, request: SearchRequest, operation: str
+    ) -> list[SourcedHit]:
+        """The members' rankings for ``request``, concurrently, fused; a failing member adds nothing."""
         if request.top_k <= 0 or not members:
             return []
         n = self.fusion.fetch(request.top_k)
-        rankings = await asyncio.gather(*(leg(Retriever(m, request.filter), request.query, n) for m in members))
-        return self.fusion.fuse(rankings, request.top_k)
+        rankings = await asyncio.gather(
+            *(
+                self.guarded(m, operation, leg(Retriever(m.store, m.scoped(request.filter)), request.query, n), [])
+                for m in members
+            )
+        )
+        return self.fusion.fuse([m.name for m in members], rankings, request.top_k)
 
 
 class FederatedVector(FusedSearch):
     async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         """The members' vector searches, fused (scores in ``[0, 1]``, see `MemberFusion`)."""
-        return await self.fan_out(self.serving(VectorSearch), Retriever.vector_search, request)
+        return await self.fan_out(self.serving(VectorSearch), Retriever.vector_search, request, 'vector_search')
 
 
 class FederatedText(FusedSearch):
     @property
     def text_query_syntax(self) -> str:
         """The members' syntax, or each distinct one when they differ (the query goes to every member)."""
-        syntaxes = list(dict.fromkeys(m.text_query_syntax for m in self.serving(TextSearch)))
+        syntaxes = list(dict.fromkeys(m.store.text_query_syntax for m in self.serving(TextSearch)))
         if len(syntaxes) == 1:
             return str(syntaxes[0])
         return 'The query goes to several stores, each reading it its own way:\n' + '\n'.join(
@@ -52,7 +60,7 @@ class FederatedText(FusedSearch):
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         """The members' text searches, fused: BM25 of different corpora is standardised per member first."""
-        return await self.fan_out(self.serving(TextSearch), Retriever.text_search, request)
+        return await self.fan_out(self.serving(TextSearch), Retriever.text_search, request, 'text_search')
 
 
 async def _best_search(retriever: Retriever, query: str, top_k: int) -> list[SearchHit]:
@@ -68,8 +76,8 @@ async def _best_search(retriever: Retriever, query: str, top_k: int) -> list[Sea
 class FederatedHybrid(FusedSearch):
     async def hybrid_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         """Each member's hybrid search (or its one search leg), fused; scores in ``[0, 1]``."""
-        members = [m for _, m in self._members if StoreCapabilities.of(m).any_search]
-        return await self.fan_out(members, _best_search, request)
+        members = [m for m in self._members if StoreCapabilities.of(m.store).any_search]
+        return await self.fan_out(members, _best_search, request, 'hybrid_search')
 
 
 class FederatedRegex(FederationCore):
@@ -80,14 +88,15 @@ class FederatedRegex(FederationCore):
             return []
         members = self.serving(RegexSearch)
 
-        async def one(member: Any) -> list[SearchHit]:
-            retriever = Retriever(member, request.filter)
-            return await retriever.regex_search(request.pattern, request.top_k, case_sensitive=request.case_sensitive)
+        def one(member: Member) -> Awaitable[list[SearchHit]]:
+            retriever = Retriever(member.store, member.scoped(request.filter))
+            found = retriever.regex_search(request.pattern, request.top_k, case_sensitive=request.case_sensitive)
+            return self.guarded(member, 'regex_search', found, [])
 
         hits: dict[str, SearchHit] = {}
-        for found in await asyncio.gather(*(one(m) for m in members)):
+        for member, found in zip(members, await asyncio.gather(*(one(m) for m in members)), strict=True):
             for hit in found:
-                hits.setdefault(hit.id, hit)
+                hits.setdefault(hit.id, SourcedHit(hit.record, hit.score, hit.matches, member.name))
         return sorted(hits.values(), key=_regex_key)[: request.top_k]
 
 

@@ -20,7 +20,7 @@ class FederatedWrites(FederationCore):
 
     def writable(self) -> list[str]:
         """The names of the members that take writes (`DocumentStore`), in declared order."""
-        return [name for name, store in self._members if isinstance(store, DocumentStore)]
+        return [m.name for m in self.serving(DocumentStore)]
 
     def placement(self, items: Iterable[Document | Entity]) -> dict[str, list[Document | Entity]]:
         """Each item of an upsert under the member its route names; ``ValueError`` if one names no writable member."""
@@ -42,7 +42,7 @@ class FederatedWrites(FederationCore):
         that refuses its part leaves the parts written before it (members are written in declared order).
         """
         groups = self.placement(items)
-        members = dict(self._members)
+        members = self.members
         async with self._write_lock:
             for name, group in groups.items():
                 if group:
@@ -66,12 +66,12 @@ class FederatedWrites(FederationCore):
         if not ids:
             return 0
         async with self._write_lock:
-            counts = await asyncio.gather(*(getattr(m, method)(ids) for m in self.serving(DocumentStore)))
+            counts = await asyncio.gather(*(getattr(m.store, method)(ids) for m in self.serving(DocumentStore)))
         return int(sum(counts))
 
     async def list_documents(self) -> Sequence[DocumentInfo]:
         """Every member's documents, by id (a document two members hold is listed once, the first member's)."""
-        listings = await asyncio.gather(*(m.list_documents() for m in self.serving(DocumentStore)))
+        listings = await asyncio.gather(*(m.store.list_documents() for m in self.serving(DocumentStore)))
         found: dict[str, DocumentInfo] = {}
         for listing in listings:
             for info in listing:

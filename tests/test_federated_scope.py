@@ -1,0 +1,136 @@
+"""A federation's sources, scopes and failures: each hit names its member, a view hides what it leaves
+out, a failing or slow member degrades the answer without failing it. See docs/federation.md."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from toolish_rag.builder import DocumentBuilder
+from toolish_rag.content import Document
+from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.errors import QuerySyntaxError
+from toolish_rag.filters import Filter, PropertyFilter as F, matches
+from toolish_rag.protocols import StoreCapabilities
+from toolish_rag.retriever import Retriever
+from toolish_rag.search import RegexRequest, SearchHit, SearchRequest
+from toolish_rag.stores import InMemoryStore
+from toolish_rag.stores.federated import ByMetadata, Federated, MemberUnavailable, SourcedHit
+from toolish_rag_tantivy import TantivyStore
+
+EMBEDDER = HashingEmbeddingModel(32)
+MEMBERS = ('docs', 'code', 'tickets')
+TENANTS = ('acme', 'globex')
+
+
+def _doc(i: int, member: str, tenant: str) -> Document:
+    b = DocumentBuilder(f'file:///{member}/{i}.md', f'{member} {i}', metadata={'home': member, 'tenant': tenant})
+    b.add_chunk(b.section('Body'), f'refund policy note {i} for {tenant}')
+    return b.build()
+
+
+def _corpus() -> list[Document]:
+    return [_doc(i, MEMBERS[i % 3], TENANTS[i % 2]) for i in range(12)]
+
+
+async def _loaded(**options: Any) -> Any:
+    fed = Federated({m: InMemoryStore(EMBEDDER) for m in MEMBERS}, route=ByMetadata('home'), **options)
+    await fed.upsert(_corpus())
+    return fed
+
+
+async def test_every_hit_names_its_member_and_record_metadata_cannot_claim_another() -> None:
+    fed = await _loaded()
+    forged = _doc(99, 'docs', 'acme').model_copy(update={'metadata': {'home': 'docs', 'source': 'code'}})
+    await fed.upsert([forged])
+    for search in (fed.vector_search, fed.text_search, fed.hybrid_search):
+        hits = await search(SearchRequest('refund policy note', 20))
+        assert hits and all(isinstance(h, SourcedHit) for h in hits)
+        assert all(h.source == h.record.metadata['home'] for h in hits)  # where it is, not what it says
+    regex = await fed.regex_search(RegexRequest('note 9', 5))
+    assert [(h.source, h.record.metadata['home']) for h in regex] == [('docs', 'docs'), ('docs', 'docs')]
+
+
+class _Broken(InMemoryStore):
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        raise RuntimeError('disk of tenant globex unreadable at /secret/path')
+
+
+class _Slow(InMemoryStore):
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        await asyncio.sleep(5)
+        return await super().text_search(request)
+
+
+async def test_a_failing_or_slow_member_does_not_fail_the_search() -> None:
+    events: list[MemberUnavailable] = []
+    members = {'docs': InMemoryStore(EMBEDDER), 'code': _Broken(EMBEDDER), 'tickets': _Slow(EMBEDDER)}
+    fed = Federated(members, route=ByMetadata('home'), timeout=0.2, on_unavailable=events.append)
+    await fed.upsert(_corpus())
+    hits = await fed.text_search(SearchRequest('refund policy', 20))
+    assert {h.source for h in hits} == {'docs'} and len(hits) == 4
+    assert sorted((e.member, e.reason, e.error_type) for e in events) == [
+        ('code', 'error', 'RuntimeError'),
+        ('tickets', 'timeout', 'TimeoutError'),
+    ]
+    assert 'secret' not in repr(events)
+    with pytest.raises(QuerySyntaxError):  # the caller's mistake is not a member failure
+        await fed.regex_search(RegexRequest('(unclosed', 5))
+
+
+async def test_a_view_hides_the_members_it_leaves_out() -> None:
+    fed = await _loaded()
+    view = fed.narrowed({'docs'}, scopes={'docs': F.eq('tenant', 'acme')})
+    assert list(view.members) == ['docs']
+    hits = await view.hybrid_search(SearchRequest('refund policy note', 50))
+    assert {h.source for h in hits} == {'docs'}
+    assert {h.record.metadata['tenant'] for h in hits} == {'acme'}
+    everything = [c.id for d in _corpus() for c in d.chunks]
+    assert {r.metadata['home'] for r in await view.get_records(everything)} == {'docs'}
+    assert 'code' not in repr(view)
+    with pytest.raises(ValueError, match='no such members'):
+        fed.narrowed({'nope'})
+    text_only = Federated({'docs': InMemoryStore(EMBEDDER), 'code': TantivyStore()})
+    assert not StoreCapabilities.of(text_only.narrowed({'code'})).vector  # a capability leaves with its member
+
+
+_FILTERS: list[Filter | None] = [None, F.eq('tenant', 'acme'), F.eq('tenant', 'globex'), F.ne('tenant', 'acme')]
+
+
+@settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    visible=st.sets(st.sampled_from(MEMBERS), min_size=1),
+    member_scope=st.dictionaries(st.sampled_from(MEMBERS), st.sampled_from(_FILTERS[1:])),
+    run_filter=st.sampled_from(_FILTERS),
+    top_k=st.integers(1, 15),
+)
+def test_no_hit_count_or_name_outside_the_scope(
+    visible: set[str], member_scope: dict[str, Filter], run_filter: Filter | None, top_k: int
+) -> None:
+    """Through any view and run filter, every search and read by id answers exactly from what the view admits."""
+
+    async def run() -> None:
+        view = (await _loaded()).narrowed(visible, scopes={m: f for m, f in member_scope.items() if m in visible})
+        admitted = {
+            c.id
+            for d in _corpus()
+            for c in d.chunks
+            if d.metadata['home'] in visible
+            and matches(member_scope.get(str(d.metadata['home'])), c)
+            and matches(run_filter, c)
+        }
+        retriever = Retriever(view, run_filter)
+        for search in (retriever.vector_search, retriever.text_search, retriever.hybrid_search):
+            hits = await search('refund policy note', top_k)
+            assert {h.id for h in hits} <= admitted
+            assert len(hits) == min(top_k, len(admitted))  # exact top_k: no count from outside either
+            assert all(isinstance(h, SourcedHit) and h.source in visible for h in hits)
+        every = [c.id for d in _corpus() for c in d.chunks]
+        assert {r.id for r in await retriever.records(every)} == admitted
+        assert set(view.members) == visible
+
+    asyncio.run(run())
