@@ -134,3 +134,12 @@ def test_no_hit_count_or_name_outside_the_scope(
         assert set(view.members) == visible
 
     asyncio.run(run())
+
+
+async def test_the_model_reads_each_hits_source() -> None:
+    from toolish_rag import ToolishRag
+
+    rag = ToolishRag(await _loaded(), name='kb')
+    result = await rag.run_tool('hybrid_search', {'query': 'refund policy note 3', 'top_k': 3})
+    shown = str(result.return_value)
+    assert '| source: docs' in shown and '| source: code' in shown

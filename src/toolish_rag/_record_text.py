@@ -61,6 +61,8 @@ def render_record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = Non
     prefix = f'[{n}] ' if n is not None else ''
     score = f' | score {hit.score:.3f}' if hit else ''
     matched = f' | matched: {", ".join(repr(m) for m in hit.matches)}' if hit and hit.matches else ''
+    source = getattr(hit, 'source', None)  # a federated hit names its member (toolish_rag.stores.federated)
+    matched += f' | source: {field_text(source)}' if isinstance(source, str) and source else ''
     if isinstance(record, Chunk):
         head = f'{prefix}chunk {field_text(record.id)}{score}{matched}\n    from: {where(record)}'
         if record.page is not None:
