@@ -132,14 +132,14 @@ def _hits(prefix: str, scores: Sequence[float]) -> list[SearchHit]:
     return [SearchHit(c, s) for c, s in zip(chunks, scores, strict=True)]
 
 
-def test_fusion_standardises_each_member_so_a_scale_does_not_win() -> None:
+def test_zscore_fusion_standardises_each_member_so_a_scale_does_not_win() -> None:
     bm25 = _hits('big', [40.0, 30.0, 20.0, 10.0])  # one corpus's BM25 scale
     cosine = _hits('small', [0.9, 0.7, 0.5, 0.3])  # another's: the same shape, a hundredth of the scale
-    fused = MemberFusion().fuse(['a', 'b'], [bm25, cosine], 4)
+    fused = MemberFusion(method='zscore').fuse(['a', 'b'], [bm25, cosine], 4)
     assert [h.id for h in fused] == ['big0', 'small0', 'big1', 'small1']  # ties: members in declared order
     assert [h.score for h in fused] == sorted((h.score for h in fused), reverse=True)
     assert all(0.0 <= h.score <= 1.0 for h in fused)
-    assert len(MemberFusion().fuse(['a', 'b'], [bm25, cosine], 7)) == 7
+    assert len(MemberFusion(method='zscore').fuse(['a', 'b'], [bm25, cosine], 7)) == 7
     assert [h.id for h in MemberFusion(method='rrf').fuse(['b', 'a'], [cosine, bm25], 3)] == [
         'small0',
         'big0',
@@ -147,9 +147,21 @@ def test_fusion_standardises_each_member_so_a_scale_does_not_win() -> None:
     ]
 
 
+def test_raw_fusion_merges_by_the_members_own_scores_exact_top_k_stable_ties() -> None:
+    one, other = _hits('a', [0.9, 0.5, 0.5]), _hits('b', [0.7, 0.5, 0.1])
+    fused = MemberFusion().fuse(['docs', 'code'], [one, other], 5)
+    assert [(h.id, h.score, h.source) for h in fused] == [
+        ('a0', 0.9, 'docs'),
+        ('b0', 0.7, 'code'),
+        ('a1', 0.5, 'docs'),
+        ('a2', 0.5, 'docs'),
+        ('b1', 0.5, 'code'),
+    ]
+
+
 def test_fusion_keeps_an_id_two_members_return_once() -> None:
     fused = MemberFusion().fuse(['a', 'b'], [_hits('x', [2.0, 1.0]), _hits('x', [5.0, 1.0])], 5)
-    assert [(h.id, h.source) for h in fused] == [('x0', 'a'), ('x1', 'a')]
+    assert [(h.id, h.source) for h in fused] == [('x0', 'b'), ('x1', 'a')]  # each at its best place
 
 
 def test_member_names_and_options_are_checked() -> None:

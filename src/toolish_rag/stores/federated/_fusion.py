@@ -1,16 +1,18 @@
-"""One ranking from the members' rankings, whose scores are not comparable across members.
+"""One ranking from the members' rankings of one search (one leg, for hybrid search).
 
-BM25 from two corpora, or cosine from two embedders, cannot be merged by score. Each member's
-list is standardised (or ranked, for RRF) on its own before the lists meet. See docs/federation.md#fusion.
+By default the members' own scores decide (one leg's scores share a scale when the members share
+an embedder, or index corpora of one kind); per-member standardisation and RRF are there for members
+whose scores do not. See docs/federation.md#fusion.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
+from ...fusion import FusionConfig
 from ...search import SearchHit
 from ._events import SourcedHit
 
@@ -19,22 +21,28 @@ __all__ = ['MemberFusion']
 
 @dataclass(frozen=True, slots=True)
 class MemberFusion:
-    """How a federated search merges its members' rankings.
+    """How a federated search merges its members' rankings (one leg at a time, for hybrid search).
 
-    ``'zscore'`` (the default) standardises each member's scores over the candidates it returned
-    (mean 0, deviation 1) and merges by standard score, shown as its normal CDF in ``[0, 1]``;
-    ``'rrf'`` merges by rank alone, ``(k + 1) / (k + rank)``, also in ``(0, 1]``. Ties keep the
-    members' declared order, then each member's own order.
+    ``'raw'`` (the default) merges by the members' own scores: right when one leg's scores share a
+    scale across members (one embedder's cosine; BM25 over corpora of one kind), and the only
+    method that keeps how good each member's best match is. ``'zscore'`` standardises each
+    member's scores over the candidates it returned and merges by standard score (shown as its
+    normal CDF); ``'rrf'`` merges by rank, ``(k + 1) / (k + rank)``. These two suit members whose
+    scores share no scale (two embedders) and cost quality otherwise: each member's best hit
+    ranks near the top whether or not it is any good (measured in docs/federation.md#fusion).
+    Ties keep the members' declared order, then each member's own order.
     """
 
-    method: Literal['zscore', 'rrf'] = 'zscore'
+    method: Literal['raw', 'zscore', 'rrf'] = 'raw'
     rrf_k: int = 60
-    candidates: int = 50
-    """How many hits each member contributes before fusion (at least ``top_k``): the standardisation's sample."""
+    candidates: int = 100
+    """How many hits each member contributes to each leg before fusion (at least ``top_k``)."""
+    legs: FusionConfig = field(default_factory=FusionConfig)
+    """How hybrid search fuses the merged vector and text legs: the core's fusion, as for one store."""
 
     def __post_init__(self) -> None:
-        if self.method not in ('zscore', 'rrf'):
-            raise ValueError(f"fusion method must be 'zscore' or 'rrf', not {self.method!r}")
+        if self.method not in ('raw', 'zscore', 'rrf'):
+            raise ValueError(f"fusion method must be 'raw', 'zscore' or 'rrf', not {self.method!r}")
         if self.candidates < 1 or self.rrf_k < 1:
             raise ValueError('candidates and rrf_k must be positive')
 
@@ -66,6 +74,8 @@ class MemberFusion:
         return fused
 
     def _scores(self, hits: Sequence[SearchHit]) -> list[float]:
+        if self.method == 'raw':
+            return [h.score for h in hits]
         if self.method == 'rrf':
             return [(self.rrf_k + 1) / (self.rrf_k + rank) for rank in range(1, len(hits) + 1)]
         if not hits:

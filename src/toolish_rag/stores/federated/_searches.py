@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import replace
 
-from ...protocols import RegexSearch, StoreCapabilities, TextSearch, VectorSearch
+from ...fusion import fuse
+from ...protocols import HybridSearch, RegexSearch, TextSearch, VectorSearch
 from ...regex import compile_request, regex_rank_key
 from ...retriever import Retriever
 from ...search import RegexRequest, SearchHit, SearchRequest
@@ -63,21 +65,39 @@ class FederatedText(FusedSearch):
         return await self.fan_out(self.serving(TextSearch), Retriever.text_search, request, 'text_search')
 
 
-async def _best_search(retriever: Retriever, query: str, top_k: int) -> list[SearchHit]:
-    """A member's hybrid search, or the one leg it has: a text-only member still adds to hybrid search."""
-    caps = StoreCapabilities.of(retriever.store)
-    if caps.hybrid:
-        return await retriever.hybrid_search(query, top_k)
-    if caps.text:
-        return await retriever.text_search(query, top_k)
-    return await retriever.vector_search(query, top_k)
+async def _vector_leg(retriever: Retriever, query: str, top_k: int) -> list[SearchHit]:
+    """A member's vector ranking or, for a member with only its own hybrid search, that ranking."""
+    if isinstance(retriever.store, VectorSearch):
+        return await retriever.vector_search(query, top_k)
+    return await retriever.hybrid_search(query, top_k)
 
 
 class FederatedHybrid(FusedSearch):
     async def hybrid_search(self, request: SearchRequest) -> Sequence[SearchHit]:
-        """Each member's hybrid search (or its one search leg), fused; scores in ``[0, 1]``."""
-        members = [m for m in self._members if StoreCapabilities.of(m.store).any_search]
-        return await self.fan_out(members, _best_search, request, 'hybrid_search')
+        """The members' vector legs merged, their text legs merged, then the two fused as for one store.
+
+        Fusing each member's own hybrid ranking instead would standardise every member apart and
+        lose how good its best match is (docs/federation.md#fusion). A text-only member adds to the
+        text leg; a member with only its own hybrid search adds its ranking to the vector leg.
+        Scores in ``[0, 1]``.
+        """
+        if request.top_k <= 0:
+            return []
+        n = self.fusion.fetch(request.top_k)
+        wide = replace(request, top_k=n)
+        vector_members = [
+            m
+            for m in self._members
+            if isinstance(m.store, VectorSearch)
+            or (isinstance(m.store, HybridSearch) and not isinstance(m.store, TextSearch))
+        ]
+        vector, text = await asyncio.gather(
+            self.fan_out(vector_members, _vector_leg, wide, 'hybrid_search'),
+            self.fan_out(self.serving(TextSearch), Retriever.text_search, wide, 'hybrid_search'),
+        )
+        sources = {h.id: h.source for h in (*text, *vector)}
+        fused = fuse(vector, text, request.top_k, replace(self.fusion.legs, candidates=n))
+        return [SourcedHit(h.record, h.score, h.matches, sources[h.id]) for h in fused]
 
 
 class FederatedRegex(FederationCore):

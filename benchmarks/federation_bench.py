@@ -1,0 +1,114 @@
+"""Federated search against one store: SciFact split in three members by a hash of the document id.
+
+    .venv/bin/python benchmarks/federation_bench.py [--embedder hashing|default] [--queries N]
+
+The same corpus goes into one `InMemoryStore` and into a `Federated` of three members (memory,
+LanceDB, memory; `ByHash` routing), all with the same embedder. Every judged query runs, in the
+same process, through the single store's hybrid search and the federation's (each leg merged by
+the members' own scores, the default; by per-member z-score; by RRF), then through a federation
+whose middle member is a text-only Tantivy index (reported, no target). Prints nDCG@10 and the p50 latency of each, and each
+member's own p50 (the fan-out is concurrent: the federation should stay near the slowest member).
+See docs/federation.md#fusion.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pin_threads import set_thread_counts
+
+THREADS = set_thread_counts(2)
+
+from common import build_documents, data_dir, hit_doc_ids, load_beir, ndcg_at_10  # noqa: E402
+
+from toolish_rag.embedding import HashingEmbeddingModel, resolve_embedder  # noqa: E402
+from toolish_rag.retriever import Retriever  # noqa: E402
+from toolish_rag.search import SearchHit  # noqa: E402
+from toolish_rag.stores import Federated, InMemoryStore  # noqa: E402
+from toolish_rag.stores.federated import MemberFusion  # noqa: E402
+from toolish_rag_lancedb import LanceDBStore  # noqa: E402
+from toolish_rag_tantivy import TantivyStore  # noqa: E402
+
+Search = Callable[[str], Awaitable[Sequence[SearchHit]]]
+
+
+async def measure(queries: dict[str, str], search: Search) -> tuple[dict[str, list[str]], float]:
+    """Each query's top-10 document ids, and the p50 latency in milliseconds."""
+    rankings: dict[str, list[str]] = {}
+    times: list[float] = []
+    for qid, text in queries.items():
+        start = time.perf_counter()
+        hits = await search(text)
+        times.append((time.perf_counter() - start) * 1000)
+        rankings[qid] = hit_doc_ids(hits)[:10]
+    return rankings, statistics.median(times)
+
+
+def hybrid(store: Any) -> Search:
+    return lambda q: Retriever(store).hybrid_search(q, 10)
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--embedder', choices=['hashing', 'default'], default='hashing')
+    parser.add_argument('--queries', type=int, default=0, help='use only the first N judged queries (0: all)')
+    args = parser.parse_args()
+    if not (data_dir() / 'scifact').is_dir():
+        sys.exit(f'no SciFact at {data_dir() / "scifact"}')
+    dataset = load_beir('scifact', 'train')
+    queries = dict(list(dataset.queries.items())[: args.queries or None])
+    qrels = {q: dataset.qrels[q] for q in queries}
+    embedder = HashingEmbeddingModel(256) if args.embedder == 'hashing' else resolve_embedder(None)
+    documents = build_documents(dataset)
+    with tempfile.TemporaryDirectory(prefix='federation-bench-') as tmp:
+        single = InMemoryStore(embedder)
+        members = {'a': InMemoryStore(embedder), 'b': LanceDBStore(Path(tmp) / 'b', embedder=embedder)}
+        members['c'] = InMemoryStore(embedder)
+        federated = Federated(members)
+        text_only = Federated({'a': members['a'], 'b': TantivyStore(), 'c': members['c']})
+        all_memory = Federated({'a': members['a'], 'b': InMemoryStore(embedder), 'c': members['c']})
+        start = time.perf_counter()
+        for store in (single, federated):
+            await store.upsert(documents)
+        # The variants share members a and c; their middle member (Tantivy, memory) takes b's documents.
+        in_b = [d for d in documents if federated.route(d, ['a', 'b', 'c']) == 'b']
+        await text_only.members['b'].upsert(in_b)
+        await all_memory.members['b'].upsert(in_b)
+        print(
+            f'SciFact: {len(documents)} documents, {len(queries)} judged queries, loaded in '
+            f'{time.perf_counter() - start:.0f} s; embedder {args.embedder}; threads {THREADS}'
+        )
+        rows: list[tuple[str, float, float]] = []
+        runs = [
+            ('one store (InMemoryStore)', hybrid(single)),
+            ('federated, 3 members, raw (default)', hybrid(federated)),
+            ('federated, 3 members, zscore', hybrid(Federated(members, fusion=MemberFusion(method='zscore')))),
+            ('federated, 3 members, rrf', hybrid(Federated(members, fusion=MemberFusion(method='rrf')))),
+            ('federated, Tantivy text-only middle member, raw', hybrid(text_only)),
+            ('federated, 3 memory members, raw', hybrid(all_memory)),
+            *((f'member {name} alone', hybrid(store)) for name, store in members.items()),
+        ]
+        for name, search in runs:
+            rankings, p50 = await measure(queries, search)
+            rows.append((name, ndcg_at_10(qrels, rankings) if not name.startswith('member') else float('nan'), p50))
+    print('| run | hybrid nDCG@10 | p50 ms |\n|---|---|---|')
+    for name, ndcg, p50 in rows:
+        print(f'| {name} | {"-" if ndcg != ndcg else f"{ndcg:.4f}"} | {p50:.1f} |')
+    gap = rows[1][1] - rows[0][1]
+    slowest = max(p50 for name, _, p50 in rows if name.startswith('member'))
+    print(f'\nfederated (raw, the default) minus one store: {gap:+.4f} nDCG@10 (target: within 0.005)')
+    print(f'federated p50 / slowest member p50: {rows[1][2] / slowest:.2f} (target: at most 1.5)')
+
+
+if __name__ == '__main__':
+    asyncio.run(main())
