@@ -18,7 +18,15 @@ from typing import IO
 
 from ..errors import ToolishRagError
 
-__all__ = ['DEFAULT_LOCK_TIMEOUT', 'LOCK_FILE', 'LOCK_TIMEOUT_ENV', 'LockHolder', 'StoreLock', 'StoreLocked']
+__all__ = [
+    'DEFAULT_LOCK_TIMEOUT',
+    'LOCK_FILE',
+    'LOCK_TIMEOUT_ENV',
+    'LockHolder',
+    'StoreLock',
+    'StoreLocked',
+    'held_by_this_process',
+]
 
 LOCK_FILE = 'toolish-rag.lock'
 LOCK_TIMEOUT_ENV = 'TOOLISH_RAG_LOCK_TIMEOUT'
@@ -26,6 +34,18 @@ LOCK_TIMEOUT_ENV = 'TOOLISH_RAG_LOCK_TIMEOUT'
 DEFAULT_LOCK_TIMEOUT = 5.0
 
 _POLL = 0.05
+
+_HELD: dict[str, int] = {}
+"""The lock files this process holds (by absolute path), and through how many `StoreLock` objects."""
+
+
+def held_by_this_process(folder: str | os.PathLike[str]) -> bool:
+    """Whether a `StoreLock` of this process holds the lock of the store in ``folder``.
+
+    For a store that takes the lock around each write (LanceDB through the Python API): inside a command
+    that already holds it (the CLI), taking it again on another open file would wait for itself.
+    """
+    return _HELD.get(os.path.abspath(Path(folder) / LOCK_FILE), 0) > 0
 
 
 @dataclass(frozen=True)
@@ -107,6 +127,8 @@ class StoreLock:
         handle.write(json.dumps({'pid': os.getpid(), 'command': self.command, 'since': time.time()}))
         handle.flush()
         self._file = handle
+        key = os.path.abspath(self.path)
+        _HELD[key] = _HELD.get(key, 0) + 1
         return self
 
     def release(self) -> None:
@@ -117,6 +139,11 @@ class StoreLock:
             _unlock(self._file)
             self._file.close()
             self._file = None
+            key = os.path.abspath(self.path)
+            if _HELD.get(key, 0) <= 1:
+                _HELD.pop(key, None)
+            else:
+                _HELD[key] -= 1
 
     @property
     def held(self) -> bool:

@@ -1,8 +1,11 @@
-"""Another process's commit in the middle of an upsert is retried on the latest versions, a bounded number of times.
+"""Writers into one LanceDB location take turns; a commit conflict is retried a bounded number of times.
 
-Regression (issue 28): two writers into one LanceDB location died with a raw `Retryable commit
+Regressions (issue 28): two writers into one LanceDB location died with a raw `Retryable commit
 conflict`, and after the first one every later write of that process failed the same way (its
-table handles stayed on the old version).
+table handles stayed on the old version). Then, with retries, a write was lost with both writers
+reporting success (59 of 60 documents): a second writer's first write settled the first writer's
+in-flight pending documents row as a crash's leftover and deleted it. Every write of a local
+store now holds the folder's writer lock.
 """
 
 from __future__ import annotations
@@ -15,7 +18,11 @@ from pathlib import Path
 
 import pytest
 
-from toolish_rag_lancedb._writes import CONFLICT_ATTEMPTS, retry_conflicts
+from toolish_rag import DocumentBuilder
+from toolish_rag.content import Document
+from toolish_rag.stores.lock import LOCK_FILE, StoreLock
+from toolish_rag_lancedb import LanceDBStore
+from toolish_rag_lancedb._writes import CONFLICT_ATTEMPTS, CommitStep, retry_conflicts
 
 CONFLICT = 'lance error: Retryable commit conflict for version 7: This Merge transaction was preempted'
 
@@ -59,6 +66,52 @@ def test_a_conflict_is_retried_on_the_latest_versions_then_given_up() -> None:
     assert len(calls) == 1
 
 
+def document(name: str) -> Document:
+    b = DocumentBuilder(f'file:///{name}.md', name)
+    b.add_chunk(b.section('S'), f'{name} text')
+    return b.build()
+
+
+class PausedAtRecords(LanceDBStore):
+    """Stops its upsert just before the records commit (its documents row written pending) until ``go``."""
+
+    def __init__(self, *args: object, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.paused = asyncio.Event()
+        self.go = asyncio.Event()
+
+    async def before_commit(self, step: CommitStep) -> None:
+        if step == 'records':
+            self.paused.set()
+            await self.go.wait()
+
+
+def test_a_second_writer_waits_for_the_first_ones_commits(tmp_path: Path) -> None:
+    """Two store objects on one location (as two processes would be), the first stopped in the middle of its
+    upsert. Before: the second wrote at once, taking the first's pending row for a crash's leftover and
+    deleting it; across processes that delete could land after the first's final row, losing a document."""
+    kb = tmp_path / 'kb'
+
+    async def scenario() -> tuple[bool, bool, int]:
+        await LanceDBStore(kb, embedder='hashing').upsert([document('seed')])
+        first, second = PausedAtRecords(kb, embedder='hashing'), LanceDBStore(kb, embedder='hashing')
+        writing = asyncio.create_task(first.upsert([document('first')]))
+        await first.paused.wait()
+        other = asyncio.create_task(second.upsert([document('second')]))
+        await asyncio.sleep(0.3)
+        second_wrote_meanwhile = other.done()
+        rows = await (await first._tables.db.open_table('documents')).query().select(['uri']).to_arrow()
+        first_row_kept = 'file:///first.md' in rows.column('uri').to_pylist()
+        first.go.set()
+        await asyncio.gather(writing, other)
+        return second_wrote_meanwhile, first_row_kept, len(await LanceDBStore(kb, embedder='hashing').list_documents())
+
+    assert asyncio.run(scenario()) == (False, True, 3)
+    assert (kb / LOCK_FILE).exists()
+    with StoreLock(kb, timeout=0) as lock:  # released after the writes
+        assert lock.held
+
+
 WRITER = r"""
 import asyncio, sys
 from toolish_rag import DocumentBuilder
@@ -77,9 +130,7 @@ asyncio.run(main(sys.argv[1], sys.argv[2]))
 
 @pytest.mark.slow
 def test_two_processes_writing_one_location_keep_every_document(tmp_path: Path) -> None:
-    """Without the CLI's lock (the Python API), two writers whose commits interleave, new columns included."""
-    from toolish_rag_lancedb import LanceDBStore
-
+    """Without the CLI's lock (the Python API), two writers whose commits would interleave, new columns included."""
     env = os.environ | {'HF_HUB_OFFLINE': '1'}
     for round_ in range(2):
         kb = str(tmp_path / f'kb{round_}')

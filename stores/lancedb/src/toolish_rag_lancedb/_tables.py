@@ -39,6 +39,7 @@ from ._schema import (
     with_words,
 )
 from ._windows import WINDOWS_COLUMN, windows_field
+from ._writer_lock import WriteTurn
 
 __all__ = ['Tables']
 
@@ -98,9 +99,10 @@ class Tables:
         return self._lock(0)
 
     @property
-    def write_lock(self) -> asyncio.Lock:
-        """Held by every write of this store object: writes are serialised, reads never wait."""
-        return self._lock(1)
+    def write_lock(self) -> WriteTurn:
+        """Held by every write of this store object: writes are serialised (across processes too, for a
+        local location: `WriteTurn`), reads never wait."""
+        return WriteTurn(self, self._lock(1))
 
     async def connect(self) -> None:
         if self.db is not None:
