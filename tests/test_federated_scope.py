@@ -143,3 +143,31 @@ async def test_the_model_reads_each_hits_source() -> None:
     result = await rag.run_tool('hybrid_search', {'query': 'refund policy note 3', 'top_k': 3})
     shown = str(result.return_value)
     assert '| source: docs' in shown and '| source: code' in shown
+
+
+async def test_sources_narrow_the_search_tools_and_name_only_what_the_scope_sees() -> None:
+    from pydantic_ai import ModelRetry
+
+    from toolish_rag import ToolishRag
+
+    fed = await _loaded()
+    fed = Federated(fed.members, route=fed.route, descriptions={'docs': 'product manuals', 'code': 'the code base'})
+    rag = ToolishRag(fed, name='kb')
+    tools = {t.name: t for t in await rag.tool_definitions()}
+    hybrid = tools['kb_hybrid_search']
+    assert 'sources' in hybrid.parameters_json_schema['properties']
+    assert 'docs (product manuals); code (the code base); tickets.' in (hybrid.description or '')
+    result = await rag.run_tool('hybrid_search', {'query': 'refund policy note', 'top_k': 10, 'sources': ['code']})
+    shown = str(result.return_value)
+    assert '| source: code' in shown and '| source: docs' not in shown
+    regex = await rag.run_tool('regex_search', {'pattern': 'note [0-9]+', 'top_k': 20, 'sources': ['tickets']})
+    assert str(regex.return_value).count('| source: tickets') == 4
+
+    view = ToolishRag(fed.narrowed({'docs', 'tickets'}), name='kb')
+    described = ' '.join(t.description or '' for t in await view.tool_definitions())
+    assert 'code' not in described.replace('error code', '')  # an excluded member is never named
+    with pytest.raises(ModelRetry) as refused:
+        await view.run_tool('text_search', {'query': 'refund', 'sources': ['code']})
+    assert "'code' is not a source here: choose among docs, tickets" in str(refused.value)
+    with pytest.raises(ModelRetry, match='sources is empty'):
+        await view.run_tool('text_search', {'query': 'refund', 'sources': []})

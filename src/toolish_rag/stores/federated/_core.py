@@ -49,6 +49,8 @@ class Member:
     name: str
     store: Any
     scope: Filter | None = None
+    description: str = ''
+    """What the member holds, in a few words: the search tools name it beside the member."""
 
     def scoped(self, f: Filter | None) -> Filter | None:
         """The filter a read of this member under the request filter ``f`` runs with."""
@@ -74,6 +76,11 @@ class FederationCore:
         self._write_lock = asyncio.Lock()
         self.timeout = timeout
         self.on_unavailable = on_unavailable
+
+    @property
+    def descriptions(self) -> dict[str, str]:
+        """Each member's description by name, in declared order (``''`` when none was given)."""
+        return {m.name: m.description for m in self._members}
 
     @property
     def members(self) -> dict[str, Any]:

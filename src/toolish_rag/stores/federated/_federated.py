@@ -29,6 +29,7 @@ class Federated(FederationCore):
         members: name -> store, in the order ties are broken in. Names are 1 to 32 lower-case
             letters, digits, ``_`` and ``-``.
         scopes: name -> a filter every read of that member is narrowed by (on top of the request's).
+        descriptions: name -> what the member holds, in a few words (the search tools show it).
         route: which writable member takes each upserted document or entity (default `ByHash`).
         fusion: how the members' rankings are merged (`MemberFusion`).
         timeout: seconds a member may take to answer one call (``None``: no limit); a member that
@@ -59,17 +60,20 @@ class Federated(FederationCore):
         members: Mapping[str, Any],
         *,
         scopes: Mapping[str, Filter] | None = None,
+        descriptions: Mapping[str, str] | None = None,
         route: Route | None = None,
         fusion: MemberFusion | None = None,
         timeout: float | None = None,
         on_unavailable: MemberListener | None = None,
     ) -> None:
-        scopes = dict(scopes or {})
-        unknown = sorted(set(scopes) - set(members))
+        scopes, descriptions = dict(scopes or {}), dict(descriptions or {})
+        unknown = sorted((set(scopes) | set(descriptions)) - set(members))
         if unknown:
-            raise ValueError(f'scopes name members the federation does not have: {unknown}')
+            raise ValueError(f'scopes or descriptions name members the federation does not have: {unknown}')
         self._setup(
-            tuple(Member(name, store, scopes.get(name)) for name, store in members.items()), timeout, on_unavailable
+            tuple(Member(name, store, scopes.get(name), descriptions.get(name, '')) for name, store in members.items()),
+            timeout,
+            on_unavailable,
         )
         self.route = route if route is not None else ByHash()
         self.fusion = fusion if fusion is not None else MemberFusion()
@@ -91,6 +95,7 @@ class Federated(FederationCore):
         return Federated(
             {m.name: m.store for m in kept},
             scopes={m.name: f for m in kept if (f := both(m.scope, added.get(m.name))) is not None},
+            descriptions={m.name: m.description for m in kept},
             route=self.route,
             fusion=self.fusion,
             timeout=self.timeout,

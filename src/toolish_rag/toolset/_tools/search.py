@@ -7,7 +7,7 @@ they share reranking (`ranked`, `grouped`) with the eager search. See docs/conce
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field
@@ -21,6 +21,7 @@ from ...protocols import StoreCapabilities, StoreLike, TextSearch
 from ...rerank._base import Reranked, rerank_or_keep
 from ...retriever import Retriever
 from ...search import SearchHit
+from ...stores.federated import Federated
 from ...tracing import RERANKED
 from .._arguments import MAX_PATTERN_CHARS, StringArgument, query_argument
 from .._names import ToolName
@@ -47,6 +48,10 @@ GroupBy = Annotated[
     ),
 ]
 Pattern = Annotated[str, Field(description='An RE2 regular expression, e.g. ERR-[0-9]{4} or (?i)refund.')]
+Sources = Annotated[
+    list[str] | None,
+    Field(description='Optional: search only these sources (names from the tool description). Omit to search all.'),
+]
 
 Search: TypeAlias = Callable[[Retriever], Callable[[str, int], Awaitable[list[SearchHit]]]]
 """A ranked search, picked from a retriever (``lambda r: r.hybrid_search``)."""
@@ -55,6 +60,11 @@ _GROUP_BY = StringArgument(
     len('document'),
     empty='group_by is empty: send "document", or leave it out',
     too_long='group_by takes only "document": send that, or leave it out',
+)
+_SOURCE = StringArgument(
+    32,
+    empty='a source name is empty: send names from the tool description, or leave sources out',
+    too_long='a source name is at most 32 characters: send names from the tool description, or leave sources out',
 )
 _PATTERN = StringArgument(
     MAX_PATTERN_CHARS,
@@ -207,9 +217,48 @@ def _ranked_tool(kind: RankedSearch) -> Callable[[ToolEnv], ToolFunction]:
             notes: dict[str, bool] = {}
             return await env.run(ctx, sent, lambda r, a: _ranked_body(r, kind, env.settings, notes, **a), notes)
 
-        return search
+        async def federated_search(
+            ctx: RunContext[Any],
+            query: Query,
+            top_k: TopK = env.settings.default_top_k,
+            threshold: Threshold = None,
+            filter: ModelFilter = None,
+            group_by: GroupBy = None,
+            sources: Sources = None,
+        ) -> ToolReturn:
+            sent = {
+                'query': query,
+                'top_k': top_k,
+                'threshold': threshold,
+                'filter': filter,
+                'group_by': group_by,
+                'sources': sources,
+            }
+            notes: dict[str, bool] = {}
+
+            def body(r: Retriever, a: Mapping[str, Any]) -> Awaitable[Result]:
+                rest = {k: v for k, v in a.items() if k != 'sources'}
+                return _ranked_body(_narrowed(r, a.get('sources')), kind, env.settings, notes, **rest)
+
+            return await env.run(ctx, sent, body, notes)
+
+        return federated_search if isinstance(env.store, Federated) else search
 
     return build
+
+
+def _narrowed(r: Retriever, sources: list[str] | None) -> Retriever:
+    """``r`` over only the federation members ``sources`` names (narrowing only: never a member ``r`` cannot see)."""
+    if sources is None:
+        return r
+    store = r.store
+    assert isinstance(store, Federated)
+    names = list(store.members)
+    unknown = [s for s in dict.fromkeys(sources) if s not in names]
+    if not sources or unknown:
+        told = f'{unknown[0]!r} is not a source here' if unknown else 'sources is empty'
+        raise InvalidRequestError(f'{told}: choose among {", ".join(names)}, or leave sources out to search all')
+    return replace(r, store=store.narrowed(set(sources)))
 
 
 async def _regex_body(r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **_: Any) -> Result:
@@ -225,7 +274,22 @@ def _regex_tool(env: ToolEnv) -> ToolFunction:
         sent = {'pattern': pattern, 'top_k': top_k, 'filter': filter}
         return await env.run(ctx, sent, lambda r, a: _regex_body(r, env.settings, **a))
 
-    return regex_search
+    async def federated_regex_search(
+        ctx: RunContext[Any],
+        pattern: Pattern,
+        top_k: TopK = env.settings.default_top_k,
+        filter: ModelFilter = None,
+        sources: Sources = None,
+    ) -> ToolReturn:
+        sent = {'pattern': pattern, 'top_k': top_k, 'filter': filter, 'sources': sources}
+
+        def body(r: Retriever, a: Mapping[str, Any]) -> Awaitable[Result]:
+            rest = {k: v for k, v in a.items() if k != 'sources'}
+            return _regex_body(_narrowed(r, a.get('sources')), env.settings, **rest)
+
+        return await env.run(ctx, sent, body)
+
+    return federated_regex_search if isinstance(env.store, Federated) else regex_search
 
 
 def _returns(s: RagSettings) -> str:
@@ -291,13 +355,29 @@ def _describe_regex(store: StoreLike, s: RagSettings) -> str:
     )
 
 
+def _with_sources(describe: Callable[[StoreLike, RagSettings], str]) -> Callable[[StoreLike, RagSettings], str]:
+    """``describe``, and for a federation the sources it searches together (only those this store can see)."""
+
+    def described(store: StoreLike, s: RagSettings) -> str:
+        text = describe(store, s)
+        if not isinstance(store, Federated):
+            return text
+        listed = '; '.join(f'{name} ({about})' if about else name for name, about in store.descriptions.items())
+        return (
+            f'{text} Searches these sources together, each hit naming its source: {listed}. '
+            'sources (optional) narrows the search to some of them.'
+        )
+
+    return described
+
+
 def _ranked_spec(kind: RankedSearch, describe: Callable[[StoreLike, RagSettings], str]) -> ToolSpec:
     return ToolSpec(
         name=kind.name,
         offered=lambda caps, settings: kind.offered(caps),
-        describe=describe,
+        describe=_with_sources(describe),
         build=_ranked_tool(kind),
-        strings=lambda s: {'query': query_argument(s.max_query_chars), 'group_by': _GROUP_BY},
+        strings=lambda s: {'query': query_argument(s.max_query_chars), 'group_by': _GROUP_BY, 'sources': _SOURCE},
         optional=frozenset({'filter', 'group_by'}),
     )
 
@@ -309,9 +389,9 @@ SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name='regex_search',
         offered=lambda caps, settings: caps.regex,
-        describe=_describe_regex,
+        describe=_with_sources(_describe_regex),
         build=_regex_tool,
-        strings=lambda s: {'pattern': _PATTERN},
+        strings=lambda s: {'pattern': _PATTERN, 'sources': _SOURCE},
         optional=frozenset({'filter'}),
     ),
 )
