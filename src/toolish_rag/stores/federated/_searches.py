@@ -45,7 +45,7 @@ class FusedSearch(FederationCore):
 
 class FederatedVector(FusedSearch):
     async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
-        """The members' vector searches, fused (scores in ``[0, 1]``, see `MemberFusion`)."""
+        """The members' vector searches merged by `MemberFusion` (by default on their own scores: cosines)."""
         return await self.fan_out(self.serving(VectorSearch), Retriever.vector_search, request, 'vector_search')
 
 
@@ -61,7 +61,7 @@ class FederatedText(FusedSearch):
         )
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
-        """The members' text searches, fused: BM25 of different corpora is standardised per member first."""
+        """The members' text searches merged by `MemberFusion` (by default on their own BM25 scores)."""
         return await self.fan_out(self.serving(TextSearch), Retriever.text_search, request, 'text_search')
 
 
