@@ -171,3 +171,29 @@ async def test_sources_narrow_the_search_tools_and_name_only_what_the_scope_sees
     assert "'code' is not a source here: choose among docs, tickets" in str(refused.value)
     with pytest.raises(ModelRetry, match='sources is empty'):
         await view.run_tool('text_search', {'query': 'refund', 'sources': []})
+
+
+async def test_citations_are_verified_across_members() -> None:
+    from toolish_rag import ToolishRag
+
+    fed = await _loaded()
+    rag = ToolishRag(fed, name='kb')
+    corpus = _corpus()
+    docs_chunk, code_chunk = corpus[0].chunks[0], corpus[1].chunks[0]  # homes: docs, code
+    claims = {
+        'claims': [
+            {
+                'text': 'Both notes cover refunds.',
+                'citations': [
+                    {'chunk_id': docs_chunk.id, 'quote': 'refund policy note 0'},
+                    {'chunk_id': code_chunk.id, 'quote': 'refund policy note 1'},
+                ],
+            }
+        ]
+    }
+    text = str((await rag.run_tool('verify_citations', claims)).return_value)
+    assert 'Citation check: 2 of 2 citations verified.' in text
+    hidden = str(
+        (await ToolishRag(fed.narrowed({'docs'}), name='kb').run_tool('verify_citations', claims)).return_value
+    )
+    assert 'Citation check: 1 of 2 citations verified.' in hidden  # the excluded member's chunk is not found
