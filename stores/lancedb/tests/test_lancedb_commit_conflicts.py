@@ -112,6 +112,23 @@ def test_a_second_writer_waits_for_the_first_ones_commits(tmp_path: Path) -> Non
         assert lock.held
 
 
+def test_a_writer_opened_before_another_created_the_tables_writes_into_them(tmp_path: Path) -> None:
+    """Before: the second writer created the tables again with its own schema and died with LanceDB's
+    `Schema Error` (the first writer's had a metadata column more)."""
+    kb = tmp_path / 'kb'
+
+    async def scenario() -> int:
+        late = LanceDBStore(kb, embedder='hashing')
+        assert await late.list_documents() == []  # connected while the location was empty
+        first = DocumentBuilder('file:///first.md', 'first', metadata={'team': 'a'})
+        first.add_chunk(first.section('S'), 'first text')
+        await LanceDBStore(kb, embedder='hashing').upsert([first.build()])
+        await late.upsert([document('late')])
+        return len(await LanceDBStore(kb, embedder='hashing').list_documents())
+
+    assert asyncio.run(scenario()) == 2
+
+
 WRITER = r"""
 import asyncio, sys
 from toolish_rag import DocumentBuilder

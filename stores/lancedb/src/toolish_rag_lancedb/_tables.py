@@ -288,10 +288,19 @@ class Tables:
             self.marks = await self.db.create_table(MARKS_TABLE, schema=MARKS_SCHEMA, exist_ok=True)
 
     async def checkout_latest(self) -> None:
-        """Move every open table to its latest version (after another process committed), re-reading the schema."""
+        """Move every open table to its latest version and open those another process created since (a create
+        with this store's schema would clash with their evolved one), re-reading the schema."""
         for table in (self.records, self.documents, self.relations, self.marks):
             if table is not None:
                 await table.checkout_latest()
+        if self.records is None or self.documents is None:
+            names = set((await self.db.list_tables()).tables)
+            async with self.open_lock:
+                if self.records is None and RECORDS_TABLE in names:
+                    self.records = await self.db.open_table(RECORDS_TABLE)
+                if self.documents is None and DOCUMENTS_TABLE in names:
+                    self.documents = await self.db.open_table(DOCUMENTS_TABLE)
+        await self.open_graph()
         if self.records is not None:
             await self.refresh_schema()
 
