@@ -149,11 +149,34 @@ async def test_a_table_without_windows_keeps_working_single_vector_and_says_how_
     with caplog.at_level(logging.WARNING, logger='toolish_rag_lancedb'):
         hits = await store.vector_search(query)
     assert [(h.record.id, h.score) for h in hits] == expected
-    assert 'Re-ingest into a new location' in caplog.text
+    assert 'toolish-rag upgrade --store' in caplog.text
     # Writes keep to the table's single-vector format.
     await store.upsert([_doc('new', [_filler(100, 3) + ' zebra migration'])])
     assert WINDOWS_COLUMN not in (await (await store.records_table()).schema()).names
     assert any(h.record.id == 'new-0' for h in await store.vector_search(query))
+
+
+async def test_upgrade_gives_a_table_without_windows_its_windows(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The older table of the test above, upgraded in place: windows embedded, the hint gone."""
+    docs = _corpus(8)
+    for write in (_lance(tmp_path / 'kb', None).upsert, _lance(tmp_path / 'fresh').upsert):
+        await write(docs)
+    store = _lance(tmp_path / 'kb')
+    done = await store.upgrade()
+    assert any('window vectors of' in step for step in done), done
+    assert WINDOWS_COLUMN in (await (await store.records_table()).schema()).names
+    assert await store.upgrade() == [], 'a second upgrade has nothing to do'
+    await store.aclose()
+    # Reopened, the store scores like one written with windows from the start, and says nothing.
+    reopened, fresh = _lance(tmp_path / 'kb'), _lance(tmp_path / 'fresh')
+    query = SearchRequest(query='zebra migration', top_k=20)
+    with caplog.at_level(logging.WARNING, logger='toolish_rag_lancedb'):
+        got = [(h.record.id, round(h.score, 5)) for h in await reopened.vector_search(query)]
+    want = [(h.record.id, round(h.score, 5)) for h in await fresh.vector_search(query)]
+    assert got == want
+    assert 'without window vectors' not in caplog.text
 
 
 async def test_an_embedder_without_a_window_needs_no_column(tmp_path: Path) -> None:

@@ -22,9 +22,12 @@ from ._windows import WINDOWS_COLUMN, WindowUse, embed_records, set_windows, win
 __all__ = ['rewrite_records']
 
 
-async def rewrite_records(tables: Tables, embedder: Embedder, windows: EmbeddingWindows | None) -> int:
+async def rewrite_records(
+    tables: Tables, embedder: Embedder, windows: EmbeddingWindows | None, *, add_windows: bool = False
+) -> int:
     """Overwrite the records table with every row's vectors (and windows) made by ``embedder``; returns the
-    row count. Under the store's write lock; the table's indexes are made again by the next write's upkeep."""
+    row count. ``add_windows``: give a table that predates them its windows column (`LanceDBStore.upgrade`).
+    Under the store's write lock; the table's indexes are made again by the next write's upkeep."""
     await tables.connect()
     table = tables.records
     if table is None:
@@ -32,7 +35,11 @@ async def rewrite_records(tables: Tables, embedder: Embedder, windows: Embedding
     data: pa.Table = await table.query().to_arrow()
     texts = [t or '' for t in data.column('text').to_pylist()]
     use = WindowUse(windows)
-    config = await use.for_write(embedder, table, tables.columns)
+    if add_windows and WINDOWS_COLUMN not in data.column_names and await use.wanted(embedder):
+        data = data.append_column(windows_field(1), pa.nulls(len(data), type=windows_field(1).type))
+        config: EmbeddingWindows | None = windows
+    else:
+        config = await use.for_write(embedder, table, tables.columns)
     if texts:
         vectors, rows = await embed_records(embedder, texts, config)
     else:

@@ -54,7 +54,7 @@ from ._schema import (
 from ._settling import DocumentLedger
 from ._tables import Tables
 from ._text_query import text_query_syntax
-from ._windows import WindowUse, embed_records
+from ._windows import WINDOWS_COLUMN, WindowUse, embed_records
 
 __all__ = ['LanceDBStore']
 
@@ -237,10 +237,24 @@ class LanceDBStore(GraphStoreMethods):
         return count
 
     async def upgrade(self) -> list[str]:
-        """Write the manifest of a store saved before manifests (docs/stores/manifest.md); ``[]``: nothing to do."""
+        """Bring a store saved by an older version up to date (docs/stores/manifest.md): write its manifest, and
+        give a records table written without window vectors its windows. ``[]``: nothing to do."""
+        done: list[str] = []
         manifest = await upgrade_manifest(self._tables, self.embedder)
-        self._manifest = manifest or self._manifest
-        return ['wrote the manifest'] if manifest is not None else []
+        if manifest is not None:
+            self._manifest = manifest
+            done.append('wrote the manifest')
+        async with self._tables.write_lock:
+            await self._tables.connect()
+            unwindowed = self._tables.records is not None and WINDOWS_COLUMN not in self._tables.columns
+            if unwindowed and await WindowUse(self.windows).wanted(self.embedder):
+                await self._ledger.settle()
+                count = await rewrite_records(self._tables, self.embedder, self.windows, add_windows=True)
+                self._window_use, self._upkeep = WindowUse(self.windows), IndexUpkeep(self._tables)
+                await self._upkeep.ensure_base_indexes()
+                await self._maintain()
+                done.append(f'embedded the window vectors of {count} records')
+        return done
 
     # -- capabilities -----------------------------------------------------------------------
 

@@ -33,8 +33,8 @@ WINDOWS_COLUMN = 'windows'
 
 REBUILD_HINT = (
     'the LanceDB records table at %s was written without window vectors: long chunks are scored by '
-    'their first vector (what the embedder reads of their beginning). Re-ingest into a new location '
-    'to score them by their best window.'
+    'their first vector (what the embedder reads of their beginning). Run `toolish-rag upgrade --store '
+    'lancedb:<that folder>` (or `await store.upgrade()`) to score them by their best window.'
 )
 
 
