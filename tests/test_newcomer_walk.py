@@ -11,9 +11,7 @@ One module fixture ingests once; each step runs once (`Walk.step` caches it). A 
 `toolish-rag` process, as for the user, except `tools` and text and regex search, which run
 through the CLI's ``main`` in one interpreter that then says whether torch was imported (it must
 not be: only a vector needs the model). A command that embeds imports torch (about 7 CPU seconds
-of the 2.5 a command costs otherwise): the default run keeps two (ingest, eval) and every step
-that needs no vector; `search --tool vector`, `--tool hybrid` and `ask`, three more imports of
-torch, are `slow` (docs/testing.md).
+of the 2.5 a command costs otherwise); the whole walk is in the default run (about 50 CPU seconds).
 """
 
 from __future__ import annotations
@@ -203,7 +201,6 @@ HEADINGS = {
     'vector': 'Vector search results for',
     'hybrid': 'Hybrid search results for',
 }
-MODEL_LOAD = pytest.mark.slow  # a second and third import of torch (about 7 CPU-s each): see the module docstring
 
 
 @pytest.mark.parametrize(
@@ -211,8 +208,8 @@ MODEL_LOAD = pytest.mark.slow  # a second and third import of torch (about 7 CPU
     [
         ('text', 'refund window', 'refunds.md'),
         ('regex', 'ERR-4[0-9]{3}', 'ERR-4012'),
-        pytest.param('vector', 'how long do I have to send an item back', 'refunds.md', marks=MODEL_LOAD),
-        pytest.param('hybrid', 'my pen battery stopped charging', 'warranty.md', marks=MODEL_LOAD),
+        ('vector', 'how long do I have to send an item back', 'refunds.md'),
+        ('hybrid', 'my pen battery stopped charging', 'warranty.md'),
     ],
 )
 def test_search_with_each_tool(walk: Walk, tool: str, query: str, expected: str) -> None:
@@ -273,7 +270,6 @@ async def test_mcp_over_stdio_lists_and_serves_the_tools(walk: Walk) -> None:
     assert_clean(Step(('mcp',), 0, '', server_log))
 
 
-@MODEL_LOAD
 def test_ask_with_the_offline_test_model(walk: Walk) -> None:
     step = walk.step('ask', 'How long do refunds take?', '--model', 'test')
     assert step.returncode == 0, step.describe()
