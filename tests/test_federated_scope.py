@@ -173,6 +173,20 @@ async def test_sources_narrow_the_search_tools_and_name_only_what_the_scope_sees
         await view.run_tool('text_search', {'query': 'refund', 'sources': []})
 
 
+async def test_a_store_that_is_no_federation_offers_no_sources_and_refuses_them() -> None:
+    from pydantic_ai import ModelRetry
+
+    from toolish_rag import ToolishRag
+
+    store = InMemoryStore(EMBEDDER)
+    await store.upsert(_corpus())
+    rag = ToolishRag(store, name='kb')
+    for tool in await rag.tool_definitions():
+        assert 'sources' not in tool.parameters_json_schema.get('properties', {}), tool.name
+    with pytest.raises(ModelRetry, match='this tool takes no sources argument'):
+        await rag.run_tool('text_search', {'query': 'refund', 'sources': ['docs']})
+
+
 async def test_citations_are_verified_across_members() -> None:
     from toolish_rag import ToolishRag
 

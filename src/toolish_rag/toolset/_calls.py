@@ -9,7 +9,7 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
 
@@ -21,6 +21,7 @@ from ..errors import InvalidRequestError
 from ..filters import Filter, combine_all
 from ..protocols import StoreLike
 from ..retriever import Retriever
+from ..stores.federated import Federated
 from ..tracing import HITS, RETRY, CallTrace, Tracing
 from ._arguments import StringArguments
 from ._events import RagEvent, RagListener
@@ -123,13 +124,30 @@ class ToolCalls:
         return ToolReturn(return_value=text, metadata=metadata)
 
     def _narrowed(self, retriever: Retriever, arguments: Mapping[str, Any]) -> Retriever:
-        """The run's retriever narrowed by the model's ``filter`` (parsed from the declaration), if sent."""
+        """The run's retriever narrowed by the model's ``filter`` (parsed from the declaration) and, over a
+        federation, its ``sources``, if sent."""
         settings = self.settings
         if arguments.get('group_by') is not None and not settings.allow_grouping:
             raise InvalidRequestError('this tool takes no group_by argument: call it without one')
+        retriever = _sources_narrowed(retriever, arguments.get('sources'))
         sent = arguments.get('filter')
         if sent is None:
             return retriever
         if settings.model_filters is None:
             raise InvalidRequestError('this tool takes no filter argument: call it without one')
         return retriever.with_filter(settings.model_filters.parse(sent))
+
+
+def _sources_narrowed(r: Retriever, sources: list[str] | None) -> Retriever:
+    """``r`` over only the federation members ``sources`` names (narrowing only: never a member ``r`` cannot see)."""
+    if sources is None:
+        return r
+    store = r.store
+    if not isinstance(store, Federated):
+        raise InvalidRequestError('this tool takes no sources argument: call it without one')
+    names = list(store.members)
+    unknown = [s for s in dict.fromkeys(sources) if s not in names]
+    if not sources or unknown:
+        told = f'{unknown[0]!r} is not a source here' if unknown else 'sources is empty'
+        raise InvalidRequestError(f'{told}: choose among {", ".join(names)}, or leave sources out to search all')
+    return replace(r, store=store.narrowed(set(sources)))

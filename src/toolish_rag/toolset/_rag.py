@@ -24,6 +24,7 @@ from ..protocols import StoreCapabilities, StoreLike
 from ..rerank._base import Reranker
 from ..retriever import Retriever
 from ..search import QUERY_RULE, SearchHit
+from ..stores.federated import Federated
 from ._calls import ToolCalls
 from ._direct import direct_context
 from ._eager import EagerRun, EagerSearch, eager_text
@@ -354,7 +355,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         }
 
     def _optional(self, parameters: dict[str, Any]) -> dict[str, Any]:
-        """A tool's schema with ``filter`` and ``group_by`` as configured: dropped unless enabled."""
+        """A tool's schema with ``filter``, ``group_by`` and ``sources`` as configured: dropped unless enabled."""
         properties = dict(parameters.get('properties', {}))
         settings = self._state.settings
         if 'filter' in properties:
@@ -365,6 +366,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
                 properties['filter'] = {'anyOf': filter_schema, 'default': None, 'description': _FILTER_DESCRIPTION}
         if 'group_by' in properties and not settings.allow_grouping:
             del properties['group_by']
+        if 'sources' in properties and not isinstance(self._state.store, Federated):
+            del properties['sources']
         return {**parameters, 'properties': properties}
 
     async def call_tool(

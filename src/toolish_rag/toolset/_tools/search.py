@@ -7,7 +7,7 @@ they share reranking (`ranked`, `grouped`) with the eager search. See docs/conce
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field
@@ -178,8 +178,9 @@ async def _ranked_body(
     threshold: float | None,
     filter: Mapping[str, Any] | None = None,
     group_by: str | None = None,
+    sources: list[str] | None = None,
 ) -> Result:
-    """One vector, text or hybrid search call (the scope and the model's ``filter`` are in ``r``)."""
+    """One vector, text or hybrid search call (the scope, the model's ``filter`` and ``sources`` are in ``r``)."""
     reranker = settings.reranker
     check_top_k(top_k, settings)
     if reranker is None:
@@ -212,53 +213,16 @@ def _ranked_tool(kind: RankedSearch) -> Callable[[ToolEnv], ToolFunction]:
             threshold: Threshold = None,
             filter: ModelFilter = None,
             group_by: GroupBy = None,
+            sources: Sources = None,
         ) -> ToolReturn:
             sent = {'query': query, 'top_k': top_k, 'threshold': threshold, 'filter': filter, 'group_by': group_by}
+            sent['sources'] = sources
             notes: dict[str, bool] = {}
             return await env.run(ctx, sent, lambda r, a: _ranked_body(r, kind, env.settings, notes, **a), notes)
 
-        async def federated_search(
-            ctx: RunContext[Any],
-            query: Query,
-            top_k: TopK = env.settings.default_top_k,
-            threshold: Threshold = None,
-            filter: ModelFilter = None,
-            group_by: GroupBy = None,
-            sources: Sources = None,
-        ) -> ToolReturn:
-            sent = {
-                'query': query,
-                'top_k': top_k,
-                'threshold': threshold,
-                'filter': filter,
-                'group_by': group_by,
-                'sources': sources,
-            }
-            notes: dict[str, bool] = {}
-
-            def body(r: Retriever, a: Mapping[str, Any]) -> Awaitable[Result]:
-                rest = {k: v for k, v in a.items() if k != 'sources'}
-                return _ranked_body(_narrowed(r, a.get('sources')), kind, env.settings, notes, **rest)
-
-            return await env.run(ctx, sent, body, notes)
-
-        return federated_search if isinstance(env.store, Federated) else search
+        return search
 
     return build
-
-
-def _narrowed(r: Retriever, sources: list[str] | None) -> Retriever:
-    """``r`` over only the federation members ``sources`` names (narrowing only: never a member ``r`` cannot see)."""
-    if sources is None:
-        return r
-    store = r.store
-    assert isinstance(store, Federated)
-    names = list(store.members)
-    unknown = [s for s in dict.fromkeys(sources) if s not in names]
-    if not sources or unknown:
-        told = f'{unknown[0]!r} is not a source here' if unknown else 'sources is empty'
-        raise InvalidRequestError(f'{told}: choose among {", ".join(names)}, or leave sources out to search all')
-    return replace(r, store=store.narrowed(set(sources)))
 
 
 async def _regex_body(r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **_: Any) -> Result:
@@ -269,12 +233,6 @@ async def _regex_body(r: Retriever, settings: RagSettings, *, pattern: str, top_
 
 def _regex_tool(env: ToolEnv) -> ToolFunction:
     async def regex_search(
-        ctx: RunContext[Any], pattern: Pattern, top_k: TopK = env.settings.default_top_k, filter: ModelFilter = None
-    ) -> ToolReturn:
-        sent = {'pattern': pattern, 'top_k': top_k, 'filter': filter}
-        return await env.run(ctx, sent, lambda r, a: _regex_body(r, env.settings, **a))
-
-    async def federated_regex_search(
         ctx: RunContext[Any],
         pattern: Pattern,
         top_k: TopK = env.settings.default_top_k,
@@ -282,14 +240,9 @@ def _regex_tool(env: ToolEnv) -> ToolFunction:
         sources: Sources = None,
     ) -> ToolReturn:
         sent = {'pattern': pattern, 'top_k': top_k, 'filter': filter, 'sources': sources}
+        return await env.run(ctx, sent, lambda r, a: _regex_body(r, env.settings, **a))
 
-        def body(r: Retriever, a: Mapping[str, Any]) -> Awaitable[Result]:
-            rest = {k: v for k, v in a.items() if k != 'sources'}
-            return _regex_body(_narrowed(r, a.get('sources')), env.settings, **rest)
-
-        return await env.run(ctx, sent, body)
-
-    return federated_regex_search if isinstance(env.store, Federated) else regex_search
+    return regex_search
 
 
 def _returns(s: RagSettings) -> str:
@@ -378,7 +331,7 @@ def _ranked_spec(kind: RankedSearch, describe: Callable[[StoreLike, RagSettings]
         describe=_with_sources(describe),
         build=_ranked_tool(kind),
         strings=lambda s: {'query': query_argument(s.max_query_chars), 'group_by': _GROUP_BY, 'sources': _SOURCE},
-        optional=frozenset({'filter', 'group_by'}),
+        optional=frozenset({'filter', 'group_by', 'sources'}),
     )
 
 
@@ -392,7 +345,7 @@ SPECS: tuple[ToolSpec, ...] = (
         describe=_with_sources(_describe_regex),
         build=_regex_tool,
         strings=lambda s: {'pattern': _PATTERN, 'sources': _SOURCE},
-        optional=frozenset({'filter'}),
+        optional=frozenset({'filter', 'sources'}),
     ),
 )
 """The search tools' specs."""
