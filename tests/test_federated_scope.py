@@ -82,6 +82,32 @@ async def test_a_failing_or_slow_member_does_not_fail_the_search() -> None:
         await fed.regex_search(RegexRequest('(unclosed', 5))
 
 
+async def test_the_tool_text_and_a_rag_event_name_the_unavailable_source_without_its_error() -> None:
+    from toolish_rag import RagEvent, ToolishRag
+
+    members = {'docs': InMemoryStore(EMBEDDER), 'code': _Broken(EMBEDDER), 'tickets': _Slow(EMBEDDER)}
+    fed = Federated(members, route=ByMetadata('home'), timeout=0.2)
+    await fed.upsert(_corpus())
+    seen: list[RagEvent] = []
+    rag = ToolishRag(fed, name='kb').with_listener(seen.append)
+    shown = str((await rag.run_tool('text_search', {'query': 'refund policy', 'top_k': 20})).return_value)
+    assert shown.count('| source: docs') == 4 and '| source: code' not in shown
+    assert shown.endswith("\n\n(sources 'code', 'tickets' unavailable; results from the other sources)")
+    assert 'globex unreadable' not in shown and 'secret' not in shown and 'RuntimeError' not in shown
+    assert seen[-1].unavailable == ('code', 'tickets') and seen[-1].result_text == shown
+
+    one = str(
+        (await rag.run_tool('hybrid_search', {'query': 'refund policy', 'sources': ['docs', 'code']})).return_value
+    )
+    assert one.endswith("\n\n(source 'code' unavailable; results from the other sources)")
+    assert seen[-1].unavailable == ('code',)
+    fine = str((await rag.run_tool('vector_search', {'query': 'refund policy'})).return_value)
+    assert 'unavailable' not in fine and seen[-1].unavailable == ()  # vector search reached every member
+    view = ToolishRag(fed.narrowed({'docs'}), name='kb').with_listener(seen.append)
+    alone = str((await view.run_tool('text_search', {'query': 'refund policy'})).return_value)
+    assert 'unavailable' not in alone and seen[-1].unavailable == ()  # a left-out member is never named
+
+
 async def test_a_view_hides_the_members_it_leaves_out() -> None:
     fed = await _loaded()
     view = fed.narrowed({'docs'}, scopes={'docs': F.eq('tenant', 'acme')})

@@ -22,9 +22,11 @@ from ..filters import Filter, combine_all
 from ..protocols import StoreLike
 from ..retriever import Retriever
 from ..stores.federated import Federated
+from ..stores.federated._events import noting_unavailable
 from ..tracing import HITS, RETRY, CallTrace, Tracing
 from ._arguments import StringArguments
 from ._events import RagEvent, RagListener
+from ._render import render_unavailable
 from ._retries import retry_message
 from ._settings import FilterSource, RagSettings
 from ._spec import Body, RunTool, ToolSpec
@@ -105,7 +107,8 @@ class ToolCalls:
         with self.call_trace(spec.name, arguments, retriever).span(self.tracing(ctx)) as span:
             try:
                 retriever = self._narrowed(retriever, arguments)
-                text, hits = await body(retriever, self.arguments.check(arguments))
+                with noting_unavailable() as noted:
+                    text, hits = await body(retriever, self.arguments.check(arguments))
             except InvalidRequestError as e:
                 sent = [
                     s for v in arguments.values() for s in (v if isinstance(v, list) else [v]) if isinstance(s, str)
@@ -119,7 +122,12 @@ class ToolCalls:
             if notes:
                 span.set_attributes(notes)
             filtered = retriever.filter is not None
-            await self.emit(self.event(spec.name, arguments, start, filtered, result_text=text, hits=tuple(hits)))
+            down = tuple(dict.fromkeys(e.member for e in noted))
+            if down:
+                text = f'{text}\n\n{render_unavailable(down)}'
+            await self.emit(
+                self.event(spec.name, arguments, start, filtered, result_text=text, hits=tuple(hits), unavailable=down)
+            )
         metadata = {'hits': list(hits), 'rag': self.settings.name, 'tool': spec.name}
         return ToolReturn(return_value=text, metadata=metadata)
 

@@ -28,6 +28,8 @@ class RagEvent:
     """Whether a scope filter applied to this call."""
     error: str | None = None
     """Set when the call was rejected with a retry message."""
+    unavailable: tuple[str, ...] = ()
+    """Over a federation: the members (sources) that failed or timed out during the call; the others answered."""
 
 
 RagListener: TypeAlias = Callable[[RagEvent], None] | Callable[[RagEvent], Awaitable[None]]

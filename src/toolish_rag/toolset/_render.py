@@ -15,7 +15,7 @@ from ..content import Chunk
 from ..retriever import SectionView
 from ..search import SearchHit
 
-__all__ = ['NO_RESULTS', 'render_hits', 'render_neighbours', 'render_section']
+__all__ = ['NO_RESULTS', 'render_hits', 'render_neighbours', 'render_section', 'render_unavailable']
 
 NO_RESULTS = (
     'No results: the documents do not cover this as asked. Try other words or a synonym, '
@@ -28,6 +28,17 @@ def render_hits(hits: Sequence[SearchHit], *, heading: str) -> str:
         return NO_RESULTS
     body = '\n\n'.join(render_record(h, i) for i, h in enumerate(hits, start=1))
     return f'{heading}\n\n{body}'
+
+
+def render_unavailable(sources: Sequence[str]) -> str:
+    """The line a tool's text ends with when federation members did not answer (no error text: it may leak).
+
+    Member names are checked identifiers (`toolish_rag.stores.federated`), so they cannot forge structure.
+    """
+    if len(sources) == 1:
+        return f'(source {sources[0]!r} unavailable; results from the other sources)'
+    named = ', '.join(repr(s) for s in sources)
+    return f'(sources {named} unavailable; results from the other sources)'
 
 
 def _cap(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:

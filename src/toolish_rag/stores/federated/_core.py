@@ -16,7 +16,7 @@ from typing import Any, TypeVar
 from ...errors import InvalidRequestError
 from ...filters import Filter, and_
 from ...protocols import FilterPushdown
-from ._events import MemberListener, MemberUnavailable
+from ._events import MemberListener, MemberUnavailable, note_unavailable
 
 log = logging.getLogger(__name__)
 _NAME = re.compile(r'[a-z][a-z0-9_-]{0,31}')
@@ -109,6 +109,7 @@ class FederationCore:
             timed_out = isinstance(error, TimeoutError)
             event = MemberUnavailable(member.name, operation, 'timeout' if timed_out else 'error', type(error).__name__)
             log.warning('federation member %r unavailable for %s (%s)', member.name, operation, event.error_type)
+            note_unavailable(event)
             if self.on_unavailable is not None:
                 self.on_unavailable(event)
             return empty

@@ -5,7 +5,9 @@ See docs/federation.md#sources-and-failures.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
@@ -39,3 +41,28 @@ class MemberUnavailable:
 
 MemberListener: TypeAlias = Callable[[MemberUnavailable], None]
 """Called (synchronously, in the event loop) once per member that could not answer."""
+
+
+_NOTED: ContextVar[list[MemberUnavailable] | None] = ContextVar('toolish_rag_federation_unavailable', default=None)
+
+
+@contextmanager
+def noting_unavailable() -> Iterator[list[MemberUnavailable]]:
+    """Collect the `MemberUnavailable` events of the federated calls made inside the block (a tool call).
+
+    Internal: the toolset uses it to tell the model which source did not answer. The list is
+    shared by the tasks a fan-out starts (they copy the context, not the list).
+    """
+    noted: list[MemberUnavailable] = []
+    token = _NOTED.set(noted)
+    try:
+        yield noted
+    finally:
+        _NOTED.reset(token)
+
+
+def note_unavailable(event: MemberUnavailable) -> None:
+    """Add ``event`` to the list of the enclosing `noting_unavailable` block, if any."""
+    noted = _NOTED.get()
+    if noted is not None:
+        noted.append(event)
