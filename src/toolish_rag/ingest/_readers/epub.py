@@ -20,6 +20,9 @@ from .text import title_from_path
 
 __all__ = ['read_epub']
 
+VERSION = 0
+"""Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
+
 _NS = {
     'c': 'urn:oasis:names:tc:opendocument:xmlns:container',
     'opf': 'http://www.idpf.org/2007/opf',

@@ -17,6 +17,9 @@ from .text import decode_text, title_from_path
 
 __all__ = ['html_into_outline', 'read_html']
 
+VERSION = 0
+"""Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
+
 _DROP_TAGS = (
     'script', 'style', 'noscript', 'nav', 'aside', 'form', 'iframe', 'svg', 'template', 'button',
     'select', 'input', 'textarea', 'canvas', 'object', 'embed', 'link', 'meta', 'head', 'math',

@@ -19,6 +19,9 @@ from .text import decode_text, title_from_path
 
 __all__ = ['parse_markdown', 'read_markdown', 'split_front_matter']
 
+VERSION = 0
+"""Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
+
 _BLOCK_KINDS: dict[str, BlockKind] = {
     'table_open': 'table',
     'fence': 'code',

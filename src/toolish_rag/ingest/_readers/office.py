@@ -20,6 +20,9 @@ from .text import title_from_path
 
 __all__ = ['read_docx', 'read_pptx', 'read_xlsx']
 
+VERSION = 0
+"""Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
+
 _HEADING_STYLE = re.compile(r'^heading\s*(\d)$', re.IGNORECASE)
 
 

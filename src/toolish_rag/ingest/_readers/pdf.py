@@ -20,6 +20,9 @@ from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']
 
+VERSION = 0
+"""Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
+
 
 @dataclass(slots=True)
 class _Line:

@@ -18,6 +18,9 @@ from .text import decode_text, paragraph_spans
 
 __all__ = ['python_title', 'read_python']
 
+VERSION = 0
+"""Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
+
 _Definition: TypeAlias = ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef
 
 _GAP_TITLE_CHARS = 80

@@ -9,6 +9,9 @@ from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_rtf']
 
+VERSION = 0
+"""Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
+
 
 def read_rtf(data: bytes, path: Path) -> ParsedDocument:
     from striprtf.striprtf import rtf_to_text

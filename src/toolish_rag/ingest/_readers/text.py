@@ -12,6 +12,9 @@ from ._codepages import CODE_PAGES, guess_code_page
 
 __all__ = ['decode_text', 'decode_text_noting', 'paragraph_spans', 'read_text', 'title_from_path', 'trim_spans']
 
+VERSION = 0
+"""Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
+
 _BOMS = (
     (codecs.BOM_UTF32_LE, 'utf-32-le'),
     (codecs.BOM_UTF32_BE, 'utf-32-be'),
