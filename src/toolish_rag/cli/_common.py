@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import re
 import sys
 from typing import Any
 
@@ -43,10 +44,52 @@ def default_store_spec() -> str:
     return default_spec(default_store_name())
 
 
+FEDERATING = frozenset({'tools', 'search', 'mcp', 'chat', 'ask'})
+"""The commands that take ``--store`` several times, each ``NAME=SPEC``, and serve the federation (docs/federation.md)."""
+_MEMBER = re.compile(r'([a-z][a-z0-9_-]{0,31})=(.+)', re.DOTALL)
+
+
+def store_members(args: argparse.Namespace) -> dict[str, str] | None:
+    """``--store NAME=SPEC`` options as member name -> spec, or ``None`` for one plain ``--store`` (or none).
+
+    A spec's own ``=`` (in a location) does not count: a member name comes before any ``:``.
+    """
+    given: str | list[str] | None = getattr(args, 'store', None)
+    stores = [given] if isinstance(given, str) else list(given or [])
+    named = [_MEMBER.fullmatch(s) for s in stores]
+    if not stores or (len(stores) == 1 and named[0] is None):
+        return None
+    if any(m is None for m in named):
+        raise SystemExit(
+            'toolish-rag: --store given several times: name each store, e.g. '
+            '--store docs=lancedb:./kb --store code=tantivy:./idx'
+        )
+    members: dict[str, str] = {}
+    for m in named:
+        assert m is not None
+        name, spec = m.group(1), m.group(2)
+        if name in members:
+            raise SystemExit(f'toolish-rag: --store names member {name!r} twice')
+        members[name] = spec_with_location(spec)
+    return members
+
+
 def store_spec(args: argparse.Namespace) -> str:
     """The store a command opens: ``--store`` (a bare name kept under ``.toolish-rag/NAME``), else the default."""
-    store: str | None = getattr(args, 'store', None)
-    return spec_with_location(store) if store else default_store_spec()
+    given: str | list[str] | None = getattr(args, 'store', None)
+    if isinstance(given, list):
+        if store_members(args) is not None:
+            raise SystemExit(
+                f'toolish-rag: {getattr(args, "command", "this command")} takes exactly one store, not a federation '
+                f'of named members (those are for {", ".join(sorted(FEDERATING))})'
+            )
+        given = given[0] if given else None
+    elif given and _MEMBER.fullmatch(given):
+        raise SystemExit(
+            f'toolish-rag: {getattr(args, "command", "this command")} takes one store as NAME[:LOCATION]; '
+            f'a member name (MEMBER=SPEC) is for {", ".join(sorted(FEDERATING))}'
+        )
+    return spec_with_location(given) if given else default_store_spec()
 
 
 _LOCKS: list[StoreLock] = []
@@ -71,7 +114,19 @@ def release_store_locks() -> None:
 
 def open_store_for(args: argparse.Namespace, *, write: bool, spec: str | None = None) -> Any:
     """Open the command's store. A reader refuses a store that does not exist (naming what exists nearby)
-    and never creates a folder; a writer takes the store's lock first."""
+    and never creates a folder; a writer takes the store's lock first. Several ``--store NAME=SPEC``
+    open a `Federated` store of them (a reader's), each member refused like a missing store."""
+    members = None if spec or write else store_members(args)
+    if members is not None:
+        from ..stores.federated import Federated
+
+        opened = {}
+        for name, member_spec in members.items():
+            try:
+                opened[name] = open_store_for(args, write=False, spec=member_spec)
+            except SystemExit as e:
+                raise SystemExit(str(e.code).replace('toolish-rag: ', f'toolish-rag: --store {name}=: ', 1)) from None
+        return Federated(opened)
     spec = spec or store_spec(args)
     if write:
         hold_store_lock(spec)
@@ -95,11 +150,19 @@ def add_store_arguments(
     where = store_help or (
         f'a bare NAME is kept under {STORE_DIR}/NAME (default: $TOOLISH_RAG_STORE, else {STORE_DIR}/store)'
     )
+    federating = parser.prog.rpartition(' ')[2] in FEDERATING
+    several = (
+        '; give it several times, each MEMBER=SPEC (--store docs=lancedb:./kb --store code=tantivy:./idx), '
+        'to search them as one federation (docs/federation.md)'
+        if federating
+        else ''
+    )
     group.add_argument(
         '--store',
         default=None,
+        action='append' if federating else _OneStore,
         help=f'NAME[:LOCATION], NAME one of {", ".join(available_stores())}, e.g. {default_store_name()}:./kb; '
-        f'a bare path is refused, as a path does not say which kind of store it holds; {where}',
+        f'a bare path is refused, as a path does not say which kind of store it holds; {where}{several}',
     )
     group.add_argument('--embedder', default=None, help='embedding model string (default: all-MiniLM-L6-v2, offline)')
     group.add_argument(
@@ -115,6 +178,20 @@ def add_store_arguments(
         _add_toolset_arguments(group)
     if rerank:
         _add_rerank_arguments(group)
+
+
+class _OneStore(argparse.Action):
+    """``--store`` of a command that writes or reads one store: given twice is refused, not the last kept."""
+
+    def __call__(
+        self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, value: Any, _: Any = None
+    ) -> None:
+        command = parser.prog.rpartition(' ')[2]
+        if getattr(namespace, self.dest, None) is not None:
+            parser.error(
+                f'{command} takes exactly one --store (a federation of several is for {", ".join(sorted(FEDERATING))})'
+            )
+        setattr(namespace, self.dest, value)
 
 
 def _add_toolset_arguments(group: argparse._ArgumentGroup) -> None:

@@ -42,6 +42,9 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
         )
     else:
         out.update(name=record.name, labels=sorted(record.labels), text=record.text)
+    source = getattr(hit, 'source', None)  # a federated hit's member (toolish_rag.stores.federated.SourcedHit)
+    if isinstance(source, str) and source:
+        out['source'] = source
     return out
 
 

@@ -83,6 +83,9 @@ def _hit_meta(hit: SearchHit) -> dict[str, Any]:
     if isinstance(record, Chunk):
         out['document_uri'] = record.document_uri
         out['section_path'] = list(record.section_path)
+    source = getattr(hit, 'source', None)  # a federated hit's member (toolish_rag.stores.federated.SourcedHit)
+    if isinstance(source, str) and source:
+        out['source'] = source
     return out
 
 
