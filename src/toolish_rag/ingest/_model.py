@@ -87,6 +87,8 @@ class ParsedDocument:
     page_starts: list[int] | None = None
     """Paged formats: the offset in ``source`` where each page (or slide) begins."""
     warnings: list[str] = field(default_factory=list)
+    ocr_pages: list[int] = field(default_factory=list)
+    """1-based pages (image frames) whose text OCR read (docs/ingestion.md#ocr)."""
 
     def page_at(self, offset: int) -> int | None:
         """1-based page holding ``offset``, or ``None`` for unpaged formats."""

@@ -17,6 +17,7 @@ from ._limits import DEFAULT_LIMITS, IngestLimits, bounded
 from ._model import ReadError
 from ._names import displayable
 from ._readers import read_bytes
+from ._readers._ocr import DEFAULT_OCR, OcrOptions, reading
 
 __all__ = ['SOURCE_KEYS', 'Parsed', 'check_caller_metadata', 'file_uri', 'parse_file', 'parse_path']
 
@@ -59,6 +60,8 @@ class Parsed:
     vectors: Sequence[Sequence[float]] | None = None
     skipped: bool = False
     """No document, and nothing wrong either (a file of blank lines): reported as skipped, not failed."""
+    ocr_pages: tuple[int, ...] = ()
+    """1-based pages (image frames) of the file whose text OCR read."""
 
 
 def parse_path(
@@ -67,6 +70,7 @@ def parse_path(
     *,
     metadata: Mapping[str, MetadataValue] | None = None,
     labels: Iterable[str] = (),
+    ocr: OcrOptions = DEFAULT_OCR,
 ) -> Document:
     """Read, parse and chunk one file into a `Document` (no store involved).
 
@@ -75,7 +79,7 @@ def parse_path(
     ``metadata`` sets ``path`` or ``uri``.
     """
     check_caller_metadata(metadata or {})
-    result = parse_file(str(path), chunker or Chunker(), dict(metadata or {}), tuple(labels))
+    result = parse_file(str(path), chunker or Chunker(), dict(metadata or {}), tuple(labels), ocr=ocr)
     if result.document is None:
         raise ReadError(result.reason or 'unreadable')
     return result.document
@@ -88,11 +92,13 @@ def parse_file(
     labels: tuple[str, ...],
     relative_path: str | None = None,
     limits: IngestLimits = DEFAULT_LIMITS,
+    ocr: OcrOptions = DEFAULT_OCR,
 ) -> Parsed:
     """Read, parse, chunk and fingerprint ``path``; every failure becomes a `Parsed` with a reason.
 
     ``relative_path`` is the ``path`` metadata to record (default: the file's name). The
     readers check ``limits`` as they go (`bounded`); the worker running this enforces the rest.
+    ``ocr``: when and in which languages readers OCR pages and images (docs/ingestion.md#ocr).
     """
     p = Path(path)
     try:
@@ -100,7 +106,7 @@ def parse_file(
         if not data.strip():  # blank lines only (an empty __init__.py): nothing to ingest, nothing wrong
             return Parsed(path, None, 'empty file', skipped=True)
         shown = Path(displayable(p))  # what readers see: a title from a name that is not UTF-8 must be text
-        with bounded(limits):
+        with bounded(limits), reading(ocr):
             parsed = read_bytes(data, shown)
         if len(parsed.source) > limits.text_chars:
             raise ReadError(f'more than the {limits.text_chars:,}-character limit of text')
@@ -123,7 +129,7 @@ def parse_file(
         return Parsed(path, None, f'reader error: {type(exc).__name__}: {exc}')
     if not document.chunks:
         return Parsed(path, None, 'no extractable text', tuple(parsed.warnings))
-    return Parsed(path, document, None, tuple(parsed.warnings))
+    return Parsed(path, document, None, tuple(parsed.warnings), ocr_pages=tuple(parsed.ocr_pages))
 
 
 def _warn_overridden(found: dict[str, MetadataValue], source: dict[str, str], warnings: list[str]) -> None:

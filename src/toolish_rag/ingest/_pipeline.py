@@ -24,7 +24,8 @@ from ._limits import DEFAULT_LIMITS, IngestLimits
 from ._parse import check_caller_metadata, file_uri, parse_path
 from ._progress import IngestProgress
 from ._readers import READERS, UNSUPPORTED
-from ._report import IngestInterrupted, IngestIssue, IngestReport
+from ._readers._ocr import INSTALL_TESSERACT, OcrMode, OcrOptions, tesseract_path
+from ._report import IngestInterrupted, IngestIssue, IngestReport, ocr_pages_text
 from ._sync import stale_documents, stored_under
 from ._walk import DEFAULT_MAX_FILE_BYTES, LEAVES_ROOT, Found, walk_paths
 from ._workers import ExecutorKind, IngestExecutor, LocalExecutor, ParseJob
@@ -60,6 +61,8 @@ async def ingest(
     labels: Iterable[str] = (),
     limits: IngestLimits = DEFAULT_LIMITS,
     follow_symlinks: bool = False,
+    ocr: OcrMode = 'auto',
+    ocr_languages: str | Sequence[str] | None = None,
 ) -> IngestReport:
     """Ingest files, folders and/or `Document` objects into ``store``; returns an `IngestReport`.
 
@@ -84,11 +87,19 @@ async def ingest(
         metadata / labels: added to every file's document (front matter keys win over nothing:
             explicit ``metadata`` overrides what the reader found). ``path`` and ``uri`` are
             recorded by ingestion itself: passing them raises ``ValueError``.
+        ocr: ``'auto'`` reads PDF pages without a usable text layer and image files with Tesseract;
+            ``'always'`` every page; ``'never'`` none (docs/ingestion.md#ocr). ``'always'`` without
+            Tesseract raises ``RuntimeError`` before any work; ``'auto'`` reports each file that needed it.
+        ocr_languages: OCR languages (``'de'``, ``['deu', 'eng']``); default the store's ``language``;
+            those without installed Tesseract data are left out, English when none is left.
     """
     check_caller_metadata(metadata or {})
+    ocr_options = _ocr_options(store, ocr, ocr_languages)
     chunker = chunker or Chunker()
     runner = LocalExecutor(executor, concurrency) if isinstance(executor, str) else executor
-    settings = _Settings(chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits)
+    settings = _Settings(
+        chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits, ocr_options
+    )
     report = IngestReport()
     started = time.perf_counter()
     items: list[Source] = (
@@ -123,6 +134,21 @@ async def ingest(
     return report
 
 
+def _ocr_options(store: DocumentStore, mode: OcrMode, languages: str | Sequence[str] | None) -> OcrOptions:
+    """The run's `OcrOptions`; ``'always'`` without Tesseract fails here, before any work."""
+    options = OcrOptions(mode, _ocr_language_list(store, languages))
+    if mode == 'always' and tesseract_path() is None:
+        raise RuntimeError(f"ocr='always': {INSTALL_TESSERACT}")
+    return options
+
+
+def _ocr_language_list(store: DocumentStore, languages: str | Sequence[str] | None) -> tuple[str, ...]:
+    if languages is None:  # the store's configured text language, when it names one
+        configured = getattr(store, 'language', None)
+        return (configured,) if isinstance(configured, str) and configured not in ('auto', 'none') else ()
+    return (languages,) if isinstance(languages, str) else tuple(languages)
+
+
 def _walk(paths: Sequence[Path], max_file_bytes: int, include_hidden: bool, follow_symlinks: bool) -> list[Found]:
     """Every file under ``paths`` that a reader may take, and the paths set aside with their reasons."""
     return list(
@@ -147,6 +173,7 @@ class _Settings:
     metadata: dict[str, MetadataValue]
     labels: tuple[str, ...]
     limits: IngestLimits
+    ocr: OcrOptions
 
 
 @dataclass(slots=True)
@@ -232,12 +259,14 @@ class _Run:
         chunks' vectors is not embedded again.
         """
         s, vectors = self.settings, self.vectors
-        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits)
+        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits, s.ocr)
         parsed = s.executor.parse(files, job, vectors.embedding if vectors is not None else None)
         with vectors.serving(self.store) if vectors is not None else nullcontext():
             async with aclosing(parsed) as results:
                 async for result in results:
                     self.report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
+                    if result.ocr_pages:
+                        self.report.ocr.append(IngestIssue(result.path, ocr_pages_text(result.ocr_pages)))
                     if result.document is None:
                         outcome = self.report.skipped if result.skipped else self.report.failed
                         self._settle(outcome, IngestIssue(result.path, result.reason or 'unreadable'))
@@ -266,6 +295,7 @@ class _Run:
             uris.sort()
         report.failed.sort(key=lambda i: i.path)
         report.skipped.sort(key=lambda i: i.path)
+        report.ocr.sort(key=lambda i: i.path)
         self.ui.stop()
 
     def _settle(self, outcome: list[_T], entry: _T) -> None:

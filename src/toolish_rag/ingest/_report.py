@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -14,7 +15,15 @@ from rich.text import Text
 
 from ._names import displayable
 
-__all__ = ['IngestInterrupted', 'IngestIssue', 'IngestReport', 'format_lines', 'format_report', 'render_report']
+__all__ = [
+    'IngestInterrupted',
+    'IngestIssue',
+    'IngestReport',
+    'format_lines',
+    'format_report',
+    'ocr_pages_text',
+    'render_report',
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +53,8 @@ class IngestReport:
     skipped: list[IngestIssue] = field(default_factory=list)
     """Files left out on purpose: unsupported type in a folder, over the size limit, empty."""
     warnings: list[IngestIssue] = field(default_factory=list)
+    ocr: list[IngestIssue] = field(default_factory=list)
+    """Files whose text OCR read, in whole or part, each with its pages (``pages 1-3, 5``)."""
     chunks: int = 0
     """Chunks written (added and updated documents)."""
     seconds: float = 0.0
@@ -77,6 +88,19 @@ class IngestReport:
     def to_json(self, *, indent: int | None = 2) -> str:
         """`to_dict` as JSON (``toolish-rag ingest --json``)."""
         return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+
+
+def ocr_pages_text(pages: Iterable[int]) -> str:
+    """``page 2`` / ``pages 1-3, 7``: the pages of a file OCR read, runs folded."""
+    ordered = sorted(set(pages))
+    runs: list[list[int]] = []
+    for page in ordered:
+        if runs and page == runs[-1][-1] + 1:
+            runs[-1].append(page)
+        else:
+            runs.append([page])
+    text = ', '.join(f'{r[0]}-{r[-1]}' if len(r) > 1 else str(r[0]) for r in runs)
+    return f'page{"s" if len(ordered) > 1 else ""} {text}'
 
 
 class IngestInterrupted(asyncio.CancelledError):
@@ -117,7 +141,12 @@ SHOWN = 10
 def _sections(report: IngestReport, verbose: bool) -> list[tuple[str, list[IngestIssue], int | None]]:
     """``(label, issues, how many to list)``: every failure; skips and warnings up to `SHOWN` (all if ``verbose``)."""
     limit = None if verbose else SHOWN
-    return [('failed', report.failed, None), ('skipped', report.skipped, limit), ('warning', report.warnings, limit)]
+    return [
+        ('failed', report.failed, None),
+        ('skipped', report.skipped, limit),
+        ('warning', report.warnings, limit),
+        ('ocr', report.ocr, limit),
+    ]
 
 
 def render_report(report: IngestReport, *, verbose: bool = False) -> RenderableType:
@@ -125,7 +154,7 @@ def render_report(report: IngestReport, *, verbose: bool = False) -> RenderableT
     unless ``verbose``). The summary folds between its items, never inside one."""
     style = 'bold red' if report.failed else 'bold yellow' if report.interrupted else 'bold green'
     parts: list[RenderableType] = [_Summary(report.summary(), style)]
-    colours = {'failed': 'red', 'skipped': 'yellow', 'warning': 'yellow'}
+    colours = {'failed': 'red', 'skipped': 'yellow', 'warning': 'yellow', 'ocr': 'cyan'}
     for label, issues, limit in _sections(report, verbose):
         if not issues:
             continue

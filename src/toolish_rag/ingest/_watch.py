@@ -271,6 +271,7 @@ def _narrowed(report: IngestReport, touched: Sequence[Path]) -> IngestReport:
         failed=issues(report.failed),
         skipped=issues(report.skipped),
         warnings=issues(report.warnings),
+        ocr=issues(report.ocr),
         chunks=report.chunks,
     )
 
@@ -283,6 +284,7 @@ def _merge(total: IngestReport, report: IngestReport) -> None:
     total.failed += report.failed
     total.skipped += report.skipped
     total.warnings += report.warnings
+    total.ocr += report.ocr
     total.chunks += report.chunks
     total.seconds += report.seconds
 

@@ -23,6 +23,7 @@ from ..content import MetadataValue
 from ._chunking import Chunker
 from ._limits import DEFAULT_LIMITS, IngestLimits
 from ._parse import Parsed, parse_file
+from ._readers._ocr import DEFAULT_OCR, OcrOptions
 from ._supervised import supervised_parse
 from ._walk import Found
 
@@ -44,6 +45,8 @@ class ParseJob:
     labels: tuple[str, ...]
     limits: IngestLimits = DEFAULT_LIMITS
     """The bounds each file is parsed within (docs/ingestion.md#bounds-per-file)."""
+    ocr: OcrOptions = DEFAULT_OCR
+    """When and in which languages pages and images are OCR'd (docs/ingestion.md#ocr)."""
 
 
 class IngestExecutor(Protocol):
@@ -88,6 +91,7 @@ class LocalExecutor:
             concurrency=self.concurrency,
             executor=self.kind,
             limits=job.limits,
+            ocr=job.ocr,
         )
         async with contextlib.aclosing(results) as parsed:
             async for result in parsed:
@@ -113,6 +117,7 @@ async def parse_files(
     concurrency: int | None,
     executor: ExecutorKind,
     limits: IngestLimits = DEFAULT_LIMITS,
+    ocr: OcrOptions = DEFAULT_OCR,
 ) -> AsyncGenerator[Parsed, None]:
     """Parse ``files`` in workers, yielding each result as soon as it is ready (in no set order).
 
@@ -130,7 +135,7 @@ async def parse_files(
     use_processes = executor == 'process' or (
         executor == 'auto' and workers > 1 and len(files) >= PROCESS_POOL_MIN_FILES
     )
-    jobs = [(str(found.path), chunker, metadata, labels, found.relative_path, limits) for found in files]
+    jobs = [(str(found.path), chunker, metadata, labels, found.relative_path, limits, ocr) for found in files]
     if use_processes:
         supervised = supervised_parse(
             jobs, parse_file, limits, workers, workers * IN_FLIGHT_PER_WORKER, _die_with_parent

@@ -1,0 +1,225 @@
+"""OCR with Tesseract: the run's OCR settings, page images to text, and when a PDF text layer is garbage.
+
+Readers see the settings of the file being parsed through `ocr_options` (set by `reading`, as
+`bounded` sets the limits). Tesseract runs as a subprocess (one thread, a timeout from the
+per-file limit); a missing binary is a `ReadError` naming the package to install.
+See docs/ingestion.md#ocr.
+"""
+
+from __future__ import annotations
+
+import functools
+import io
+import os
+import re
+import shutil
+import subprocess
+import unicodedata
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from .._limits import check_time, current_limits
+from .._model import ReadError
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+__all__ = [
+    'DEFAULT_OCR',
+    'INSTALL_TESSERACT',
+    'OcrMode',
+    'OcrOptions',
+    'installed_languages',
+    'join_hyphenated',
+    'ocr_image',
+    'ocr_options',
+    'reading',
+    'require_tesseract',
+    'tesseract_languages',
+    'tesseract_path',
+    'text_is_garbage',
+]
+
+OcrMode = Literal['never', 'auto', 'always']
+"""``never``: text layers only; ``auto``: OCR pages without a usable text layer, and image files;
+``always``: OCR every PDF page (ignoring its text layer) and image file."""
+
+INSTALL_TESSERACT = (
+    'Tesseract OCR is not installed: install it (Debian/Ubuntu: apt-get install tesseract-ocr; '
+    'macOS: brew install tesseract) and ingest again'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class OcrOptions:
+    """How the files of a run are OCR'd: the mode and the languages asked for (docs/ingestion.md#ocr)."""
+
+    mode: OcrMode = 'auto'
+    languages: tuple[str, ...] = ()
+    """ISO 639-1 codes (``de``) or Tesseract names (``deu``), in order of preference; the installed
+    ones are used, English when none is (or none is given)."""
+
+    def __post_init__(self) -> None:
+        if self.mode not in ('never', 'auto', 'always'):
+            raise ValueError(f"ocr must be 'never', 'auto' or 'always', not {self.mode!r}")
+
+
+DEFAULT_OCR = OcrOptions()
+
+_options: ContextVar[OcrOptions] = ContextVar('toolish_rag_ingest_ocr', default=DEFAULT_OCR)
+
+
+@contextmanager
+def reading(options: OcrOptions) -> Iterator[None]:
+    """Parse within ``options``: readers see them through `ocr_options`."""
+    token = _options.set(options)
+    try:
+        yield
+    finally:
+        _options.reset(token)
+
+
+def ocr_options() -> OcrOptions:
+    """The OCR settings of the file being parsed (`DEFAULT_OCR` outside `reading`)."""
+    return _options.get()
+
+
+def tesseract_path() -> str | None:
+    """The ``tesseract`` binary on ``PATH``, or ``None``."""
+    return shutil.which('tesseract')
+
+
+def require_tesseract() -> str:
+    """The ``tesseract`` binary, or a `ReadError` naming the package to install."""
+    path = tesseract_path()
+    if path is None:
+        raise ReadError(INSTALL_TESSERACT)
+    return path
+
+
+@functools.cache
+def installed_languages(binary: str) -> frozenset[str]:
+    """The Tesseract language data ``binary`` has (``tesseract --list-langs``), ``osd`` left out."""
+    try:
+        out = subprocess.run([binary, '--list-langs'], capture_output=True, text=True, timeout=30, check=False)
+    except (OSError, subprocess.SubprocessError):
+        return frozenset()
+    lines = out.stdout.splitlines()[1:]  # the first line says where the data is
+    return frozenset(ln.strip() for ln in lines if ln.strip() and ln.strip() != 'osd')
+
+
+# ISO 639-1 -> Tesseract's traineddata names (ISO 639-2/T, with its few own spellings)
+_ISO_TO_TESSERACT = {
+    'ar': 'ara', 'bg': 'bul', 'bn': 'ben', 'ca': 'cat', 'cs': 'ces', 'da': 'dan', 'de': 'deu',
+    'el': 'ell', 'en': 'eng', 'es': 'spa', 'et': 'est', 'fa': 'fas', 'fi': 'fin', 'fr': 'fra',
+    'ga': 'gle', 'he': 'heb', 'hi': 'hin', 'hr': 'hrv', 'hu': 'hun', 'hy': 'hye', 'id': 'ind',
+    'it': 'ita', 'ja': 'jpn', 'ko': 'kor', 'lt': 'lit', 'lv': 'lav', 'nb': 'nor', 'nl': 'nld',
+    'no': 'nor', 'pl': 'pol', 'pt': 'por', 'ro': 'ron', 'ru': 'rus', 'sk': 'slk', 'sl': 'slv',
+    'sr': 'srp', 'sv': 'swe', 'ta': 'tam', 'th': 'tha', 'tr': 'tur', 'uk': 'ukr', 'ur': 'urd',
+    'vi': 'vie', 'zh': 'chi_sim',
+}  # fmt: skip
+
+
+def tesseract_languages(requested: Sequence[str], installed: frozenset[str]) -> str:
+    """The ``-l`` argument: the requested languages Tesseract has data for, joined by ``+``; else ``eng``.
+
+    A request may be an ISO 639-1 code (``de``), a Tesseract name (``deu``) or several joined by
+    ``+``; ``auto`` and unknown or uninstalled names are left out.
+    """
+    chosen: list[str] = []
+    for item in requested:
+        for code in re.split(r'[+,\s]+', item.strip().lower()):
+            name = _ISO_TO_TESSERACT.get(code, code)
+            if name in installed and name not in chosen:
+                chosen.append(name)
+    if chosen:
+        return '+'.join(chosen)
+    return 'eng' if 'eng' in installed or not installed else sorted(installed)[0]
+
+
+_HYPHENATED = re.compile(r'([^\W\d_])-[ \t]*\n[ \t]*([^\W\d_])')
+
+
+def join_hyphenated(text: str) -> str:
+    """Join a word broken at a line end: a letter, ``-``, a newline, then a lower-case letter
+    (``well-\nKnown`` and ``1990-\n91`` keep their line break)."""
+    return _HYPHENATED.sub(lambda m: m[1] + m[2] if m[2].islower() else m[0], text)
+
+
+def ocr_image(image: Image, dpi: float | None = None) -> str:
+    """The text Tesseract reads in ``image`` (any mode; sent as 8-bit grey), paragraphs split by blank lines.
+
+    Raises `ReadError` when Tesseract is missing, fails, or passes the per-file time limit.
+    """
+    binary = require_tesseract()
+    check_time()
+    languages = tesseract_languages(ocr_options().languages, installed_languages(binary))
+    grey = image if image.mode == 'L' else image.convert('L')
+    buffer = io.BytesIO()
+    grey.save(buffer, format='PPM')  # PGM: no compression to spend time on; Tesseract reads it from stdin
+    command = [binary, 'stdin', 'stdout', '-l', languages, '--psm', '3']
+    if dpi:
+        command += ['--dpi', str(round(dpi))]
+    limit = current_limits().seconds
+    env = {**os.environ, 'OMP_THREAD_LIMIT': '1'}  # one core per page: the parse pool is the parallelism
+    try:
+        done = subprocess.run(
+            command, input=buffer.getvalue(), capture_output=True, timeout=limit, env=env, check=False
+        )
+    except subprocess.TimeoutExpired:
+        raise ReadError(f'OCR took longer than the {limit:g}-second limit per file') from None
+    except OSError as exc:
+        raise ReadError(f'cannot run Tesseract: {exc}') from None
+    if done.returncode != 0:
+        detail = ' '.join(done.stderr.decode('utf-8', 'replace').split())[-300:]
+        raise ReadError(f'Tesseract failed (exit {done.returncode}): {detail}')
+    text = done.stdout.decode('utf-8', 'replace').replace('\x0c', '')
+    return _tidy(join_hyphenated(text))
+
+
+def _tidy(text: str) -> str:
+    """Lines right-stripped, runs of blank lines made one, no blank lines at the ends."""
+    out: list[str] = []
+    for line in text.split('\n'):
+        line = line.rstrip()
+        if line or (out and out[-1]):
+            out.append(line)
+    return '\n'.join(out).strip('\n')
+
+
+_RUN = re.compile(r'[^\W_]+')
+_WORD_RUN = re.compile(r'^(?:\d+|[^\W\d_][^\W\d_A-Z]*|[^\W\d_a-z]+)$')
+"""A run of letters or digits as text has them: a number, or a word in lower case, Capitalised or UPPER CASE."""
+_CID = re.compile(r'\(cid:\d+\)')
+
+
+def _bad_char(c: str) -> bool:
+    return c not in '\n\t\r' and (c == '\ufffd' or unicodedata.category(c) in ('Co', 'Cc', 'Cn', 'Cs'))
+
+
+def text_quality(text: str) -> float:
+    """How much of a text layer reads as text, 0 to 1: the share of its letter/digit runs' characters in
+    runs shaped like words or numbers (``2tORR2SPON32`` is not), less characters no text has
+    (private use, control, U+FFFD, pdfminer's ``(cid:N)``). Code, URLs and UUIDs still score high."""
+    cleaned = _CID.sub('\ufffd', text)
+    runs = _RUN.findall(cleaned)
+    bad = sum(1 for c in cleaned if _bad_char(c))
+    total = sum(map(len, runs)) + bad
+    if not total:
+        return 0.0
+    good = sum(len(r) for r in runs if _WORD_RUN.match(r))
+    return max(0.0, (good - bad) / total)
+
+
+GARBAGE_BELOW = 0.5
+"""`text_is_garbage`: a text layer whose `text_quality` is under this is read by OCR (measured:
+every page of the born-digital test documents scores 0.75 or more, a page pypdf decodes
+with a broken font map 0.16; see tests/ingest/test_ocr.py)."""
+
+
+def text_is_garbage(text: str) -> bool:
+    """True for a text layer of at least 20 characters that is mostly not words (a broken font map)."""
+    return sum(not c.isspace() for c in text) >= 20 and text_quality(text) < GARBAGE_BELOW
