@@ -1,0 +1,133 @@
+"""A table as text: the one Markdown pipe-table rendering every reader uses.
+
+Readers hand over a grid (rows of cell strings, a merged cell's text repeated in every
+position it covers) and how many leading rows are header; `add_table` writes it as a
+table block whose ``header_end`` marks where the header (rows plus the ``| --- |`` line)
+ends, so the chunker repeats the header with every row group. A PDF reader uses it with
+`_pdf_tables.find_tables`::
+
+    for table in find_tables(page):          # words inside table.bbox are left out of the running text
+        add_table(outline, table.rows, table.header_rows)
+
+Each row is one line and a cell can never break it: whitespace (newlines included) is
+collapsed and ``|`` escaped. See docs/ingestion.md#tables.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from .._model import Block, OutlineBuilder
+
+__all__ = ['RenderedTable', 'add_table', 'clean_cell', 'guess_header_rows', 'normalise_grid', 'render_table']
+
+_SPACE = re.compile(r'\s+')
+_NUMBERISH = re.compile(r'^[\s$€£¥%+\-\u2212\u2013.,:/()0-9]*[0-9][\s$€£¥%+\-\u2212\u2013.,:/()0-9a-zA-Z]{0,3}$')
+"""A cell that reads as a number, amount, percentage or date (``1,234``, ``-3.5%``, ``12/31/2010``)."""
+
+
+def clean_cell(text: object) -> str:
+    """One cell's text on one line: whitespace collapsed, ``None`` as empty."""
+    if text is None:
+        return ''
+    return _SPACE.sub(' ', str(text)).strip()
+
+
+def normalise_grid(rows: Sequence[Sequence[object]]) -> list[list[str]]:
+    """Cells cleaned, rows padded to the widest, and rows and columns empty throughout dropped."""
+    grid = [[clean_cell(c) for c in row] for row in rows]
+    grid = [row for row in grid if any(row)]
+    if not grid:
+        return []
+    width = max(len(row) for row in grid)
+    grid = [row + [''] * (width - len(row)) for row in grid]
+    keep = [j for j in range(width) if any(row[j] for row in grid)]
+    return [[row[j] for j in keep] for row in grid]
+
+
+def guess_header_rows(rows: Sequence[Sequence[str]]) -> int:
+    """How many leading rows of a grid without header markup are header: 0 or 1 (or more for spans).
+
+    The first row is a header when the table has a body and the first row holds no
+    number-like cell while some body column does, or when every cell of it is filled
+    and short; leading rows repeating a text across columns (a merged group header)
+    extend the header by one row each.
+    """
+    if len(rows) < 2:
+        return 0
+    spans = 0
+    while spans < len(rows) - 2 and _spans_columns(rows[spans]):
+        spans += 1
+    first = rows[spans]
+    body = rows[spans + 1 :]
+    if any(_NUMBERISH.match(c) for c in first if c):
+        return spans
+    numeric_body = any(any(_NUMBERISH.match(c) for c in row if c) for row in body)
+    filled = sum(1 for c in first if c) >= max(1, len(first) - 1)
+    short = all(len(c) <= 60 for c in first)
+    if spans or numeric_body or (filled and short):
+        return spans + 1
+    return 0
+
+
+def _spans_columns(row: Sequence[str]) -> bool:
+    return any(a and a == b for a, b in itertools.pairwise(row))
+
+
+def _escape(cell: str) -> str:
+    return clean_cell(cell).replace('\\', '\\\\').replace('|', '\\|')
+
+
+def _line(row: Sequence[str], width: int) -> str:
+    cells = [_escape(c) for c in row] + [''] * (width - len(row))
+    return '| ' + ' | '.join(cells) + ' |'
+
+
+@dataclass(frozen=True, slots=True)
+class RenderedTable:
+    """A table as a Markdown pipe table; ``text`` starts with ``header`` (``''`` when it has none)."""
+
+    text: str
+    header: str
+
+
+def render_table(rows: Sequence[Sequence[str]], header_rows: int = 1) -> RenderedTable:
+    """``rows`` as a pipe table: the header row(s), the ``| --- |`` line, then one line per row.
+
+    With ``header_rows == 0`` there is no separator line and no header to repeat.
+    """
+    if not rows:
+        return RenderedTable('', '')
+    width = max(len(r) for r in rows)
+    header_rows = max(0, min(header_rows, len(rows)))
+    lines = [_line(r, width) for r in rows]
+    if not header_rows:
+        return RenderedTable('\n'.join(lines), '')
+    head = [*lines[:header_rows], '| ' + ' | '.join(['---'] * width) + ' |']
+    header = '\n'.join(head)
+    body = lines[header_rows:]
+    return RenderedTable('\n'.join([header, *body]), header)
+
+
+def add_table(
+    outline: OutlineBuilder, rows: Sequence[Sequence[object]], header_rows: int | None = None
+) -> Block | None:
+    """Write a table block: ``rows`` normalised and rendered; ``header_rows=None`` guesses it.
+
+    A table of one column, or of one row, is no table: it is written as plain text lines.
+    """
+    raw = [[clean_cell(c) for c in row] for row in rows]
+    grid = normalise_grid(raw)
+    if not grid:
+        return None
+    if header_rows is None:
+        header_rows = guess_header_rows(grid)
+    else:  # rows dropped as empty no longer count
+        header_rows -= sum(1 for row in raw[:header_rows] if not any(row))
+    if len(grid[0]) < 2 or len(grid) < 2:
+        return outline.block('\n'.join(' '.join(c for c in row if c) for row in grid))
+    rendered = render_table(grid, header_rows)
+    return outline.block(rendered.text, 'table', header=rendered.header or None)
