@@ -187,15 +187,33 @@ class _Losing(InMemoryStore):
         return list(await super().text_search(request))[::2]
 
 
-async def test_the_kit_sees_each_member_through_the_federation() -> None:
-    """A leaking member is re-checked away (the federation reads members through a scoped Retriever);
-    a member that loses records makes the kit fail, so the kit does examine every member's answers."""
+async def test_a_leaking_member_fails_the_kit_and_the_tools_never_show_its_leak() -> None:
+    """The federation passes on what a member that evaluates filters returns, so the kit's direct checks
+    see a member's leak; the tools read through a scoped Retriever, which re-checks every hit.
+    A member that loses records fails the kit too: the kit examines every member's answers."""
+    from toolish_rag import ToolishRag
     from toolish_rag.protocols import TextSearch
 
     def federation(member: type[InMemoryStore]) -> Any:
         return lambda path, embedder: Federated({'docs': InMemoryStore(embedder), 'code': member(embedder)})
 
     chosen: dict[str, Any] = {'protocols': {TextSearch}, 'aspects': {'scope'}}
-    await check_store(federation(_Leaky), **chosen)
+    with pytest.raises(ConformanceFailure, match='scope'):
+        await check_store(federation(_Leaky), **chosen)
     with pytest.raises(ConformanceFailure, match='missing'):
         await check_store(federation(_Losing), **chosen)
+
+    fed = Federated({'docs': InMemoryStore(EMBEDDER), 'code': _Leaky(EMBEDDER)}, route=ByMetadata('source'))
+    await fed.upsert(
+        [
+            _doc('acme', 'code', 'refund rules for acme'),
+            _doc('globex', 'code', 'refund rules for globex', tenant='globex'),
+            _doc('manual', 'docs', 'refund rules in the manual', tenant='globex'),
+        ]
+    )
+    leaked = await fed.text_search(SearchRequest('refund rules', 10, filter=F.eq('tenant', 'acme')))
+    assert {h.record.metadata['tenant'] for h in leaked} == {'acme', 'globex'}  # the member's leak, passed on
+    rag = ToolishRag(fed, name='kb').with_metadata_filter(F.eq('tenant', 'acme'))
+    for tool in ('text_search', 'hybrid_search'):
+        shown = str((await rag.run_tool(tool, {'query': 'refund rules', 'top_k': 10})).return_value)
+        assert 'for acme' in shown and 'globex' not in shown and 'manual' not in shown, tool

@@ -24,8 +24,8 @@ async def _member_expand(member: Member, request: ExpansionRequest) -> list[Chun
     """One member's in-scope answer to ``request`` (its own scope added), whether or not it evaluates filters."""
     store, f = member.store, member.scoped(request.filter)
     request = replace(request, filter=f)
-    if f is None or pushes_down(store, f):
-        return [c for c in await store.expand(request) if matches(f, c)]
+    if f is None or pushes_down(store, f):  # its answer as it is, bar the member's own scope (see member_ranking)
+        return [c for c in await store.expand(request) if matches(member.scope, c)]
     window = request.limit * 4
     while True:
         chunks = list(await store.expand(replace(request, filter=None, limit=window)))
@@ -37,8 +37,9 @@ async def _member_expand(member: Member, request: ExpansionRequest) -> list[Chun
 
 async def _member_records(member: Member, ids: list[str], f: Filter | None) -> list[Chunk | Entity]:
     scope = member.scoped(f)
-    found = await member.store.get_records(ids, filter=scope if pushes_down(member.store, scope) else None)
-    return [r for r in found if matches(scope, r)]
+    if scope is None or pushes_down(member.store, scope):  # as it is, bar the member's own scope (see member_ranking)
+        return [r for r in await member.store.get_records(ids, filter=scope) if matches(member.scope, r)]
+    return [r for r in await member.store.get_records(ids) if matches(scope, r)]
 
 
 class FederatedRecords(FederationCore):

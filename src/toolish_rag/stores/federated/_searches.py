@@ -1,7 +1,8 @@
 """The search capabilities of a federation: each member searched concurrently, then fused.
 
-Each member is read through a `Retriever` scoped by the request's filter, so a member that
-cannot evaluate the filter is over-fetched and re-checked like any store. See docs/federation.md#fusion.
+Each member is sent the request's filter when it evaluates it (its answer passed on as it is, so
+the conformance kit sees a member's leak); one that cannot is read through a `Retriever`,
+over-fetched and re-checked like any store. See docs/federation.md#fusion.
 """
 
 from __future__ import annotations
@@ -10,16 +11,38 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
+from ...filters import matches
 from ...fusion import fuse
 from ...protocols import HybridSearch, RegexSearch, TextSearch, VectorSearch
 from ...regex import compile_request, regex_rank_key
 from ...retriever import Retriever
 from ...search import RegexRequest, SearchHit, SearchRequest
-from ._core import FederationCore, Member
+from ._core import FederationCore, Member, pushes_down
 from ._events import SourcedHit
 from ._fusion import MemberFusion
 
-_Leg = Callable[[Retriever, str, int], Awaitable[list[SearchHit]]]
+_Method = Callable[[Member], str]
+"""Which search method of a member gives its ranking for a leg (``'vector_search'``...)."""
+
+
+async def member_ranking(member: Member, method: str, request: SearchRequest | RegexRequest) -> list[SearchHit]:
+    """One member's answer to ``request`` under its scope.
+
+    A member that evaluates the filter is sent it and its answer is returned as it is, bar the
+    member's own scope (only the federation knows it): a member that ignores a filter it claims
+    to evaluate then shows in the federation's own answers, where the conformance kit finds it,
+    while a `Retriever` over the federation (the tools) re-checks every hit. A member that cannot
+    evaluate the filter is read through a `Retriever` (over-fetched and re-checked), like any store.
+    """
+    f, store = member.scoped(request.filter), member.store
+    if f is None or pushes_down(store, f):
+        hits = await getattr(store, method)(replace(request, filter=f))
+        return [h for h in hits if matches(member.scope, h.record)][: request.top_k]
+    retriever = Retriever(store, f)
+    if isinstance(request, RegexRequest):
+        return await retriever.regex_search(request.pattern, request.top_k, case_sensitive=request.case_sensitive)
+    ranked: list[SearchHit] = await getattr(retriever, method)(request.query, request.top_k)
+    return ranked
 
 
 class FusedSearch(FederationCore):
@@ -28,25 +51,35 @@ class FusedSearch(FederationCore):
     fusion: MemberFusion
 
     async def fan_out(
-        self, members: Sequence[Member], leg: _Leg, request: SearchRequest, operation: str
+        self, members: Sequence[Member], method: _Method, request: SearchRequest, operation: str
     ) -> list[SourcedHit]:
         """The members' rankings for ``request``, concurrently, fused; a failing member adds nothing."""
         if request.top_k <= 0 or not members:
             return []
-        n = self.fusion.fetch(request.top_k)
+        wide = replace(request, top_k=self.fusion.fetch(request.top_k))
         rankings = await asyncio.gather(
-            *(
-                self.guarded(m, operation, leg(Retriever(m.store, m.scoped(request.filter)), request.query, n), [])
-                for m in members
-            )
+            *(self.guarded(m, operation, member_ranking(m, method(m), wide), []) for m in members)
         )
         return self.fusion.fuse([m.name for m in members], rankings, request.top_k)
+
+
+def _vector(member: Member) -> str:
+    return 'vector_search'
+
+
+def _text(member: Member) -> str:
+    return 'text_search'
+
+
+def _vector_leg(member: Member) -> str:
+    """A member's vector ranking or, for a member with only its own hybrid search, that ranking."""
+    return 'vector_search' if isinstance(member.store, VectorSearch) else 'hybrid_search'
 
 
 class FederatedVector(FusedSearch):
     async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         """The members' vector searches merged by `MemberFusion` (by default on their own scores: cosines)."""
-        return await self.fan_out(self.serving(VectorSearch), Retriever.vector_search, request, 'vector_search')
+        return await self.fan_out(self.serving(VectorSearch), _vector, request, 'vector_search')
 
 
 class FederatedText(FusedSearch):
@@ -62,14 +95,7 @@ class FederatedText(FusedSearch):
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         """The members' text searches merged by `MemberFusion` (by default on their own BM25 scores)."""
-        return await self.fan_out(self.serving(TextSearch), Retriever.text_search, request, 'text_search')
-
-
-async def _vector_leg(retriever: Retriever, query: str, top_k: int) -> list[SearchHit]:
-    """A member's vector ranking or, for a member with only its own hybrid search, that ranking."""
-    if isinstance(retriever.store, VectorSearch):
-        return await retriever.vector_search(query, top_k)
-    return await retriever.hybrid_search(query, top_k)
+        return await self.fan_out(self.serving(TextSearch), _text, request, 'text_search')
 
 
 class FederatedHybrid(FusedSearch):
@@ -93,7 +119,7 @@ class FederatedHybrid(FusedSearch):
         ]
         vector, text = await asyncio.gather(
             self.fan_out(vector_members, _vector_leg, wide, 'hybrid_search'),
-            self.fan_out(self.serving(TextSearch), Retriever.text_search, wide, 'hybrid_search'),
+            self.fan_out(self.serving(TextSearch), _text, wide, 'hybrid_search'),
         )
         sources = {h.id: h.source for h in (*text, *vector)}
         fused = fuse(vector, text, request.top_k, replace(self.fusion.legs, candidates=n))
@@ -109,9 +135,7 @@ class FederatedRegex(FederationCore):
         members = self.serving(RegexSearch)
 
         def one(member: Member) -> Awaitable[list[SearchHit]]:
-            retriever = Retriever(member.store, member.scoped(request.filter))
-            found = retriever.regex_search(request.pattern, request.top_k, case_sensitive=request.case_sensitive)
-            return self.guarded(member, 'regex_search', found, [])
+            return self.guarded(member, 'regex_search', member_ranking(member, 'regex_search', request), [])
 
         hits: dict[str, SearchHit] = {}
         for member, found in zip(members, await asyncio.gather(*(one(m) for m in members)), strict=True):
