@@ -5,7 +5,8 @@ extension picks (``.xlsm`` with the XLSX reader); the table blocks of the result
 back into grids (`tables_of`) and scored with `cell_accuracy`: predicted tables are aligned
 to the truth tables in order (an order-keeping alignment that maximises matching cells, so a
 missed or an extra table costs only itself), and the score is matching cells / truth cells,
-cells compared at the same (row, column) after whitespace collapse. Per document, then the
+cells compared at the same (row, column) after the fidelity README's normalisation (NFKC,
+curly quotes and dashes folded, whitespace collapsed; no case folding). Per document, then the
 macro-average per kind of truth (ICDAR is human truth; docling's is agreement with docling).
 
     python benchmarks/table_fidelity.py [--data ../shared/data/fidelity] [--json out.json]
@@ -18,6 +19,7 @@ import json
 import re
 import sys
 import time
+import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
 from pathlib import Path
@@ -29,8 +31,15 @@ _SEPARATOR = re.compile(r'^:?-{3,}:?$')
 _PIPE = re.compile(r'(?<!\\) ?\| ?')
 
 
+_FOLD = str.maketrans(
+    {'\u2018': "'", '\u2019': "'", '\u201c': '"', '\u201d': '"', '\u00ad': None}
+    | {c: '-' for c in '\u2010\u2011\u2012\u2013\u2014\u2212'}
+)
+
+
 def _norm(cell: str) -> str:
-    return _SPACE.sub(' ', cell).strip()
+    """The fidelity set's normalisation of a cell: NFKC, curly quotes and dashes folded, whitespace collapsed."""
+    return _SPACE.sub(' ', unicodedata.normalize('NFKC', cell).translate(_FOLD)).strip()
 
 
 def _matches(pred: Grid, truth: Grid) -> int:
@@ -64,8 +73,12 @@ def cell_accuracy(pred: Sequence[Grid], truth: Sequence[Grid]) -> float:
 
 def parse_table(text: str) -> list[list[str]]:
     """A table block's text back into rows: a pipe table (``| a | b |``), or ``a | b`` lines."""
+    lines = text.splitlines()
+    piped = any(line.startswith('| ') for line in lines)
     rows: list[list[str]] = []
-    for line in text.splitlines():
+    for line in lines:
+        if piped and not line.startswith('|'):
+            continue  # a caption line above a pipe table
         inner = line
         if line.startswith('|') and line.rstrip().endswith('|') and len(line.rstrip()) > 1:
             inner = line.strip()[1:-1]

@@ -37,15 +37,19 @@ def clean_cell(text: object) -> str:
 
 
 def normalise_grid(rows: Sequence[Sequence[object]]) -> list[list[str]]:
-    """Cells cleaned, rows padded to the widest, and rows and columns empty throughout dropped."""
+    """Cells cleaned, rows padded to the widest; empty rows at either end and empty columns at the right dropped.
+
+    Empty rows and columns inside the table stay: a grid position keeps its place.
+    """
     grid = [[clean_cell(c) for c in row] for row in rows]
-    grid = [row for row in grid if any(row)]
+    while grid and not any(grid[-1]):
+        grid.pop()
+    start = next((i for i, row in enumerate(grid) if any(row)), len(grid))
+    grid = grid[start:]
     if not grid:
         return []
-    width = max(len(row) for row in grid)
-    grid = [row + [''] * (width - len(row)) for row in grid]
-    keep = [j for j in range(width) if any(row[j] for row in grid)]
-    return [[row[j] for j in keep] for row in grid]
+    width = max((j + 1 for row in grid for j, c in enumerate(row) if c), default=0)
+    return [row[:width] + [''] * (width - len(row)) for row in grid]
 
 
 def guess_header_rows(rows: Sequence[Sequence[str]]) -> int:
@@ -94,9 +98,11 @@ class RenderedTable:
     header: str
 
 
-def render_table(rows: Sequence[Sequence[str]], header_rows: int = 1) -> RenderedTable:
+def render_table(rows: Sequence[Sequence[str]], header_rows: int = 1, caption: str = '') -> RenderedTable:
     """``rows`` as a pipe table: the header row(s), the ``| --- |`` line, then one line per row.
 
+    A ``caption`` is a first line of its own, part of the header (so every piece of a split
+    table repeats it); a caption starting with ``|`` is escaped so it never reads as a row.
     With ``header_rows == 0`` there is no separator line and no header to repeat.
     """
     if not rows:
@@ -104,16 +110,18 @@ def render_table(rows: Sequence[Sequence[str]], header_rows: int = 1) -> Rendere
     width = max(len(r) for r in rows)
     header_rows = max(0, min(header_rows, len(rows)))
     lines = [_line(r, width) for r in rows]
+    title = clean_cell(caption)
+    title = '\\' + title if title.startswith(('|', '\\')) else title
     if not header_rows:
-        return RenderedTable('\n'.join(lines), '')
-    head = [*lines[:header_rows], '| ' + ' | '.join(['---'] * width) + ' |']
+        return RenderedTable('\n'.join([title, *lines] if title else lines), title)
+    head = [*([title] if title else []), *lines[:header_rows], '| ' + ' | '.join(['---'] * width) + ' |']
     header = '\n'.join(head)
     body = lines[header_rows:]
     return RenderedTable('\n'.join([header, *body]), header)
 
 
 def add_table(
-    outline: OutlineBuilder, rows: Sequence[Sequence[object]], header_rows: int | None = None
+    outline: OutlineBuilder, rows: Sequence[Sequence[object]], header_rows: int | None = None, caption: str = ''
 ) -> Block | None:
     """Write a table block: ``rows`` normalised and rendered; ``header_rows=None`` guesses it.
 
@@ -125,9 +133,11 @@ def add_table(
         return None
     if header_rows is None:
         header_rows = guess_header_rows(grid)
-    else:  # rows dropped as empty no longer count
-        header_rows -= sum(1 for row in raw[:header_rows] if not any(row))
+    else:  # empty rows dropped from the top no longer count
+        header_rows -= next((i for i, row in enumerate(raw) if any(row)), 0)
     if len(grid[0]) < 2 or len(grid) < 2:
-        return outline.block('\n'.join(' '.join(c for c in row if c) for row in grid))
-    rendered = render_table(grid, header_rows)
+        lines = [' '.join(c for c in row if c) for row in grid]
+        title = clean_cell(caption)
+        return outline.block('\n'.join([title, *lines] if title else lines))
+    rendered = render_table(grid, max(0, header_rows), caption)
     return outline.block(rendered.text, 'table', header=rendered.header or None)
