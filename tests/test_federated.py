@@ -217,3 +217,50 @@ async def test_a_leaking_member_fails_the_kit_and_the_tools_never_show_its_leak(
     for tool in ('text_search', 'hybrid_search'):
         shown = str((await rag.run_tool(tool, {'query': 'refund rules', 'top_k': 10})).return_value)
         assert 'for acme' in shown and 'globex' not in shown and 'manual' not in shown, tool
+
+
+async def test_graph_reads_route_to_each_member_and_a_walk_stays_in_its_member() -> None:
+    """Each member holds one tenant's handbook and graph (written to the member); the federation's hops
+    are the members' merged in edge order and cut at the limit, and a view's walk reads exactly like
+    the walk over its member alone (the left-out member adds no node, edge or count)."""
+    from helpers import handbook_corpus, handbook_entities
+
+    from toolish_rag import ToolishRag
+    from toolish_rag.content import Relation
+    from toolish_rag.graph.model import NeighbourRequest, NodeRequest, edge_order
+
+    acme, globex = handbook_corpus()
+    alice, bob = handbook_entities()[:2]
+
+    def graph(doc: Document, person: str) -> list[Relation]:
+        edges = [
+            Relation(source=c.id, source_kind='chunk', target=c.section_ids[-1], target_kind='section',
+                     type='PART_OF', document_id=doc.id)
+            for c in doc.chunks
+        ]  # fmt: skip
+        return [*edges, Relation(source=doc.chunks[0].id, source_kind='chunk', target=person, target_kind='entity', type='MENTIONS')]  # fmt: skip
+
+    a, b = InMemoryStore(EMBEDDER), InMemoryStore(EMBEDDER)
+    await a.upsert([acme, alice, *graph(acme, alice.id)])
+    await b.upsert([globex, bob, *graph(globex, bob.id)])
+    fed = Federated({'a': a, 'b': b})
+    assert StoreCapabilities.of(fed).graph and StoreCapabilities.of(fed).sections
+
+    seeds = (acme.chunks[0].id, globex.chunks[0].id)
+    whole = await fed.neighbours(NeighbourRequest(seeds))
+    own = [*(await a.neighbours(NeighbourRequest(seeds))).edges, *(await b.neighbours(NeighbourRequest(seeds))).edges]
+    assert list(whole.edges) == sorted(own, key=edge_order) and not whole.truncated
+    assert {n.id for n in whole.nodes} == {alice.id, bob.id, acme.chunks[0].section_ids[-1], globex.chunks[0].section_ids[-1]}  # fmt: skip
+    cut = await fed.neighbours(NeighbourRequest(seeds, limit=2))
+    assert list(cut.edges) == list(whole.edges[:2]) and cut.truncated
+    assert {n.id for n in cut.nodes} == {e.target for e in cut.edges}
+    nodes = await fed.graph_nodes(NodeRequest((*seeds, bob.id, acme.id, 'nowhere')))
+    assert [(n.id, n.kind) for n in nodes] == sorted([(seeds[0], 'chunk'), (seeds[1], 'chunk'), (bob.id, 'entity'), (acme.id, 'document')])  # fmt: skip
+    assert await fed.narrowed({'a'}).graph_nodes(NodeRequest((bob.id, seeds[1]))) == []
+
+    walk = {'ids': [seeds[0], seeds[1]], 'hops': 2}
+    in_view = str((await ToolishRag(fed.narrowed({'a'}), name='kb').run_tool('graph_context', walk)).return_value)
+    alone = str((await ToolishRag(a, name='kb').run_tool('graph_context', walk)).return_value)
+    assert in_view == alone and bob.name not in in_view
+    both = str((await ToolishRag(fed, name='kb').run_tool('graph_context', walk)).return_value)
+    assert alice.name in both and bob.name in both

@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from toolish_rag.protocols import DocumentStore, RegexSearch, ResultExpander, TextSearch
+from toolish_rag.protocols import DocumentStore, RegexSearch, ResultExpander, SectionReader, TextSearch
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.stores.federated import Federated
 from toolish_rag.testing import StoreConformance
@@ -50,7 +50,7 @@ class TestFederatedThreeKinds(StoreConformance):
     contract here); the scope and write checks through each. Vector and hybrid over mixed members
     are checked by TestFederatedMemoryLance (slow) and tests/test_federated.py."""
 
-    protocols = frozenset({TextSearch, RegexSearch, ResultExpander, DocumentStore})
+    protocols = frozenset({TextSearch, RegexSearch, ResultExpander, SectionReader, DocumentStore})
     aspects = frozenset({'scope', 'writes'})
 
     async def make_store(self, path: Path, embedder: Any) -> Federated:
@@ -77,7 +77,7 @@ class TestFederatedMemoryLance(StoreConformance):
 class TestFederatedThreeKindsWhole(StoreConformance):
     """Every aspect of the text-side kit over memory + LanceDB + Tantivy, persistence included."""
 
-    protocols = frozenset({TextSearch, RegexSearch, ResultExpander, DocumentStore})
+    protocols = frozenset({TextSearch, RegexSearch, ResultExpander, SectionReader, DocumentStore})
 
     async def make_store(self, path: Path, embedder: Any) -> Federated:
         return _three_kinds(path, embedder)

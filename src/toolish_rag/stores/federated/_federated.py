@@ -12,10 +12,11 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...filters import Filter
-from ...protocols import DocumentStore, ResultExpander, StoreCapabilities
+from ...protocols import DocumentStore, GraphSearch, ResultExpander, SectionReader, StoreCapabilities
 from ._core import FederationCore, Member, both
 from ._events import MemberListener
 from ._fusion import MemberFusion
+from ._navigation import FederatedGraph, FederatedSections
 from ._records import FederatedRecords
 from ._routing import ByHash, Route
 from ._searches import FEDERATED_SEARCHES, FederatedHybrid
@@ -38,7 +39,8 @@ class Federated(FederationCore):
 
     It implements each search protocol some member implements (hybrid search when any member
     searches: a text-only member adds its text ranking), `ResultExpander` when a member does,
-    `DocumentStore` when a member does, and `FilterPushdown` always. Search hits are
+    `SectionReader` and `GraphSearch` when a member does (each document and its graph live in one
+    member), `DocumentStore` when a member does, and `FilterPushdown` always. Search hits are
     `SourcedHit` objects naming their member. Members keep their own ids; see docs/federation.md.
     """
 
@@ -109,6 +111,10 @@ def _mixins(stores: tuple[Any, ...]) -> tuple[type, ...]:
         chosen.append(FederatedHybrid)
     if any(isinstance(s, ResultExpander) for s in stores):
         chosen.append(FederatedRecords)
+    if any(isinstance(s, SectionReader) for s in stores):
+        chosen.append(FederatedSections)
+    if any(isinstance(s, GraphSearch) for s in stores):
+        chosen.append(FederatedGraph)
     if any(isinstance(s, DocumentStore) for s in stores):
         chosen.append(FederatedWrites)
     return tuple(chosen)
