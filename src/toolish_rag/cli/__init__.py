@@ -13,7 +13,18 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from . import _ask_cmd, _chat_cmd, _eval_cmd, _graph_cmd, _ingest_cmd, _mcp_cmd, _search_cmd, _tools_cmd, _upgrade_cmd
+from . import (
+    _ask_cmd,
+    _chat_cmd,
+    _eval_cmd,
+    _graph_cmd,
+    _ingest_cmd,
+    _inspect_cmd,
+    _mcp_cmd,
+    _search_cmd,
+    _tools_cmd,
+    _upgrade_cmd,
+)
 from ._chat_cmd import chat
 from ._common import add_store_arguments, release_store_locks
 from ._errors import debugging, report
@@ -31,6 +42,7 @@ _COMMANDS = (
     _ask_cmd,
     _graph_cmd,
     _upgrade_cmd,
+    _inspect_cmd,
 )
 
 

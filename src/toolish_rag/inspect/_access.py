@@ -1,0 +1,166 @@
+"""Who is looking, and in which scope: sign-in with a bearer token, sessions, and the headers every answer carries.
+
+Without a token file the inspector answers only requests addressed to a loopback name (no DNS
+rebinding) and sees the whole toolset. With one, every request presents a token (an
+``Authorization: Bearer`` header, or the session cookie a sign-in set) and is narrowed by that
+token's scope exactly as its MCP session is (``rag.with_metadata_filter``). See docs/inspect.md#safety.
+"""
+
+from __future__ import annotations
+
+import secrets
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, MutableMapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from ..filters import Filter
+from ..toolset import ToolishRag
+
+if TYPE_CHECKING:
+    from ..mcp import TokenScope, TokenTable
+
+__all__ = ['COOKIE', 'LOOPBACK_NAMES', 'Sessions', 'Viewer', 'guard', 'security_headers']
+
+COOKIE = 'toolish_inspect'
+LOOPBACK_NAMES = frozenset({'127.0.0.1', 'localhost', '::1', '[::1]'})
+
+CSP = (
+    "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; connect-src 'self'; "
+    "form-action 'self'; base-uri 'none'; frame-ancestors 'none'"
+)
+"""No inline script or style, nothing from elsewhere: text from a document can never run in the page."""
+
+_HEADERS = [
+    (b'content-security-policy', CSP.encode()),
+    (b'x-content-type-options', b'nosniff'),
+    (b'referrer-policy', b'no-referrer'),
+    (b'x-frame-options', b'DENY'),
+    (b'cache-control', b'no-store'),
+]
+
+ASGIApp = Callable[
+    [MutableMapping[str, Any], Callable[[], Awaitable[Any]], Callable[[MutableMapping[str, Any]], Awaitable[None]]],
+    Awaitable[None],
+]
+
+
+@dataclass(frozen=True)
+class Viewer:
+    """A request's view: the toolset narrowed to its token's scope (``label`` ``None`` without tokens)."""
+
+    rag: ToolishRag[Any]
+    label: str | None
+    scope: Filter | None
+    """The token's own filter (``None``: the token, or the app, has no scope of its own)."""
+
+    @property
+    def signed_in(self) -> bool:
+        return self.label is not None
+
+    @property
+    def unscoped(self) -> bool:
+        """No token narrows this view (no token file, or a token with an empty scope): it may preview tokens."""
+        return self.scope is None
+
+    def describe(self, base: str) -> str:
+        who = f'token {self.label!r}' if self.label is not None else base
+        return who if self.scope is None else f'{who}, filtered'
+
+
+class Sessions:
+    """Signed-in browsers: a random session id (the cookie) -> the token's scope; at most ``limit``, oldest dropped."""
+
+    def __init__(self, limit: int = 1000) -> None:
+        self._by_id: OrderedDict[str, TokenScope] = OrderedDict()
+        self._limit = limit
+
+    def open(self, scope: TokenScope) -> str:
+        session = secrets.token_urlsafe(32)
+        self._by_id[session] = scope
+        while len(self._by_id) > self._limit:
+            self._by_id.popitem(last=False)
+        return session
+
+    def get(self, session: str | None) -> TokenScope | None:
+        return self._by_id.get(session) if session else None
+
+    def close(self, session: str | None) -> None:
+        if session:
+            self._by_id.pop(session, None)
+
+
+def bearer(headers: Any) -> str | None:
+    kind, _, token = (headers.get('authorization') or '').strip().partition(' ')
+    return token.strip() or None if kind.lower() == 'bearer' else None
+
+
+def viewer_for(
+    rag: ToolishRag[Any], tokens: TokenTable | None, sessions: Sessions, headers: Any, cookies: Any
+) -> Viewer | None:
+    """The request's `Viewer`, or ``None`` when a token file is configured and the request has no valid token."""
+    if tokens is None:
+        return Viewer(rag, None, None)
+    found = tokens.authenticate(bearer(headers)) if bearer(headers) else sessions.get(cookies.get(COOKIE))
+    if found is None:
+        return None
+    scoped = rag if found.filter is None else rag.with_metadata_filter(found.filter)
+    return Viewer(scoped, found.label, found.filter)
+
+
+def _host_of(value: str) -> str:
+    """``127.0.0.1:8765`` -> ``127.0.0.1``; ``[::1]:8765`` -> ``[::1]``; a bare name as it is."""
+    if value.startswith('['):
+        return value[: value.find(']') + 1] if ']' in value else value
+    return value.rpartition(':')[0] if value.count(':') == 1 else value
+
+
+def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
+    for key, value in headers:
+        if key.lower() == name:
+            return value.decode('latin-1').strip()
+    return None
+
+
+def guard(app: ASGIApp, *, trusted_hosts: frozenset[str] | None) -> ASGIApp:
+    """ASGI middleware: the security headers on every answer; with ``trusted_hosts`` only requests addressed
+    to one of those names (a DNS-rebinding page cannot reach a loopback inspector); a form posted from
+    another origin refused."""
+
+    async def guarded(
+        scope: MutableMapping[str, Any],
+        receive: Callable[[], Awaitable[Any]],
+        send: Callable[[MutableMapping[str, Any]], Awaitable[None]],
+    ) -> None:
+        if scope['type'] != 'http':
+            await app(scope, receive, send)
+            return
+        headers: list[tuple[bytes, bytes]] = scope.get('headers', [])
+        host = _header(headers, b'host') or ''
+        if trusted_hosts is not None and _host_of(host).lower() not in trusted_hosts:
+            await _refuse(send, 421, 'this inspector answers requests to a loopback address only')
+            return
+        origin = _header(headers, b'origin')
+        if scope.get('method') == 'POST' and origin is not None and origin.partition('://')[2] != host:
+            await _refuse(send, 403, 'a form from another origin is refused')
+            return
+
+        async def with_headers(message: MutableMapping[str, Any]) -> None:
+            if message['type'] == 'http.response.start':
+                message['headers'] = [*message.get('headers', []), *_HEADERS]
+            await send(message)
+
+        await app(scope, receive, with_headers)
+
+    return guarded
+
+
+async def _refuse(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], status: int, reason: str) -> None:
+    body = reason.encode()
+    headers = [(b'content-type', b'text/plain; charset=utf-8'), (b'content-length', str(len(body)).encode())]
+    await send({'type': 'http.response.start', 'status': status, 'headers': [*headers, *_HEADERS]})
+    await send({'type': 'http.response.body', 'body': body})
+
+
+def security_headers() -> dict[str, str]:
+    return {k.decode(): v.decode() for k, v in _HEADERS}
