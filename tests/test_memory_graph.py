@@ -257,9 +257,9 @@ async def test_relation_and_mark_writes_embed_nothing_and_keep_the_indexes(monke
     built: list[int] = []
     real_build = _snapshot.build_bm25
 
-    def counted(texts: list[str], analyzer: Any) -> Any:
+    def counted(texts: list[str], analyzer: Any, *documents: Any) -> Any:
         built.append(len(texts))
-        return real_build(texts, analyzer)
+        return real_build(texts, analyzer, *documents)
 
     monkeypatch.setattr(_snapshot, 'build_bm25', counted)
     embedder = CountingHashing()

@@ -71,7 +71,7 @@ async def test_chinese_questions_find_their_passage() -> None:
 
 async def test_german_stems_and_stop_words() -> None:
     german = InMemoryStore(HashingEmbeddingModel(32), language='de')
-    english = InMemoryStore(HashingEmbeddingModel(32))
+    english = InMemoryStore(HashingEmbeddingModel(32), language='en')
     docs = _docs(GERMAN)
     for store in (german, english):
         await store.upsert(docs)
@@ -108,8 +108,8 @@ async def test_the_language_is_saved_and_reopens(tmp_path: Path) -> None:
 
 
 async def test_a_store_saved_before_languages_opens_as_english(tmp_path: Path) -> None:
-    old = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path, statistics='store')
-    await old.upsert(_docs(GERMAN))
+    old = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path, statistics='store', language='en')
+    await old.upsert(_docs(GERMAN))  # its manifest says 'en', the default then
     (tmp_path / 'settings.json').write_text(json.dumps({'statistics': 'store'}), encoding='utf-8')  # as written then
     reopened = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path)
     assert reopened.language == 'en'
@@ -118,11 +118,11 @@ async def test_a_store_saved_before_languages_opens_as_english(tmp_path: Path) -
 
 
 async def test_another_explicit_language_reanalyses_and_is_saved(tmp_path: Path) -> None:
-    english = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path)
+    english = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path, language='en')
     docs = _docs(GERMAN)
     await english.upsert(docs)
     assert await _top(english, 'Haus') == []
-    assert not (tmp_path / 'settings.json').exists()  # the default needs no record
+    assert _settings(tmp_path) == {'analyzer': 'toolish-v1:en'}
 
     german = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path, language='de')
     assert await _top(german, 'Haus', 1) == [_ids(docs)['houses']]  # the index was rebuilt with German
@@ -150,10 +150,10 @@ async def _text_description(store: InMemoryStore) -> str:
 
 
 async def test_the_text_tool_says_what_the_analyzer_does() -> None:
-    english = await _text_description(InMemoryStore(HashingEmbeddingModel(32)))
+    english = await _text_description(InMemoryStore(HashingEmbeddingModel(32), language='en'))
     chinese = await _text_description(InMemoryStore(HashingEmbeddingModel(32), language='zh'))
     german = await _text_description(InMemoryStore(HashingEmbeddingModel(32), language='de'))
-    assert 'English stemming' in english and 'text analysis' not in english  # the default is unchanged
+    assert 'English stemming' in english and 'text analysis' not in english
     assert TextAnalyzer('zh').describe() in chinese and 'English stemming' not in chinese
     assert TextAnalyzer('de').describe() in german and 'English stemming' not in german
 
@@ -163,7 +163,7 @@ async def test_the_text_tool_says_what_the_analyzer_does() -> None:
 
 def test_open_store_passes_the_language(tmp_path: Path) -> None:
     assert open_store('memory', embedder=HashingEmbeddingModel(8), language='ja').language == 'ja'
-    assert open_store('memory', embedder=HashingEmbeddingModel(8)).language == 'en'
+    assert open_store('memory', embedder=HashingEmbeddingModel(8)).language == 'auto'
 
 
 def test_factories_without_a_language_keyword_are_told_apart() -> None:

@@ -8,53 +8,21 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
 from types import MappingProxyType
 from typing import Any
 
-__all__ = ['LANGUAGES', 'TextAnalyzer', 'analyzer_for']
+from ._language_codes import CODES, UNSTEMMED
+from .languages import detect_language
+
+__all__ = ['AUTO', 'LANGUAGES', 'Analysis', 'TextAnalyzer', 'analyzer_for']
 
 _IDENTITY_PREFIX = 'toolish-v1:'
 
-_CODES: dict[str, str] = {
-    'ar': 'arabic',
-    'ca': 'catalan',
-    'cs': 'czech',
-    'da': 'danish',
-    'de': 'german',
-    'el': 'greek',
-    'en': 'english',
-    'eo': 'esperanto',
-    'es': 'spanish',
-    'et': 'estonian',
-    'eu': 'basque',
-    'fa': 'persian',
-    'fi': 'finnish',
-    'fr': 'french',
-    'ga': 'irish',
-    'hi': 'hindi',
-    'hu': 'hungarian',
-    'hy': 'armenian',
-    'id': 'indonesian',
-    'it': 'italian',
-    'lt': 'lithuanian',
-    'ne': 'nepali',
-    'nl': 'dutch',
-    'no': 'norwegian',
-    'pl': 'polish',
-    'pt': 'portuguese',
-    'ro': 'romanian',
-    'ru': 'russian',
-    'sr': 'serbian',
-    'st': 'sesotho',
-    'sv': 'swedish',
-    'ta': 'tamil',
-    'tr': 'turkish',
-    'yi': 'yiddish',
-}
-_UNSTEMMED: dict[str, str] = {'ja': 'japanese', 'ko': 'korean', 'th': 'thai', 'zh': 'chinese'}
+_CODES = CODES
+_UNSTEMMED = UNSTEMMED
 
 
 def _languages() -> Mapping[str, str]:
@@ -74,6 +42,17 @@ codes, ``'none'`` means no stop words and no stemming.
 """
 
 _NONE = 'none'
+
+AUTO = 'auto'
+"""The analyzer language that detects each text's language and analyses it with that language's rules.
+
+See docs/text-analysis.md#automatic-language."""
+
+_FALLBACK = 'en'
+"""The language of a text whose language, and whose document's, no detection names."""
+
+_OWN_MIN_CHARS = 40
+"""A chunk shorter than this takes its document's language (too few letters to tell on its own)."""
 
 
 @cache
@@ -182,7 +161,9 @@ class TextAnalyzer:
     """How text is cut into BM25 tokens for one language (docs/text-analysis.md has the rules).
 
     ``language`` is a code from `LANGUAGES` (an English name such as ``'german'`` is accepted
-    and stored as its code) or ``'none'``: no stop words, no stemming.
+    and stored as its code), ``'none'``: no stop words, no stemming, or ``'auto'`` (`AUTO`):
+    each text analysed in its detected language (`analyse`), each query in the languages the
+    collection holds (`query_tokens`).
     """
 
     language: str = 'en'
@@ -207,6 +188,8 @@ class TextAnalyzer:
     @property
     def name(self) -> str:
         """The language's English name, capitalised (``'German'``); ``'Unstemmed'`` for ``'none'``."""
+        if self.language == AUTO:
+            return 'Detected-language'
         return 'Unstemmed' if self.language == _NONE else LANGUAGES[self.language].capitalize()
 
     @property
@@ -216,8 +199,13 @@ class TextAnalyzer:
 
     @property
     def stop_words(self) -> frozenset[str]:
-        """The words (and whole unspaced runs) dropped before stemming."""
+        """The words (and whole unspaced runs) dropped before stemming (``'auto'``: each language's own)."""
         return _stop_words(self.language)
+
+    @property
+    def auto(self) -> bool:
+        """Whether each text's language is detected (``language='auto'``)."""
+        return self.language == AUTO
 
     def describe(self) -> str:
         """One sentence for the text tool's description: what the model's query words become."""
@@ -226,6 +214,13 @@ class TextAnalyzer:
             'overlapping two-character pieces, so a query needs no word breaks and matches any '
             'two-character sequence it shares with a passage'
         )
+        if self.language == AUTO:
+            return (
+                'Text analysis by language, detected per passage: words lower-cased, the stop words of '
+                "each passage's language dropped and its Snowball stems taken (different endings of a word "
+                'match); a query is analysed in every language the collection holds, so a query in one '
+                f'language also matches words shared with passages in another; {unspaced}.'
+            )
         if self.language in _UNSTEMMED:
             return f'{self.name} text analysis: {unspaced}; other words are lower-cased and matched whole.'
         parts = ['words lower-cased']
@@ -244,8 +239,66 @@ class TextAnalyzer:
         """The tokens of one text (a query, say), in order."""
         return self.tokenize([text])[0]
 
-    def tokenize(self, texts: Sequence[str]) -> list[list[str]]:
-        """The tokens of each text, in order: the batch path (each distinct word is stemmed once)."""
+    def tokenize(self, texts: Sequence[str], documents: Sequence[str] | None = None) -> list[list[str]]:
+        """The tokens of each text, in order: the batch path (each distinct word is stemmed once).
+
+        ``documents`` (one id per text) only matters to ``'auto'``: see `analyse`.
+        """
+        if self.language == AUTO:
+            return self.analyse(texts, documents).tokens
+        return self._tokenize(texts)
+
+    def analyse(self, texts: Sequence[str], documents: Sequence[str] | None = None) -> Analysis:
+        """The tokens of each text and the language they were analysed in (`Analysis`).
+
+        A fixed language analyses every text in itself. ``'auto'`` detects each text's language
+        (`toolish_rag.languages.detect_language`; a few milliseconds a passage): a text of 40
+        characters or more whose language is detected is analysed in it; the others take their
+        document's (``documents`` holds each text's document id; ``None``: the texts are one
+        document): the language most of the document's detected text is in, else the language
+        of the document's texts together, else English. A language the analyzer has no rules
+        for (Vietnamese, say) is analysed as ``'none'``.
+        """
+        if self.language != AUTO:
+            return Analysis(self._tokenize(texts), [self.language] * len(texts))
+        languages = _detected_languages(texts, documents)
+        tokens: list[list[str]] = [[] for _ in texts]
+        by_language: dict[str, list[int]] = {}
+        for i, code in enumerate(languages):
+            by_language.setdefault(code, []).append(i)
+        for code, positions in by_language.items():
+            for i, found in zip(positions, TextAnalyzer(code)._tokenize([texts[i] for i in positions]), strict=True):
+                tokens[i] = found
+        return Analysis(tokens, languages)
+
+    def query_tokens(self, query: str, languages: Iterable[str] = ()) -> list[str]:
+        """The tokens to search ``query`` by, in a collection whose texts are in ``languages``.
+
+        A fixed language: `tokens`. ``'auto'``: the union of the query's tokens in each of
+        ``languages`` (analyzer codes, as `analyse` names them) and in the query's own detected
+        language, each token as often as the analysis that repeats it most; English when none is
+        known. A German question then yields German stems for German passages and English ones
+        for English passages: stop words of one language are kept by the others' analyses, but
+        an index holds each passage's own-language tokens only, so they rarely match anything.
+        """
+        if self.language != AUTO:
+            return self.tokens(query)
+        wanted = {_analysable(code) for code in languages if code != AUTO}
+        detected = detect_language(query)
+        if detected is not None:
+            wanted.add(_analysable(detected))
+        if not wanted:
+            wanted.add(_FALLBACK)
+        counts: dict[str, int] = {}
+        for code in sorted(wanted):
+            seen: dict[str, int] = {}
+            for token in TextAnalyzer(code).tokens(query):
+                seen[token] = seen.get(token, 0) + 1
+            for token, count in seen.items():
+                counts[token] = max(counts.get(token, 0), count)
+        return [token for token, count in counts.items() for _ in range(count)]
+
+    def _tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         split_runs = _unspaced_pattern().split
         find_words = _WORDS.findall
         stop = self.stop_words
@@ -293,6 +346,44 @@ class TextAnalyzer:
         return [list(map(get, tokens)) for tokens in out]
 
 
+@dataclass(frozen=True, slots=True)
+class Analysis:
+    """What `TextAnalyzer.analyse` made of a batch of texts."""
+
+    tokens: list[list[str]]
+    """Each text's tokens, in order."""
+    languages: list[str]
+    """The analyzer language each text was analysed in (a `LANGUAGES` code or ``'none'``)."""
+
+
+def _analysable(code: str) -> str:
+    """The analyzer language for a detected ``code`` (``'none'`` for a language it has no rules for)."""
+    return code if code in LANGUAGES or code == _NONE else _NONE
+
+
+def _detected_languages(texts: Sequence[str], documents: Sequence[str] | None) -> list[str]:
+    """The analyzer language of each text (see `TextAnalyzer.analyse`)."""
+    if documents is not None and len(documents) != len(texts):
+        raise ValueError(f'{len(documents)} document ids for {len(texts)} texts')
+    groups = list(documents) if documents is not None else [''] * len(texts)
+    own = [detect_language(t) if len(t.strip()) >= _OWN_MIN_CHARS else None for t in texts]
+    weights: dict[str, dict[str, int]] = {}
+    members: dict[str, list[str]] = {}
+    for text, group, code in zip(texts, groups, own, strict=True):
+        members.setdefault(group, []).append(text)
+        if code is not None:
+            found = weights.setdefault(group, {})
+            found[code] = found.get(code, 0) + len(text)
+    inherited: dict[str, str] = {}
+    for group, group_texts in members.items():
+        per = weights.get(group)
+        if per:
+            inherited[group] = max(sorted(per), key=per.__getitem__)
+        else:
+            inherited[group] = detect_language(' '.join(group_texts)) or _FALLBACK
+    return [_analysable(code or inherited[group]) for code, group in zip(own, groups, strict=True)]
+
+
 def _stem_cache(algorithm: str) -> dict[str, str]:
     found = _stem_caches.get(algorithm)
     if found is None:
@@ -301,21 +392,21 @@ def _stem_cache(algorithm: str) -> dict[str, str]:
 
 
 def _algorithm(code: str) -> str | None:
-    if code in _UNSTEMMED or code == _NONE:
+    if code in _UNSTEMMED or code in (_NONE, AUTO):
         return None
     return LANGUAGES[code]
 
 
 def _code(language: str) -> str:
     given = language.strip().lower() if isinstance(language, str) else language
-    if given == _NONE or given in LANGUAGES:
+    if given in (_NONE, AUTO) or given in LANGUAGES:
         return given
     by_name = {name: code for code, name in LANGUAGES.items()}
     if isinstance(given, str) and given in by_name:
         return by_name[given]
     raise ValueError(
         f'unknown text analysis language {language!r}: choose one of {", ".join(LANGUAGES)} '
-        f"(ISO 639-1 codes) or 'none' (no stemming, no stop words)"
+        f"(ISO 639-1 codes), 'auto' (detected per text) or 'none' (no stemming, no stop words)"
     )
 
 

@@ -13,7 +13,7 @@ import re
 import threading
 from typing import Any
 
-from .analysis import LANGUAGES
+from ._language_codes import CODES, UNSTEMMED
 
 __all__ = ['DETECTABLE', 'detect_language', 'detect_languages']
 
@@ -33,6 +33,7 @@ _MAX_CHARS = 2_000
 """How much of a long text `detect_language` reads: a chunk's language shows in its first lines."""
 
 _WORD = re.compile(r'\w+')
+_SENTENCES = re.compile(r'(?<=[.!?;。！？；])\s+|\n+')  # noqa: RUF001
 
 # Scripts in which one candidate language is written: a short text in them needs no statistics.
 _SCRIPTS: tuple[tuple[int, int, str], ...] = (
@@ -70,13 +71,13 @@ def _detector() -> Any:
         if not _built:
             from lingua import Language, LanguageDetectorBuilder
 
-            wanted = set(LANGUAGES) | _EXTRA
+            wanted = DETECTABLE
             candidates = [language for language in Language.all() if _code(language) in wanted]
             _built.append(LanguageDetectorBuilder.from_languages(*candidates).with_low_accuracy_mode().build())
     return _built[0]
 
 
-DETECTABLE: frozenset[str] = frozenset(LANGUAGES) | _EXTRA
+DETECTABLE: frozenset[str] = frozenset(CODES) | frozenset(UNSTEMMED) | _EXTRA
 """The ISO 639-1 codes the detector can name (the analyzer's languages and a few more).
 
 Nepali and Yiddish, which the analyzer knows, have no lingua model: Nepali text is named Hindi
@@ -126,18 +127,20 @@ def detect_languages(text: str) -> list[tuple[str, float]]:
     """The languages of a mixed text with their shares of its characters, largest first.
 
     ``[('de', 0.6), ('en', 0.4)]`` for a text three-fifths German; ``[]`` when too short to tell.
-    Sections of fewer than three words are attributed by lingua to a neighbour; the shares of
-    a text under a few sentences are rough. The whole text is read (blocking, as `detect_language`).
+    The text is cut into sentences (and lines), each named by `detect_language`; a sentence too
+    short or unsure to name counts for the language of the sentence before it (else after it).
+    (lingua's own mixed-text detection names three-word stretches, often wrongly.) The whole
+    text is read: blocking, as `detect_language`.
     """
-    text = text.strip()
-    if len(_WORD.findall(text)) < _MIN_WORDS:
-        single = _script_language(text) if text else None
-        return [(single, 1.0)] if single is not None else []
-    shares: dict[str, int] = {}
-    for section in _detector().detect_multiple_languages_of(text):
-        code = _code(section.language)
-        shares[code] = shares.get(code, 0) + section.end_index - section.start_index
-    total = sum(shares.values())
-    if not total:
+    sentences = [s for s in _SENTENCES.split(text) if s.strip()]
+    named = [detect_language(s) for s in sentences]
+    known = [code for code in named if code is not None]
+    if not known:
         return []
+    shares: dict[str, int] = {}
+    last = known[0]
+    for sentence, code in zip(sentences, named, strict=True):
+        last = code or last
+        shares[last] = shares.get(last, 0) + len(sentence)
+    total = sum(shares.values())
     return sorted(((code, size / total) for code, size in shares.items()), key=lambda item: (-item[1], item[0]))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate, chain
 
 import numpy as np
@@ -60,9 +60,13 @@ class Bm25Segment:
     frequencies: npt.NDArray[np.float32]
     lengths: npt.NDArray[np.int64]
     """Tokens per record (after stop words): BM25's document length."""
+    languages: tuple[str, ...] = ()
+    """The language each record was analysed in (`toolish_rag.analysis.Analysis`); ``()``: not known."""
 
     @classmethod
-    def build(cls, token_ids: list[list[int]], vocabulary: dict[str, int]) -> Bm25Segment:
+    def build(
+        cls, token_ids: list[list[int]], vocabulary: dict[str, int], languages: Sequence[str] = ()
+    ) -> Bm25Segment:
         """Index records given as word ids (``bm25s.tokenize(..., return_ids=True)``)."""
         n = len(token_ids)
         lengths = np.fromiter((len(t) for t in token_ids), dtype=np.int64, count=n)
@@ -77,6 +81,7 @@ class Bm25Segment:
             positions=pairs % max(n, 1),
             frequencies=counts.astype(np.float32),
             lengths=lengths,
+            languages=tuple(languages),
         )
 
     def __len__(self) -> int:
@@ -133,6 +138,7 @@ class Bm25Segment:
             positions=positions,
             frequencies=frequencies,
             lengths=np.concatenate([p.lengths for p in parts]) if parts else np.zeros(0, dtype=np.int64),
+            languages=tuple(chain.from_iterable(p.languages or ('',) * len(p) for p in parts)),
         )
 
     def select(self, keep: Mask) -> Bm25Segment:
@@ -145,6 +151,9 @@ class Bm25Segment:
             positions=renumber[self.positions[kept]],
             frequencies=self.frequencies[kept],
             lengths=self.lengths[keep],
+            languages=tuple(code for code, kept in zip(self.languages, keep.tolist(), strict=True) if kept)
+            if self.languages
+            else (),
         )
 
 
@@ -168,17 +177,35 @@ class Bm25Index:
     lengths: npt.NDArray[np.int64]
     """Tokens per record, every segment's in order."""
     whole: ScopeStatistics
+    language_names: tuple[str, ...] = ()
+    """The languages records were analysed in (``''``: not known), indexed by `language_codes`."""
+    language_codes: npt.NDArray[np.int64] = field(default_factory=lambda: np.zeros(0, dtype=np.int64))
+    """Each record's language, as a position in `language_names`."""
 
     @classmethod
     def of(cls, segments: Sequence[Bm25Segment]) -> Bm25Index:
         offsets = tuple(accumulate((len(s) for s in segments), initial=0))[:-1]
         lengths = np.concatenate([s.lengths for s in segments]) if segments else np.zeros(0, dtype=np.int64)
-        return cls(tuple(segments), offsets, lengths, ScopeStatistics.of(lengths, None))
+        per_record = list(chain.from_iterable(s.languages or ('',) * len(s) for s in segments))
+        names = tuple(sorted(set(per_record)))
+        position = {name: i for i, name in enumerate(names)}
+        codes = np.fromiter((position[c] for c in per_record), dtype=np.int64, count=len(per_record))
+        return cls(tuple(segments), offsets, lengths, ScopeStatistics.of(lengths, None), names, codes)
 
     @classmethod
-    def build(cls, token_ids: list[list[int]], vocabulary: dict[str, int]) -> Bm25Index:
+    def build(cls, token_ids: list[list[int]], vocabulary: dict[str, int], languages: Sequence[str] = ()) -> Bm25Index:
         """An index of one segment (see `Bm25Segment.build`)."""
-        return cls.of([Bm25Segment.build(token_ids, vocabulary)])
+        return cls.of([Bm25Segment.build(token_ids, vocabulary, languages)])
+
+    def languages(self, mask: Mask | None) -> frozenset[str]:
+        """The languages the records ``mask`` admits were analysed in (all records' when ``None``).
+
+        A query is analysed in these (`toolish_rag.analysis.TextAnalyzer.query_tokens`): those of
+        the scope only, so what other tenants hold never changes a scope's query.
+        """
+        codes = self.language_codes if mask is None else self.language_codes[mask]
+        present = np.flatnonzero(np.bincount(codes, minlength=len(self.language_names)))
+        return frozenset(self.language_names[i] for i in present.tolist()) - {''}
 
     def __len__(self) -> int:
         return int(self.lengths.size)

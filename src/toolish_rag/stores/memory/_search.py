@@ -57,10 +57,10 @@ def text_scores(
 ) -> npt.NDArray[np.float64] | None:
     """Every slot's BM25 score for ``query`` (``-inf``: no hit or outside ``f``); ``None``: no query word is indexed."""
     index = snap.bm25()
-    tokens = [t for t in analyzer.tokens(query) if t in index]
+    mask = snap.mask(f)
+    tokens = [t for t in analyzer.query_tokens(query, index.languages(mask)) if t in index]
     if not tokens:
         return None
-    mask = snap.mask(f)
     if statistics == 'store':
         # bm25s's ranking of the whole store (its count, mean length and document frequencies);
         # the scope only selects which of those scores are returned.

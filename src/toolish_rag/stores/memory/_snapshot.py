@@ -41,11 +41,17 @@ __all__ = ['Snapshot', 'build_bm25']
 _SCOPE_CACHE_SIZE = 64
 
 
-def build_bm25(texts: list[str], analyzer: TextAnalyzer) -> Bm25Index:
-    """The BM25 index of ``texts``, tokenised by ``analyzer``."""
+def build_bm25(texts: list[str], analyzer: TextAnalyzer, documents: list[str] | None = None) -> Bm25Index:
+    """The BM25 index of ``texts``, tokenised by ``analyzer`` (``documents``: each text's document id)."""
     vocabulary: dict[str, int] = {}
-    ids = [[vocabulary.setdefault(t, len(vocabulary)) for t in tokens] for tokens in analyzer.tokenize(texts)]
-    return Bm25Index.build(ids, vocabulary)
+    analysis = analyzer.analyse(texts, documents)
+    ids = [[vocabulary.setdefault(t, len(vocabulary)) for t in tokens] for tokens in analysis.tokens]
+    return Bm25Index.build(ids, vocabulary, analysis.languages)
+
+
+def _document_ids(records: Iterable[Record]) -> list[str]:
+    """Each record's document (a chunk's document, an entity itself): `TextAnalyzer.analyse` groups by it."""
+    return [r.document_id if isinstance(r, Chunk) else r.id for r in records]
 
 
 @dataclass
@@ -128,13 +134,14 @@ class Snapshot:
         for positions in by_document.values():
             positions.sort(key=lambda i: records[i].sequence_number)  # type: ignore[union-attr]
         texts = [r.text for r in records]
+        owners = _document_ids(records)
         segment = Segment.written(
             0,
             len(records),
             tuple(documents),
             frozenset(),
             frozenset(),
-            postings or (lambda: build_bm25(texts, analyzer).segments[0]),
+            postings or (lambda: build_bm25(texts, analyzer, owners).segments[0]),
         )
         return cls(
             GrowingList.of(records),
@@ -185,13 +192,14 @@ class Snapshot:
             raise ValueError('the embedder changed dimensions: use a new store for a new model')
         rows = self.rows.append(write.vectors) if self.rows.rows else GrowingMatrix.of(write.vectors)
         texts = [r.text for r in write.records]
+        owners = _document_ids(write.records)
         segment = Segment.written(
             start,
             start + added,
             tuple(d.id for d in write.documents),
             write.removed_documents,
             write.removed_entities,
-            lambda: build_bm25(texts, analyzer).segments[0],
+            lambda: build_bm25(texts, analyzer, owners).segments[0],
             write.name,
         )
         windows = self.windows

@@ -17,7 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-from ...analysis import TextAnalyzer, analyzer_for
+from ...analysis import AUTO, TextAnalyzer, analyzer_for
 from ...content import Chunk, Document, Entity, Record, Relation
 from ...embedding import embedder_for_store, embedder_identity, resolve_embedder
 from ...filters import Filter
@@ -91,8 +91,11 @@ class InMemoryStore:
         language: the text analyzer's language (`toolish_rag.analysis`): an ISO 639-1 code such
             as ``'de'`` or ``'zh'`` picks its stop words and stemmer; scripts without spaces
             (Chinese, Japanese, Thai...) are cut into character bigrams in every language.
-            ``None``: the language saved at ``path``, else English (bm25s's tokenisation, which
-            every store saved before languages existed was built with). An explicit language is
+            ``'auto'`` detects each document's and chunk's language (`toolish_rag.languages`)
+            and analyses each in its own; a query is analysed in the languages of the records in
+            its scope (docs/text-analysis.md#automatic-language). ``None``: the language saved
+            at ``path``, else ``'auto'`` for a new store, English for one saved before languages
+            existed (bm25s's tokenisation, which it was built with). An explicit language is
             saved at ``path``; a different one than saved simply re-analyses the texts (the BM25
             index is built in memory from them).
     """
@@ -146,22 +149,23 @@ class InMemoryStore:
         return self._statistics
 
     def _open_analyzer(self, language: str | None) -> TextAnalyzer:
-        """``language``'s analyzer, else the one saved at the path, else English (what older stores used).
+        """``language``'s analyzer, else the one saved at the path (settings, else its manifest), else
+        ``'auto'`` for a new store and English for one saved before analyzers were (what it was built with).
 
         An explicit language other than the saved one is saved: the BM25 index lives in memory and
         is built from the records' texts on first search, so it is rebuilt with the new analyzer,
         and an index built with another analyzer is never queried.
         """
         saved = saved_analyzer(self._path)
-        analyzer = analyzer_for(language) if language is not None else saved or analyzer_for(None)
-        if self._path is not None and language is not None and analyzer != (saved or analyzer_for(None)):
+        recorded = self._manifest.language if self._manifest is not None else None
+        existing = self._path is not None and (self._path / 'CURRENT').exists()
+        default = saved or analyzer_for(recorded or ('en' if existing else AUTO))
+        analyzer = analyzer_for(language) if language is not None else default
+        if self._path is not None and language is not None and analyzer != default:
             save_setting(self._path, 'analyzer', analyzer.identity)
-            if (self._path / 'CURRENT').exists():
+            if existing:
                 _logger.info(
-                    '%s: text search re-analysed with %s (was %s)',
-                    self._path,
-                    analyzer.identity,
-                    (saved or analyzer_for(None)).identity,
+                    '%s: text search re-analysed with %s (was %s)', self._path, analyzer.identity, default.identity
                 )
         if analyzer.language != 'en':
             # The class's syntax promises English stemming; the toolset adds `describe()` instead.
