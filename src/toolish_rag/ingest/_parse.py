@@ -14,10 +14,11 @@ from ..content import Document, MetadataValue
 from ._chunking import Chunker
 from ._fingerprint import fingerprint
 from ._limits import DEFAULT_LIMITS, IngestLimits, bounded
-from ._model import ReadError
+from ._model import ParsedDocument, ReadError
 from ._names import displayable
 from ._readers import read_bytes
 from ._readers._ocr import DEFAULT_OCR, OcrOptions, reading
+from ._readers._versions import ReaderBackend, reader_key
 
 __all__ = ['SOURCE_KEYS', 'Parsed', 'check_caller_metadata', 'file_uri', 'parse_file', 'parse_path']
 
@@ -71,6 +72,7 @@ def parse_path(
     metadata: Mapping[str, MetadataValue] | None = None,
     labels: Iterable[str] = (),
     ocr: OcrOptions = DEFAULT_OCR,
+    reader: ReaderBackend = 'default',
 ) -> Document:
     """Read, parse and chunk one file into a `Document` (no store involved).
 
@@ -79,7 +81,7 @@ def parse_path(
     ``metadata`` sets ``path`` or ``uri``.
     """
     check_caller_metadata(metadata or {})
-    result = parse_file(str(path), chunker or Chunker(), dict(metadata or {}), tuple(labels), ocr=ocr)
+    result = parse_file(str(path), chunker or Chunker(), dict(metadata or {}), tuple(labels), ocr=ocr, reader=reader)
     if result.document is None:
         raise ReadError(result.reason or 'unreadable')
     return result.document
@@ -93,12 +95,14 @@ def parse_file(
     relative_path: str | None = None,
     limits: IngestLimits = DEFAULT_LIMITS,
     ocr: OcrOptions = DEFAULT_OCR,
+    reader: ReaderBackend = 'default',
 ) -> Parsed:
     """Read, parse, chunk and fingerprint ``path``; every failure becomes a `Parsed` with a reason.
 
     ``relative_path`` is the ``path`` metadata to record (default: the file's name). The
     readers check ``limits`` as they go (`bounded`); the worker running this enforces the rest.
     ``ocr``: when and in which languages readers OCR pages and images (docs/ingestion.md#ocr).
+    ``reader``: ``'unstructured'`` reads the formats it takes with that library (docs/ingestion.md#the-unstructured-backend).
     """
     p = Path(path)
     try:
@@ -107,7 +111,7 @@ def parse_file(
             return Parsed(path, None, 'empty file', skipped=True)
         shown = Path(displayable(p))  # what readers see: a title from a name that is not UTF-8 must be text
         with bounded(limits), reading(ocr):
-            parsed = read_bytes(data, shown)
+            parsed = _read(data, shown, reader)
         if len(parsed.source) > limits.text_chars:
             raise ReadError(f'more than the {limits.text_chars:,}-character limit of text')
         uri = file_uri(p)
@@ -117,7 +121,7 @@ def parse_file(
         document = chunker.build(
             parsed,
             uri,
-            fingerprint=fingerprint(data, chunker.config_key()),
+            fingerprint=fingerprint(data, chunker.config_key() + reader_key(shown, reader, ocr)),
             metadata=extra,
             labels=labels,
         )
@@ -130,6 +134,16 @@ def parse_file(
     if not document.chunks:
         return Parsed(path, None, 'no extractable text', tuple(parsed.warnings))
     return Parsed(path, document, None, tuple(parsed.warnings), ocr_pages=tuple(parsed.ocr_pages))
+
+
+def _read(data: bytes, path: Path, reader: ReaderBackend) -> ParsedDocument:
+    """``data`` through the backend's reader for ``path`` (the default readers where the backend takes no such file)."""
+    if reader == 'unstructured':
+        from ._readers.unstructured import SUFFIXES, read_unstructured
+
+        if path.suffix.lower() in SUFFIXES:
+            return read_unstructured(data, path)
+    return read_bytes(data, path)
 
 
 def _warn_overridden(found: dict[str, MetadataValue], source: dict[str, str], warnings: list[str]) -> None:

@@ -25,6 +25,7 @@ from ._parse import check_caller_metadata, file_uri, parse_path
 from ._progress import IngestProgress
 from ._readers import READERS, UNSUPPORTED
 from ._readers._ocr import INSTALL_TESSERACT, OcrMode, OcrOptions, tesseract_path
+from ._readers._versions import READER_BACKENDS, ReaderBackend, reader_key
 from ._report import IngestInterrupted, IngestIssue, IngestReport, ocr_pages_text
 from ._sync import stale_documents, stored_under
 from ._walk import DEFAULT_MAX_FILE_BYTES, LEAVES_ROOT, Found, walk_paths
@@ -63,6 +64,7 @@ async def ingest(
     follow_symlinks: bool = False,
     ocr: OcrMode = 'auto',
     ocr_languages: str | Sequence[str] | None = None,
+    reader: ReaderBackend = 'default',
 ) -> IngestReport:
     """Ingest files, folders and/or `Document` objects into ``store``; returns an `IngestReport`.
 
@@ -92,13 +94,18 @@ async def ingest(
             Tesseract raises ``RuntimeError`` before any work; ``'auto'`` reports each file that needed it.
         ocr_languages: OCR languages (``'de'``, ``['deu', 'eng']``); default the store's ``language``;
             those without installed Tesseract data are left out, English when none is left.
+        reader: ``'unstructured'`` reads DOCX, PPTX, XLSX, HTML, Markdown and text with the
+            ``unstructured`` library's offline partitioners (the default readers read the rest);
+            without ``toolish-rag[unstructured]`` it raises ``RuntimeError`` before any work
+            (docs/ingestion.md#the-unstructured-backend).
     """
     check_caller_metadata(metadata or {})
     ocr_options = _ocr_options(store, ocr, ocr_languages)
+    _check_reader(reader)
     chunker = chunker or Chunker()
     runner = LocalExecutor(executor, concurrency) if isinstance(executor, str) else executor
     settings = _Settings(
-        chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits, ocr_options
+        chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits, ocr_options, reader
     )
     report = IngestReport()
     started = time.perf_counter()
@@ -142,6 +149,16 @@ def _ocr_options(store: DocumentStore, mode: OcrMode, languages: str | Sequence[
     return options
 
 
+def _check_reader(reader: ReaderBackend) -> None:
+    """An unknown backend raises ``ValueError``; ``'unstructured'`` without its extra ``RuntimeError``, before any work."""
+    if reader not in READER_BACKENDS:
+        raise ValueError(f'reader must be one of {", ".join(map(repr, READER_BACKENDS))}, not {reader!r}')
+    if reader == 'unstructured':
+        from ._readers.unstructured import require_unstructured
+
+        require_unstructured()
+
+
 def _ocr_language_list(store: DocumentStore, languages: str | Sequence[str] | None) -> tuple[str, ...]:
     if languages is None:  # the store's configured text language, when it names one
         configured = getattr(store, 'language', None)
@@ -174,6 +191,7 @@ class _Settings:
     labels: tuple[str, ...]
     limits: IngestLimits
     ocr: OcrOptions
+    reader: ReaderBackend
 
 
 @dataclass(slots=True)
@@ -243,7 +261,8 @@ class _Run:
         if info.metadata and (info.metadata.get('path'), info.metadata.get('uri')) != (item.relative_path, info.uri):
             return False
         try:
-            fp = await asyncio.to_thread(file_fingerprint, path, self.settings.config_key)
+            key = self.settings.config_key + reader_key(path, self.settings.reader, self.settings.ocr)
+            fp = await asyncio.to_thread(file_fingerprint, path, key)
         except OSError as exc:
             self._settle(self.report.failed, IngestIssue(str(path), f'cannot read file: {exc.strerror or exc}'))
             return True
@@ -259,7 +278,7 @@ class _Run:
         chunks' vectors is not embedded again.
         """
         s, vectors = self.settings, self.vectors
-        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits, s.ocr)
+        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits, s.ocr, s.reader)
         parsed = s.executor.parse(files, job, vectors.embedding if vectors is not None else None)
         with vectors.serving(self.store) if vectors is not None else nullcontext():
             async with aclosing(parsed) as results:

@@ -24,6 +24,7 @@ from ._chunking import Chunker
 from ._limits import DEFAULT_LIMITS, IngestLimits
 from ._parse import Parsed, parse_file
 from ._readers._ocr import DEFAULT_OCR, OcrOptions
+from ._readers._versions import ReaderBackend
 from ._supervised import supervised_parse
 from ._walk import Found
 
@@ -47,6 +48,8 @@ class ParseJob:
     """The bounds each file is parsed within (docs/ingestion.md#bounds-per-file)."""
     ocr: OcrOptions = DEFAULT_OCR
     """When and in which languages pages and images are OCR'd (docs/ingestion.md#ocr)."""
+    reader: ReaderBackend = 'default'
+    """Which readers read the files (docs/ingestion.md#the-unstructured-backend)."""
 
 
 class IngestExecutor(Protocol):
@@ -92,6 +95,7 @@ class LocalExecutor:
             executor=self.kind,
             limits=job.limits,
             ocr=job.ocr,
+            reader=job.reader,
         )
         async with contextlib.aclosing(results) as parsed:
             async for result in parsed:
@@ -118,6 +122,7 @@ async def parse_files(
     executor: ExecutorKind,
     limits: IngestLimits = DEFAULT_LIMITS,
     ocr: OcrOptions = DEFAULT_OCR,
+    reader: ReaderBackend = 'default',
 ) -> AsyncGenerator[Parsed, None]:
     """Parse ``files`` in workers, yielding each result as soon as it is ready (in no set order).
 
@@ -135,7 +140,7 @@ async def parse_files(
     use_processes = executor == 'process' or (
         executor == 'auto' and workers > 1 and len(files) >= PROCESS_POOL_MIN_FILES
     )
-    jobs = [(str(found.path), chunker, metadata, labels, found.relative_path, limits, ocr) for found in files]
+    jobs = [(str(found.path), chunker, metadata, labels, found.relative_path, limits, ocr, reader) for found in files]
     if use_processes:
         supervised = supervised_parse(
             jobs, parse_file, limits, workers, workers * IN_FLIGHT_PER_WORKER, _die_with_parent
