@@ -67,6 +67,13 @@ def register(sub: Any) -> argparse.ArgumentParser:
         action='store_true',
         help='also ingest files that symlinks lead to outside the given folders (skipped and reported by default)',
     )
+    parser.add_argument(
+        '--reader',
+        choices=('default', 'unstructured'),
+        default='default',
+        help='unstructured: read DOCX, PPTX, XLSX, HTML, Markdown and text with the unstructured library '
+        '(needs toolish-rag[unstructured]; the default readers read the rest; docs/ingestion.md)',
+    )
     _limit_flags(parser)
     add_reembed_flag(parser)
     parser.set_defaults(run=run)
@@ -117,6 +124,7 @@ async def run(args: argparse.Namespace) -> int:
         'progress': bar,
         'limits': limits,
         'follow_symlinks': args.follow_symlinks,
+        'reader': args.reader,
     }
     if args.ray is not None:
         from ..ingest import RayExecutor
