@@ -17,12 +17,20 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from .._model import Block, OutlineBuilder
 
-__all__ = ['RenderedTable', 'add_table', 'clean_cell', 'guess_header_rows', 'normalise_grid', 'render_table']
+__all__ = [
+    'RenderedTable',
+    'add_table',
+    'clean_cell',
+    'guess_header_rows',
+    'header_rows_from_spans',
+    'normalise_grid',
+    'render_table',
+]
 
 _SPACE = re.compile(r'\s+')
 _NUMBERISH = re.compile(r'^[\s$€£¥%+\-\u2212\u2013.,:/()0-9]*[0-9][\s$€£¥%+\-\u2212\u2013.,:/()0-9a-zA-Z]{0,3}$')
@@ -77,6 +85,25 @@ def guess_header_rows(rows: Sequence[Sequence[str]]) -> int:
     return 0
 
 
+def header_rows_from_spans(spans: Iterable[tuple[int, int, int, int]], n_rows: int) -> int:
+    """Header rows of a grid with merged cells ``(row0, col0, row1, col1)``, ends exclusive; 0 when none is on top.
+
+    A cell merged across rows from the top extends the header to its last row, and a cell
+    merged across columns (a group header) extends it to the row below, which names the
+    columns of the group. At least one row is left for the body.
+    """
+    spans = list(spans)
+    if not any(r0 == 0 for r0, _, _, _ in spans):
+        return 0
+    header, r = 1, 0
+    while r < header and r < n_rows:
+        for r0, c0, r1, c1 in spans:
+            if r0 == r:
+                header = max(header, r1, r + 2 if c1 - c0 > 1 else 0)
+        r += 1
+    return max(0, min(header, n_rows - 1))
+
+
 def _spans_columns(row: Sequence[str]) -> bool:
     return any(a and a == b for a, b in itertools.pairwise(row))
 
@@ -125,7 +152,7 @@ def add_table(
 ) -> Block | None:
     """Write a table block: ``rows`` normalised and rendered; ``header_rows=None`` guesses it.
 
-    A table of one column, or of one row, is no table: it is written as plain text lines.
+    A table of one row is no table: it is written as a plain text line.
     """
     raw = [[clean_cell(c) for c in row] for row in rows]
     grid = normalise_grid(raw)
@@ -135,7 +162,7 @@ def add_table(
         header_rows = guess_header_rows(grid)
     else:  # empty rows dropped from the top no longer count
         header_rows -= next((i for i, row in enumerate(raw) if any(row)), 0)
-    if len(grid[0]) < 2 or len(grid) < 2:
+    if len(grid) < 2:
         lines = [' '.join(c for c in row if c) for row in grid]
         title = clean_cell(caption)
         return outline.block('\n'.join([title, *lines] if title else lines))

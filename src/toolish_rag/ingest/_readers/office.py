@@ -16,11 +16,12 @@ from typing import Any
 from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError, normalise_metadata
 from ._containers import open_container
+from ._tables import add_table, header_rows_from_spans, normalise_grid
 from .text import title_from_path
 
 __all__ = ['read_docx', 'read_pptx', 'read_xlsx']
 
-VERSION = 0
+VERSION = 1
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 _HEADING_STYLE = re.compile(r'^heading\s*(\d)$', re.IGNORECASE)
@@ -35,22 +36,26 @@ def _cell(value: Any) -> str:
         return ''
     if isinstance(value, float) and value.is_integer():
         return str(int(value))
-    if isinstance(value, _dt.datetime | _dt.date | _dt.time):
+    if isinstance(value, _dt.datetime):
+        return value.isoformat(sep=' ')
+    if isinstance(value, _dt.date | _dt.time):
         return value.isoformat()
     return _clean(str(value))
 
 
-def _rows_block(outline: OutlineBuilder, rows: list[list[str]]) -> None:
-    rows = [r for r in rows if any(c for c in r)]
-    if not rows:
+def _rows_block(outline: OutlineBuilder, rows: list[list[str]], header_rows: int | None = None) -> None:
+    """A table: leading rows much narrower than the table are its caption; the header is given or guessed."""
+    lead = next((i for i, r in enumerate(rows) if any(r)), len(rows))
+    grid = normalise_grid(rows)
+    if not grid:
         return
     # the header is the first row about as wide as the table; narrower rows above it are captions
-    widest = max(sum(1 for c in r if c) for r in rows[:20])
-    first = next(i for i, r in enumerate(rows) if sum(1 for c in r if c) * 2 >= widest)
-    for caption in rows[:first]:
-        outline.block(' '.join(c for c in caption if c))
-    lines = [' | '.join(r) for r in rows[first:]]
-    outline.block('\n'.join(lines), 'table', header=lines[0])
+    widest = max(sum(1 for c in r if c) for r in grid[:20])
+    first = next(i for i, r in enumerate(grid) if sum(1 for c in r if c) * 2 >= widest)
+    caption = ' '.join(c for r in grid[:first] for c in r if c)
+    if header_rows is not None:
+        header_rows = max(1, header_rows - lead - first)
+    add_table(outline, grid[first:], header_rows, caption)
 
 
 _CFB_MAGIC = bytes.fromhex('D0CF11E0A1B11AE1')
@@ -163,17 +168,7 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
             check_time()
         if isinstance(item, Table):
             flush_list()
-            rows: list[list[str]] = []
-            for row in item.rows:
-                cells: list[str] = []
-                last: Any = None
-                for cell in row.cells:
-                    if cell._tc is last:  # a merged cell repeats: keep it once
-                        continue
-                    last = cell._tc
-                    cells.append(_clean(cell.text))
-                rows.append(cells)
-            _rows_block(outline, rows)
+            _docx_table(outline, item)
             continue
         if not isinstance(item, Paragraph):
             continue
@@ -210,6 +205,23 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
     )
 
 
+def _docx_table(outline: OutlineBuilder, table: Any) -> None:
+    """A Word table: a merged cell (gridSpan, vMerge) repeated in every position it covers.
+
+    The header is the rows marked "repeat as header row" (``w:tblHeader``), else guessed.
+    """
+    from docx.oxml.ns import qn
+
+    rows: list[list[str]] = []
+    marked = 0
+    for number, row in enumerate(table.rows):
+        rows.append([_clean(cell.text) for cell in row.cells])
+        props = row._tr.trPr
+        if marked == number and props is not None and props.find(qn('w:tblHeader')) is not None:
+            marked += 1
+    _rows_block(outline, rows, marked or None)
+
+
 def _shape_text(shape: Any, outline: OutlineBuilder, skip: Any) -> None:
     if shape is skip:
         return
@@ -218,8 +230,7 @@ def _shape_text(shape: Any, outline: OutlineBuilder, skip: Any) -> None:
             _shape_text(inner, outline, skip)
         return
     if getattr(shape, 'has_table', False):
-        rows = [[_clean(c.text) for c in row.cells] for row in shape.table.rows]
-        _rows_block(outline, rows)
+        _pptx_table(outline, shape.table)
         return
     if getattr(shape, 'has_text_frame', False):
         paragraphs = [(p.level, _clean(''.join(r.text for r in p.runs) or p.text)) for p in shape.text_frame.paragraphs]
@@ -228,6 +239,27 @@ def _shape_text(shape: Any, outline: OutlineBuilder, skip: Any) -> None:
             outline.block(paragraphs[0][1])
         elif paragraphs:
             outline.block('\n'.join(f'{"  " * lvl}- {t}' for lvl, t in paragraphs), 'list')
+
+
+def _pptx_table(outline: OutlineBuilder, table: Any) -> None:
+    """A PowerPoint table: a merged cell's text in every position it covers; the header row as the deck marks it."""
+    rows: list[list[str]] = []
+    for row in table.rows:
+        cells: list[str] = []
+        for cell in row.cells:
+            if cell.is_spanned:  # covered by a merge: the text of its origin cell, found below
+                cells.append('')
+                continue
+            cells.append(_clean(cell.text))
+        rows.append(cells)
+    for r, row in enumerate(table.rows):
+        for c, cell in enumerate(row.cells):
+            if cell.is_merge_origin:
+                for rr in range(r, min(len(rows), r + cell.span_height)):
+                    for cc in range(c, min(len(rows[rr]), c + cell.span_width)):
+                        rows[rr][cc] = rows[r][c]
+    first_row = bool(getattr(table, 'first_row', True))
+    _rows_block(outline, rows, 1 if first_row else None)
 
 
 def read_pptx(data: bytes, path: Path) -> ParsedDocument:
@@ -281,10 +313,23 @@ def read_xlsx(data: bytes, path: Path) -> ParsedDocument:
     outline = OutlineBuilder()
     try:
         budget = current_limits().elements
+        archive = zipfile.ZipFile(io.BytesIO(data))
         for sheet in workbook.worksheets:
             outline.heading(sheet.title, 1)
             rows, budget = _sheet_rows(sheet, budget)
-            _rows_block(outline, rows)
+            merges = _merges(archive, sheet)
+            budget = _fill_merges(rows, merges, budget)
+            for top, left, bottom, right in _regions(rows):
+                region = [row[left:right] + [''] * (right - len(row[left:right])) for row in rows[top:bottom]]
+                inside = [
+                    (r0 - top, c0 - left, r1 - top, c1 - left)
+                    for r0, c0, r1, c1 in merges
+                    if top <= r0 < bottom and left <= c0 < right
+                ]
+                header = header_rows_from_spans(inside, len(region))
+                header -= sum(1 for row in region[:header] if not any(row))
+                region = [row for row in region if any(row)]  # blank separator rows inside
+                _rows_block(outline, region, header or None)
         title = _clean(workbook.properties.title or '') if workbook.properties else ''
         sheets = len(workbook.worksheets)
     finally:
@@ -299,11 +344,12 @@ def read_xlsx(data: bytes, path: Path) -> ParsedDocument:
 
 
 def _sheet_rows(sheet: Any, budget: int) -> tuple[list[list[str]], int]:
-    """The non-empty rows of a read-only ``sheet``, and what is left of the ``budget`` of rows and cells.
+    """The rows of a read-only ``sheet`` as a grid from A1, and what is left of the ``budget`` of rows and cells.
 
     The sheet's declared dimension is dropped first (``reset_dimensions``): a sheet
     declaring ``A1:XFD1048576`` would otherwise pad every row to 16,384 columns. Rows
     then run to their last cell present, and every row and cell counts against the budget.
+    Empty rows at the end are dropped; those inside keep the row numbers.
     """
     sheet.reset_dimensions()
     rows: list[list[str]] = []
@@ -315,14 +361,111 @@ def _sheet_rows(sheet: Any, budget: int) -> tuple[list[list[str]], int]:
             )
         if number % 4096 == 0:
             check_time()
-        if not values:
-            continue
-        cells = [_cell(v) for v in values]
+        cells = [_cell(v) for v in values or ()]
         while cells and not cells[-1]:
             cells.pop()
-        if cells:
-            rows.append(cells)
-    used = sorted({i for row in rows for i, cell in enumerate(row) if cell})  # columns empty in every row: dropped
-    if used and len(used) < max(len(row) for row in rows):
-        rows = [[row[i] if i < len(row) else '' for i in used] for row in rows]
+        rows.append(cells)
+    while rows and not rows[-1]:
+        rows.pop()
     return rows, budget
+
+
+_MERGE = re.compile(rb'<(?:\w+:)?mergeCell\b[^>]*?\bref="([A-Z]{1,3})(\d{1,7}):([A-Z]{1,3})(\d{1,7})"')
+
+
+def _column(letters: bytes) -> int:
+    n = 0
+    for ch in letters:
+        n = n * 26 + ch - 64
+    return n - 1
+
+
+def _merges(archive: zipfile.ZipFile, sheet: Any) -> list[tuple[int, int, int, int]]:
+    """A sheet's merged ranges ``(row0, col0, row1, col1)``, 0-based, ends exclusive (read-only openpyxl has none).
+
+    The sheet's XML is scanned in pieces for its ``<mergeCell ref="B1:C1"/>`` elements.
+    """
+    name = getattr(sheet, '_worksheet_path', None)
+    if not isinstance(name, str):
+        return []
+    found: list[tuple[int, int, int, int]] = []
+    try:
+        stream = archive.open(name.lstrip('/'))
+    except KeyError:
+        return []
+    with stream:
+        tail = b''
+        while piece := stream.read(1 << 20):
+            text = tail + piece
+            last = 0
+            for m in _MERGE.finditer(text):
+                c0, r0, c1, r1 = _column(m[1]), int(m[2]) - 1, _column(m[3]) + 1, int(m[4])
+                if r1 > r0 and c1 > c0:
+                    found.append((r0, c0, r1, c1))
+                last = m.end()
+            tail = text[max(last, len(text) - 256) :]
+    return found
+
+
+def _fill_merges(rows: list[list[str]], merges: list[tuple[int, int, int, int]], budget: int) -> int:
+    """Repeat each merged cell's text in every position it covers, within the sheet's data; returns the budget left."""
+    width = max((len(r) for r in rows), default=0)
+    for r0, c0, r1, c1 in merges:
+        if r0 >= len(rows) or c0 >= len(rows[r0]) or not rows[r0][c0]:
+            continue
+        text = rows[r0][c0]
+        for r in range(r0, min(r1, len(rows))):
+            row = rows[r]
+            stop = min(c1, width)
+            budget -= max(0, stop - c0)
+            if budget < 0:
+                raise ReadError(
+                    f'the workbook has more than the {current_limits().elements:,}-element limit of rows and cells'
+                )
+            row.extend([''] * (stop - len(row)))
+            for c in range(c0, stop):
+                row[c] = text
+    return budget
+
+
+def _regions(rows: list[list[str]]) -> list[tuple[int, int, int, int]]:
+    """The tables of a sheet: boxes ``(top, left, bottom, right)`` of cells connected by side, in reading order.
+
+    Boxes that overlap, or one below another (up to two empty rows between) starting in
+    the same column and no wider, are one table (blank rows that part a long table); else
+    an empty column or row parts two tables.
+    """
+    filled = {(r, c) for r, row in enumerate(rows) for c, v in enumerate(row) if v}
+    seen: set[tuple[int, int]] = set()
+    boxes: list[list[int]] = []
+    for start in sorted(filled):
+        if start in seen:
+            continue
+        seen.add(start)
+        stack = [start]
+        box = [start[0], start[1], start[0] + 1, start[1] + 1]
+        while stack:
+            r, c = stack.pop()
+            box = [min(box[0], r), min(box[1], c), max(box[2], r + 1), max(box[3], c + 1)]
+            for near in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
+                if near in filled and near not in seen:
+                    seen.add(near)
+                    stack.append(near)
+        boxes.append(box)
+    merged = True
+    while merged:
+        merged = False
+        for i, a in enumerate(boxes):
+            for j in range(i + 1, len(boxes)):
+                b = boxes[j]
+                overlap = a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+                below = 0 <= b[0] - a[2] <= 2 and a[1] == b[1] and b[3] <= a[3]
+                above = 0 <= a[0] - b[2] <= 2 and b[1] == a[1] and a[3] <= b[3]
+                if overlap or below or above:
+                    a[:] = [min(a[0], b[0]), min(a[1], b[1]), max(a[2], b[2]), max(a[3], b[3])]
+                    del boxes[j]
+                    merged = True
+                    break
+            if merged:
+                break
+    return sorted((b[0], b[1], b[2], b[3]) for b in boxes)
