@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -89,7 +90,7 @@ async def test_edge_cases(tmp_path: Path) -> None:
     (tmp_path / 'binary.txt').write_bytes(bytes(range(256)) * 20)
     (tmp_path / 'latin1.txt').write_bytes('Café crème à la carte, déjà vu.'.encode('latin-1'))
     (tmp_path / 'utf16.txt').write_bytes('Grüße aus Köln\n\nzweiter Absatz'.encode('utf-16'))
-    (tmp_path / 'image.png').write_bytes(b'\x89PNG\r\n\x1a\n' + b'\x00' * 64)
+    (tmp_path / 'image.bmp').write_bytes(b'\x89PNG\r\n\x1a\n' + b'\x00' * 64)
     (tmp_path / 'old.doc').write_bytes(b'\xd0\xcf\x11\xe0' + b'\x00' * 64)
     loop_dir = tmp_path / 'loop'
     loop_dir.mkdir()
@@ -102,7 +103,7 @@ async def test_edge_cases(tmp_path: Path) -> None:
     assert {Path(f.path).name: f.reason for f in report.failed} == {'binary.txt': 'binary file (NUL bytes): not text'}
     skipped = {Path(s.path).name: s.reason for s in report.skipped}
     assert skipped['empty.md'] == 'empty file' and skipped['__init__.py'] == 'empty file'
-    assert 'unsupported' in skipped['image.png'] and 'legacy binary Word' in skipped['old.doc']
+    assert 'unsupported' in skipped['image.bmp'] and 'legacy binary Word' in skipped['old.doc']
     text = format_report(report, verbose=True)
     assert 'binary.txt' in text and 'failed 1' in text
 
@@ -170,11 +171,12 @@ async def test_shared_documents_folder(documents_dir: Path) -> None:
     store = InMemoryStore(HashingEmbeddingModel(64))
     report = await ingest(store, documents_dir, progress=False, chunker=Chunker(chunk_size=1500))
     failed = {Path(f.path).name for f in report.failed}
-    assert failed == {
+    unreadable = {
         'docx_truncated62886.docx',
         'pdf_encrypted_libreoffice_pw-openpassword.pdf',
         'pdf_malformed_invalid.pdf',
-        'pdf_scanned_linn_brochure.pdf',
     }
-    assert len(report.added) == 20  # the 19 readable documents + SOURCES.md
+    scanned = 'pdf_scanned_linn_brochure.pdf'  # OCR'd where Tesseract is installed, else failed naming it
+    assert failed == unreadable | ({scanned} if shutil.which('tesseract') is None else set())
+    assert len(report.added) == 21 - len(failed - unreadable)  # the readable documents + SOURCES.md
     assert all(f.reason for f in report.failed)

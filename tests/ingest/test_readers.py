@@ -84,8 +84,7 @@ UNREADABLE = {
     'docx_truncated62886.docx': 'corrupt DOCX',
     'pdf_encrypted_libreoffice_pw-openpassword.pdf': 'encrypted PDF',
     'pdf_malformed_invalid.pdf': 'malformed PDF',
-    'pdf_scanned_linn_brochure.pdf': 'no extractable text',
-}
+}  # the scanned PDF is OCR'd: tests/ingest/test_ocr.py
 
 
 def _in_order(expected: list[str], actual: list[str]) -> bool:

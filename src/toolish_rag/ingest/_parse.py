@@ -17,7 +17,7 @@ from ._limits import DEFAULT_LIMITS, IngestLimits, bounded
 from ._model import ParsedDocument, ReadError
 from ._names import displayable
 from ._readers import read_bytes
-from ._readers._ocr import DEFAULT_OCR, OcrOptions, reading
+from ._readers._ocr import DEFAULT_OCR, NoTextFound, OcrOptions, reading
 from ._readers._versions import ReaderBackend, reader_key
 
 __all__ = ['SOURCE_KEYS', 'Parsed', 'check_caller_metadata', 'file_uri', 'parse_file', 'parse_path']
@@ -125,6 +125,8 @@ def parse_file(
             metadata=extra,
             labels=labels,
         )
+    except NoTextFound as exc:  # an image without text: nothing wrong with it
+        return Parsed(path, None, str(exc), skipped=True)
     except ReadError as exc:
         return Parsed(path, None, str(exc))
     except OSError as exc:

@@ -12,6 +12,7 @@ from pathlib import Path
 from .._model import ParsedDocument, ReadError
 from .epub import read_epub
 from .html import read_html
+from .image import read_image
 from .markdown import read_markdown
 from .office import read_docx, read_pptx, read_xlsx
 from .pdf import read_pdf
@@ -42,6 +43,11 @@ READERS: dict[str, Reader] = {
     '.rtf': read_rtf,
     '.py': read_python,
     '.pyi': read_python,
+    '.png': read_image,
+    '.jpg': read_image,
+    '.jpeg': read_image,
+    '.tif': read_image,
+    '.tiff': read_image,
 }
 """File extension (lower case, with the dot) -> reader. Add entries to support more formats."""
 

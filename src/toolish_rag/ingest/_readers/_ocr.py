@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 __all__ = [
     'DEFAULT_OCR',
     'INSTALL_TESSERACT',
+    'NoTextFound',
     'OcrMode',
     'OcrOptions',
     'installed_languages',
@@ -51,6 +52,10 @@ INSTALL_TESSERACT = (
     'Tesseract OCR is not installed: install it (Debian/Ubuntu: apt-get install tesseract-ocr; '
     'macOS: brew install tesseract) and ingest again'
 )
+
+
+class NoTextFound(ReadError):
+    """A file with nothing to read and nothing wrong (an image without text): skipped, not failed."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,14 +106,18 @@ def require_tesseract() -> str:
 
 
 @functools.cache
-def installed_languages(binary: str) -> frozenset[str]:
-    """The Tesseract language data ``binary`` has (``tesseract --list-langs``), ``osd`` left out."""
+def _list_langs(binary: str) -> frozenset[str]:
     try:
         out = subprocess.run([binary, '--list-langs'], capture_output=True, text=True, timeout=30, check=False)
     except (OSError, subprocess.SubprocessError):
         return frozenset()
     lines = out.stdout.splitlines()[1:]  # the first line says where the data is
-    return frozenset(ln.strip() for ln in lines if ln.strip() and ln.strip() != 'osd')
+    return frozenset(ln.strip() for ln in lines if ln.strip())
+
+
+def installed_languages(binary: str) -> frozenset[str]:
+    """The Tesseract language data ``binary`` has (``tesseract --list-langs``), ``osd`` left out."""
+    return _list_langs(binary) - {'osd'}
 
 
 # ISO 639-1 -> Tesseract's traineddata names (ISO 639-2/T, with its few own spellings)
@@ -160,7 +169,9 @@ def ocr_image(image: Image, dpi: float | None = None) -> str:
     grey = image if image.mode == 'L' else image.convert('L')
     buffer = io.BytesIO()
     grey.save(buffer, format='PPM')  # PGM: no compression to spend time on; Tesseract reads it from stdin
-    command = [binary, 'stdin', 'stdout', '-l', languages, '--psm', '3']
+    # --psm 1: page segmentation with orientation detection (a page scanned sideways), when osd data is there
+    psm = '1' if 'osd' in _list_langs(binary) else '3'
+    command = [binary, 'stdin', 'stdout', '-l', languages, '--psm', psm]
     if dpi:
         command += ['--dpi', str(round(dpi))]
     limit = current_limits().seconds

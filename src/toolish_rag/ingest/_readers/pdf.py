@@ -1,14 +1,15 @@
-"""PDF via pypdf (BSD): text per page, pages recorded, sections from the outline or the fonts.
+"""PDF via pdfium (pypdfium2): text per page in reading order, OCR where a page has no usable text layer.
 
-See docs/ingestion.md#formats.
+Pages recorded; sections from the outline or the fonts; running headers, footers and page numbers
+dropped; words hyphenated at line ends joined. See docs/ingestion.md#pdf-layout and #ocr.
 """
 
 from __future__ import annotations
 
-import io
 import itertools
-import logging
+import math
 import re
+import threading
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
@@ -16,11 +17,13 @@ from typing import Any
 
 from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
+from ._ocr import INSTALL_TESSERACT, join_hyphenated, ocr_image, ocr_options, tesseract_path, text_is_garbage
+from ._pdf_layout import page_paragraphs, page_pieces
 from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']
 
-VERSION = 0
+VERSION = 1
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 
@@ -36,43 +39,6 @@ def _pattern(title: str) -> re.Pattern[str] | None:
     if len(chars) < 2:
         return None
     return re.compile(r'\s*'.join(chars), re.IGNORECASE)
-
-
-def _page_lines(page: Any) -> tuple[str, list[_Line]]:
-    runs: list[tuple[str, float, bool, float]] = []
-
-    def visit(text: str, cm: Any, tm: Any, font: Any, size: float) -> None:
-        if not text:
-            return
-        scale = abs(tm[3] or tm[0] or 1.0) * abs(cm[3] or cm[0] or 1.0)
-        name = str(font.get('/BaseFont', '')) if font else ''
-        bold = 'bold' in name.lower() or 'black' in name.lower() or 'heavy' in name.lower()
-        runs.append((text, round(float(size) * scale, 1), bold, float(tm[5]) * abs(cm[3] or 1.0) + float(cm[5])))
-
-    text = page.extract_text(visitor_text=visit) or ''
-    lines: list[_Line] = []
-    current: list[tuple[str, float, bool, float]] = []
-
-    def close() -> None:
-        content = ''.join(r[0] for r in current)
-        visible = [r for r in current if r[0].strip()]
-        if visible and content.strip():
-            size = max(r[1] for r in visible)
-            bold = all(r[2] for r in visible)
-            lines.append(_Line(' '.join(content.split()), size, bold))
-        current.clear()
-
-    last_y: float | None = None
-    for run in runs:
-        if current and last_y is not None and abs(run[3] - last_y) > max(2.0, run[1] * 0.5):
-            close()
-        current.append(run)
-        last_y = run[3]
-        if run[0].endswith('\n'):
-            close()
-            last_y = None
-    close()
-    return text, lines
 
 
 def _clean_page(text: str) -> str:
@@ -111,24 +77,15 @@ def _strip_running(pages: list[str]) -> list[str]:
     return out
 
 
-def _outline_entries(reader: Any) -> list[tuple[int, int, str]]:
+def _outline_entries(pdf: Any) -> list[tuple[int, int, str]]:
     entries: list[tuple[int, int, str]] = []
-
-    def walk(items: Any, depth: int) -> None:
-        for item in items:
-            if isinstance(item, list):
-                walk(item, depth + 1)
-                continue
-            try:
-                page = reader.get_destination_page_number(item)
-            except Exception:
-                continue
-            title = ' '.join(str(getattr(item, 'title', '') or '').split())
-            if title and page is not None and page >= 0:
-                entries.append((page, depth + 1, title))
-
     try:
-        walk(reader.outline, 0)
+        for bookmark in pdf.get_toc(max_depth=16):
+            dest = bookmark.get_dest()
+            page = dest.get_index() if dest is not None else None
+            title = ' '.join((bookmark.get_title() or '').split())
+            if title and page is not None and page >= 0:
+                entries.append((page, bookmark.level + 1, title))
     except Exception:
         return []
     return entries
@@ -181,10 +138,9 @@ def _font_headings(page_lines: list[list[_Line]]) -> list[tuple[int, int, str]]:
     return [(p, level.get((c.size, c.bold), 6), c.text) for p, c in candidates]
 
 
-def _document_title(reader: Any) -> str | None:
+def _document_title(pdf: Any) -> str | None:
     try:
-        meta = reader.metadata
-        title = str(meta.title).strip() if meta is not None and meta.title else ''
+        title = ' '.join(str(pdf.get_metadata_dict().get('Title') or '').split())
     except Exception:
         return None
     if not title or title.lower().startswith(('microsoft word', 'untitled')) or re.fullmatch(r'\S+\.\w{2,4}', title):
@@ -192,45 +148,119 @@ def _document_title(reader: Any) -> str | None:
     return title
 
 
-def _extract_pages(data: bytes) -> tuple[list[str], list[list[_Line]], list[tuple[int, int, str]], str | None]:
-    """Open the PDF and take each page's text (and line layout when there is no outline).
+_PDFIUM = threading.RLock()
+"""pdfium is not thread-safe, not even across documents: every call into it holds this lock
+(OCR, a subprocess, runs outside it)."""
 
-    Returns the cleaned page texts, their lines, the outline entries and the document title;
-    every way pypdf fails on a damaged or locked file becomes a `ReadError` with its reason.
-    """
-    import pypdf
-    from pypdf.errors import PdfReadError
+OCR_DPI = 300.0
+MAX_OCR_PIXELS = 40_000_000
+"""A page is rendered for OCR at `OCR_DPI`, or less where that would pass this many pixels (~40 MB grey)."""
+IMAGE_COVERAGE = 0.25
+"""A page with (almost) no text whose images cover this share of it is a scan: OCR'd under ``ocr='auto'``."""
+LITTLE_TEXT = 40
+"""Non-space characters under which a page's text layer is no text layer (a page number, a stamp)."""
 
-    logging.getLogger('pypdf').setLevel(logging.ERROR)
+
+@dataclass(slots=True)
+class _Page:
+    text: str
+    lines: list[_Line]
+    ocr: bool = False
+    needs_ocr: bool = False
+
+
+def _open(data: bytes) -> Any:
+    import pypdfium2 as pdfium
+
     if not data.lstrip()[:1024].startswith(b'%PDF') and b'%PDF' not in data[:1024]:
         raise ReadError('not a PDF (no %PDF header)')
     try:
-        reader = pypdf.PdfReader(io.BytesIO(data))
-        if reader.is_encrypted:
-            try:
-                opened = reader.decrypt('')
-            except Exception as exc:
-                raise ReadError(f'encrypted PDF that cannot be opened: {exc}') from None
-            if not opened:
-                raise ReadError('encrypted PDF: a password is required to open it')
-        entries = _outline_entries(reader)
-        pages_raw: list[str] = []
-        page_lines: list[list[_Line]] = []
-        for page in reader.pages:
-            check_time()  # a thread cannot be killed: a long PDF stops between pages at the time limit
-            lines: list[_Line]
-            if entries:  # the outline gives the sections: no need for font analysis
-                text, lines = page.extract_text() or '', []
-            else:
-                text, lines = _page_lines(page)
-            pages_raw.append(_clean_page(text))
-            page_lines.append(lines)
-        doc_title = _document_title(reader)
-    except ReadError:
-        raise
-    except (PdfReadError, ValueError, KeyError, TypeError, AttributeError, IndexError) as exc:
+        return pdfium.PdfDocument(data)
+    except pdfium.PdfiumError as exc:
+        if 'password' in str(exc).lower():
+            raise ReadError('encrypted PDF: a password is required to open it') from None
         raise ReadError(f'malformed PDF: {exc}') from None
-    return pages_raw, page_lines, entries, doc_title
+
+
+def _image_coverage(page: Any) -> float:
+    """Share of the page's area under image objects (capped at 1)."""
+    import pypdfium2.raw as raw
+
+    width, height = page.get_size()
+    area = 0.0
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_IMAGE], max_depth=4):
+        left, bottom, right, top = obj.get_bounds()
+        area += max(0.0, min(right, width) - max(left, 0.0)) * max(0.0, min(top, height) - max(bottom, 0.0))
+    return min(1.0, area / (width * height)) if width * height > 0 else 0.0
+
+
+def _text_page(page: Any) -> tuple[str, list[_Line]]:
+    """The page's text in reading order (`page_paragraphs`), and one `_Line` per paragraph for the headings."""
+    textpage = page.get_textpage()
+    try:
+        paragraphs = page_paragraphs(page_pieces(textpage), page.get_width())
+    finally:
+        textpage.close()
+    text = '\n\n'.join('\n'.join(line.text for line in para) for para in paragraphs)
+    lines = [_Line(' '.join(ln.text for ln in para), para[0].size, all(ln.bold for ln in para)) for para in paragraphs]
+    return text, lines
+
+
+def _render(page: Any) -> tuple[Any, float]:
+    """The page as an 8-bit grey PIL image for OCR, and its resolution in dpi."""
+    width, height = page.get_size()
+    scale = min(OCR_DPI / 72, math.sqrt(MAX_OCR_PIXELS / max(width * height, 1.0)))
+    bitmap = page.render(scale=scale, grayscale=True)
+    try:
+        return bitmap.to_pil().convert('L'), scale * 72
+    finally:
+        bitmap.close()
+
+
+def _read_page(pdf: Any, index: int, mode: str) -> tuple[_Page, Any]:
+    """One page's text layer, whether it needs OCR, and (when it does and OCR can run) its image."""
+    with _PDFIUM:
+        page = pdf[index]
+        try:
+            text, lines = _text_page(page) if mode != 'always' else ('', [])
+            chars = sum(not c.isspace() for c in text)
+            needs = mode == 'always' or (
+                mode == 'auto'
+                and (text_is_garbage(text) or (chars < LITTLE_TEXT and _image_coverage(page) >= IMAGE_COVERAGE))
+            )
+            image = _render(page) if needs and tesseract_path() is not None else None
+        finally:
+            page.close()
+    return _Page(_clean_page(text), lines, needs_ocr=needs), image
+
+
+def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]], str | None]:
+    """Open the PDF and take each page's text: its text layer in reading order, or OCR's.
+
+    Returns the pages, the outline entries and the document title; a damaged or locked file
+    is a `ReadError` with its reason.
+    """
+    mode = ocr_options().mode
+    with _PDFIUM:
+        pdf = _open(data)
+    try:
+        with _PDFIUM:
+            count = len(pdf)
+            entries = _outline_entries(pdf)
+            doc_title = _document_title(pdf)
+        pages: list[_Page] = []
+        for index in range(count):
+            check_time()  # a thread cannot be killed: a long PDF stops between pages at the time limit
+            page, image = _read_page(pdf, index, mode)
+            if image is not None:
+                text = _clean_page(ocr_image(image[0], image[1]))
+                if text.strip() or mode == 'always':
+                    page = _Page(text, [], ocr=True, needs_ocr=True)
+            pages.append(page)
+    finally:
+        with _PDFIUM:
+            pdf.close()
+    return pages, entries, doc_title
 
 
 def _place_headings(
@@ -284,15 +314,25 @@ def _outline(source: str, page_starts: list[int], placed: list[tuple[int, int, i
 
 
 def read_pdf(data: bytes, path: Path) -> ParsedDocument:
-    pages_raw, page_lines, entries, doc_title = _extract_pages(data)
-    pages = _strip_running(pages_raw)
+    page_info, entries, doc_title = _extract_pages(data)
+    pages = [join_hyphenated(p) for p in _strip_running([p.text for p in page_info])]
+    warnings: list[str] = []
+    unread = [i + 1 for i, p in enumerate(page_info) if p.needs_ocr and not p.ocr]
+    if unread and tesseract_path() is None:
+        listed = ', '.join(map(str, unread))
+        if not any(p.strip() for p in pages):
+            raise ReadError(
+                f'no extractable text: page(s) {listed} need OCR (no usable text layer); {INSTALL_TESSERACT}'
+            )
+        warnings.append(f'page(s) {listed} not read: they need OCR (no usable text layer); {INSTALL_TESSERACT}')
     if not any(p.strip() for p in pages):
+        hint = 'OCR found none either' if any(p.ocr for p in page_info) else "ingest with ocr='auto' to OCR it"
         raise ReadError(
             f'no extractable text: the PDF has {len(pages)} page(s) but no text layer '
-            '(a scanned or image-only PDF); run OCR on it first (e.g. ocrmypdf)'
+            f'(a scanned or image-only PDF); {hint}'
         )
     if not entries:
-        entries = _font_headings(page_lines)
+        entries = _font_headings([p.lines for p in page_info])
 
     source = '\n\n'.join(pages)
     page_starts: list[int] = []
@@ -310,4 +350,6 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
         format='pdf',
         metadata={'page_count': len(pages)},
         page_starts=page_starts,
+        warnings=warnings,
+        ocr_pages=[i + 1 for i, p in enumerate(page_info) if p.ocr],
     )

@@ -1,0 +1,263 @@
+"""A PDF page's text in reading order, from pdfium's characters and their positions.
+
+Characters become line pieces (split where a gap is too wide for a word space), pieces become
+columns when the page has a gutter that prose lines on both sides leave empty, and each column
+becomes paragraphs where the line spacing, size or weight changes. See docs/ingestion.md#pdf-layout.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import statistics
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+__all__ = ['Piece', 'page_paragraphs', 'page_pieces']
+
+
+@dataclass(slots=True)
+class Piece:
+    """Text on one baseline, between two wide gaps. PDF coordinates: y grows upwards."""
+
+    text: str
+    x0: float
+    x1: float
+    bottom: float
+    top: float
+    size: float
+    """Font size in points (the loose character box height: ascent to descent)."""
+    bold: bool
+
+    @property
+    def width(self) -> float:
+        return self.x1 - self.x0
+
+
+@dataclass(slots=True)
+class _Builder:
+    chars: list[str] = field(default_factory=list)
+    x0: float = 0.0
+    x1: float = 0.0
+    bottom: float = 0.0
+    top: float = 0.0
+    sizes: list[float] = field(default_factory=list)
+    bold: list[bool] = field(default_factory=list)
+
+    def add(self, ch: str, box: tuple[float, float, float, float], bold: bool) -> None:
+        left, bottom, right, top = box
+        if not self.sizes:
+            self.x0, self.x1, self.bottom, self.top = left, right, bottom, top
+        else:
+            self.x0, self.x1 = min(self.x0, left), max(self.x1, right)
+            self.bottom, self.top = min(self.bottom, bottom), max(self.top, top)
+        self.chars.append(ch)
+        self.sizes.append(top - bottom)
+        self.bold.append(bold)
+
+    def piece(self) -> Piece | None:
+        text = ' '.join(''.join(self.chars).split())
+        if not text or not self.sizes:
+            return None
+        size = round(statistics.median(self.sizes), 1)
+        return Piece(text, self.x0, self.x1, self.bottom, self.top, size, sum(self.bold) * 2 > len(self.bold))
+
+
+def _font_is_bold(raw: Any, textpage: Any, index: int, buffer: Any, flags: Any) -> bool:
+    weight = raw.FPDFText_GetFontWeight(textpage, index)
+    if weight >= 600:
+        return True
+    raw.FPDFText_GetFontInfo(textpage, index, buffer, len(buffer), ctypes.byref(flags))
+    name = buffer.value.lower()
+    return b'bold' in name or b'black' in name or b'heavy' in name or b'semibold' in name
+
+
+def page_pieces(textpage: Any) -> list[Piece]:
+    """Every piece of text on the page, in pdfium's order (content order, lines split at ``\\r\\n``)."""
+    import pypdfium2.raw as raw
+
+    count = raw.FPDFText_CountChars(textpage)
+    rect = raw.FS_RECTF()
+    buffer = ctypes.create_string_buffer(128)
+    flags = ctypes.c_int()
+    bold_of: dict[int, bool] = {}
+    pieces: list[Piece] = []
+    current = _Builder()
+    last_right: float | None = None
+    pending_space = False
+
+    def close() -> None:
+        nonlocal current, last_right
+        piece = current.piece()
+        if piece is not None:
+            pieces.append(piece)
+        current, last_right = _Builder(), None
+
+    for i in range(count):
+        code = raw.FPDFText_GetUnicode(textpage, i)
+        ch = chr(code) if 0 < code < 0x110000 else '\ufffd'
+        if ch in '\r\n':
+            close()
+            pending_space = False
+            continue
+        if ch.isspace() or ch == '\x00' or ch == '\ufffe':
+            pending_space = True
+            continue
+        if not raw.FPDFText_GetLooseCharBox(textpage, i, ctypes.byref(rect)):
+            continue
+        box = (rect.left, rect.bottom, rect.right, rect.top)
+        size = max(box[3] - box[1], 1.0)
+        if last_right is not None:
+            gap = box[0] - last_right
+            other_line = abs(box[1] - current.bottom) > size * 0.5 and not current.bottom < box[1] < current.top
+            if other_line or gap > size * 1.2 or gap < -size * 2:  # a column gap, a table cell, a new line
+                close()
+                pending_space = False
+        if pending_space and current.chars:
+            current.chars.append(' ')
+        pending_space = False
+        obj = raw.FPDFText_GetTextObject(textpage, i)
+        key = ctypes.cast(obj, ctypes.c_void_p).value or 0
+        bold = bold_of.get(key)
+        if bold is None:
+            bold = bold_of[key] = _font_is_bold(raw, textpage, i, buffer, flags)
+        current.add(ch, box, bold)
+        last_right = box[2]
+    close()
+    return pieces
+
+
+# --- columns ---------------------------------------------------------------------------------------
+
+MIN_COLUMN_SHARE = 0.2
+"""Each column holds at least this share of the page's narrow-piece characters."""
+
+
+def _gutter(pieces: Sequence[Piece], lo: float, hi: float) -> float | None:
+    """The x of a vertical gap between ``lo`` and ``hi`` that splits the narrow pieces into two columns of prose.
+
+    Pieces wider than 60% of the span are headings or full-width lines: they neither hold a
+    gutter open nor close it. Each side must hold ``MIN_COLUMN_SHARE`` of the characters and its
+    lines must mostly fill their column (median width at least half the column's): table cells
+    do not, so a table is not read column by column.
+    """
+    span = hi - lo
+    if span <= 0:
+        return None
+    narrow = [p for p in pieces if p.width < span * 0.6 and lo - 1 <= p.x0 and p.x1 <= hi + 1]
+    chars = sum(len(p.text) for p in narrow)
+    if len(narrow) < 6 or chars < 200:
+        return None
+    intervals = sorted((p.x0, p.x1) for p in narrow)
+    best: tuple[float, float] | None = None
+    reach = intervals[0][1]
+    for x0, x1 in intervals[1:]:
+        if x0 > reach + 6:  # an empty band at least 6 pt wide
+            mid = (reach + x0) / 2
+            if lo + span * 0.2 < mid < hi - span * 0.2 and (best is None or x0 - reach > best[1] - best[0]):
+                best = (reach, x0)
+        reach = max(reach, x1)
+    if best is None:
+        return None
+    cut = (best[0] + best[1]) / 2
+    for side in ([p for p in narrow if p.x1 <= cut], [p for p in narrow if p.x0 >= cut]):
+        side_chars = sum(len(p.text) for p in side)
+        if side_chars < chars * MIN_COLUMN_SHARE:
+            return None
+        extent = max(p.x1 for p in side) - min(p.x0 for p in side)
+        if statistics.median(p.width for p in side) < extent * 0.5:
+            return None
+    return cut
+
+
+def _ordered(pieces: list[Piece], lo: float, hi: float, depth: int = 0) -> list[list[Piece]]:
+    """The pieces as columns in reading order: bands split by full-width pieces, each band's columns left to right."""
+    by_height = sorted(pieces, key=lambda p: (-p.top, p.x0))
+    cut = _gutter(pieces, lo, hi) if depth < 2 else None
+    if cut is None:
+        return [by_height]
+    out: list[list[Piece]] = []
+    band: list[Piece] = []
+
+    def flush() -> None:
+        if band:
+            left = [p for p in band if p.x1 <= cut]
+            right = [p for p in band if p.x1 > cut]
+            out.extend(_ordered(left, lo, cut, depth + 1))
+            out.extend(_ordered(right, cut, hi, depth + 1))
+            band.clear()
+
+    for piece in by_height:
+        if piece.x0 < cut < piece.x1:  # crosses the gutter: a heading or figure across both columns
+            flush()
+            out.append([piece])
+        else:
+            band.append(piece)
+    flush()
+    return [column for column in out if column]
+
+
+# --- paragraphs ------------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class Line:
+    """Pieces on one baseline of one column, joined."""
+
+    text: str
+    size: float
+    bold: bool
+    top: float
+    bottom: float
+
+
+def _lines(column: Iterable[Piece]) -> list[Line]:
+    lines: list[list[Piece]] = []
+    for piece in column:  # sorted by top, descending
+        if lines:
+            last = lines[-1][0]
+            if abs(piece.bottom - last.bottom) < min(piece.size, last.size) * 0.5:
+                lines[-1].append(piece)
+                continue
+        lines.append([piece])
+    out = []
+    for group in lines:
+        group.sort(key=lambda p: p.x0)
+        main = max(group, key=lambda p: len(p.text))
+        out.append(
+            Line(
+                ' '.join(p.text for p in group),
+                main.size,
+                all(p.bold for p in group),
+                max(p.top for p in group),
+                min(p.bottom for p in group),
+            )
+        )
+    return out
+
+
+def page_paragraphs(pieces: list[Piece], page_width: float) -> list[list[Line]]:
+    """The page's lines in reading order, grouped into paragraphs.
+
+    A paragraph ends where the gap to the next line is more than ~0.7 of the font size (more than
+    the leading), where the size or the weight changes, or at the end of a column.
+    """
+    if not pieces:
+        return []
+    lo = min(p.x0 for p in pieces)
+    hi = max(p.x1 for p in pieces)
+    paragraphs: list[list[Line]] = []
+    for column in _ordered(pieces, lo, hi if hi > lo else page_width):
+        current: list[Line] = []
+        for line in _lines(column):
+            if current:
+                prev = current[-1]
+                gap = prev.bottom - line.top
+                style_change = abs(line.size - prev.size) > max(line.size, prev.size) * 0.12 or line.bold != prev.bold
+                if gap > max(line.size, prev.size) * 0.7 or gap < -max(line.size, prev.size) or style_change:
+                    paragraphs.append(current)
+                    current = []
+            current.append(line)
+        if current:
+            paragraphs.append(current)
+    return paragraphs

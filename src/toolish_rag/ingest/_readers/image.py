@@ -1,0 +1,94 @@
+"""Images (PNG, JPEG, TIFF with all its frames) read by OCR: one page per frame.
+
+An image with no text in it (a logo, a photo) is skipped, not failed; with ``ocr='never'``
+images are skipped too. See docs/ingestion.md#ocr.
+"""
+
+from __future__ import annotations
+
+import io
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from .._limits import check_time
+from .._model import OutlineBuilder, ParsedDocument, ReadError
+from ._ocr import NoTextFound, ocr_image, ocr_options, require_tesseract
+from .text import paragraph_spans, title_from_path
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+__all__ = ['IMAGE_SUFFIXES', 'read_image']
+
+VERSION = 1
+"""Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
+
+IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg', '.tif', '.tiff')
+
+MAX_PIXELS = 100_000_000
+"""Pixels of one frame (a 10,000 x 10,000 scan); a larger one fails alone (a decompression bomb)."""
+
+MIN_SIDE = 24
+"""Frames smaller than this (pixels) on either side are icons: no text to read."""
+
+
+def read_image(data: bytes, path: Path) -> ParsedDocument:
+    from PIL import Image, ImageSequence, UnidentifiedImageError
+
+    if ocr_options().mode == 'never':
+        raise NoTextFound("an image is read only by OCR, which is off (ocr='never')")
+    require_tesseract()
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('error', Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+            image.load()
+    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise ReadError(f'unreadable image: {exc}') from None
+    except (OSError, ValueError, SyntaxError) as exc:  # truncated or corrupt data
+        raise ReadError(f'corrupt image: {exc}') from None
+    dpi = image.info.get('dpi')
+    resolution = float(dpi[0]) if isinstance(dpi, tuple) and dpi and dpi[0] else None
+    pages: list[str] = []
+    try:
+        for frame in ImageSequence.Iterator(image):
+            check_time()
+            width, height = frame.size
+            if width * height > MAX_PIXELS:
+                raise ReadError(f'a frame of {width} x {height} pixels is over the {MAX_PIXELS:,}-pixel limit')
+            if min(width, height) < MIN_SIDE:
+                pages.append('')
+                continue
+            pages.append(ocr_image(_flattened(frame), resolution if resolution and resolution >= 50 else None))
+    except (OSError, ValueError, EOFError) as exc:
+        raise ReadError(f'corrupt image: {exc}') from None
+    if not any(p.strip() for p in pages):
+        raise NoTextFound('no text found in the image (OCR)')
+    outline = OutlineBuilder()
+    ocr_pages: list[int] = []
+    for number, text in enumerate(pages, 1):
+        outline.start_page()
+        ocr_pages.append(number)
+        for start, end in paragraph_spans(text):
+            outline.block(text[start:end])
+    return ParsedDocument(
+        source=outline.text(),
+        title=title_from_path(path),
+        root=outline.root,
+        format=image.format.lower() if image.format else path.suffix.lstrip('.').lower(),
+        metadata={'page_count': len(pages)},
+        page_starts=outline.page_starts,
+        ocr_pages=ocr_pages,
+    )
+
+
+def _flattened(frame: Image) -> Image:
+    """The frame in 8-bit grey, a transparent background made white (OCR reads dark on light)."""
+    from PIL import Image as PILImage
+
+    if frame.mode in ('RGBA', 'LA', 'PA') or (frame.mode == 'P' and 'transparency' in frame.info):
+        rgba = frame.convert('RGBA')
+        background = PILImage.new('RGBA', rgba.size, (255, 255, 255, 255))
+        return PILImage.alpha_composite(background, rgba).convert('L')
+    return frame.convert('L')
