@@ -74,10 +74,30 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help='unstructured: read DOCX, PPTX, XLSX, HTML, Markdown and text with the unstructured library '
         '(needs toolish-rag[unstructured]; the default readers read the rest; docs/ingestion.md)',
     )
+    _ocr_flags(parser)
     _limit_flags(parser)
     add_reembed_flag(parser)
     parser.set_defaults(run=run)
     return parser
+
+
+def _ocr_flags(parser: argparse.ArgumentParser) -> None:
+    """``--ocr`` and ``--ocr-language`` (docs/ingestion.md#ocr)."""
+    parser.add_argument(
+        '--ocr',
+        choices=('never', 'auto', 'always'),
+        default='auto',
+        help='read scanned PDF pages and images (PNG, JPEG, TIFF) with Tesseract: auto (default) where a page '
+        'has no usable text layer, always every page, never',
+    )
+    parser.add_argument(
+        '--ocr-language',
+        action='append',
+        default=None,
+        metavar='LANG',
+        help='OCR language (de, deu, deu+eng; repeatable; default: --language), among the installed Tesseract '
+        'data (tesseract --list-langs); English when none is installed',
+    )
 
 
 def _limit_flags(parser: argparse.ArgumentParser) -> None:
@@ -125,6 +145,8 @@ async def run(args: argparse.Namespace) -> int:
         'limits': limits,
         'follow_symlinks': args.follow_symlinks,
         'reader': args.reader,
+        'ocr': args.ocr,
+        'ocr_languages': args.ocr_language,
     }
     if args.ray is not None:
         from ..ingest import RayExecutor
@@ -153,6 +175,11 @@ def _require_extras(args: argparse.Namespace) -> None:
     needs += [RAY] if args.ray is not None else []
     needs += [TOKENS] if (args.tokenizer or '').startswith('tiktoken:') else []
     require(*needs)
+    if args.ocr == 'always':
+        from ..ingest._readers._ocr import INSTALL_TESSERACT, tesseract_path
+
+        if tesseract_path() is None:
+            raise SystemExit(f'toolish-rag: --ocr always: {INSTALL_TESSERACT}')
 
 
 async def _watch(store: Any, paths: list[str], settings: dict[str, Any], printer: _ReportPrinter) -> int:
