@@ -3,7 +3,6 @@ without a token file, and a client for each."""
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Iterator
 from typing import Any
 
@@ -14,7 +13,7 @@ pytest.importorskip('httpx2', reason='starlette.testclient needs httpx2')
 
 from starlette.testclient import TestClient
 
-from tests.inspect.corpus import documents, entities, relations, token_table_data
+from tests.inspect.corpus import documents, entities, relations, run, token_table_data
 from toolish_rag import ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.inspect import create_app
@@ -31,7 +30,7 @@ async def _filled(store: Any) -> Any:
 
 @pytest.fixture(scope='module')
 def store() -> Any:
-    return asyncio.run(_filled(InMemoryStore(HashingEmbeddingModel(64))))
+    return run(_filled(InMemoryStore(HashingEmbeddingModel(64))))
 
 
 @pytest.fixture(scope='module')

@@ -6,10 +6,15 @@ Every title, text and metadata value a tenant owns carries its tenant's marker (
 
 from __future__ import annotations
 
-from typing import Any
+import asyncio
+from collections.abc import Coroutine
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
 from toolish_rag import DocumentBuilder
 from toolish_rag.content import Document, Entity, Relation
+
+T = TypeVar('T')
 
 TENANTS = {'acme': 'ACMEWORD', 'globex': 'GLOBEXWORD'}
 HOSTILE_TITLE = 'Hostile <img src=x onerror="alert(1)"> page'
@@ -80,3 +85,9 @@ def relations(docs: list[Document]) -> list[Relation]:
                 )
             )
     return out
+
+
+def run(coroutine: Coroutine[Any, Any, T]) -> T:
+    """Run ``coroutine`` to its end in a thread of its own (Playwright's sync API keeps a loop in this one)."""
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

@@ -4,7 +4,6 @@ document renders as text, and pages for a capability the store lacks say so. See
 
 from __future__ import annotations
 
-import asyncio
 import html
 import json
 import re
@@ -16,7 +15,7 @@ from pydantic_ai import ModelRetry
 from starlette.testclient import TestClient
 
 from tests.inspect.conftest import BASE
-from tests.inspect.corpus import HOSTILE_TEXT, TOKENS
+from tests.inspect.corpus import HOSTILE_TEXT, TOKENS, run
 from toolish_rag import ToolishRag
 from toolish_rag.content import Chunk
 from toolish_rag.embedding import HashingEmbeddingModel
@@ -85,18 +84,18 @@ def test_every_page_answers_with_the_security_headers(open_client: TestClient) -
 def test_the_console_answers_as_run_tool(open_client: TestClient, rag: ToolishRag[Any]) -> None:
     sent = {'tool': 'docs_hybrid_search', 'arg.query': 'refunds damaged item', 'arg.top_k': '3'}
     page = open_client.post('/console', data=sent).text
-    expected = asyncio.run(rag.run_tool('hybrid_search', {'query': 'refunds damaged item', 'top_k': 3}))
+    expected = run(rag.run_tool('hybrid_search', {'query': 'refunds damaged item', 'top_k': 3}))
     assert model_text(page) == str(expected.return_value)
     for hit in expected.metadata['hits']:
         assert f'href="/chunk?id={hit.record.id}"' in page  # each hit links to Browse
 
     bad = open_client.post('/console', data={**sent, 'arg.top_k': 'many'}).text
     with pytest.raises(ModelRetry) as retry:
-        asyncio.run(rag.run_tool('hybrid_search', {'query': 'refunds damaged item', 'top_k': 'many'}))
+        run(rag.run_tool('hybrid_search', {'query': 'refunds damaged item', 'top_k': 'many'}))
     assert model_text(bad) == retry.value.message
 
     walked = open_client.post('/console', data={'tool': 'graph_context', 'arg.ids': 'acme-carrier', 'arg.hops': '1'})
-    expected_walk = asyncio.run(rag.run_tool('graph_context', {'ids': ['acme-carrier'], 'hops': 1}))
+    expected_walk = run(rag.run_tool('graph_context', {'ids': ['acme-carrier'], 'hops': 1}))
     assert model_text(walked.text) == str(expected_walk.return_value)
 
 
@@ -262,7 +261,7 @@ def test_quality_evaluates_beside_the_store_and_lists_ingest_failures(store: Any
 
     rag: ToolishRag[Any] = ToolishRag(store)
     report = IngestReport(added=['a.md'], failed=[IngestIssue('broken.pdf', 'encrypted PDF')])
-    before = asyncio.run(store.list_documents())
+    before = run(store.list_documents())
     app = create_app(
         rag, eval_data=_beir(tmp_path / 'mini'), eval_embedder=HashingEmbeddingModel(64), ingest_report=report
     )
@@ -278,7 +277,7 @@ def test_quality_evaluates_beside_the_store_and_lists_ingest_failures(store: Any
         assert status['state'] == 'done' and status['done'] == status['total'] == 6, status
         done = client.get('/quality').text
         assert '<svg xmlns="http://www.w3.org/2000/svg" class="chart"' in done and 'nDCG@10' in done
-    assert asyncio.run(store.list_documents()) == before  # the inspected store is never written
+    assert run(store.list_documents()) == before  # the inspected store is never written
 
 
 def test_the_command_refuses_a_public_host_without_tokens(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

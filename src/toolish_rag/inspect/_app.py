@@ -142,7 +142,8 @@ def create_app(
         )
         html = markup(
             '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in · toolish-rag inspect</title>'
-            '<link rel="stylesheet" href="/static/inspect.css"></head><body><main><h1>Sign in</h1>{}</main>'
+            '<link rel="icon" href="data:,"><link rel="stylesheet" href="/static/inspect.css"></head><body><main>'
+            '<h1>Sign in</h1>{}</main>'
             '</body></html>',
             body,
         )

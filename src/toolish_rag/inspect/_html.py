@@ -75,7 +75,8 @@ def layout(title: str, body: Html, *, scope: str, active: str, quality: bool = T
     return markup(
         '<!doctype html><html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        '<title>{} · toolish-rag inspect</title><link rel="stylesheet" href="/static/inspect.css">'
+        '<title>{} · toolish-rag inspect</title><link rel="icon" href="data:,">'
+        '<link rel="stylesheet" href="/static/inspect.css">'
         '<script src="/static/inspect.js" defer></script></head><body>'
         '<header><strong>toolish-rag inspect</strong><nav>{}</nav><span class="scope">scope: {}</span>{}</header>'
         '<main><h1>{}</h1>{}</main></body></html>',
