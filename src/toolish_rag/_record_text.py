@@ -14,7 +14,7 @@ from typing import TypeVar
 from .content import Chunk, Entity
 from .search import SearchHit
 
-__all__ = ['field_text', 'fitting', 'indent', 'render_record', 'where']
+__all__ = ['chunk_body', 'field_text', 'fitting', 'indent', 'render_record', 'where']
 
 T = TypeVar('T')
 
@@ -48,6 +48,31 @@ def where(chunk: Chunk) -> str:
     return f'{place} ({field_text(chunk.document_uri)})'
 
 
+_TABLE_ROW = re.compile(r'\|[^\n]*\|')
+_TABLE_RULE = re.compile(r'\| ---(?: \| ---)* \|')
+
+
+def chunk_body(chunk: Chunk) -> str:
+    """A chunk's text as shown: its ``urtext``, with the table header it continues put back on top.
+
+    Ingestion indexes a piece of a split table with the table's header rows before its rows
+    (docs/ingestion.md#tables); shown without them, the rows would be columns of nobody knows
+    what. The header is taken from the indexed text only when it is a pipe-table header (an
+    optional caption line, pipe rows, the ``| --- |`` line) right before ``urtext``.
+    """
+    urtext, text = chunk.urtext, chunk.text
+    if not urtext.startswith('|') or not text.endswith('\n' + urtext) or len(text) == len(urtext) + 1:
+        return urtext
+    header = text[: -len(urtext) - 1].rsplit('\n\n', 1)[-1]
+    lines = header.split('\n')
+    if len(lines) > 1 and not lines[0].startswith('|'):
+        lines = lines[1:]  # the caption line
+    rows_ok = all(_TABLE_ROW.fullmatch(line) for line in lines)
+    if len(lines) < 2 or not rows_ok or not _TABLE_RULE.fullmatch(lines[-1]) or urtext.startswith(header):
+        return urtext
+    return f'{header}\n{urtext}'
+
+
 def indent(text: str) -> str:
     """``text`` indented four spaces (blank lines left empty): a record's body under its header line."""
     return '\n'.join('    ' + line if line else '' for line in text.strip('\n').splitlines())
@@ -67,7 +92,7 @@ def render_record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = Non
         head = f'{prefix}chunk {field_text(record.id)}{score}{matched}\n    from: {where(record)}'
         if record.page is not None:
             head += f', page {record.page}'
-        return f'{head}\n{indent(record.urtext)}'
+        return f'{head}\n{indent(chunk_body(record))}'
     labels = f' | labels: {", ".join(field_text(x) for x in sorted(record.labels))}' if record.labels else ''
     return f'{prefix}entity {field_text(record.id)}{score}{labels}\n{indent(record.text)}'
 

@@ -28,6 +28,7 @@ import pytest
 import pytest_asyncio
 
 from toolish_rag import ToolishRag
+from toolish_rag._record_text import chunk_body
 from toolish_rag.content import Chunk
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.ingest import Chunker, IngestReport, ingest, read_file
@@ -295,7 +296,8 @@ async def read_whole(rag: ToolishRag[Any], section: str, document: str | None = 
     """Read a section to its end following the tool's own "offset=N" hints; returns its id and the chunks shown.
 
     Checks on the way that pages follow on (chunk a of each page is b+1 of the one before, the total
-    never changes), that no chunk is shown twice, and that the text printed is each chunk's urtext.
+    never changes), that no chunk is shown twice, and that the text printed is each chunk's urtext (a piece of
+    a split table below the table's header rows).
     """
     arguments: dict[str, Any] = {'section': section} if document is None else {'section': section, 'document': document}
     header = ''
@@ -309,7 +311,7 @@ async def read_whole(rag: ToolishRag[Any], section: str, document: str | None = 
         assert total in (None, n) and first == len(seen) + 1 and last == len(seen) + len(shown)
         total = n
         assert [s.id for s in shown] == [c.id for c in records]
-        assert [s.text for s in shown] == [c.urtext for c in records]
+        assert [s.text for s in shown] == [chunk_body(c) for c in records]  # urtext, a table's piece with its header
         assert [s.path for s in shown] == [' > '.join(c.section_path) for c in records]
         seen += records
         if more is None:

@@ -23,7 +23,7 @@ DEFAULT_CHUNK_SIZE = 500
 DEFAULT_CHUNK_OVERLAP = 0
 """Characters. Overlap is off by default: the agent's ``broaden_chunk`` tool reads neighbours on demand."""
 
-CHUNKER_VERSION = 1
+CHUNKER_VERSION = 2
 """Bumped whenever chunk boundaries change for the same input, so fingerprints change too."""
 
 
@@ -106,6 +106,25 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
         if stop > pos:
             spans.append((pos, stop))
         pos = stop + 1
+    return spans
+
+
+_CELL_END = re.compile(r'(?<!\\)\|')
+
+
+def _cell_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
+    """A pipe-table row cut after each unescaped ``|``: its cells, each with the bar that closes it."""
+    spans: list[tuple[int, int]] = []
+    pos = start
+    for m in _CELL_END.finditer(text, start, end):
+        if m.end() > pos and text[pos : m.start()].strip():
+            spans.append((pos, m.end()))
+            pos = m.end()
+    if pos < end:
+        if spans and not text[pos:end].strip():
+            spans[-1] = (spans[-1][0], end)
+        else:
+            spans.append((pos, end))
     return spans
 
 
@@ -194,6 +213,24 @@ class Chunker:
             out.append((cur_start, cur_end))
         return out
 
+    def _pack_rows(self, source: str, rows: list[tuple[int, int]], budget: int) -> list[tuple[int, int]]:
+        """Table rows packed into pieces of whole rows; a row longer than ``budget`` alone is cut between cells.
+
+        A row never shares a piece with part of another row, and a cut row's pieces end at a
+        cell boundary (``|``) where one is within the budget, else between words.
+        """
+        out: list[tuple[int, int]] = []
+        group: list[tuple[int, int]] = []
+        for s, e in rows:
+            if self._span_length(source, s, e) <= budget:
+                group.append((s, e))
+                continue
+            out.extend(self._pack(source, group, budget))
+            group = []
+            out.extend(self._pack(source, _cell_spans(source, s, e), budget))
+        out.extend(self._pack(source, group, budget))
+        return out
+
     def _words(self, source: str, start: int, end: int, budget: int) -> list[tuple[int, int]]:
         words = [(m.start(), m.end()) for m in _WORD.finditer(source, start, end)]
         out: list[tuple[int, int]] = []
@@ -218,7 +255,7 @@ class Chunker:
             header = source[block.start : block.header_end]
             budget = max(self.chunk_size - self._length(header) - 1, self.chunk_size // 4)
             rows = _line_spans(source, block.header_end, block.end)
-            pieces = self._pack(source, rows, budget)
+            pieces = self._pack_rows(source, rows, budget)
             out: list[tuple[int, int, str | None]] = []
             for i, (s, e) in enumerate(pieces):
                 if i == 0 and self._fits(source, block.start, e):

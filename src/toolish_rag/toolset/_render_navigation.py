@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 
-from .._record_text import field_text, fitting, indent, render_record
+from .._record_text import chunk_body, field_text, fitting, indent, render_record
 from ..content import Chunk, MetadataValue, Scalar
 from ..grouping import DocumentGroup
 from ..navigation import Choice, Outline, SectionChoice, SectionTarget
@@ -131,7 +131,7 @@ def render_section_choice(choice: SectionChoice, name: str) -> str:
 def _block(chunk: Chunk, text: str | None = None) -> str:
     """One chunk as ``read_section`` shows it: its id and section path, then its text indented."""
     path = ' > '.join(field_text(s) for s in chunk.section_path)
-    body = chunk.urtext if text is None else text
+    body = chunk_body(chunk) if text is None else text  # a table's piece with its header
     return f'\nchunk {field_text(chunk.id)} (section: {path or "(document start)"})\n{indent(body)}'
 
 
