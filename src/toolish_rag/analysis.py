@@ -283,20 +283,28 @@ class TextAnalyzer:
         """
         if self.language != AUTO:
             return self.tokens(query)
-        wanted = {_analysable(code) for code in languages if code != AUTO}
-        detected = detect_language(query)
-        if detected is not None:
-            wanted.add(_analysable(detected))
-        if not wanted:
-            wanted.add(_FALLBACK)
         counts: dict[str, int] = {}
-        for code in sorted(wanted):
+        for code in self.query_languages(query, languages):
             seen: dict[str, int] = {}
             for token in TextAnalyzer(code).tokens(query):
                 seen[token] = seen.get(token, 0) + 1
             for token, count in seen.items():
                 counts[token] = max(counts.get(token, 0), count)
         return [token for token, count in counts.items() for _ in range(count)]
+
+    def query_languages(self, query: str, languages: Iterable[str] = ()) -> list[str]:
+        """The analyzer languages `query_tokens` analyses ``query`` in, sorted (a fixed language: itself).
+
+        For ``'auto'``: ``languages`` and the query's detected language, as analyzer codes
+        (``'none'`` for one without rules); English when none is known.
+        """
+        if self.language != AUTO:
+            return [self.language]
+        wanted = {_analysable(code) for code in languages if code != AUTO}
+        detected = detect_language(query)
+        if detected is not None:
+            wanted.add(_analysable(detected))
+        return sorted(wanted or {_FALLBACK})
 
     def _tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         split_runs = _unspaced_pattern().split

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+from collections.abc import Sequence
 
 from pydantic_ai.embeddings import Embedder
 
@@ -21,7 +22,15 @@ from toolish_rag.manifest import (
 
 from ._tables import Tables
 
-__all__ = ['check_dims', 'legacy_manifest', 'opening_manifest', 'record_manifest', 'record_reembed', 'upgrade_manifest']
+__all__ = [
+    'check_dims',
+    'legacy_manifest',
+    'opening_manifest',
+    'record_languages',
+    'record_manifest',
+    'record_reembed',
+    'upgrade_manifest',
+]
 
 
 def _language(tables: Tables) -> str | None:
@@ -48,6 +57,22 @@ def record_manifest(tables: Tables, identity: EmbedderIdentity | None) -> StoreM
         return dataclasses.replace(manifest, embedder=identity, language=_language(tables))
 
     return update_manifest(tables.uri, 'lancedb', recorded, legacy=lambda: legacy_manifest(tables))
+
+
+def record_languages(tables: Tables, languages: Sequence[str]) -> None:
+    """Note the languages a write analysed records in (``language='auto'``): on ``tables`` and, for a
+    local store, in its manifest, so every process's text search analyses queries in them too."""
+    new = frozenset(languages) - tables.text_languages
+    if not new:
+        return
+    tables.text_languages |= new
+    if '://' in tables.uri:
+        return
+
+    def recorded(manifest: StoreManifest) -> StoreManifest:
+        return dataclasses.replace(manifest, languages=tuple(sorted({*manifest.languages, *new})))
+
+    update_manifest(tables.uri, 'lancedb', recorded, legacy=lambda: legacy_manifest(tables))
 
 
 def record_reembed(tables: Tables, identity: EmbedderIdentity, *, done: bool) -> StoreManifest:

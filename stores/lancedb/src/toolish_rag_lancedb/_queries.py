@@ -243,7 +243,7 @@ async def text_search(
     whose records rank low for this query) the prefiltered query answers, as it does for narrow
     scopes. Both read the same ``WHERE``: only in-scope rows ever leave LanceDB.
     """
-    parsed = parse_text_query(request.query, analyzer=tables.text_analyzer)
+    parsed = parse_text_query(request.query, analyzer=tables.text_analyzer, languages=tables.known_text_languages())
     where = tables.where(request.filter)
     if parsed.fts is not None:
         fts = parsed.fts

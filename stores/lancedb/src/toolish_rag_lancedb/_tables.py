@@ -23,6 +23,7 @@ import lancedb
 
 from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.filters import Filter
+from toolish_rag.manifest import read_manifest
 
 from ._filters import filter_to_where
 from ._schema import (
@@ -82,6 +83,8 @@ class Tables:
         self.windowed = False
         """Whether vector search scores by the ``windows`` column when the table has it (the store's choice)."""
         self._locks: dict[int, tuple[asyncio.Lock, asyncio.Lock]] = {}
+        self.text_languages: frozenset[str] = frozenset()
+        """The languages this object's writes analysed records in (``language='auto'``)."""
 
     def _lock(self, which: int) -> asyncio.Lock:
         # asyncio locks bind to the loop they are first used on; keep one pair per loop so a
@@ -150,6 +153,14 @@ class Tables:
                 'an index is never searched with another analyzer than it was built with'
             )
         return saved
+
+    def known_text_languages(self) -> frozenset[str]:
+        """The languages the records were analysed in: this object's writes' and, for a local store, its
+        manifest's (other processes' writes; read each time, a small file). Store-wide, not per scope."""
+        if '://' in self.uri:
+            return self.text_languages
+        manifest = read_manifest(self.uri)
+        return self.text_languages | frozenset(manifest.languages if manifest is not None else ())
 
     def known_text_analyzer(self) -> TextAnalyzer | None:
         """The analyzer text search uses, also before the store has connected (for tool descriptions).

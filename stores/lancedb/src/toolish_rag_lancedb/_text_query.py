@@ -6,6 +6,7 @@ See docs/stores/lancedb.md (Design notes).
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from lancedb.query import BooleanQuery, FullTextOperator, FullTextQuery, MatchQuery, Occur, PhraseQuery
@@ -66,11 +67,14 @@ class ParsedTextQuery:
     every part of the query is something the index holds (then no hit means no match)."""
 
 
-def parse_text_query(query: str, column: str = 'text', analyzer: TextAnalyzer | None = None) -> ParsedTextQuery:
-    """``query`` for the FTS index on ``column``, or with ``analyzer`` for the `WORDS_COLUMN` index."""
+def parse_text_query(
+    query: str, column: str = 'text', analyzer: TextAnalyzer | None = None, languages: Iterable[str] = ()
+) -> ParsedTextQuery:
+    """``query`` for the FTS index on ``column``, or with ``analyzer`` for the `WORDS_COLUMN` index
+    (``languages``: those the store's texts were analysed in, for ``'auto'``)."""
     text = query.replace('\x00', ' ').strip()
     if analyzer is not None:
-        return _parse_analysed(text, analyzer)
+        return _parse_analysed(text, analyzer, tuple(languages))
     phrases = [p.strip() for p in _PHRASE.findall(text) if _WORD.search(p)]
     rest = _PHRASE.sub(' ', text).replace('"', ' ')
     words = ' '.join(rest.split())
@@ -93,14 +97,18 @@ def parse_text_query(query: str, column: str = 'text', analyzer: TextAnalyzer | 
     return ParsedTextQuery(fts=fts, substrings=tuple(parts))
 
 
-def _parse_analysed(text: str, analyzer: TextAnalyzer) -> ParsedTextQuery:
+def _parse_analysed(text: str, analyzer: TextAnalyzer, languages: tuple[str, ...]) -> ParsedTextQuery:
     """The OR of the query's tokens and a phrase per quoted phrase, against `WORDS_COLUMN`.
 
     The index splits ``words`` on whitespace only, so the tokens joined by spaces reach it as
-    they are: no lower-casing, stemming or length limit by LanceDB.
+    they are: no lower-casing, stemming or length limit by LanceDB. With ``'auto'`` the query's
+    tokens are those of each language (`TextAnalyzer.query_tokens`), and a phrase is one phrase
+    query per language whose analysis of it differs.
     """
-    phrases = [analyzer.tokens(p) for p in _PHRASE.findall(text)]
-    tokens = analyzer.tokens(_PHRASE.sub(' ', text).replace('"', ' '))
+    codes = analyzer.query_languages(text, languages)
+    found = _PHRASE.findall(text)
+    phrases = list(dict.fromkeys(tuple(TextAnalyzer(code).tokens(p)) for p in found for code in codes))
+    tokens = analyzer.query_tokens(_PHRASE.sub(' ', text).replace('"', ' '), languages)
     tokens += [t for phrase in phrases for t in phrase]  # a phrase's words also join the OR-match
     clauses: list[FullTextQuery] = []
     if tokens:

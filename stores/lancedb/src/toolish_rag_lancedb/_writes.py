@@ -23,6 +23,7 @@ import pyarrow as pa
 from toolish_rag.content import Chunk, Document, Entity, Record
 
 from ._filters import column_type, metadata_columns
+from ._manifest import record_languages
 from ._schema import in_list, in_lists, record_table
 from ._tables import Tables
 from ._windows import set_windows
@@ -113,8 +114,11 @@ async def _analysed_words(tables: Tables, records: Sequence[Record]) -> list[str
     analyzer = tables.text_analyzer
     if analyzer is None or not records:
         return None if analyzer is None else []
-    tokens = await asyncio.to_thread(analyzer.tokenize, [r.text for r in records])
-    return [' '.join(t) for t in tokens]
+    owners = [r.document_id if isinstance(r, Chunk) else r.id for r in records]
+    analysis = await asyncio.to_thread(analyzer.analyse, [r.text for r in records], owners)
+    if analyzer.auto:
+        await asyncio.to_thread(record_languages, tables, analysis.languages)
+    return [' '.join(t) for t in analysis.tokens]
 
 
 async def _add_metadata_columns(tables: Tables, records: Sequence[Record]) -> None:
