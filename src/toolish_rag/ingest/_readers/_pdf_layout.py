@@ -28,6 +28,7 @@ class Piece:
     size: float
     """Font size in points (the loose character box height: ascent to descent)."""
     bold: bool
+    italic: bool = False
 
     @property
     def width(self) -> float:
@@ -43,8 +44,9 @@ class _Builder:
     top: float = 0.0
     sizes: list[float] = field(default_factory=list)
     bold: list[bool] = field(default_factory=list)
+    italic: list[bool] = field(default_factory=list)
 
-    def add(self, ch: str, box: tuple[float, float, float, float], bold: bool) -> None:
+    def add(self, ch: str, box: tuple[float, ...], bold: bool, italic: bool) -> None:
         left, bottom, right, top = box
         if not self.sizes:
             self.x0, self.x1, self.bottom, self.top = left, right, bottom, top
@@ -54,33 +56,55 @@ class _Builder:
         self.chars.append(ch)
         self.sizes.append(top - bottom)
         self.bold.append(bold)
+        self.italic.append(italic)
 
     def piece(self) -> Piece | None:
         text = ' '.join(''.join(self.chars).split())
         if not text or not self.sizes:
             return None
         size = round(statistics.median(self.sizes), 1)
-        return Piece(text, self.x0, self.x1, self.bottom, self.top, size, sum(self.bold) * 2 > len(self.bold))
+        bold, italic = sum(self.bold) * 2 > len(self.bold), sum(self.italic) * 2 > len(self.italic)
+        return Piece(text, self.x0, self.x1, self.bottom, self.top, size, bold, italic)
 
 
-def _font_is_bold(raw: Any, textpage: Any, index: int, buffer: Any, flags: Any) -> bool:
+_ITALIC_FLAG = 0x40  # PDF font descriptor flag bit 7
+
+
+def _font_style(raw: Any, textpage: Any, index: int, buffer: Any, flags: Any) -> tuple[bool, bool]:
+    """(bold, italic) of the font of character ``index``: its weight, descriptor flags and name."""
     weight = raw.FPDFText_GetFontWeight(textpage, index)
-    if weight >= 600:
-        return True
     raw.FPDFText_GetFontInfo(textpage, index, buffer, len(buffer), ctypes.byref(flags))
     name = buffer.value.lower()
-    return b'bold' in name or b'black' in name or b'heavy' in name or b'semibold' in name
+    bold = weight >= 600 or any(w in name for w in (b'bold', b'black', b'heavy', b'semibold'))
+    italic = bool(flags.value & _ITALIC_FLAG) or b'italic' in name or b'oblique' in name
+    return bold, italic
 
 
-def page_pieces(textpage: Any) -> list[Piece]:
-    """Every piece of text on the page, in pdfium's order (content order, lines split at ``\\r\\n``)."""
+def _turned(box: tuple[float, float, float, float], rotation: int, width: float, height: float) -> tuple[float, ...]:
+    """A character box ``(left, bottom, right, top)`` in the page as shown (its ``/Rotate`` applied clockwise)."""
+    left, bottom, right, top = box
+    if rotation == 90:
+        return bottom, width - right, top, width - left
+    if rotation == 180:
+        return width - right, height - top, width - left, height - bottom
+    if rotation == 270:
+        return height - top, left, height - bottom, right
+    return box
+
+
+def page_pieces(textpage: Any, rotation: int = 0, width: float = 0.0, height: float = 0.0) -> list[Piece]:
+    """Every piece of text on the page, in pdfium's order (content order, lines split at ``\\r\\n``).
+
+    ``rotation`` (the page's ``/Rotate``) and the unrotated ``width`` and ``height`` put the boxes
+    in the page as shown, where its lines run left to right.
+    """
     import pypdfium2.raw as raw
 
     count = raw.FPDFText_CountChars(textpage)
     rect = raw.FS_RECTF()
     buffer = ctypes.create_string_buffer(128)
     flags = ctypes.c_int()
-    bold_of: dict[int, bool] = {}
+    style_of: dict[int, tuple[bool, bool]] = {}
     pieces: list[Piece] = []
     current = _Builder()
     last_right: float | None = None
@@ -105,7 +129,7 @@ def page_pieces(textpage: Any) -> list[Piece]:
             continue
         if not raw.FPDFText_GetLooseCharBox(textpage, i, ctypes.byref(rect)):
             continue
-        box = (rect.left, rect.bottom, rect.right, rect.top)
+        box = _turned((rect.left, rect.bottom, rect.right, rect.top), rotation, width, height)
         size = max(box[3] - box[1], 1.0)
         if last_right is not None:
             gap = box[0] - last_right
@@ -118,10 +142,10 @@ def page_pieces(textpage: Any) -> list[Piece]:
         pending_space = False
         obj = raw.FPDFText_GetTextObject(textpage, i)
         key = ctypes.cast(obj, ctypes.c_void_p).value or 0
-        bold = bold_of.get(key)
-        if bold is None:
-            bold = bold_of[key] = _font_is_bold(raw, textpage, i, buffer, flags)
-        current.add(ch, box, bold)
+        style = style_of.get(key)
+        if style is None:
+            style = style_of[key] = _font_style(raw, textpage, i, buffer, flags)
+        current.add(ch, box, *style)
         last_right = box[2]
     close()
     return pieces
@@ -209,6 +233,7 @@ class Line:
     bold: bool
     top: float
     bottom: float
+    italic: bool = False
 
 
 def _lines(column: Iterable[Piece]) -> list[Line]:
@@ -231,6 +256,7 @@ def _lines(column: Iterable[Piece]) -> list[Line]:
                 all(p.bold for p in group),
                 max(p.top for p in group),
                 min(p.bottom for p in group),
+                all(p.italic for p in group),
             )
         )
     return out
@@ -253,7 +279,10 @@ def page_paragraphs(pieces: list[Piece], page_width: float) -> list[list[Line]]:
             if current:
                 prev = current[-1]
                 gap = prev.bottom - line.top
-                style_change = abs(line.size - prev.size) > max(line.size, prev.size) * 0.12 or line.bold != prev.bold
+                style_change = abs(line.size - prev.size) > max(line.size, prev.size) * 0.12 or (
+                    line.bold,
+                    line.italic,
+                ) != (prev.bold, prev.italic)
                 if gap > max(line.size, prev.size) * 0.7 or gap < -max(line.size, prev.size) or style_change:
                     paragraphs.append(current)
                     current = []

@@ -32,6 +32,9 @@ class _Line:
     text: str
     size: float
     bold: bool
+    italic: bool = False
+    lines: int = 1
+    """Lines of the paragraph this stands for."""
 
 
 def _pattern(title: str) -> re.Pattern[str] | None:
@@ -64,7 +67,8 @@ def _strip_running(pages: list[str]) -> list[str]:
     for page in pages:
         lines = [ln for ln in page.split('\n') if ln.strip()]
         edge_keys.update({key(ln) for ln in lines[:2] + lines[-2:]})
-    running = {k for k, n in edge_keys.items() if n >= max(3, int(len(pages) * 0.6)) and k.strip('# ')}
+    # a line repeated (numbers aside) at the top or bottom of most pages: a running header, footer or page number
+    running = {k for k, n in edge_keys.items() if n >= max(3, int(len(pages) * 0.6)) and k.strip()}
     if not running:
         return pages
     out = []
@@ -115,7 +119,9 @@ def _font_headings(page_lines: list[list[_Line]]) -> list[tuple[int, int, str]]:
                 continue  # a heading is followed by something on its page
             if not (2 < len(t) <= 120) or not any(c.isalpha() for c in t) or t.endswith((',', ';')):
                 continue
-            if line.size >= body * 1.15 or (line.bold and line.size >= body * 0.95):
+            # an italic line stands alone as a heading when short and not a sentence (``Elastic Stop Nut``)
+            italic_heading = line.italic and line.lines == 1 and len(t.split()) <= 8 and not t.endswith(('.', ':'))
+            if line.size >= body * 1.15 or ((line.bold or italic_heading) and line.size >= body * 0.95):
                 candidates.append((page_no, line))
     total_chars = sum(sizes.values())
     if not candidates or len(candidates) > max(3, total_chars // 150):
@@ -133,9 +139,9 @@ def _font_headings(page_lines: list[list[_Line]]) -> list[tuple[int, int, str]]:
     candidates = kept
     if not candidates:
         return []
-    styles = sorted({(c.size, c.bold) for _, c in candidates}, reverse=True)
+    styles = sorted({(c.size, c.bold, c.italic) for _, c in candidates}, reverse=True)
     level = {style: i + 1 for i, style in enumerate(styles[:6])}
-    return [(p, level.get((c.size, c.bold), 6), c.text) for p, c in candidates]
+    return [(p, level.get((c.size, c.bold, c.italic), 6), c.text) for p, c in candidates]
 
 
 def _document_title(pdf: Any) -> str | None:
@@ -197,12 +203,24 @@ def _image_coverage(page: Any) -> float:
 def _text_page(page: Any) -> tuple[str, list[_Line]]:
     """The page's text in reading order (`page_paragraphs`), and one `_Line` per paragraph for the headings."""
     textpage = page.get_textpage()
+    rotation = page.get_rotation() % 360
+    left, bottom, right, top = page.get_mediabox()
     try:
-        paragraphs = page_paragraphs(page_pieces(textpage), page.get_width())
+        pieces = page_pieces(textpage, rotation, right - left, top - bottom)
+        paragraphs = page_paragraphs(pieces, page.get_width())
     finally:
         textpage.close()
     text = '\n\n'.join('\n'.join(line.text for line in para) for para in paragraphs)
-    lines = [_Line(' '.join(ln.text for ln in para), para[0].size, all(ln.bold for ln in para)) for para in paragraphs]
+    lines = [
+        _Line(
+            ' '.join(ln.text for ln in para),
+            para[0].size,
+            all(ln.bold for ln in para),
+            all(ln.italic for ln in para),
+            len(para),
+        )
+        for para in paragraphs
+    ]
     return text, lines
 
 
