@@ -135,11 +135,12 @@ def _document(elements: Sequence[Any], path: Path, kind: str, warnings: list[str
     outline = OutlineBuilder()
     title: str | None = None
     page: int | None = None
-    pending_list: list[str] = []
+    pending_list: list[tuple[int, str]] = []
 
     def flush_list() -> None:
-        if pending_list:
-            outline.block('\n'.join(pending_list), 'list')
+        if pending_list:  # nesting by category depth, the shallowest item of the run at the margin
+            top = min(depth for depth, _ in pending_list)
+            outline.block('\n'.join(f'{_LIST_INDENT * (d - top)}- {text}' for d, text in pending_list), 'list')
             pending_list.clear()
 
     for element in elements:
@@ -157,7 +158,7 @@ def _document(elements: Sequence[Any], path: Path, kind: str, warnings: list[str
         depth = depth if isinstance(depth, int) and depth >= 0 else 0
         if category == 'ListItem':
             if text:
-                pending_list.append(f'{_LIST_INDENT * depth}- {" ".join(text.split())}')
+                pending_list.append((depth, ' '.join(text.split())))
             continue
         flush_list()
         if category == 'Title' and text:
