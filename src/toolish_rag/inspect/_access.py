@@ -20,7 +20,16 @@ from ..toolset import ToolishRag
 if TYPE_CHECKING:
     from ..mcp import TokenScope, TokenTable
 
-__all__ = ['COOKIE', 'LOOPBACK_NAMES', 'Sessions', 'Viewer', 'guard', 'security_headers']
+__all__ = [
+    'COOKIE',
+    'LOOPBACK_NAMES',
+    'ScopedToolsets',
+    'Sessions',
+    'Viewer',
+    'guard',
+    'security_headers',
+    'viewer_for',
+]
 
 COOKIE = 'toolish_inspect'
 LOOPBACK_NAMES = frozenset({'127.0.0.1', 'localhost', '::1', '[::1]'})
@@ -95,17 +104,33 @@ def bearer(headers: Any) -> str | None:
     return token.strip() or None if kind.lower() == 'bearer' else None
 
 
+class ScopedToolsets:
+    """``rag`` narrowed by each token's scope, built once per token (a toolset builds its tools when made)."""
+
+    def __init__(self, rag: ToolishRag[Any]) -> None:
+        self.rag = rag
+        self._by_label: dict[str, ToolishRag[Any]] = {}
+
+    def of(self, token: TokenScope) -> ToolishRag[Any]:
+        if token.filter is None:
+            return self.rag
+        found = self._by_label.get(token.label)
+        if found is None:
+            found = self._by_label[token.label] = self.rag.with_metadata_filter(token.filter)
+        return found
+
+
 def viewer_for(
-    rag: ToolishRag[Any], tokens: TokenTable | None, sessions: Sessions, headers: Any, cookies: Any
+    toolsets: ScopedToolsets, tokens: TokenTable | None, sessions: Sessions, headers: Any, cookies: Any
 ) -> Viewer | None:
     """The request's `Viewer`, or ``None`` when a token file is configured and the request has no valid token."""
     if tokens is None:
-        return Viewer(rag, None, None)
-    found = tokens.authenticate(bearer(headers)) if bearer(headers) else sessions.get(cookies.get(COOKIE))
+        return Viewer(toolsets.rag, None, None)
+    presented = bearer(headers)
+    found = tokens.authenticate(presented) if presented else sessions.get(cookies.get(COOKIE))
     if found is None:
         return None
-    scoped = rag if found.filter is None else rag.with_metadata_filter(found.filter)
-    return Viewer(scoped, found.label, found.filter)
+    return Viewer(toolsets.of(found), found.label, found.filter)
 
 
 def _host_of(value: str) -> str:

@@ -18,7 +18,7 @@ from starlette.staticfiles import StaticFiles
 
 from ..errors import InvalidRequestError
 from ..toolset import ToolishRag
-from ._access import COOKIE, LOOPBACK_NAMES, Sessions, Viewer, guard, viewer_for
+from ._access import COOKIE, LOOPBACK_NAMES, ScopedToolsets, Sessions, Viewer, guard, viewer_for
 from ._browse import chunk_page, document_page, documents_page, section_page
 from ._citations import citations_page
 from ._console import console_page
@@ -58,12 +58,13 @@ def create_app(
     the host names requests may be addressed to; default: the loopback names without tokens, any with them.
     """
     sessions = Sessions()
+    toolsets = ScopedToolsets(rag)
     quality = Quality(eval_data, eval_embedder, ingest_report) if tokens is None else None
     hosts = trusted_hosts if trusted_hosts is not None else (LOOPBACK_NAMES if tokens is None else None)
     base = 'no token' if tokens is None else ''
 
     def viewer_of(request: Request) -> Viewer | None:
-        return viewer_for(rag, tokens, sessions, request.headers, request.cookies)
+        return viewer_for(toolsets, tokens, sessions, request.headers, request.cookies)
 
     def render(page: Page, viewer: Viewer, active: str) -> HTMLResponse:
         html = layout(
@@ -97,7 +98,7 @@ def create_app(
 
     async def console(request: Request, viewer: Viewer) -> Page:
         form = {k: str(v) for k, v in (await request.form()).items()} if request.method == 'POST' else None
-        return await console_page(viewer, tokens, dict(request.query_params), form)
+        return await console_page(viewer, tokens, toolsets, dict(request.query_params), form)
 
     async def citations(request: Request, viewer: Viewer) -> Page:
         form = await request.form() if request.method == 'POST' else None

@@ -18,7 +18,7 @@ from ..content import Chunk
 from ..filters import Filter, PropertyFilter, and_, parse_filter
 from ..search import SearchHit
 from ..toolset import ToolishRag
-from ._access import Viewer
+from ._access import ScopedToolsets, Viewer
 from ._browse import chunk_link, document_link
 from ._html import Html, join, markup, pretty, table
 from ._page import BadRequest, Page
@@ -179,7 +179,11 @@ def _hits_table(hits: Sequence[SearchHit]) -> Html:
 
 
 async def console_page(
-    viewer: Viewer, tokens: TokenTable | None, query: Mapping[str, str], form: Mapping[str, str] | None
+    viewer: Viewer,
+    tokens: TokenTable | None,
+    toolsets: ScopedToolsets,
+    query: Mapping[str, str],
+    form: Mapping[str, str] | None,
 ) -> Page:
     definitions = await viewer.rag.tool_definitions()
     if not definitions:
@@ -208,7 +212,7 @@ async def console_page(
             for t in ['', *tokens.labels]
         )
         token_choice = markup('<label class="field">As token <select name="scope_token">{}</select></label>', options)
-    result = await _run(viewer, tokens, full, schema, form) if form is not None else Html('')
+    result = await _run(viewer, tokens, toolsets, full, schema, form) if form is not None else Html('')
     body = markup(
         '<form method="get" action="/console" class="inline"><label>Tool <select name="tool" id="tool-pick">{}'
         '</select></label> <button type="submit">Open</button></form>'
@@ -231,16 +235,19 @@ async def console_page(
 
 
 async def _run(
-    viewer: Viewer, tokens: TokenTable | None, full: str, schema: Mapping[str, Any], form: Mapping[str, str]
+    viewer: Viewer,
+    tokens: TokenTable | None,
+    toolsets: ScopedToolsets,
+    full: str,
+    schema: Mapping[str, Any],
+    form: Mapping[str, str],
 ) -> Html:
     rag = viewer.rag
     label = form.get('scope_token', '')
     if label:
         if tokens is None or not viewer.unscoped or label not in tokens.labels:
             raise BadRequest('no such token to preview')
-        token = next(s for s in tokens.scopes if s.label == label)
-        if token.filter is not None:
-            rag = rag.with_metadata_filter(token.filter)
+        rag = toolsets.of(next(s for s in tokens.scopes if s.label == label))  # the viewer is unscoped
     extra = parse_scope_text(form.get('scope_filter', ''))
     if extra is not None:
         rag = rag.with_metadata_filter(extra)
