@@ -275,18 +275,26 @@ class TextAnalyzer:
         """The tokens to search ``query`` by, in a collection whose texts are in ``languages``.
 
         A fixed language: `tokens`. ``'auto'``: the union of the query's tokens in each of
-        ``languages`` (analyzer codes, as `analyse` names them) and in the query's own detected
-        language, each token as often as the analysis that repeats it most; English when none is
-        known. A German question then yields German stems for German passages and English ones
-        for English passages: stop words of one language are kept by the others' analyses, but
-        an index holds each passage's own-language tokens only, so they rarely match anything.
+        ``languages`` (analyzer codes, as `analyse` names them; none given: the query's detected
+        language, else English), each token as often as the analysis that repeats it most. A
+        German question then yields German stems for German passages and English ones for
+        English passages. The stop words of the query's detected language are dropped before
+        every analysis; those of another language are kept by the others' analyses, but an
+        index holds each passage's own-language tokens only, so they rarely match anything.
         """
         if self.language != AUTO:
             return self.tokens(query)
+        detected = detect_language(query)
+        codes = self._query_languages(detected, languages)
+        own = _analysable(detected) if detected is not None else None
+        stop = _stop_words(own) if own is not None else frozenset()
+        # The query's own stop words go before any analysis ('bir' is no English stop word, but a
+        # Turkish question's 'bir' would match the one Turkish passage analysed in English).
+        rest = _WORDS.sub(lambda m: ' ' if m.group().lower() in stop else m.group(), query) if stop else query
         counts: dict[str, int] = {}
-        for code in self.query_languages(query, languages):
+        for code in codes:
             seen: dict[str, int] = {}
-            for token in TextAnalyzer(code).tokens(query):
+            for token in TextAnalyzer(code).tokens(query if code == own else rest):
                 seen[token] = seen.get(token, 0) + 1
             for token, count in seen.items():
                 counts[token] = max(counts.get(token, 0), count)
@@ -295,14 +303,17 @@ class TextAnalyzer:
     def query_languages(self, query: str, languages: Iterable[str] = ()) -> list[str]:
         """The analyzer languages `query_tokens` analyses ``query`` in, sorted (a fixed language: itself).
 
-        For ``'auto'``: ``languages`` and the query's detected language, as analyzer codes
-        (``'none'`` for one without rules); English when none is known.
+        For ``'auto'``: ``languages`` (those of the texts searched, as analyzer codes), else the
+        query's detected language, else English.
         """
         if self.language != AUTO:
             return [self.language]
-        wanted = {_analysable(code) for code in languages if code != AUTO}
-        detected = detect_language(query)
-        if detected is not None:
+        return self._query_languages(detect_language(query), languages)
+
+    @staticmethod
+    def _query_languages(detected: str | None, languages: Iterable[str]) -> list[str]:
+        wanted = {_analysable(code) for code in languages if code not in (AUTO, '')}
+        if not wanted and detected is not None:
             wanted.add(_analysable(detected))
         return sorted(wanted or {_FALLBACK})
 
