@@ -172,10 +172,13 @@ _LIST = re.compile(r'^\s*(?:[-*+]|\d+[.)])\s+', re.M)
 _SEPARATOR_ROW = re.compile(r'^\s*\|?\s*:?-{3,}:?\s*(?:\|\s*:?-{3,}:?\s*)*\|?\s*$', re.M)
 _EMPHASIS = re.compile(r'\*\*|__|~~|`|(?<!\w)\*(?=\S)|(?<=\S)\*(?!\w)|(?<!\w)_(?=\S)|(?<=\S)_(?!\w)')
 _ESCAPE = re.compile(r'\\([\\`*_{}\[\]()#+\-.!|>~<"\'&$%])')
+_PLACEHOLDER = re.compile('[\U000f0000-\U000f00ff]')
 _HYPHEN = re.compile(r'(?<=[^\W\d_])-[ \t]*\n[ \t]*(?=[^\W\d_])')
 
 
 def strip_markdown(text: str) -> str:
+    # escaped characters are set aside first, so that ``c\\_d`` keeps its underscore through the emphasis step
+    text = _ESCAPE.sub(lambda m: m.group(1) if m.group(1) == '|' else chr(0xF0000 + ord(m.group(1))), text)
     text = _COMMENT.sub(' ', text)
     text = _LINK.sub(r'\1', text)
     text = _SEPARATOR_ROW.sub('', text)
@@ -183,7 +186,7 @@ def strip_markdown(text: str) -> str:
     text = _LIST.sub('', text)
     text = _EMPHASIS.sub('', text)
     text = text.replace('|', ' ')
-    return _ESCAPE.sub(r'\1', text)
+    return _PLACEHOLDER.sub(lambda m: chr(ord(m.group(0)) - 0xF0000), text)
 
 
 def normalise(text: str, *, markdown: bool, unlv: bool = False) -> str:
