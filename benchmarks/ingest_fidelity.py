@@ -301,6 +301,18 @@ def available(converter: str) -> str | None:
     return None
 
 
+def _applies(converter: str, path: Path) -> bool:
+    """Whether ``converter`` reads files like ``path`` at all (``n/a`` rows spawn no process)."""
+    suffix = path.suffix.lower()
+    if converter == 'tesseract':
+        return suffix in IMAGES
+    if converter == 'unstructured':
+        from toolish_rag.ingest._readers.unstructured import SUFFIXES
+
+        return suffix in SUFFIXES
+    return True
+
+
 def _fmt(value: float | int | None) -> str:
     if value is None:
         return '-'
@@ -385,6 +397,8 @@ def main() -> None:
             }
             if conv in missing:
                 row.update(status='missing', error=missing[conv])
+            elif not _applies(conv, path):
+                row.update(status='n/a', error=None)
             else:
                 got = run_child(conv, path)
                 row.update(seconds=got['seconds'], peak_mib=got.get('peak_mib', 0.0), error=got['error'])
