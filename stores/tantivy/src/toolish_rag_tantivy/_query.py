@@ -171,6 +171,19 @@ class _Translation:
                 tokens = self._analyzer.analyze(phrase[:-1])
                 if tokens:
                     return Query.phrase_prefix_query(self._schema, self._field, list(tokens))
+        variants = getattr(self._analyzer, 'analyze_phrase', None)
+        if quoted and variants is not None and not node.get('prefix'):
+            # An analyzer of several languages: the phrase in each (any of them matches).
+            found = [
+                Query.phrase_query(self._schema, self._field, v, slop=int(node.get('slop') or 0))
+                if len(v) > 1
+                else Query.term_query(self._schema, self._field, v[0])
+                for v in variants(phrase)
+                if v
+            ]
+            if not found:
+                return None
+            return found[0] if len(found) == 1 else Query.boolean_query([(Occur.Should, q) for q in found])
         tokens = self._analyzer.analyze(phrase)
         if not tokens:
             return None

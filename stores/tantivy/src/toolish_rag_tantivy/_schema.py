@@ -275,14 +275,23 @@ def chunk_to_tantivy(chunk: Chunk, head_info: bytes | None, words: str | None = 
     return doc
 
 
-def _words(analyzer: TextAnalyzer | None, texts: Sequence[str]) -> list[str | None]:
-    """What the ``words`` field of each text holds: its tokens joined by spaces (``None`` without an analyzer)."""
+def _words(analyzer: TextAnalyzer | None, texts: Sequence[str], languages: set[str] | None = None) -> list[str | None]:
+    """What the ``words`` field of each text holds: its tokens joined by spaces (``None`` without an analyzer).
+
+    The texts are one document's (``'auto'`` gives a short one its document's language); the
+    languages they were analysed in are added to ``languages``.
+    """
     if analyzer is None:
         return [None] * len(texts)
-    return [' '.join(tokens) for tokens in analyzer.tokenize(texts)]
+    analysis = analyzer.analyse(texts)
+    if languages is not None:
+        languages.update(analysis.languages)
+    return [' '.join(tokens) for tokens in analysis.tokens]
 
 
-def document_to_tantivy(document: Document, analyzer: TextAnalyzer | None = None) -> list[tantivy.Document]:
+def document_to_tantivy(
+    document: Document, analyzer: TextAnalyzer | None = None, languages: set[str] | None = None
+) -> list[tantivy.Document]:
     """The tantivy documents for ``document``: its chunks, or a placeholder if it has none.
 
     ``analyzer``: the index's language analyzer, whose tokens of each chunk fill ``words``.
@@ -295,17 +304,19 @@ def document_to_tantivy(document: Document, analyzer: TextAnalyzer | None = None
         doc.add_text('doc_head', '1')
         doc.add_bytes('doc_info', info)
         return [doc]
-    words = _words(analyzer, [c.text for c in document.chunks])
+    words = _words(analyzer, [c.text for c in document.chunks], languages)
     return [chunk_to_tantivy(c, info if i == 0 else None, words[i]) for i, c in enumerate(document.chunks)]
 
 
-def entity_to_tantivy(entity: Entity, analyzer: TextAnalyzer | None = None) -> tantivy.Document:
+def entity_to_tantivy(
+    entity: Entity, analyzer: TextAnalyzer | None = None, languages: set[str] | None = None
+) -> tantivy.Document:
     doc = tantivy.Document()
     doc.add_text('id', entity.id)
     doc.add_text('eid', entity.id)
     doc.add_text('kind', KIND_ENTITY)
     doc.add_text('text', entity.text)
-    words = _words(analyzer, [entity.text])[0]
+    words = _words(analyzer, [entity.text], languages)[0]
     if words is not None:
         doc.add_text('words', words)
     rec = entity.model_dump(mode='json')
@@ -314,10 +325,13 @@ def entity_to_tantivy(entity: Entity, analyzer: TextAnalyzer | None = None) -> t
     return doc
 
 
-def to_tantivy(item: Document | Entity, analyzer: TextAnalyzer | None = None) -> list[tantivy.Document]:
+def to_tantivy(
+    item: Document | Entity, analyzer: TextAnalyzer | None = None, languages: set[str] | None = None
+) -> list[tantivy.Document]:
+    """``item``'s tantivy documents; ``languages`` gets the languages its texts were analysed in."""
     if isinstance(item, Document):
-        return document_to_tantivy(item, analyzer)
-    return [entity_to_tantivy(item, analyzer)]
+        return document_to_tantivy(item, analyzer, languages)
+    return [entity_to_tantivy(item, analyzer, languages)]
 
 
 def from_stored(stored: dict[str, list[Any]]) -> Record:

@@ -5,6 +5,7 @@ See docs/stores/tantivy.md#how-the-adapter-is-built.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import tantivy
@@ -31,9 +32,16 @@ class CoreQueryAnalyzer:
     """The core `TextAnalyzer` in the shape `TextQueryBuilder` asks of a tantivy analyzer."""
 
     analyzer: TextAnalyzer
+    languages: Callable[[], Iterable[str]] = tuple
+    """The languages the index's texts were analysed in (``'auto'`` analyses a query in each)."""
 
     def analyze(self, text: str) -> list[str]:
-        return self.analyzer.tokens(text)
+        return self.analyzer.query_tokens(text, self.languages())
+
+    def analyze_phrase(self, text: str) -> list[list[str]]:
+        """``text`` as a phrase in each language it is searched in (one sequence per distinct analysis)."""
+        codes = self.analyzer.query_languages(text, self.languages())
+        return [list(p) for p in dict.fromkeys(tuple(TextAnalyzer(code).tokens(text)) for code in codes)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,11 +131,13 @@ class IndexAnalysis:
             STORED_ONLY_TOKENIZER, tantivy.TextAnalyzerBuilder(tantivy.Tokenizer.regex(_NO_MATCH)).build()
         )
 
-    def query_builder(self, schema: tantivy.Schema) -> TextQueryBuilder:
+    def query_builder(self, schema: tantivy.Schema, languages: Callable[[], Iterable[str]] = tuple) -> TextQueryBuilder:
+        """The query builder of this analysis (``languages``: what the index holds, for ``'auto'``)."""
         if self.name is not None:
             return TextQueryBuilder(schema, 'text', build_analyzer(self.name))
         assert self.text_analyzer is not None
-        return TextQueryBuilder(schema, WORDS_FIELD, CoreQueryAnalyzer(self.text_analyzer), or_pieces=True)
+        analyzer = CoreQueryAnalyzer(self.text_analyzer, languages)
+        return TextQueryBuilder(schema, WORDS_FIELD, analyzer, or_pieces=True)
 
     @property
     def query_syntax(self) -> str:

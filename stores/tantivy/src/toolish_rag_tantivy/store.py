@@ -114,8 +114,30 @@ class TantivyStore:
         self._commit_lock = threading.Lock()
         self._pending_lock = threading.Lock()
         self._pending: list[_Write] = []
-        self._queries = self.analysis.query_builder(self._schema)
+        self._text_languages: frozenset[str] = frozenset()
+        self._queries = self.analysis.query_builder(self._schema, self._known_languages)
         self.text_query_syntax = self.analysis.query_syntax
+
+    def _known_languages(self) -> frozenset[str]:
+        """The languages ``'auto'`` analysed this index's texts in: this object's writes' and the manifest's
+        (another process's writes; read each time, a small file). Store-wide, not per scope."""
+        if self.path is None:
+            return self._text_languages
+        manifest = read_manifest(self.path)
+        return self._text_languages | frozenset(manifest.languages if manifest is not None else ())
+
+    def _record_languages(self, languages: set[str]) -> None:
+        """Keep the languages a commit analysed texts in (``'auto'``), in the manifest too."""
+        new = frozenset(languages) - self._text_languages
+        if not new:
+            return
+        self._text_languages |= new
+        if self.path is not None:
+            update_manifest(
+                self.path,
+                'tantivy',
+                lambda m: dataclasses.replace(m, languages=tuple(sorted({*m.languages, *new}))),
+            )
 
     @property
     def text_analyzer(self) -> TextAnalyzer | None:
@@ -228,9 +250,10 @@ class TantivyStore:
         snapshot = self.snapshot()
         applied: list[tuple[_Write, tuple[int, int]]] = []
         overlay = _BatchOverlay()
+        languages: set[str] = set()
         for write in batch:
             try:
-                counts = self._apply(writer, snapshot, write, overlay)
+                counts = self._apply(writer, snapshot, write, overlay, languages)
             except Exception as e:  # this write is rejected; the rest of the batch goes on
                 write.future.set_exception(e)
                 continue
@@ -245,11 +268,18 @@ class TantivyStore:
                 write.future.set_exception(e)
             raise
         self._reload()
+        if self.analysis.text_analyzer is not None and self.analysis.text_analyzer.auto:
+            self._record_languages(languages)
         for write, counts in applied:
             write.future.set_result(counts)
 
     def _apply(
-        self, writer: tantivy.IndexWriter, snapshot: IndexSnapshot, write: _Write, overlay: _BatchOverlay
+        self,
+        writer: tantivy.IndexWriter,
+        snapshot: IndexSnapshot,
+        write: _Write,
+        overlay: _BatchOverlay,
+        languages: set[str] | None = None,
     ) -> tuple[int, int]:
         docs_gone = write.delete_documents | {d.id for d in write.documents}
         ents_gone = write.delete_entities | {e.id for e in write.entities}
@@ -258,8 +288,8 @@ class TantivyStore:
         existing_ents = self._count_existing(snapshot, 'kind', 'eid', write.delete_entities, overlay.ents)
         self._check_clashes(snapshot, write, docs_gone, ents_gone, overlay)
         analyzer = self.analysis.text_analyzer
-        new_docs = [d for item in write.documents for d in to_tantivy(item, analyzer)]
-        new_docs += [d for item in write.entities for d in to_tantivy(item, analyzer)]
+        new_docs = [d for item in write.documents for d in to_tantivy(item, analyzer, languages)]
+        new_docs += [d for item in write.entities for d in to_tantivy(item, analyzer, languages)]
         for doc_id in sorted(docs_gone):
             writer.delete_documents_by_term('document_id', doc_id)
         for entity_id in sorted(ents_gone):
