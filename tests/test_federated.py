@@ -55,7 +55,8 @@ async def test_capabilities_are_those_some_member_serves_for_every_combination(t
             assert caps.regex == any(c.regex for c in each), names
             assert caps.expand == any(c.expand for c in each), names
             assert caps.native_hybrid == any(c.any_search for c in each), names
-            assert not caps.sections and not caps.graph, names  # not served across members (docs/federation.md)
+            assert caps.sections == any(c.sections for c in each), names
+            assert caps.graph == any(c.graph for c in each), names
             assert isinstance(Federated(members), FilterPushdown)
     assert not StoreCapabilities.of(Federated({'code': kinds['tantivy']})).vector
 
@@ -264,3 +265,44 @@ async def test_graph_reads_route_to_each_member_and_a_walk_stays_in_its_member()
     assert in_view == alone and bob.name not in in_view
     both = str((await ToolishRag(fed, name='kb').run_tool('graph_context', walk)).return_value)
     assert alice.name in both and bob.name in both
+
+
+class _Scaled(InMemoryStore):
+    """A member whose text scores run ten times another's (another BM25 formula or tokenizer)."""
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        return [SearchHit(h.record, h.score * 10, h.matches) for h in await super().text_search(request)]
+
+
+async def test_corpus_text_scores_are_one_stores_bm25_whatever_the_members_scales() -> None:
+    """``text='corpus'`` (the default): text hits re-scored with one BM25 over every member's in-scope
+    records rank and score as one store holding them all, under a filter too; a write through the
+    federation refreshes the statistics. ``text='member'`` lets the scaled member win."""
+    topics = ['refund', 'shipping', 'warranty', 'invoice', 'return']
+    docs = [
+        _doc(
+            f'd{i}',
+            'docs' if i % 2 else 'code',
+            *(f'{topics[i % 5]} {topics[(i * 3) % 5]} policy note {i}' for _ in range(1 + i % 3)),
+            tenant='acme' if i % 3 else 'globex',
+        )
+        for i in range(24)
+    ]
+    single = InMemoryStore(EMBEDDER, language='en')
+    fed = Federated({'docs': InMemoryStore(EMBEDDER, language='en'), 'code': _Scaled(EMBEDDER, language='en')}, route=ByMetadata('source'))  # fmt: skip
+    for store in (single, fed):
+        await store.upsert(docs)
+    for query, f in [('refund policy', None), ('shipping warranty note', F.eq('tenant', 'acme')), ('invoice', F.ne('tenant', 'acme'))]:  # fmt: skip
+        one = {h.id: h.score for h in await single.text_search(SearchRequest(query, 100, filter=f))}
+        many = await fed.text_search(SearchRequest(query, 10, filter=f))
+        assert len(many) == min(10, len(one)) >= 4
+        assert [h.score for h in many] == pytest.approx(sorted(one.values())[::-1][:10], rel=1e-5), query
+        assert [h.score for h in many] == pytest.approx([one[h.id] for h in many], rel=1e-5), query  # ties aside
+    raw = Federated(fed.members, fusion=MemberFusion(text='member'))
+    assert {h.source for h in (await raw.text_search(SearchRequest('refund policy', 5)))} == {'code'}
+    extra = _doc('extra', 'docs', 'refund refund refund policy')
+    for store in (single, fed):
+        await store.upsert([extra])
+    one, many = [await s.text_search(SearchRequest('refund policy', 3)) for s in (single, fed)]
+    assert [h.score for h in many] == pytest.approx([h.score for h in one], rel=1e-5)
+    assert many[0].record.document_id == extra.id

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
+from ...analysis import TextAnalyzer, analyzer_for
 from ...fusion import FusionConfig
 from ...search import SearchHit
 from ._events import SourcedHit
@@ -39,10 +40,18 @@ class MemberFusion:
     """How many hits each member contributes to each leg before fusion (at least ``top_k``)."""
     legs: FusionConfig = field(default_factory=FusionConfig)
     """How hybrid search fuses the merged vector and text legs: the core's fusion, as for one store."""
+    text: Literal['corpus', 'member'] = 'corpus'
+    """``'corpus'`` (default): text hits (text search, hybrid's text leg) re-scored with one BM25 over every
+    member's in-scope records, whatever each member's own formula and tokenizer; each member's records
+    are read once for it (docs/federation.md#fusion). ``'member'``: merged by ``method`` like the other legs."""
+    analyzer: TextAnalyzer = field(default_factory=lambda: analyzer_for(None))
+    """The analyzer of ``text='corpus'`` (English by default; ``analyzer_for('auto')`` detects languages)."""
 
     def __post_init__(self) -> None:
         if self.method not in ('raw', 'zscore', 'rrf'):
             raise ValueError(f"fusion method must be 'raw', 'zscore' or 'rrf', not {self.method!r}")
+        if self.text not in ('member', 'corpus'):
+            raise ValueError(f"text must be 'member' or 'corpus', not {self.text!r}")
         if self.candidates < 1 or self.rrf_k < 1:
             raise ValueError('candidates and rrf_k must be positive')
 

@@ -20,6 +20,7 @@ from ...search import RegexRequest, SearchHit, SearchRequest
 from ._core import FederationCore, Member, pushes_down
 from ._events import SourcedHit
 from ._fusion import MemberFusion
+from ._statistics import rescored
 
 _Method = Callable[[Member], str]
 """Which search method of a member gives its ranking for a leg (``'vector_search'``...)."""
@@ -60,7 +61,13 @@ class FusedSearch(FederationCore):
         rankings = await asyncio.gather(
             *(self.guarded(m, operation, member_ranking(m, method(m), wide), []) for m in members)
         )
-        return self.fusion.fuse([m.name for m in members], rankings, request.top_k)
+        names = [m.name for m in members]
+        if method is _text and self.fusion.text == 'corpus':
+            merged = self.fusion.fuse(names, rankings, sum(len(r) for r in rankings))
+            found = await rescored(members, request.filter, request.query, merged, self.fusion.analyzer)
+            if found is not None:
+                return found[: request.top_k]
+        return self.fusion.fuse(names, rankings, request.top_k)
 
 
 def _vector(member: Member) -> str:

@@ -13,6 +13,7 @@ from ...protocols import DocumentInfo, DocumentStore
 from ...writes import upsert_batch
 from ._core import FederationCore
 from ._routing import Route
+from ._statistics import forget
 
 
 class FederatedWrites(FederationCore):
@@ -44,17 +45,21 @@ class FederatedWrites(FederationCore):
         groups = self.placement(items)
         members = self.members
         async with self._write_lock:
-            for name, group in groups.items():
-                if group:
-                    await members[name].upsert(group)
-            for name in groups:
-                elsewhere = [item for other, group in groups.items() if other != name for item in group]
-                documents = [i.id for i in elsewhere if isinstance(i, Document)]
-                entities = [i.id for i in elsewhere if isinstance(i, Entity)]
-                if documents:
-                    await members[name].delete_documents(documents)
-                if entities:
-                    await members[name].delete_entities(entities)
+            try:
+                for name, group in groups.items():
+                    if group:
+                        await members[name].upsert(group)
+                for name in groups:
+                    elsewhere = [item for other, group in groups.items() if other != name for item in group]
+                    documents = [i.id for i in elsewhere if isinstance(i, Document)]
+                    entities = [i.id for i in elsewhere if isinstance(i, Entity)]
+                    if documents:
+                        await members[name].delete_documents(documents)
+                    if entities:
+                        await members[name].delete_entities(entities)
+            finally:
+                for store in members.values():
+                    forget(store)  # its text statistics changed (docs/federation.md#fusion)
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
         return await self._delete('delete_documents', list(dict.fromkeys(document_ids)))
@@ -66,7 +71,11 @@ class FederatedWrites(FederationCore):
         if not ids:
             return 0
         async with self._write_lock:
-            counts = await asyncio.gather(*(getattr(m.store, method)(ids) for m in self.serving(DocumentStore)))
+            try:
+                counts = await asyncio.gather(*(getattr(m.store, method)(ids) for m in self.serving(DocumentStore)))
+            finally:
+                for m in self.serving(DocumentStore):
+                    forget(m.store)
         return int(sum(counts))
 
     async def list_documents(self) -> Sequence[DocumentInfo]:
