@@ -380,7 +380,7 @@ def main() -> None:
     ]
     missing = {c: why for c in converters if (why := available(c)) is not None}
     rows: list[dict[str, Any]] = []
-    started = time.perf_counter()
+    started, load_before = time.perf_counter(), os.getloadavg()
     for record in manifest:
         path = data / record['doc']
         pages = _pages(path)
@@ -415,7 +415,11 @@ def main() -> None:
     for conv, why in missing.items():
         print(f'not run: {conv}: {why}')
     print(report(rows, converters))
-    print(f'\n{len(manifest)} documents, {len(converters)} converters, {time.perf_counter() - started:.0f} s')
+    load = ' '.join(f'{x:.1f}' for x in load_before) + ' / ' + ' '.join(f'{x:.1f}' for x in os.getloadavg())
+    print(
+        f'\n{len(manifest)} documents, {len(converters)} converters, {time.perf_counter() - started:.0f} s; '
+        f'{os.cpu_count()} CPUs, load average (1/5/15 min) at start / end: {load}'
+    )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
 
