@@ -12,6 +12,7 @@ import asyncio
 from collections.abc import Sequence
 from dataclasses import replace
 
+from ...content import Relation
 from ...graph.model import NODE_KIND_ORDER, GraphNode, NeighbourRequest, Neighbours, NodeRequest, edge_order
 from ...protocols import GraphSearch, SectionReader
 from ...sections import (
@@ -134,7 +135,7 @@ class FederatedGraph(FederationCore):
                 for m in self.serving(GraphSearch)
             )
         )
-        edges = {}
+        edges: dict[str, Relation] = {}
         for answer in answers:
             for edge in answer.edges:
                 edges.setdefault(edge.id, edge)
