@@ -91,6 +91,16 @@ def forget(store: object) -> None:
     _CENSUSES.pop(store, None)
 
 
+def _keyable(store: object) -> bool:
+    """Whether a census of ``store`` can be kept (by a weak reference to a hashable store object)."""
+    try:
+        weakref.ref(store)
+        hash(store)
+    except TypeError:
+        return False
+    return True
+
+
 async def census_of(store: object, analyzer: TextAnalyzer) -> Census:
     """``store``'s census under ``analyzer``, read once per store object (concurrent callers share the read)."""
     by_analyzer = _CENSUSES.setdefault(store, {})
@@ -130,10 +140,10 @@ async def rescored(
 ) -> list[SourcedHit] | None:
     """``hits`` re-scored with one BM25 over every member's in-scope records, best first (ties keep their order).
 
-    ``None`` when a member has no census (it is no `SectionReader`, or reading it failed): the caller
-    keeps its own merge.
+    ``None`` when a member has no census (it is no `SectionReader`, its object cannot be a weak
+    dictionary key, or reading it failed): the caller keeps its own merge.
     """
-    if not all(isinstance(m.store, SectionReader) for m in members):
+    if not all(isinstance(m.store, SectionReader) and _keyable(m.store) for m in members):
         return None
     try:
         censuses = await asyncio.gather(*(census_of(m.store, analyzer) for m in members))
