@@ -143,3 +143,21 @@ async def test_a_missing_library_fails_before_any_work(tmp_path: Path, monkeypat
     assert await store.list_documents() == []
     with pytest.raises(ValueError, match='reader must be one of'):
         await ingest(store, tmp_path, progress=False, reader='pandoc')  # type: ignore[arg-type]
+
+
+def test_the_cli_names_the_extra_before_opening_the_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from toolish_rag.cli import main
+    from toolish_rag.ingest._readers import unstructured as backend
+
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'a.md').write_text('# A\n\ntext\n')
+    backend._partitioners.cache_clear()
+    monkeypatch.setitem(sys.modules, 'unstructured', None)
+    argv = ['ingest', str(docs), '--reader', 'unstructured', '--store', f'lancedb:{tmp_path / "kb"}', '--no-progress']
+    try:
+        with pytest.raises(SystemExit, match=r'--reader unstructured: .*pip install "toolish-rag\[unstructured\]"'):
+            main(argv)
+    finally:
+        backend._partitioners.cache_clear()
+    assert not (tmp_path / 'kb').exists()

@@ -180,6 +180,13 @@ def _require_extras(args: argparse.Namespace) -> None:
 
         if tesseract_path() is None:
             raise SystemExit(f'toolish-rag: --ocr always: {INSTALL_TESSERACT}')
+    if args.reader == 'unstructured':
+        from ..ingest._readers.unstructured import require_unstructured
+
+        try:
+            require_unstructured()
+        except RuntimeError as exc:
+            raise SystemExit(f'toolish-rag: --reader unstructured: {exc}') from None
 
 
 async def _watch(store: Any, paths: list[str], settings: dict[str, Any], printer: _ReportPrinter) -> int:
