@@ -121,7 +121,7 @@ _MAX_GRID = 250_000
 
 def _cell_texts(table: Any, cells: list[_Cell], xs: list[float], ys: list[float]) -> None:
     """Each cell's text: the page's characters whose centre is in it, in one pass over the characters."""
-    from pdfplumber.utils import extract_text
+    from pdfplumber.utils.text import extract_text
 
     at: dict[tuple[int, int], int] = {}
     for n, c in enumerate(cells):
@@ -133,9 +133,9 @@ def _cell_texts(table: Any, cells: list[_Cell], xs: list[float], ys: list[float]
     for ch in table.page.chars:
         cx, cy = (ch['x0'] + ch['x1']) / 2, (ch['top'] + ch['bottom']) / 2
         if x0 <= cx <= x1 and top <= cy <= bottom:
-            n = at.get((bisect.bisect_right(ys, cy) - 1, bisect.bisect_right(xs, cx) - 1))
-            if n is not None:
-                buckets[n].append(ch)
+            owner = at.get((bisect.bisect_right(ys, cy) - 1, bisect.bisect_right(xs, cx) - 1))
+            if owner is not None:
+                buckets[owner].append(ch)
     for c, chars in zip(cells, buckets, strict=True):
         c.text = clean_cell(extract_text(chars)) if chars else ''
 
