@@ -1,7 +1,7 @@
 """Table cell exact-match accuracy of the default readers against ``fidelity/truth/*.tables.json``.
 
 Every document of ``../shared/data/fidelity`` with table truth is read with the reader its
-extension picks (``.xlsm`` with the XLSX reader); the table blocks of the result are parsed
+extension picks; the table blocks of the result are parsed
 back into grids (`tables_of`) and scored with `cell_accuracy`: predicted tables are aligned
 to the truth tables in order (an order-keeping alignment that maximises matching cells, so a
 missed or an extra table costs only itself), and the score is matching cells / truth cells,
@@ -102,10 +102,6 @@ def tables_of(parsed: object) -> list[list[list[str]]]:
 def read(path: Path) -> object:
     from toolish_rag.ingest._readers import read_bytes
 
-    if path.suffix.lower() == '.xlsm':
-        from toolish_rag.ingest._readers.office import read_xlsx
-
-        return read_xlsx(path.read_bytes(), path)
     return read_bytes(path.read_bytes(), path)
 
 

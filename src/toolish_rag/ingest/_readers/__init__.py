@@ -39,6 +39,7 @@ READERS: dict[str, Reader] = {
     '.docx': read_docx,
     '.pptx': read_pptx,
     '.xlsx': read_xlsx,
+    '.xlsm': read_xlsx,  # a macro-enabled workbook: its cells are read, its macros never run
     '.epub': read_epub,
     '.rtf': read_rtf,
     '.py': read_python,
