@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from .languages import detect_language
 from .search import SearchHit
 
 __all__ = ['FusionConfig', 'fuse']
@@ -28,8 +29,8 @@ class FusionConfig:
     candidates: int = 100
     """How many hits each leg contributes before fusion (at least ``top_k``)."""
     uncovered_vector_weight: float | None = UNCOVERED_VECTOR_WEIGHT
-    """The vector weight used instead of ``vector_weight`` when the embedder was not trained on the
-    collection's language (see `for_language`); ``None`` never changes the weights."""
+    """The vector weight used instead of ``vector_weight`` for a query written in a language the
+    embedder was not trained on (see `for_query`); ``None`` never changes the weights."""
     vector_languages: frozenset[str] | None = None
     """The languages (ISO 639-1 codes) the store's embedder covers; ``None``: looked up from its
     model name (`toolish_rag.embedding.embedder_languages`), every language when unknown."""
@@ -45,24 +46,41 @@ class FusionConfig:
             raise ValueError('uncovered_vector_weight must be non-negative (and not zero with a zero text weight)')
 
     def for_language(self, language: str | None, covered: frozenset[str] | None) -> FusionConfig:
-        """This configuration for a collection in ``language`` searched with an embedder covering ``covered``.
+        """This configuration for text in ``language`` searched with an embedder covering ``covered``.
 
-        Unchanged when the language is unknown (``None``, or ``'none'``: an analyzer with no
-        language), the embedder's languages are unknown, or the language is among them;
-        otherwise the vector weight becomes ``uncovered_vector_weight``.
+        Unchanged when the language is unknown (``None``; ``'none'``, an analyzer with no
+        language; ``'auto'``, one detecting each text's), the embedder's languages are unknown,
+        or the language is among them; otherwise the vector weight becomes ``uncovered_vector_weight``.
         """
         covered = self.vector_languages if self.vector_languages is not None else covered
-        if self.uncovered_vector_weight is None or language in (None, 'none') or covered is None:
+        if self.uncovered_vector_weight is None or language in (None, 'none', 'auto') or covered is None:
             return self
         if language in covered:
             return self
         return replace(self, vector_weight=self.uncovered_vector_weight, uncovered_vector_weight=None)
 
+    def for_query(
+        self, query: str, covered: frozenset[str] | None, *, fallback_language: str | None = None
+    ) -> FusionConfig:
+        """This configuration for one query: `for_language` of the language the query is written in.
+
+        The language is detected from the query itself (`toolish_rag.languages.detect_language`),
+        so one store holding several languages weighs each query's vector leg by whether the
+        embedder reads that query; ``fallback_language`` (the store's fixed analyzer language, if
+        any) decides when the query is too short to tell. Blocking (a few milliseconds; the first
+        call loads the detector's models): call it from a thread in async code.
+        See docs/fusion.md#a-leg-that-cannot-read-the-query.
+        """
+        if self.uncovered_vector_weight is None or (self.vector_languages is None and covered is None):
+            return self
+        return self.for_language(detect_language(query) or fallback_language, covered)
+
 
 def _mean_std(hits: Sequence[SearchHit]) -> tuple[float, float]:
+    # fsum: exactly rounded, so the statistics (and the fused order) do not depend on the hits' order.
     scores = [h.score for h in hits]
-    mean = sum(scores) / len(scores)
-    return mean, math.sqrt(sum((s - mean) ** 2 for s in scores) / len(scores))
+    mean = math.fsum(scores) / len(scores)
+    return mean, math.sqrt(math.fsum((s - mean) ** 2 for s in scores) / len(scores))
 
 
 def _dbsf_scale(hits: Sequence[SearchHit]) -> dict[str, float]:
@@ -104,7 +122,14 @@ def _minmax_scale(hits: Sequence[SearchHit]) -> dict[str, float]:
 
 def _rrf_scale(hits: Sequence[SearchHit], k: int) -> dict[str, float]:
     # Scaled so the first rank scores 1: the weighted sum then stays within [0, sum(weights)].
-    return {h.id: (k + 1) / (k + rank) for rank, h in enumerate(hits, start=1)}
+    # Equal scores share the rank of the first of them, so a leg's ties do not depend on its order.
+    scaled: dict[str, float] = {}
+    rank, previous = 0, None
+    for position, h in enumerate(hits, start=1):
+        if h.score != previous:
+            rank, previous = position, h.score
+        scaled[h.id] = (k + 1) / (k + rank)
+    return scaled
 
 
 def fuse(

@@ -120,31 +120,49 @@ class Retriever:
             return await self._scoped(self.store.hybrid_search, SearchRequest(query, top_k))
         if not (isinstance(self.store, VectorSearch) and isinstance(self.store, TextSearch)):
             raise InvalidRequestError('hybrid search needs a store with both vector and text search')
-        fusion = self.collection_fusion()
+        fusion = await self.query_fusion(query)
         n = max(top_k, fusion.candidates)
         # The legs are independent: run them concurrently (the embedder and BM25 both release the GIL).
         vector_hits, text_hits = await asyncio.gather(self._vector(query, n), self._text(query, n))
         return fuse(vector_hits, text_hits, top_k, fusion)
 
+    async def query_fusion(self, query: str) -> FusionConfig:
+        """``fusion`` for one query: the vector leg weighted down when the embedder cannot read the query's language.
+
+        `toolish_rag.fusion.FusionConfig.for_query`: the query's detected language, else the
+        store's fixed analyzer language (`collection_fusion`), against the embedder's languages.
+        The weights depend on the query and the configuration only, never on the records, so a
+        scope cannot learn anything from them.
+        """
+        covered = self._embedder_languages()
+        if self.fusion.uncovered_vector_weight is None or (covered is None and self.fusion.vector_languages is None):
+            return self.fusion
+        return await asyncio.to_thread(self.fusion.for_query, query, covered, fallback_language=self._store_language())
+
     def collection_fusion(self) -> FusionConfig:
-        """``fusion`` for this store: the vector leg weighted down when its embedder cannot read the text's language.
+        """``fusion`` for this store's fixed text language, whatever the query (see `query_fusion`).
 
         The language is the store's text analyzer's (``store.text_analyzer.language``, e.g. an
-        ``InMemoryStore(language='zh')``) and the embedder's languages come from its model name
-        (`toolish_rag.embedding.embedder_languages`) unless ``fusion.vector_languages`` states
-        them. A store exposing neither keeps ``fusion`` as it is. Configuration only: the weights
-        never depend on the records, so a scope cannot learn anything from them.
+        ``InMemoryStore(language='zh')``; ``'auto'`` names none) and the embedder's languages come
+        from its model name (`toolish_rag.embedding.embedder_languages`) unless
+        ``fusion.vector_languages`` states them. A store exposing neither keeps ``fusion`` as it is.
         """
-        language = getattr(getattr(self.store, 'text_analyzer', None), 'language', None)
-        if not isinstance(language, str) or self.fusion.uncovered_vector_weight is None:
+        language = self._store_language()
+        if language is None or self.fusion.uncovered_vector_weight is None:
             return self.fusion
-        covered = self.fusion.vector_languages
-        if covered is None:
-            try:
-                covered = embedder_languages(getattr(self.store, 'embedder', None))
-            except Exception:  # an embedder that fails to resolve fails the vector leg itself, with its own error
-                covered = None
-        return self.fusion.for_language(language, covered)
+        return self.fusion.for_language(language, self._embedder_languages())
+
+    def _store_language(self) -> str | None:
+        language = getattr(getattr(self.store, 'text_analyzer', None), 'language', None)
+        return language if isinstance(language, str) else None
+
+    def _embedder_languages(self) -> frozenset[str] | None:
+        if self.fusion.vector_languages is not None:
+            return self.fusion.vector_languages
+        try:
+            return embedder_languages(getattr(self.store, 'embedder', None))
+        except Exception:  # an embedder that fails to resolve fails the vector leg itself, with its own error
+            return None
 
     async def regex_search(self, pattern: str, top_k: int, *, case_sensitive: bool = True) -> list[SearchHit]:
         if not isinstance(self.store, RegexSearch):
