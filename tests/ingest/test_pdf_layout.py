@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from toolish_rag.ingest import read_file
+from toolish_rag.ingest import Chunker, parse_path, read_file
 from toolish_rag.ingest._readers._ocr import join_hyphenated
 
 SHARED = Path(__file__).resolve().parents[3] / 'shared' / 'data'
@@ -79,3 +79,22 @@ def test_font_headings_form_the_section_tree() -> None:
 def test_hyphenation_joined_only_letter_hyphen_newline_lowercase() -> None:
     text = 'a sim-\nple case, the well-\nKnown name, 1990-\n91, co-\n-op and über-\nall'
     assert join_hyphenated(text) == 'a simple case, the well-\nKnown name, 1990-\n91, co-\n-op and überall'
+
+
+@pytest.mark.shared_data
+def test_a_pdf_table_is_a_table_block_with_its_header_in_every_chunk() -> None:
+    path = FIDELITY / 'docs' / 'icdar2013_us-012.pdf'
+    if not path.is_file():
+        pytest.skip(f'{path} not found (../shared/data is absent)')
+    parsed = read_file(path)
+    tables = [b for s in parsed.root.walk() for b in s.blocks if b.kind == 'table']
+    assert len(tables) == 1 and tables[0].header_end is not None
+    header = parsed.source[tables[0].start : tables[0].header_end]
+    assert 'AYP Based on 2003\u201304 Testing' in header and header.endswith('| --- |')
+    cell = 'State granted exceptions to districts to exceed 1% cap'
+    assert _flat(parsed.source).count(cell) == _flat(parsed.source[tables[0].start : tables[0].end]).count(cell)
+    assert 'Exhibit B.4' in parsed.source[: tables[0].start]  # the caption stays running text, before it
+    doc = parse_path(path, Chunker(chunk_size=600, overlap=0))
+    pieces = [c for c in doc.chunks if c.urtext.startswith('| ')]  # the table's row groups
+    assert len(pieces) >= 4 and any('| NC |' in c.urtext for c in pieces)
+    assert all('AYP Based on 2003\u201304 Testing' in c.text for c in pieces)

@@ -29,6 +29,8 @@ class Piece:
     """Font size in points (the loose character box height: ascent to descent)."""
     bold: bool
     italic: bool = False
+    table: int = -1
+    """A table found on the page (its index; ``text`` is the rendered table), or -1 for text."""
 
     @property
     def width(self) -> float:
@@ -234,6 +236,7 @@ class Line:
     top: float
     bottom: float
     italic: bool = False
+    table: int = -1
 
 
 def _lines(column: Iterable[Piece]) -> list[Line]:
@@ -241,7 +244,8 @@ def _lines(column: Iterable[Piece]) -> list[Line]:
     for piece in column:  # sorted by top, descending
         if lines:
             last = lines[-1][0]
-            if abs(piece.bottom - last.bottom) < min(piece.size, last.size) * 0.5:
+            joinable = piece.table < 0 and last.table < 0  # a table is a line (a paragraph) of its own
+            if joinable and abs(piece.bottom - last.bottom) < min(piece.size, last.size) * 0.5:
                 lines[-1].append(piece)
                 continue
         lines.append([piece])
@@ -257,6 +261,7 @@ def _lines(column: Iterable[Piece]) -> list[Line]:
                 max(p.top for p in group),
                 min(p.bottom for p in group),
                 all(p.italic for p in group),
+                main.table,
             )
         )
     return out
@@ -283,7 +288,8 @@ def page_paragraphs(pieces: list[Piece], page_width: float) -> list[list[Line]]:
                     line.bold,
                     line.italic,
                 ) != (prev.bold, prev.italic)
-                if gap > max(line.size, prev.size) * 0.7 or gap < -max(line.size, prev.size) or style_change:
+                table = line.table >= 0 or prev.table >= 0
+                if gap > max(line.size, prev.size) * 0.7 or gap < -max(line.size, prev.size) or style_change or table:
                     paragraphs.append(current)
                     current = []
             current.append(line)

@@ -6,19 +6,22 @@ dropped; words hyphenated at line ends joined. See docs/ingestion.md#pdf-layout 
 
 from __future__ import annotations
 
+import io
 import itertools
 import math
 import re
 import threading
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
 from ._ocr import INSTALL_TESSERACT, join_hyphenated, ocr_image, ocr_options, tesseract_path, text_is_garbage
-from ._pdf_layout import page_paragraphs, page_pieces
+from ._pdf_layout import Line, Piece, page_paragraphs, page_pieces
+from ._pdf_tables import find_tables
+from ._tables import normalise_grid, render_table
 from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']
@@ -173,6 +176,8 @@ class _Page:
     lines: list[_Line]
     ocr: bool = False
     needs_ocr: bool = False
+    tables: list[tuple[str, str]] = field(default_factory=list)
+    """Each table's rendered text and header, as written into ``text``."""
 
 
 def _open(data: bytes) -> Any:
@@ -200,21 +205,48 @@ def _image_coverage(page: Any) -> float:
     return min(1.0, area / (width * height)) if width * height > 0 else 0.0
 
 
-def _text_page(page: Any) -> tuple[str, list[_Line]]:
-    """The page's text in reading order (`page_paragraphs`), and one `_Line` per paragraph for the headings."""
+@dataclass(slots=True)
+class _Layer:
+    """A page's text layer as pdfium gives it: pieces of text with positions, in the page as shown."""
+
+    pieces: list[Piece]
+    width: float
+    height: float
+    rotated: bool
+    ruled: bool
+    """Whether the page draws three or more horizontal and three or more vertical rules (a ruled table may be there)."""
+
+
+def _layer(page: Any) -> _Layer:
+    import pypdfium2.raw as raw
+
     textpage = page.get_textpage()
     rotation = page.get_rotation() % 360
     left, bottom, right, top = page.get_mediabox()
     try:
         pieces = page_pieces(textpage, rotation, right - left, top - bottom)
-        paragraphs = page_paragraphs(pieces, page.get_width())
     finally:
         textpage.close()
+    across = down = 0  # thin horizontal and vertical strokes: rules a table's grid may be drawn with
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=2):
+        x0, y0, x1, y1 = obj.get_bounds()
+        if y1 - y0 < 3 and x1 - x0 > 10:
+            across += 1
+        elif x1 - x0 < 3 and y1 - y0 > 10:
+            down += 1
+        if across >= 3 and down >= 3:
+            break
+    width, height = page.get_size()
+    return _Layer(pieces, width, height, rotation != 0, across >= 3 and down >= 3)
+
+
+def _text_of(paragraphs: list[list[Line]]) -> tuple[str, list[_Line]]:
+    """The page text (lines, blank lines between paragraphs) and one `_Line` per paragraph for the headings."""
     text = '\n\n'.join('\n'.join(line.text for line in para) for para in paragraphs)
     lines = [
         _Line(
             ' '.join(ln.text for ln in para),
-            para[0].size,
+            0.0 if para[0].table >= 0 else para[0].size,  # size 0: a table is never a heading
             all(ln.bold for ln in para),
             all(ln.italic for ln in para),
             len(para),
@@ -222,6 +254,84 @@ def _text_page(page: Any) -> tuple[str, list[_Line]]:
         for para in paragraphs
     ]
     return text, lines
+
+
+def _looks_tabular(pieces: list[Piece]) -> bool:
+    """Four or more lines of three or more pieces whose left edges line up in three or more places
+    (the cells of an unruled table); two columns of prose or a few figure labels do not."""
+    rows: dict[int, list[Piece]] = {}
+    for piece in pieces:
+        rows.setdefault(round(piece.bottom), []).append(piece)
+    edges: Counter[int] = Counter()
+    for row in rows.values():
+        if len(row) >= 3:
+            edges.update({round(p.x0 / 4) for p in row})
+    return sum(1 for n in edges.values() if n >= 4) >= 3
+
+
+class _TableFinder:
+    """pdfplumber (and `_pdf_tables.find_tables`) on the pages that may hold a table, opened on first need.
+
+    pdfplumber parses the page again (~0.1-0.5 s), so a page is looked at only when it draws
+    horizontal and vertical rules (a ruled table) or has four rows of three or more pieces apart
+    (an unruled one); pages turned by ``/Rotate`` are left as text. A page pdfplumber fails on
+    stays text.
+    """
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+        self.pdf: Any = None
+        self.broken = False
+
+    def tables(self, index: int, layer: _Layer) -> list[tuple[tuple[float, float, float, float], str, str]]:
+        """``(bbox in PDF points, y up; rendered text; its header)`` per table, top to bottom."""
+        if self.broken or layer.rotated or not layer.pieces:
+            return []
+        if not layer.ruled and not _looks_tabular(layer.pieces):
+            return []
+        try:
+            if self.pdf is None:
+                import pdfplumber
+
+                self.pdf = pdfplumber.open(io.BytesIO(self.data))
+            page = self.pdf.pages[index]
+        except Exception:  # pdfplumber cannot open what pdfium could: the document stays text
+            self.broken = True
+            return []
+        try:
+            found = find_tables(page)
+            height = float(page.height)
+        except Exception:  # the table finder failed on this page: it stays text
+            return []
+        out = []
+        for table in found:
+            grid = normalise_grid(table.rows)
+            if len(grid) < 2 or max(len(r) for r in grid) < 2:
+                continue
+            header_rows = table.header_rows - next((i for i, r in enumerate(table.rows) if any(r)), 0)
+            rendered = render_table(grid, max(0, header_rows))
+            x0, top, x1, bottom = table.bbox
+            out.append(((x0, height - bottom, x1, height - top), rendered.text, rendered.header))
+        return out
+
+    def close(self) -> None:
+        if self.pdf is not None:
+            self.pdf.close()
+
+
+def _with_tables(pieces: list[Piece], tables: list[tuple[tuple[float, float, float, float], str, str]]) -> list[Piece]:
+    """The pieces outside every table, and one piece per table standing for it (its rendered text)."""
+    if not tables:
+        return pieces
+
+    def inside(p: Piece, box: tuple[float, float, float, float]) -> bool:
+        cx, cy = (p.x0 + p.x1) / 2, (p.bottom + p.top) / 2
+        return box[0] - 1 <= cx <= box[2] + 1 and box[1] - 1 <= cy <= box[3] + 1
+
+    kept = [p for p in pieces if not any(inside(p, t[0]) for t in tables)]
+    for index, (box, text, _header) in enumerate(tables):
+        kept.append(Piece(text, box[0], box[2], box[1], box[3], 0.0, False, False, index))
+    return kept
 
 
 def _render(page: Any) -> tuple[Any, float]:
@@ -235,21 +345,26 @@ def _render(page: Any) -> tuple[Any, float]:
         bitmap.close()
 
 
-def _read_page(pdf: Any, index: int, mode: str) -> tuple[_Page, Any]:
+def _read_page(pdf: Any, index: int, mode: str, finder: _TableFinder) -> tuple[_Page, Any]:
     """One page's text layer, whether it needs OCR, and (when it does and OCR can run) its image."""
     with _PDFIUM:
         page = pdf[index]
         try:
-            text, lines = _text_page(page) if mode != 'always' else ('', [])
-            chars = sum(not c.isspace() for c in text)
+            layer = _layer(page) if mode != 'always' else _Layer([], 0.0, 0.0, False, False)
+            plain = ' '.join(p.text for p in layer.pieces)
+            chars = sum(not c.isspace() for c in plain)
             needs = mode == 'always' or (
                 mode == 'auto'
-                and (text_is_garbage(text) or (chars < LITTLE_TEXT and _image_coverage(page) >= IMAGE_COVERAGE))
+                and (text_is_garbage(plain) or (chars < LITTLE_TEXT and _image_coverage(page) >= IMAGE_COVERAGE))
             )
             image = _render(page) if needs and tesseract_path() is not None else None
         finally:
             page.close()
-    return _Page(_clean_page(text), lines, needs_ocr=needs), image
+    if image is not None:
+        return _Page('', [], needs_ocr=True), image
+    tables = [] if needs else finder.tables(index, layer)  # pdfplumber: outside the pdfium lock
+    text, lines = _text_of(page_paragraphs(_with_tables(layer.pieces, tables), layer.width))
+    return _Page(_clean_page(text), lines, needs_ocr=needs, tables=[(t[1], t[2]) for t in tables]), None
 
 
 def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]], str | None]:
@@ -267,15 +382,17 @@ def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]]
             entries = _outline_entries(pdf)
             doc_title = _document_title(pdf)
         pages: list[_Page] = []
+        finder = _TableFinder(data)
         for index in range(count):
             check_time()  # a thread cannot be killed: a long PDF stops between pages at the time limit
-            page, image = _read_page(pdf, index, mode)
+            page, image = _read_page(pdf, index, mode, finder)
             if image is not None:
                 text = _clean_page(ocr_image(image[0], image[1]))
                 if text.strip() or mode == 'always':
                     page = _Page(text, [], ocr=True, needs_ocr=True)
             pages.append(page)
     finally:
+        finder.close()
         with _PDFIUM:
             pdf.close()
     return pages, entries, doc_title
@@ -309,8 +426,17 @@ def _place_headings(
     return placed
 
 
-def _outline(source: str, page_starts: list[int], placed: list[tuple[int, int, int, str]]) -> OutlineBuilder:
-    """Sections from the placed headings; bodies split into paragraphs that never cross a page."""
+def _outline(
+    source: str,
+    page_starts: list[int],
+    placed: list[tuple[int, int, int, str]],
+    tables: dict[tuple[int, int], int | None] | None = None,
+) -> OutlineBuilder:
+    """Sections from the placed headings; bodies split into paragraphs that never cross a page.
+
+    ``tables``: ``(start, end) -> header end`` of the tables in ``source``: those paragraphs are table blocks.
+    """
+    tables = tables or {}
     outline = OutlineBuilder()
     outline.page_starts = page_starts
     boundaries = sorted({*page_starts, len(source)})
@@ -320,7 +446,10 @@ def _outline(source: str, page_starts: list[int], placed: list[tuple[int, int, i
             lo, hi = max(start, b_lo), min(end, b_hi)
             if hi > lo:
                 for s, e in paragraph_spans(source, lo, hi):
-                    outline.add_span(s, e)
+                    if (s, e) in tables:
+                        outline.add_span(s, e, 'table', tables[s, e])
+                    else:
+                        outline.add_span(s, e)
 
     prev_end = 0
     for h_start, h_end, level, title in placed:
@@ -329,6 +458,20 @@ def _outline(source: str, page_starts: list[int], placed: list[tuple[int, int, i
         prev_end = h_end
     add_body(prev_end, len(source))
     return outline
+
+
+def _table_spans(pages: list[str], page_starts: list[int], info: list[_Page]) -> dict[tuple[int, int], int | None]:
+    """Where each page's tables are in ``source``: ``(start, end) -> header end`` (``None``: no header)."""
+    spans: dict[tuple[int, int], int | None] = {}
+    for text, start, page in zip(pages, page_starts, info, strict=True):
+        cursor = 0
+        for table, header in page.tables:
+            at = text.find(table, cursor)
+            if at < 0:  # a row dropped as a running line: the rest reads as text
+                continue
+            cursor = at + len(table)
+            spans[start + at, start + cursor] = start + at + len(header) if header else None
+    return spans
 
 
 def read_pdf(data: bytes, path: Path) -> ParsedDocument:
@@ -359,7 +502,7 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
         page_starts.append(pos)
         pos += len(p) + 2
     placed = _place_headings(source, pages, page_starts, entries)
-    outline = _outline(source, page_starts, placed)
+    outline = _outline(source, page_starts, placed, _table_spans(pages, page_starts, page_info))
     first_heading = placed[0][3] if placed and placed[0][0] < 300 else None
     return ParsedDocument(
         source=source,
