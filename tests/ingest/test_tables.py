@@ -27,7 +27,7 @@ ROOT = Path(__file__).resolve().parents[2]
 FIDELITY = ROOT.parent / 'shared' / 'data' / 'fidelity'
 sys.path.insert(0, str(ROOT / 'benchmarks'))
 
-from table_fidelity import cell_accuracy, parse_table, tables_of  # noqa: E402
+from table_fidelity import cell_accuracy, parse_table, tables_of  # type: ignore[import-not-found]  # noqa: E402
 
 
 @pytest.fixture
@@ -197,6 +197,7 @@ def _chunk(text: str, urtext: str) -> Chunk:
         document_title='T',
         chunk_index=0,
         sequence_number=0,
+        metadata={},
         text=text,
         urtext=urtext,
     )
