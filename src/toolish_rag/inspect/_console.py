@@ -147,7 +147,7 @@ def _field(name: str, prop: Mapping[str, Any], required: bool, value: str) -> Ht
             '<input name="{}" value="{}" placeholder="{}"{}>',
             field_name,
             value,
-            '' if 'default' not in prop else f'default: {prop["default"]}',
+            '' if 'default' not in prop else 'optional' if prop['default'] is None else f'default: {prop["default"]}',
             step,
         )
     return markup('<label class="field">{} {} {}</label>', label, control, described)
