@@ -335,6 +335,8 @@ def report(rows: list[dict[str, Any]], converters: Sequence[str]) -> str:
         for r in kind_rows:
             groups[(r['format'], r['converter'])].append(r)
         for (fmt, conv), group in sorted(groups.items(), key=lambda kv: (kv[0][0], converters.index(kv[0][1]))):
+            if all(r['status'] == 'n/a' for r in group):
+                continue  # the converter does not read this format
             scored = [r for r in group if r['status'] in ('ok', 'failed')]  # a failure scores what it recovered: 0
             cells = []
             for m in shown:
@@ -345,12 +347,16 @@ def report(rows: list[dict[str, Any]], converters: Sequence[str]) -> str:
             peak = f'{max(r["peak_mib"] for r in ran):.0f}' if ran else '-'
             lines.append(f'| {fmt} | {conv} | {len(group)} | ' + ' | '.join(cells) + f' | {per_page} | {peak} |')
         lines.append('')
-    lines += ['### Per document', '', '| document | converter | status | ' + ' | '.join(metrics) + ' | s/page |']
-    lines.append('|' + ' --- |' * (len(metrics) + 4))
+    header = '| document | converter | status | ' + ' | '.join(metrics) + ' | tables found / truth | s/page |'
+    lines += ['### Per document', '', header, '|' + ' --- |' * (len(metrics) + 5)]
     for r in rows:
+        if r['status'] == 'n/a':
+            continue
+        found, truth = r['scores'].get('tables_found'), r['scores'].get('tables_truth')
         lines.append(
             f'| {r["document"]} | {r["converter"]} | {r["status"]} | '
             + ' | '.join(_fmt(r['scores'].get(m)) for m in metrics)
+            + f' | {f"{found} / {truth}" if truth is not None else "-"}'
             + f' | {_fmt(r["seconds"] / r["pages"]) if r["status"] == "ok" else "-"} |'
         )
     return '\n'.join(lines)
@@ -362,10 +368,15 @@ def main() -> None:
     parser.add_argument('--converters', default=','.join(CONVERTERS), help='comma-separated: ' + ', '.join(CONVERTERS))
     parser.add_argument('--docs', default='', help='comma-separated document stems (default: every document)')
     parser.add_argument('--json', type=Path, help='also write every per-document figure here')
+    parser.add_argument('--render', type=Path, help='print the tables of an earlier --json file instead of running')
     parser.add_argument('--child', nargs=2, metavar=('CONVERTER', 'PATH'), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
         child(args.child[0], Path(args.child[1]))
+        return
+    if args.render:
+        rows = json.loads(args.render.read_text())
+        print(report(rows, [c for c in CONVERTERS if any(r['converter'] == c for r in rows)]))
         return
     data: Path = args.data.resolve()
     if not (data / 'manifest.json').is_file():
