@@ -345,7 +345,7 @@ def report(rows: list[dict[str, Any]], converters: Sequence[str]) -> str:
             ran = [r for r in group if r['status'] == 'ok']
             per_page = _fmt(sum(r['seconds'] / r['pages'] for r in ran) / len(ran)) if ran else '-'
             peak = f'{max(r["peak_mib"] for r in ran):.0f}' if ran else '-'
-            lines.append(f'| {fmt} | {conv} | {len(group)} | ' + ' | '.join(cells) + f' | {per_page} | {peak} |')
+            lines.append(f'| {fmt} | {conv} | {len(scored)} | ' + ' | '.join(cells) + f' | {per_page} | {peak} |')
         lines.append('')
     header = '| document | converter | status | ' + ' | '.join(metrics) + ' | tables found / truth | s/page |'
     lines += ['### Per document', '', header, '|' + ' --- |' * (len(metrics) + 5)]
