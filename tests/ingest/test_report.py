@@ -135,11 +135,11 @@ def test_the_cli_lists_skips_without_json_and_all_of_them_with_v(
     docs.mkdir()
     (docs / 'refunds.md').write_text('# Refunds\n\nRefunds are paid within 30 days.\n')
     for i in range(12):
-        (docs / f'scan{i:02}.png').write_bytes(b'\x89PNG\r\n')
+        (docs / f'scan{i:02}.bmp').write_bytes(b'BM')  # a bitmap format no reader takes
     assert _ingest(docs) == 0
     out = capsys.readouterr().out.splitlines()
     assert [line.split(': ')[1] for line in out if line.startswith('skipped: /')] == [
-        str(docs / f'scan{i:02}.png') for i in range(10)
+        str(docs / f'scan{i:02}.bmp') for i in range(10)
     ]
     assert out[-1] == 'skipped: ... and 2 more (-v lists them all)'
     assert _ingest(docs, '-v') == 0

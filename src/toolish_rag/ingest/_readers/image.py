@@ -44,7 +44,9 @@ def read_image(data: bytes, path: Path) -> ParsedDocument:
             warnings.simplefilter('error', Image.DecompressionBombWarning)
             image = Image.open(io.BytesIO(data))
             image.load()
-    except (UnidentifiedImageError, Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+    except UnidentifiedImageError:
+        raise ReadError(f'unreadable image: not a {path.suffix.lstrip(".").upper() or "known"} image') from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
         raise ReadError(f'unreadable image: {exc}') from None
     except (OSError, ValueError, SyntaxError) as exc:  # truncated or corrupt data
         raise ReadError(f'corrupt image: {exc}') from None
