@@ -404,4 +404,10 @@ def _ingest(ingest: dict[str, Any] | None) -> list[str]:
             ['ingest / raw throughput', f'{ingest["ingest_docs_per_s"] / ingest["raw_docs_per_s"]:.2f}', ''],
         ],
     )
+    out += [
+        'How faithfully the readers extract text, reading order, headings and tables, per format and kind of truth, '
+        'beside `unstructured`, markitdown and plain Tesseract: [benchmarks-ingestion.md](benchmarks-ingestion.md) '
+        '(`benchmarks/ingest_fidelity.py`).',
+        '',
+    ]
     return out
