@@ -285,3 +285,28 @@ def test_the_command_refuses_a_public_host_without_tokens(tmp_path: Path, capsys
 
     assert main(['inspect', '--http', '0.0.0.0:8765', '--store', f'memory:{tmp_path / "kb"}']) == 2
     assert '--tokens' in capsys.readouterr().err
+
+
+def test_the_command_takes_the_store_options_and_refuses_eval_under_tokens(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.inspect.corpus import token_table_data
+    from toolish_rag.cli import build_parser, main
+
+    args = build_parser().parse_args(
+        ['inspect', '--store', 'memory:kb', '--embedder', 'hashing', '--name', 'kb', '--filter', 'tenant=acme']
+    )
+    assert (args.http, args.store, args.embedder, args.name, args.filter) == (
+        '127.0.0.1:8765',
+        'memory:kb',
+        'hashing',
+        'kb',
+        ['tenant=acme'],
+    )
+    tokens = tmp_path / 'tokens.json'
+    tokens.write_text(json.dumps(token_table_data()))
+    assert (
+        main(['inspect', '--tokens', str(tokens), '--eval-data', str(tmp_path), '--store', f'memory:{tmp_path / "kb"}'])
+        == 2
+    )
+    assert 'not offered with --tokens' in capsys.readouterr().err

@@ -62,6 +62,8 @@ def create_app(
     quality = Quality(eval_data, eval_embedder, ingest_report) if tokens is None else None
     hosts = trusted_hosts if trusted_hosts is not None else (LOOPBACK_NAMES if tokens is None else None)
     base = 'no token' if tokens is None else ''
+    if _narrowed(rag):
+        base += " (the app's own filter applies)" if base else "the app's own filter applies"
 
     def viewer_of(request: Request) -> Viewer | None:
         return viewer_for(toolsets, tokens, sessions, request.headers, request.cookies)
@@ -174,6 +176,14 @@ def create_app(
     app = Starlette(routes=routes)
     app.add_middleware(_Guard, trusted_hosts=hosts)
     return app
+
+
+def _narrowed(rag: ToolishRag[Any]) -> bool:
+    """Whether ``rag`` carries a scope of its own (``--filter``), which the page header mentions."""
+    try:
+        return rag.retriever().filter is not None
+    except ValueError:  # a per-run filter (a function of the run context): a scope too
+        return True
 
 
 class _Guard:
