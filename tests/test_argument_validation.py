@@ -75,6 +75,7 @@ ARGUMENT = {
     'read_section': 'section',
     'verify_citations': 'chunk_id',
     'graph_context': 'query',
+    'multihop_search': 'query',
 }
 """The string argument each tool is tried with (``verify_citations``: a chunk id nested in its claims)."""
 NESTED_CAPS = {'chunk_id': 200, 'quote': MAX_QUOTE_CHARS, 'text': 4000}

@@ -44,6 +44,7 @@ TOOLS = [
     'docs_read_section',
     'docs_verify_citations',
     'docs_graph_context',
+    'docs_multihop_search',
 ]
 
 NOISE = [

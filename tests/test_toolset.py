@@ -201,6 +201,7 @@ async def test_exclude_tools_and_without_tools(store: InMemoryStore) -> None:
         *navigation,
         verify,
         'docs_graph_context',
+        'docs_multihop_search',
     ]
     assert script.instructions is not None
     assert 'docs_regex_search' not in script.instructions
@@ -216,6 +217,7 @@ async def test_exclude_tools_and_without_tools(store: InMemoryStore) -> None:
         'docs_read_section',
         verify,
         'docs_graph_context',
+        'docs_multihop_search',
     ]
     assert 'docs_list_documents' not in (script.instructions or '')
     assert 'docs_outline' not in (script.instructions or '')
@@ -226,6 +228,7 @@ async def test_exclude_tools_and_without_tools(store: InMemoryStore) -> None:
         'docs_zoom_out',
         verify,
         'docs_graph_context',
+        'docs_multihop_search',
     ]
     assert not any(t in (script.instructions or '') for t in navigation)
     with pytest.raises(ValueError, match='unknown tool'):
@@ -275,6 +278,7 @@ async def test_the_model_cannot_widen_scope_through_arguments(store: InMemorySto
         'docs_outline': {'document'},
         'docs_read_section': {'section', 'document', 'offset'},
         'docs_graph_context': {'query', 'ids', 'hops', 'edge_types', 'direction', 'max_nodes', 'order'},
+        'docs_multihop_search': {'query', 'top_k'},
         'docs_verify_citations': {'claims'},
     }
     # A filter (or group_by) smuggled in as an extra argument is rejected, not honoured, by every tool.
@@ -291,6 +295,7 @@ async def test_the_model_cannot_widen_scope_through_arguments(store: InMemorySto
         Call('docs_outline', {'document': globex.title, 'filter': smuggled}),
         Call('docs_read_section', {'section': globex.id, 'filter': smuggled}),
         Call('docs_verify_citations', {'claims': [{'text': 'x', 'citations': []}], 'filter': smuggled}),
+        Call('docs_multihop_search', {'query': 'refunds', 'filter': smuggled}),
         Call('docs_text_search', {'query': 'refunds', 'group_by': 'document'}),
     ]
     _, got, _ = await run(

@@ -107,10 +107,11 @@ async def test_tool_names_are_the_rag_name_and_the_short_name(store: InMemorySto
     rag: ToolishRag[None] = ToolishRag(store, name='kb').without_tools('regex_search')
     # list_values needs `filterable=`; every other tool is offered by a memory store.
     assert rag.offered_tools == [t for t in TOOL_NAMES if t not in ('regex_search', 'list_values')]
-    assert rag.tool_names[-3:] == [
+    assert rag.tool_names[-4:] == [
         'kb_read_section',
         'kb_verify_citations',
         'kb_graph_context',
+        'kb_multihop_search',
     ]  # offered with ResultExpander
     assert rag.tool_names == [tool_name('kb', t) for t in rag.offered_tools]
     assert [d.name for d in await rag.tool_definitions()] == rag.tool_names

@@ -26,6 +26,7 @@ ToolName: TypeAlias = Literal[
     'verify_citations',
     'list_values',
     'graph_context',
+    'multihop_search',
 ]
 TOOL_NAMES: tuple[ToolName, ...] = get_args(ToolName)
 """Every short tool name, in the order the tools are offered."""

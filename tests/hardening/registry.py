@@ -498,6 +498,13 @@ def _judge_graph(corpus: Corpus, arguments: dict[str, Any], result: ToolReturn) 
     return problems
 
 
+# -- multihop_search: a query (the seeds), top_k, the model's filter ----------------------------------------
+
+
+def _multihop_strategy(corpus: Corpus) -> st.SearchStrategy[dict[str, Any]]:
+    return st.fixed_dictionaries({'query': _queries(corpus)}, optional={'top_k': _top_k(), 'filter': _model_filters()})
+
+
 def _list_place(key: str) -> Place:
     """Puts a value as the only item of the list parameter ``key``."""
     return lambda arguments, value: {**arguments, key: [value]}
@@ -575,6 +582,10 @@ REGISTRY: dict[str, ToolArguments] = {
         expect=_expect_graph,
         nested={_FIRST_ID: _list_place('ids'), 'edge_types[0]': _list_place('edge_types')},
         judge=_judge_graph,
+    ),
+    'multihop_search': ToolArguments(
+        baseline=lambda corpus: {'query': 'refund window', 'top_k': 5, 'filter': None},
+        strategy=_multihop_strategy,
     ),
 }
 """Every tool's argument generator, by spec name (`toolish_rag.toolset._tools.SPECS`)."""

@@ -1,4 +1,4 @@
-"""The tools, one `ToolSpec` each, by family: search, reading, navigation, citations, graph.
+"""The tools, one `ToolSpec` each, by family: search, reading, navigation, citations, graph, multi-hop.
 
 `SPECS` is every spec in `TOOL_NAMES` order; the toolset, its instructions, the argument caps,
 ``toolish-rag tools``, MCP and the hardening tests all derive from it. See docs/toolset.md.
@@ -10,13 +10,13 @@ from .._arguments import StringArguments
 from .._names import TOOL_NAMES
 from .._settings import RagSettings
 from .._spec import ToolSpec
-from . import citations, graph, navigation, reading, search
+from . import citations, graph, multihop, navigation, reading, search
 
 __all__ = ['SPECS', 'ToolSpec', 'string_arguments']
 
 SPECS: tuple[ToolSpec, ...] = tuple(
     sorted(
-        (*search.SPECS, *reading.SPECS, *navigation.SPECS, *citations.SPECS, *graph.SPECS),
+        (*search.SPECS, *reading.SPECS, *navigation.SPECS, *citations.SPECS, *graph.SPECS, *multihop.SPECS),
         key=lambda spec: TOOL_NAMES.index(spec.name),
     )
 )

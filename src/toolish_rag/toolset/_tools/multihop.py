@@ -1,0 +1,142 @@
+"""The multi-hop tool: ``multihop_search`` ranks passages by search and graph together, in one call.
+
+The search's best hits seed a one-hop scoped walk (`Retriever.graph_walk`); personalised PageRank
+over what the walk read (`toolish_rag.graph._multihop`) ranks the hits and the passages the graph
+joins to them, each saying why it is listed. See docs/graph.md#multi-hop-search.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import Field
+from pydantic_ai import RunContext
+from pydantic_ai.messages import ToolReturn
+
+from ..._record_text import field_text, render_record
+from ...content import Chunk
+from ...graph._multihop import MultihopRanking, Passage
+from ...graph.walk import MAX_WALK_NODES, WalkRequest
+from ...retriever import Retriever
+from ...search import SearchHit
+from .._arguments import query_argument
+from .._render import NO_RESULTS
+from .._settings import RagSettings
+from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
+from ._shared import ModelFilter, TopK, check_top_k
+from .search import Search, best_search
+
+__all__ = ['CANDIDATES', 'RANKING', 'SPECS']
+
+CANDIDATES = 50
+"""Search hits read per call: the seeds, and the passages that stand for the documents the graph reaches."""
+RANKING = MultihopRanking()
+"""The ranking rule and its constants (measured: benchmarks/multihop_bench.py)."""
+
+Query = Annotated[str, Field(description='The question or what to search for.')]
+
+
+@dataclass(frozen=True, slots=True)
+class _MultihopSettings:
+    search: Search
+    ranking: MultihopRanking
+    candidates: int
+
+
+def _tool(env: ToolEnv) -> ToolFunction:
+    search = best_search(env.caps)
+    assert search is not None  # offered only with a search
+    settings = _MultihopSettings(search, RANKING, CANDIDATES)
+
+    async def multihop_search(
+        ctx: RunContext[Any],
+        query: Query,
+        top_k: TopK = env.settings.default_top_k,
+        filter: ModelFilter = None,
+    ) -> ToolReturn:
+        sent = {'query': query, 'top_k': top_k, 'filter': filter}
+        return await env.run(ctx, sent, lambda r, a: _multihop(r, env.settings, settings, **a))
+
+    return multihop_search
+
+
+async def _multihop(
+    r: Retriever,
+    rag: RagSettings,
+    settings: _MultihopSettings,
+    *,
+    query: str,
+    top_k: int,
+    filter: Mapping[str, Any] | None = None,
+) -> Result:
+    """One call: search (scoped, through ``r``), walk one hop from the seeds, rank, render."""
+    check_top_k(top_k, rag)
+    hits = await settings.search(r)(query, max(settings.candidates, top_k))
+    if not hits:
+        return NO_RESULTS, []
+    ranked = await rank(r, settings.ranking, query, hits)
+    shown = ranked[:top_k]
+    return _render(query, shown), [p.hit for p in shown]
+
+
+async def rank(r: Retriever, ranking: MultihopRanking, query: str, hits: Sequence[SearchHit]) -> list[Passage]:
+    """``hits`` (the search's candidates for ``query``, best first) and what the graph joins to the seeds, ranked."""
+    seeds = ranking.seed_hits(query, hits)
+    documents = [c.document_id for c in (h.record for h in seeds) if isinstance(c, Chunk)]
+    start = tuple(dict.fromkeys([*(h.id for h in seeds), *documents]))
+    walk = await r.graph_walk(WalkRequest(start, hops=1, direction='both', max_nodes=MAX_WALK_NODES))
+    known = {h.id for h in hits}
+    reached = [n.node.id for n in walk.nodes if n.node.kind == 'chunk' and n.node.id not in known]
+    records = await r.records(reached) if reached else []
+    chunks = {c.id: SearchHit(c, 0.0) for c in records if isinstance(c, Chunk)}
+    return ranking.rank(query, hits, walk, chunks)
+
+
+def _render(query: str, passages: Sequence[Passage]) -> str:
+    number = {p.hit.id: i for i, p in enumerate(passages, start=1)}
+    blocks = []
+    for i, p in enumerate(passages, start=1):
+        head, _, body = render_record(SearchHit(p.hit.record, p.score), i).partition('\n')
+        blocks.append(f'{head} | {_why(p, number)}\n{body}')
+    heading = f'Multi-hop search results for {query!r} (search seeds and the passages the graph joins to them):'
+    return heading + '\n\n' + '\n\n'.join(blocks)
+
+
+def _why(p: Passage, number: Mapping[str, int]) -> str:
+    """``seed``, ``via TYPE from [n]`` (or ``to``; a node id when the other end is not listed), or ``search``."""
+    if p.seed:
+        return 'seed'
+    if p.reached is None:
+        return 'search'  # a candidate the graph did not reach, listed by its search rank
+    there = p.reached.node
+    named = f'[{number[there]}]' if there in number else field_text(there)
+    return f'via {field_text(p.reached.type)} {p.reached.direction} {named}'
+
+
+def _describe(store: object, s: RagSettings) -> str:
+    return (
+        'Multi-hop search: for questions that need two passages where only one reads like the question '
+        '("which country is the author of X from?": X\'s page names the author, whose page gives the country). '
+        'Searches like hybrid_search, then follows the graph one step from the best matches (what they mention, '
+        'and what mentions them) and ranks the passages found both ways together. '
+        f'Returns up to top_k (default {s.default_top_k}, at most {s.max_top_k}) passages, best first, each '
+        'with a chunk id and why it is listed: "seed" (a search match) or "via TYPE from [n]" (the passage [n], '
+        "or the node named, has an edge TYPE to this one, e.g. it MENTIONS this passage's document) or "
+        '"via TYPE to [n]" (this passage has that edge to [n]). Score: the share of relevance the ranking gives '
+        'the passage, from 0 to 1 (all passages together sum to at most 1).'
+    )
+
+
+SPECS: tuple[ToolSpec, ...] = (
+    ToolSpec(
+        name='multihop_search',
+        offered=lambda caps, settings: caps.graph and caps.expand and (caps.hybrid or caps.text),
+        describe=_describe,
+        build=_tool,
+        strings=lambda s: {'query': query_argument(s.max_query_chars)},
+        optional=frozenset({'filter'}),
+    ),
+)
+"""The multi-hop tool's spec."""
