@@ -121,6 +121,13 @@ def test_a_query_is_analysed_in_every_language_given() -> None:
     assert 'haus' in tokens and 'häuser' in tokens  # the German stem and the English form
     assert len(tokens) == len(set(tokens))
     assert TextAnalyzer('de').query_tokens('Häuser', {'en'}) == ['haus']  # a fixed language ignores them
+    # With counts, a language of under 1% of the records (a misread passage) joins only for its own queries.
+    english_store = {'en': 500, 'st': 2, 'de': 1}
+    assert auto.query_languages('Who led the defence of the Panthers that season?', english_store) == ['en']
+    assert auto.query_languages('Wer führte die Verteidigung der Panthers an?', english_store) == ['de', 'en']
+    assert auto.query_languages('Panthers', {'de': 1}) == ['de']  # short: not detected, the store's language
+    assert auto.query_languages('Wer führte die Verteidigung der Panthers an?', {}) == ['de']
+    assert auto.query_languages('Panthers 308') == ['en']  # nothing known: English
 
 
 # -- a mixed store ---------------------------------------------------------------------------
@@ -159,8 +166,8 @@ async def test_a_scope_queries_in_its_own_languages_only() -> None:
     await store.upsert([_document('de', GERMAN_PASSAGE, 'acme'), _document('en', FILLER_EN, 'globex')])
     snap = store._snapshot
     index = snap.bm25()
-    assert index.languages(None) == {'de', 'en'}
-    assert index.languages(snap.mask(F.eq('tenant', 'globex'))) == {'en'}
+    assert index.languages(None) == {'de': 1, 'en': 1}
+    assert index.languages(snap.mask(F.eq('tenant', 'globex'))) == {'en': 1}
 
 
 async def test_a_new_store_records_auto_and_an_old_one_stays_english(tmp_path: Path) -> None:

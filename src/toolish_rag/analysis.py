@@ -51,6 +51,9 @@ See docs/text-analysis.md#automatic-language."""
 _FALLBACK = 'en'
 """The language of a text whose language, and whose document's, no detection names."""
 
+_MIN_QUERY_SHARE = 100
+"""A language of fewer than 1/100 of the records searched analyses only the queries detected in it."""
+
 _OWN_MIN_CHARS = 40
 """A chunk shorter than this takes its document's language (too few letters to tell on its own)."""
 
@@ -271,7 +274,7 @@ class TextAnalyzer:
                 tokens[i] = found
         return Analysis(tokens, languages)
 
-    def query_tokens(self, query: str, languages: Iterable[str] = ()) -> list[str]:
+    def query_tokens(self, query: str, languages: Iterable[str] | Mapping[str, int] = ()) -> list[str]:
         """The tokens to search ``query`` by, in a collection whose texts are in ``languages``.
 
         A fixed language: `tokens`. ``'auto'``: the union of the query's tokens in each of
@@ -300,21 +303,36 @@ class TextAnalyzer:
                 counts[token] = max(counts.get(token, 0), count)
         return [token for token, count in counts.items() for _ in range(count)]
 
-    def query_languages(self, query: str, languages: Iterable[str] = ()) -> list[str]:
+    def query_languages(self, query: str, languages: Iterable[str] | Mapping[str, int] = ()) -> list[str]:
         """The analyzer languages `query_tokens` analyses ``query`` in, sorted (a fixed language: itself).
 
-        For ``'auto'``: ``languages`` (those of the texts searched, as analyzer codes), else the
-        query's detected language, else English.
+        For ``'auto'``: ``languages`` (those of the texts searched, as analyzer codes; given as
+        a mapping to record counts, a language under 1% of the records only when the query is
+        detected in it), else the query's detected language, else English.
         """
         if self.language != AUTO:
             return [self.language]
         return self._query_languages(detect_language(query), languages)
 
     @staticmethod
-    def _query_languages(detected: str | None, languages: Iterable[str]) -> list[str]:
-        wanted = {_analysable(code) for code in languages if code not in (AUTO, '')}
-        if not wanted and detected is not None:
-            wanted.add(_analysable(detected))
+    def _query_languages(detected: str | None, languages: Iterable[str] | Mapping[str, int]) -> list[str]:
+        counts = {
+            _analysable(code): count
+            for code, count in (languages.items() if isinstance(languages, Mapping) else ((c, 1) for c in languages))
+            if code not in (AUTO, '') and count > 0
+        }
+        own = _analysable(detected) if detected is not None else None
+        if isinstance(languages, Mapping) and counts:
+            # Counts given: a language of under 1% of the records (a passage or two the detector
+            # misread, say) joins only for a query detected in it.
+            total = sum(counts.values())
+            wanted = {code for code, count in counts.items() if count * _MIN_QUERY_SHARE >= total}
+            if own in counts:
+                wanted.add(own)
+        else:
+            wanted = set(counts)
+        if not wanted and own is not None:
+            wanted.add(own)
         return sorted(wanted or {_FALLBACK})
 
     def _tokenize(self, texts: Sequence[str]) -> list[list[str]]:

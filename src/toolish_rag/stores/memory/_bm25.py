@@ -197,15 +197,17 @@ class Bm25Index:
         """An index of one segment (see `Bm25Segment.build`)."""
         return cls.of([Bm25Segment.build(token_ids, vocabulary, languages)])
 
-    def languages(self, mask: Mask | None) -> frozenset[str]:
-        """The languages the records ``mask`` admits were analysed in (all records' when ``None``).
+    def languages(self, mask: Mask | None) -> dict[str, int]:
+        """How many of the records ``mask`` admits were analysed in each language (all records when ``None``).
 
         A query is analysed in these (`toolish_rag.analysis.TextAnalyzer.query_tokens`): those of
         the scope only, so what other tenants hold never changes a scope's query.
         """
         codes = self.language_codes if mask is None else self.language_codes[mask]
-        present = np.flatnonzero(np.bincount(codes, minlength=len(self.language_names)))
-        return frozenset(self.language_names[i] for i in present.tolist()) - {''}
+        counts = np.bincount(codes, minlength=len(self.language_names))
+        return {
+            self.language_names[i]: int(counts[i]) for i in np.flatnonzero(counts).tolist() if self.language_names[i]
+        }
 
     def __len__(self) -> int:
         return int(self.lengths.size)
