@@ -375,8 +375,8 @@ def main() -> None:
         child(args.child[0], Path(args.child[1]))
         return
     if args.render:
-        rows = json.loads(args.render.read_text())
-        print(report(rows, [c for c in CONVERTERS if any(r['converter'] == c for r in rows)]))
+        rendered: list[dict[str, Any]] = json.loads(args.render.read_text())
+        print(report(rendered, [c for c in CONVERTERS if any(r['converter'] == c for r in rendered)]))
         return
     data: Path = args.data.resolve()
     if not (data / 'manifest.json').is_file():
