@@ -166,9 +166,9 @@ async def test_hybrid_search_weighs_each_query_of_a_mixed_store_by_its_language(
         'el': 'Το Τείχος του Βερολίνου άνοιξε τον Νοέμβριο του 1989, μετά από είκοσι οκτώ χρόνια διαίρεσης.',  # noqa: RUF001
     }
     docs = []
-    for code, text in texts.items():
+    for code, passage in texts.items():
         b = DocumentBuilder(f'file:///{code}.md', code)
-        b.add_chunk(None, text)
+        b.add_chunk(None, passage)
         docs.append(b.build())
     await store.upsert(docs)
     retriever = Retriever(store, fusion=FusionConfig(vector_languages=ENGLISH))
