@@ -428,30 +428,63 @@ def _fill_merges(rows: list[list[str]], merges: list[tuple[int, int, int, int]],
     return budget
 
 
+_MAX_REGIONS = 200
+"""A sheet of more groups of cells than this is read as one table (the grouping would cost more than it helps)."""
+
+
 def _regions(rows: list[list[str]]) -> list[tuple[int, int, int, int]]:
     """The tables of a sheet: boxes ``(top, left, bottom, right)`` of cells connected by side, in reading order.
 
     Boxes that overlap, or one below another (up to two empty rows between) starting in
     the same column and no wider, are one table (blank rows that part a long table); else
-    an empty column or row parts two tables.
+    an empty column or row parts two tables. Linear in the cells: runs of filled cells per
+    row, joined to the runs they touch in the row above (union-find).
     """
-    filled = {(r, c) for r, row in enumerate(rows) for c, v in enumerate(row) if v}
-    seen: set[tuple[int, int]] = set()
-    boxes: list[list[int]] = []
-    for start in sorted(filled):
-        if start in seen:
-            continue
-        seen.add(start)
-        stack = [start]
-        box = [start[0], start[1], start[0] + 1, start[1] + 1]
-        while stack:
-            r, c = stack.pop()
-            box = [min(box[0], r), min(box[1], c), max(box[2], r + 1), max(box[3], c + 1)]
-            for near in ((r + 1, c), (r - 1, c), (r, c + 1), (r, c - 1)):
-                if near in filled and near not in seen:
-                    seen.add(near)
-                    stack.append(near)
-        boxes.append(box)
+    runs: list[tuple[int, int, int]] = []  # (row, first column, last column + 1)
+    parent: list[int] = []
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    previous: list[int] = []  # the runs of the row above
+    for r, row in enumerate(rows):
+        here: list[int] = []
+        c = 0
+        while c < len(row):
+            if not row[c]:
+                c += 1
+                continue
+            start = c
+            while c < len(row) and row[c]:
+                c += 1
+            runs.append((r, start, c))
+            parent.append(len(parent))
+            here.append(len(runs) - 1)
+        j = 0
+        for i in here:  # both lists are in column order: a sweep joins the overlapping runs
+            _, c0, c1 = runs[i]
+            while j < len(previous) and runs[previous[j]][2] <= c0:
+                j += 1
+            k = j
+            while k < len(previous) and runs[previous[k]][1] < c1:
+                parent[find(i)] = find(previous[k])
+                k += 1
+        previous = here
+    found: dict[int, list[int]] = {}
+    for i, (r, c0, c1) in enumerate(runs):
+        root = find(i)
+        box = found.get(root)
+        if box is None:
+            found[root] = [r, c0, r + 1, c1]
+        else:
+            box[:] = [min(box[0], r), min(box[1], c0), max(box[2], r + 1), max(box[3], c1)]
+    boxes = list(found.values())
+    if len(boxes) > _MAX_REGIONS:
+        width = max(len(row) for row in rows)
+        return [(0, 0, len(rows), width)]
     merged = True
     while merged:
         merged = False
