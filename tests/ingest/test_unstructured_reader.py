@@ -118,7 +118,8 @@ async def test_ingest_with_the_backend_and_back(fidelity: Path, tmp_path: Path) 
     first = await ingest(store, docs, progress=False, executor='thread', reader='unstructured')
     assert len(first.added) == 3 and not first.failed
     infos = {Path(i.uri).name: i for i in await store.list_documents()}
-    assert 'reader=unstructured/' not in (infos['tool.py'].fingerprint or '')  # a digest, not the key
+    assert infos['notes.md'].metadata['source_format'] == 'markdown'  # the default readers' format names
+    assert infos['tool.py'].metadata['source_format'] == 'python'  # read by the default reader
 
     again = await ingest(store, docs, progress=False, executor='thread', reader='unstructured')
     assert (again.added, again.updated, len(again.unchanged)) == ([], [], 3)

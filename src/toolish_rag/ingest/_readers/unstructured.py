@@ -179,7 +179,7 @@ def _document(elements: Sequence[Any], path: Path, kind: str, warnings: list[str
         source=source,
         title=title or title_from_path(path),
         root=outline.root,
-        format=kind,
+        format={'md': 'markdown'}.get(kind, kind),  # the default readers' names
         page_starts=outline.page_starts or None,
         warnings=warnings,
     )
