@@ -20,6 +20,8 @@ from toolish_rag.inspect import create_app
 from toolish_rag.stores import InMemoryStore
 
 BASE = 'http://127.0.0.1:8765'
+LOCAL = ('127.0.0.1', 50000)
+"""The test client's address: without tokens the inspector answers loopback clients only."""
 
 
 async def _filled(store: Any) -> Any:
@@ -48,11 +50,11 @@ def tokens() -> Any:
 
 @pytest.fixture(scope='module')
 def open_client(rag: ToolishRag[Any]) -> Iterator[TestClient]:
-    with TestClient(create_app(rag), base_url=BASE) as client:
+    with TestClient(create_app(rag), base_url=BASE, client=LOCAL) as client:
         yield client
 
 
 @pytest.fixture(scope='module')
 def token_client(rag: ToolishRag[Any], tokens: Any) -> Iterator[TestClient]:
-    with TestClient(create_app(rag, tokens=tokens), base_url=BASE) as client:
+    with TestClient(create_app(rag, tokens=tokens), base_url=BASE, client=LOCAL) as client:
         yield client

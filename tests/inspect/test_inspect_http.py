@@ -14,7 +14,7 @@ import pytest
 from pydantic_ai import ModelRetry
 from starlette.testclient import TestClient
 
-from tests.inspect.conftest import BASE
+from tests.inspect.conftest import BASE, LOCAL
 from tests.inspect.corpus import HOSTILE_TEXT, TOKENS, run
 from toolish_rag import ToolishRag
 from toolish_rag.content import Chunk
@@ -231,7 +231,7 @@ class VectorOnly:
 
 def test_pages_for_what_a_store_lacks_say_so(store: Any) -> None:
     rag: ToolishRag[Any] = ToolishRag(VectorOnly(store))
-    with TestClient(create_app(rag), base_url=BASE) as client:
+    with TestClient(create_app(rag), base_url=BASE, client=LOCAL) as client:
         assert 'cannot list documents' in client.get('/documents').text
         assert 'has no graph' in client.get('/graph?node=x').text
         assert 'cannot look records up' in client.get('/chunk?id=x').text
@@ -265,7 +265,7 @@ def test_quality_evaluates_beside_the_store_and_lists_ingest_failures(store: Any
     app = create_app(
         rag, eval_data=_beir(tmp_path / 'mini'), eval_embedder=HashingEmbeddingModel(64), ingest_report=report
     )
-    with TestClient(app, base_url=BASE) as client:
+    with TestClient(app, base_url=BASE, client=LOCAL) as client:
         page = client.get('/quality').text
         assert 'broken.pdf' in page and 'encrypted PDF' in page and 'eval-progress' in page
         assert client.post('/quality', follow_redirects=False).status_code == 303
@@ -310,3 +310,8 @@ def test_the_command_takes_the_store_options_and_refuses_eval_under_tokens(
         == 2
     )
     assert 'not offered with --tokens' in capsys.readouterr().err
+
+
+def test_without_tokens_only_this_machine_is_answered(rag: ToolishRag[Any]) -> None:
+    with TestClient(create_app(rag), base_url=BASE, client=('203.0.113.9', 50000)) as remote:
+        assert remote.get('/documents').status_code == 403

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.inspect.conftest import BASE
+from tests.inspect.conftest import BASE, LOCAL
 from tests.inspect.corpus import documents, run
 from tests.inspect.test_inspect_http import model_text
 from toolish_rag import ToolishRag
@@ -45,7 +45,7 @@ def test_every_page_answers_on_the_store(name: str, tmp_path: Path) -> None:
     run(store.upsert(docs))
     rag: ToolishRag[Any] = ToolishRag(store)
     doc, chunk = docs[0], docs[0].chunks[0]
-    with TestClient(create_app(rag), base_url=BASE) as client:
+    with TestClient(create_app(rag), base_url=BASE, client=LOCAL) as client:
         for path in [
             '/documents',
             f'/document?id={doc.id}',

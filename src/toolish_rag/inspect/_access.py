@@ -8,6 +8,7 @@ token's scope exactly as its MCP session is (``rag.with_metadata_filter``). See 
 
 from __future__ import annotations
 
+import ipaddress
 import secrets
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
@@ -147,10 +148,11 @@ def _header(headers: list[tuple[bytes, bytes]], name: bytes) -> str | None:
     return None
 
 
-def guard(app: ASGIApp, *, trusted_hosts: frozenset[str] | None) -> ASGIApp:
+def guard(app: ASGIApp, *, trusted_hosts: frozenset[str] | None, loopback_clients: bool) -> ASGIApp:
     """ASGI middleware: the security headers on every answer; with ``trusted_hosts`` only requests addressed
-    to one of those names (a DNS-rebinding page cannot reach a loopback inspector); a form posted from
-    another origin refused."""
+    to one of those names (a DNS-rebinding page cannot reach a loopback inspector); with ``loopback_clients``
+    only requests from this machine (an app without tokens mounted on a public address still answers no one
+    else); a form posted from another origin refused."""
 
     async def guarded(
         scope: MutableMapping[str, Any],
@@ -165,6 +167,9 @@ def guard(app: ASGIApp, *, trusted_hosts: frozenset[str] | None) -> ASGIApp:
         if trusted_hosts is not None and _host_of(host).lower() not in trusted_hosts:
             await _refuse(send, 421, 'this inspector answers requests to a loopback address only')
             return
+        if loopback_clients and not _loopback_client(scope.get('client')):
+            await _refuse(send, 403, 'without tokens this inspector answers its own machine only')
+            return
         if scope.get('method') == 'POST' and not _same_origin(headers, host):
             await _refuse(send, 403, 'a form from another origin is refused')
             return
@@ -177,6 +182,15 @@ def guard(app: ASGIApp, *, trusted_hosts: frozenset[str] | None) -> ASGIApp:
         await app(scope, receive, with_headers)
 
     return guarded
+
+
+def _loopback_client(client: Any) -> bool:
+    if not client:
+        return False
+    try:
+        return ipaddress.ip_address(str(client[0])).is_loopback
+    except ValueError:
+        return False
 
 
 def _same_origin(headers: list[tuple[bytes, bytes]], host: str) -> bool:

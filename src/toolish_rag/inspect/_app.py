@@ -56,6 +56,7 @@ def create_app(
     new in-memory store with ``eval_embedder``, never the inspected one; not offered under tokens).
     ``ingest_report``: the last ingest's report, whose failures the Quality page lists. ``trusted_hosts``:
     the host names requests may be addressed to; default: the loopback names without tokens, any with them.
+    Without tokens only clients on this machine (a loopback address) are answered.
     """
     sessions = Sessions()
     toolsets = ScopedToolsets(rag)
@@ -174,7 +175,7 @@ def create_app(
         Mount('/static', StaticFiles(directory=STATIC), name='static'),
     ]
     app = Starlette(routes=routes)
-    app.add_middleware(_Guard, trusted_hosts=hosts)
+    app.add_middleware(_Guard, trusted_hosts=hosts, loopback_clients=tokens is None)
     return app
 
 
@@ -189,8 +190,8 @@ def _narrowed(rag: ToolishRag[Any]) -> bool:
 class _Guard:
     """`guard` as a Starlette middleware class (outermost: every answer, errors included, gets the headers)."""
 
-    def __init__(self, app: Any, trusted_hosts: frozenset[str] | None) -> None:
-        self._app = guard(app, trusted_hosts=trusted_hosts)
+    def __init__(self, app: Any, trusted_hosts: frozenset[str] | None, loopback_clients: bool) -> None:
+        self._app = guard(app, trusted_hosts=trusted_hosts, loopback_clients=loopback_clients)
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         await self._app(scope, receive, send)
