@@ -149,7 +149,7 @@ async def test_a_single_watched_file_follows_saves_by_rename(tmp_path: Path) -> 
 
 def test_the_scope_ignores_what_the_walk_skips_and_editor_temporaries(tmp_path: Path) -> None:
     (tmp_path / 'docs' / 'sub').mkdir(parents=True)
-    for name in ('a.md', 'a.md.swp', 'a.md~', '.#a.md', '#a.md#', '4913', 'image.png', '.hidden.md'):
+    for name in ('a.md', 'a.md.swp', 'a.md~', '.#a.md', '#a.md#', '4913', 'image.bmp', '.hidden.md'):
         (tmp_path / 'docs' / name).write_text('x')
     scope = WatchScope.of(tmp_path / 'docs', include_hidden=False)
 
@@ -158,7 +158,7 @@ def test_the_scope_ignores_what_the_walk_skips_and_editor_temporaries(tmp_path: 
 
     assert relevant('a.md') and relevant('sub', change=Change.added)
     assert relevant('gone-folder.v2', change=Change.deleted)  # may be a folder: its documents go
-    for ignored in ('a.md.swp', 'a.md~', '.#a.md', '#a.md#', '4913', 'image.png', '.hidden.md'):
+    for ignored in ('a.md.swp', 'a.md~', '.#a.md', '#a.md#', '4913', 'image.bmp', '.hidden.md'):
         assert not relevant(ignored), ignored
     assert not relevant('.git', 'x.md', change=Change.deleted) and not relevant('node_modules', 'x.md')
     assert not scope.relevant(Change.modified, str(tmp_path / 'outside.md'))
