@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.ingest import _hostile as hostile
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.ingest import file_uri, ingest
+from toolish_rag.ingest import IngestLimits, file_uri, ingest
 from toolish_rag.stores import InMemoryStore
 
 FIDELITY = Path(__file__).resolve().parents[3] / 'shared' / 'data' / 'fidelity' / 'docs'
@@ -127,6 +128,24 @@ async def test_ingest_with_the_backend_and_back(fidelity: Path, tmp_path: Path) 
     back = await ingest(store, docs, progress=False, executor='thread')
     assert sorted(back.updated) == sorted([file_uri(docs / 'docling_word_sample.docx'), file_uri(docs / 'notes.md')])
     assert back.unchanged == [file_uri(docs / 'tool.py')]
+
+
+async def test_a_hostile_or_broken_file_fails_alone(tmp_path: Path) -> None:
+    """The container and markup bounds of the default readers apply before unstructured sees the bytes."""
+    docs = tmp_path / 'docs'
+    docs.mkdir()
+    (docs / 'bomb.xlsx').write_bytes(hostile.xlsx_comment_bomb(2))
+    (docs / 'broken.docx').write_bytes(b'PK\x03\x04 not a zip after all')
+    (docs / 'flat.html').write_bytes(b'<p>x</p>' * 6_000)
+    (docs / 'fine.md').write_text('# Fine\n\nStill read.\n')
+    limits = IngestLimits(unpacked_bytes=1_000_000, elements=5_000)
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    report = await ingest(store, docs, progress=False, executor='thread', reader='unstructured', limits=limits)
+    reasons = {Path(f.path).name: f.reason for f in report.failed}
+    assert '1,000,000-byte limit' in reasons['bomb.xlsx']
+    assert reasons['broken.docx'].startswith('corrupt DOCX')
+    assert '5,000-element limit' in reasons['flat.html']
+    assert report.added == [file_uri(docs / 'fine.md')]
 
 
 async def test_a_missing_library_fails_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

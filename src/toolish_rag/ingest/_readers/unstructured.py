@@ -13,13 +13,15 @@ from __future__ import annotations
 import importlib.metadata
 import io
 import os
+import zipfile
 from collections.abc import Callable, Sequence
 from functools import cache
 from pathlib import Path
 from typing import Any
 
-from .._limits import check_time
+from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError
+from ._containers import open_container
 from ._tables import add_table
 from .text import decode_text, title_from_path
 
@@ -113,6 +115,7 @@ def read_unstructured(data: bytes, path: Path) -> ParsedDocument:
     except ImportError as exc:
         raise ReadError(f'{INSTALL_UNSTRUCTURED} ({exc})') from None
     warnings: list[str] = []
+    _check_bounds(data, kind)
     try:
         if kind in ('md', 'text', 'html'):
             text = decode_text(data) if kind != 'html' else None
@@ -129,6 +132,18 @@ def read_unstructured(data: bytes, path: Path) -> ParsedDocument:
         raise ReadError(f'unstructured could not read the file ({type(exc).__name__})') from None
     check_time()
     return _document(elements, path, kind, warnings)
+
+
+def _check_bounds(data: bytes, kind: str) -> None:
+    """The checks the default readers make before a parser sees the bytes: a container within the
+    `IngestLimits` (unpacked size, ratio, CRCs, XML tags), markup within the element limit."""
+    if kind in ('docx', 'pptx', 'xlsx'):
+        try:
+            open_container(data, kind.upper()).close()
+        except zipfile.BadZipFile as exc:
+            raise ReadError(f'corrupt {kind.upper()} (not a readable ZIP container): {exc}') from None
+    elif kind == 'html' and data.count(b'<') > current_limits().elements:
+        raise ReadError(f'more than the {current_limits().elements:,}-element limit of HTML tags')
 
 
 def _document(elements: Sequence[Any], path: Path, kind: str, warnings: list[str]) -> ParsedDocument:
