@@ -82,7 +82,9 @@ def test_partitions_offline_into_sections_tables_and_lists(fidelity: Path, tmp_p
         'NLTK_DATA': str(tmp_path / 'nltk_data'),
         'HOME': str(tmp_path / 'home'),
     }
-    files = [fidelity / 'docling_word_sample.docx', fidelity / 'docling_example_03.html']
+    files = [
+        fidelity / name for name in ('docling_word_sample.docx', 'docling_example_03.html', 'docling_xlsx_01.xlsx')
+    ]
     done = subprocess.run(
         [sys.executable, '-c', _PARTITION, *map(str, files)], capture_output=True, text=True, env=env, timeout=120
     )
@@ -104,6 +106,10 @@ def test_partitions_offline_into_sections_tables_and_lists(fidelity: Path, tmp_p
     assert page['headings'][:3] == ['Example Document', 'Introduction', 'Background']
     nested = next(text for kind, text in page['blocks'] if kind == 'list')
     assert '\n  - Nested item 1' in nested  # depth kept as indentation
+
+    sheets = out['docling_xlsx_01.xlsx']
+    assert [h for h in sheets['headings'] if h.startswith('Sheet')] == ['Sheet1', 'Sheet2', 'Sheet3', 'Sheet4']
+    assert sum(kind == 'table' for kind, _ in sheets['blocks']) >= 4
 
 
 async def test_ingest_with_the_backend_and_back(fidelity: Path, tmp_path: Path) -> None:

@@ -166,6 +166,9 @@ def _document(elements: Sequence[Any], path: Path, kind: str, warnings: list[str
             flush_list()
             page = number
             outline.start_page()
+            sheet = getattr(meta, 'page_name', None)
+            if kind == 'xlsx' and isinstance(sheet, str) and sheet.strip():  # one section per sheet, as by default
+                outline.heading(sheet, 1)
         if category in _SKIPPED:
             continue
         text = str(getattr(element, 'text', '') or '').strip()
@@ -179,7 +182,7 @@ def _document(elements: Sequence[Any], path: Path, kind: str, warnings: list[str
         if category == 'Title' and text:
             if title is None:
                 title = ' '.join(text.split())
-            outline.heading(text, depth + 1)
+            outline.heading(text, depth + (2 if kind == 'xlsx' else 1))
         elif category == 'Table':
             rows = _html_rows(getattr(meta, 'text_as_html', None))
             if rows is None or add_table(outline, rows) is None:
