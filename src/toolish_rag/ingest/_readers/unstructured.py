@@ -129,7 +129,8 @@ def read_unstructured(data: bytes, path: Path) -> ParsedDocument:
     except ReadError:
         raise
     except Exception as exc:  # the library's own errors on a bad file: the file fails alone, with the type
-        raise ReadError(f'unstructured could not read the file ({type(exc).__name__})') from None
+        detail = ' '.join(str(exc).split())[:200]
+        raise ReadError(f'unstructured could not read the file ({type(exc).__name__}: {detail})') from None
     check_time()
     return _document(elements, path, kind, warnings)
 
