@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.ingest import Chunker, ReadError, ingest, parse_path, read_file
+from toolish_rag.ingest import Chunker, IngestLimits, ReadError, ingest, parse_path, read_file
 from toolish_rag.ingest._readers._ocr import (
     OcrOptions,
     reading,
@@ -234,3 +234,20 @@ async def test_missing_tesseract_is_reported_per_file(
     warned = {Path(i.path).name: i.reason for i in report.warnings}
     assert 'page(s) 2 not read' in warned['mixed.pdf'] and 'apt-get install tesseract-ocr' in warned['mixed.pdf']
     assert not report.ocr
+
+
+@needs_tesseract
+@pytest.mark.shared_data
+async def test_ocr_stays_within_the_time_limit_per_file(documents_dir: Path) -> None:
+    """Tesseract's subprocess gets what is left of the file's seconds: the file fails alone with the reason."""
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    report = await ingest(
+        store,
+        documents_dir / 'pdf_scanned_linn_brochure.pdf',
+        progress=False,
+        limits=IngestLimits(seconds=2.0),  # the page takes ~3 CPU seconds to OCR
+        executor='thread',
+    )
+    assert not report.added  # without the subprocess's timeout the page would be read, late
+    # on a loaded machine the render itself may use up the 2 s: then the check before OCR says so
+    assert [i.reason.removeprefix('OCR ') for i in report.failed] == ['took longer than the 2-second limit per file']

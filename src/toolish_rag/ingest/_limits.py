@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from ._model import ReadError
 
-__all__ = ['DEFAULT_LIMITS', 'IngestLimits', 'bounded', 'check_time', 'current_limits']
+__all__ = ['DEFAULT_LIMITS', 'IngestLimits', 'bounded', 'check_time', 'current_limits', 'seconds_left']
 
 MIB = 1024 * 1024
 
@@ -82,6 +82,14 @@ def current_limits() -> IngestLimits:
     """The limits of the file being parsed (`DEFAULT_LIMITS` outside `bounded`)."""
     budget = _budget.get()
     return DEFAULT_LIMITS if budget is None else budget.limits
+
+
+def seconds_left() -> float | None:
+    """Seconds the file being parsed has left of its ``seconds`` limit (``None``: no limit): a subprocess's timeout."""
+    budget = _budget.get()
+    if budget is None or budget.deadline is None:
+        return None
+    return max(0.0, budget.deadline - time.monotonic())
 
 
 def check_time() -> None:

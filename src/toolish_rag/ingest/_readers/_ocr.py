@@ -21,7 +21,7 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from .._limits import check_time, current_limits
+from .._limits import check_time, current_limits, seconds_left
 from .._model import ReadError
 
 if TYPE_CHECKING:
@@ -175,10 +175,12 @@ def ocr_image(image: Image, dpi: float | None = None) -> str:
     if dpi:
         command += ['--dpi', str(round(dpi))]
     limit = current_limits().seconds
+    left = seconds_left()  # what is left of the file's time: a page cannot overrun it
+    timeout = max(left, 1.0) if left is not None else None
     env = {**os.environ, 'OMP_THREAD_LIMIT': '1'}  # one core per page: the parse pool is the parallelism
     try:
         done = subprocess.run(
-            command, input=buffer.getvalue(), capture_output=True, timeout=limit, env=env, check=False
+            command, input=buffer.getvalue(), capture_output=True, timeout=timeout, env=env, check=False
         )
     except subprocess.TimeoutExpired:
         raise ReadError(f'OCR took longer than the {limit:g}-second limit per file') from None
