@@ -41,7 +41,10 @@ def clean_cell(text: object) -> str:
     """One cell's text on one line: whitespace collapsed, ``None`` as empty."""
     if text is None:
         return ''
-    return _SPACE.sub(' ', str(text)).strip()
+    value = text if isinstance(text, str) else str(text)
+    if value.isprintable() and '  ' not in value and value[:1] != ' ' and value[-1:] != ' ':
+        return value  # already one line of single spaces: the common case, without a regex
+    return _SPACE.sub(' ', value).strip()
 
 
 def normalise_grid(rows: Sequence[Sequence[object]]) -> list[list[str]]:
@@ -154,14 +157,13 @@ def add_table(
 
     A table of one row is no table: it is written as a plain text line.
     """
-    raw = [[clean_cell(c) for c in row] for row in rows]
-    grid = normalise_grid(raw)
+    grid = normalise_grid(rows)
     if not grid:
         return None
     if header_rows is None:
         header_rows = guess_header_rows(grid)
     else:  # empty rows dropped from the top no longer count
-        header_rows -= next((i for i, row in enumerate(raw) if any(row)), 0)
+        header_rows -= next((i for i, row in enumerate(rows) if any(clean_cell(c) for c in row)), 0)
     if len(grid) < 2:
         lines = [' '.join(c for c in row if c) for row in grid]
         title = clean_cell(caption)
