@@ -66,9 +66,9 @@ class MultihopRanking:
     chosen on the first 250 HotpotQA questions (benchmarks/multihop_bench.py reports the other 250 too).
     """
 
-    seeds: int = 2
-    damping: float = 0.7
-    weight_power: float = 3.0
+    seeds: int = 1
+    damping: float = 0.5
+    weight_power: float = 1.0
     named: float | None = 0.6
 
     def seed_hits(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
