@@ -277,3 +277,16 @@ def test_markdown_tables_are_table_blocks_with_their_header(documents_dir: Path)
         header = parsed.source[block.start : block.header_end].splitlines()
         assert len(header) == 2 and set(header[1]) <= set('|-: ')
         assert parse_table(parsed.source[block.start : block.end])
+
+
+def test_hostile_html_spans_are_clipped(tmp_path: Path) -> None:
+    markup = (
+        b'<table><tr><th colspan="99999999">wide</th><th>b</th></tr>'
+        b'<tr><td rowspan="65534">tall</td><td colspan="x">1</td></tr><tr><td>2</td></tr></table>'
+    )
+    parsed = read_bytes(markup, tmp_path / 'spans.html')
+    (grid,) = tables_of(parsed)
+    assert len(grid) == 3  # the rowspan ends with the table
+    assert [row[0] for row in grid[1:]] == ['tall', 'tall']
+    assert len(grid[0]) == 1001  # colspan clipped at HTML's own maximum of 1000, then "b"
+    assert grid[0][-1] == 'b' and grid[1][1] == '1' and grid[2][1] == '2'
