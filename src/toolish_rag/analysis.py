@@ -54,6 +54,9 @@ _FALLBACK = 'en'
 _MIN_QUERY_SHARE = 100
 """A language of fewer than 1/100 of the records searched analyses only the queries detected in it."""
 
+_MINOR_CONFIDENCE = 0.95
+"""How sure the detector must be of a query's language for a language under 1% of the records to join."""
+
 _OWN_MIN_CHARS = 40
 """A chunk shorter than this takes its document's language (too few letters to tell on its own)."""
 
@@ -288,9 +291,9 @@ class TextAnalyzer:
         if self.language != AUTO:
             return self.tokens(query)
         detected = detect_language(query)
-        codes = self._query_languages(detected, languages)
+        codes = self._query_languages(detected, languages, query)
         own = _analysable(detected) if detected is not None else None
-        stop = _stop_words(own) if own is not None else frozenset()
+        stop = _stop_words(own) if own is not None and own in codes else frozenset()
         # The query's own stop words go before any analysis ('bir' is no English stop word, but a
         # Turkish question's 'bir' would match the one Turkish passage analysed in English).
         rest = _WORDS.sub(lambda m: ' ' if m.group().lower() in stop else m.group(), query) if stop else query
@@ -312,10 +315,10 @@ class TextAnalyzer:
         """
         if self.language != AUTO:
             return [self.language]
-        return self._query_languages(detect_language(query), languages)
+        return self._query_languages(detect_language(query), languages, query)
 
     @staticmethod
-    def _query_languages(detected: str | None, languages: Iterable[str] | Mapping[str, int]) -> list[str]:
+    def _query_languages(detected: str | None, languages: Iterable[str] | Mapping[str, int], query: str) -> list[str]:
         counts = {
             _analysable(code): count
             for code, count in (languages.items() if isinstance(languages, Mapping) else ((c, 1) for c in languages))
@@ -324,10 +327,10 @@ class TextAnalyzer:
         own = _analysable(detected) if detected is not None else None
         if isinstance(languages, Mapping) and counts:
             # Counts given: a language of under 1% of the records (a passage or two the detector
-            # misread, say) joins only for a query detected in it.
+            # misread, say) joins only for a query detected in it with high confidence.
             total = sum(counts.values())
             wanted = {code for code, count in counts.items() if count * _MIN_QUERY_SHARE >= total}
-            if own in counts:
+            if own in counts and (own in wanted or detect_language(query, _MINOR_CONFIDENCE) == detected):
                 wanted.add(own)
         else:
             wanted = set(counts)
