@@ -290,3 +290,31 @@ def test_hostile_html_spans_are_clipped(tmp_path: Path) -> None:
     assert [row[0] for row in grid[1:]] == ['tall', 'tall']
     assert len(grid[0]) == 1001  # colspan clipped at HTML's own maximum of 1000, then "b"
     assert grid[0][-1] == 'b' and grid[1][1] == '1' and grid[2][1] == '2'
+
+
+def test_an_xlsx_merge_over_the_whole_sheet_stays_within_the_data(tmp_path: Path) -> None:
+    import zipfile
+
+    import openpyxl
+
+    workbook = openpyxl.Workbook()
+    sheet = workbook.active
+    for row in [['Group', None, None], ['a', 'b', 'c'], ['1', '2', '3']]:
+        sheet.append(row)
+    buffer = io.BytesIO()
+    workbook.save(buffer)
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(buffer.getvalue())) as src, zipfile.ZipFile(out, 'w') as dst:
+        for item in src.infolist():
+            data = src.read(item.filename)
+            if item.filename == 'xl/worksheets/sheet1.xml':  # and a merge over every cell a sheet can have
+                data = data.replace(
+                    b'</sheetData>',
+                    b'</sheetData><mergeCells count="2"><mergeCell ref="A1:C1"/><mergeCell ref="A1:XFD1048576"/>'
+                    b'</mergeCells>',
+                )
+            dst.writestr(item, data)
+    parsed = read_bytes(out.getvalue(), tmp_path / 'merge.xlsx')
+    (grid,) = tables_of(parsed)
+    assert grid[0] == ['Group', 'Group', 'Group']
+    assert len(grid) == 3 and all(len(row) == 3 for row in grid)  # filled within the sheet's data only
