@@ -19,7 +19,7 @@ from pydantic_ai.exceptions import AgentRunError, UsageLimitExceeded
 from pydantic_ai.models import Model, ModelRequestContext, infer_model
 from pydantic_ai.usage import UsageLimits
 
-from .._record_text import fitting, render_record
+from .._record_text import chunk_body, fitting, render_record
 from ..citations._model import GroundedAnswer
 from ..citations._quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..citations._verify import UngroundedAnswerError
@@ -183,12 +183,14 @@ async def _retrieve(rag: ToolishRag[Any], tool: str, query: str, top_k: int, dep
 
 
 def _within_budget(chunks: Sequence[Chunk], budget: int) -> tuple[list[Chunk], list[Chunk]]:
-    """Whole passages best first while they fit in ``budget`` characters of source text; the rest left out.
+    """Whole passages best first while they fit in ``budget`` characters of text as shown; the rest left out.
+
+    The text shown is the source text, a piece of a split table below its header rows (`chunk_body`).
 
     The first passage is always used, even alone over budget: an answer from one whole passage
     beats no answer, and a passage is never cut.
     """
-    n = fitting(chunks, budget, lambda c: len(c.urtext))
+    n = fitting(chunks, budget, lambda c: len(chunk_body(c)))
     return list(chunks[:n]), list(chunks[n:])
 
 
