@@ -63,11 +63,23 @@ class FusedSearch(FederationCore):
         )
         names = [m.name for m in members]
         if method is _text and self.fusion.text == 'corpus':
-            merged = self.fusion.fuse(names, rankings, sum(len(r) for r in rankings))
+            merged = _each_once(names, rankings)
             found = await rescored(members, request.filter, request.query, merged, self.fusion.analyzer)
             if found is not None:
                 return found[: request.top_k]
         return self.fusion.fuse(names, rankings, request.top_k)
+
+
+def _each_once(names: Sequence[str], rankings: Sequence[Sequence[SearchHit]]) -> list[SourcedHit]:
+    """Every member's hits in member order, then each member's order; an id two members return, once."""
+    seen: set[str] = set()
+    out: list[SourcedHit] = []
+    for name, hits in zip(names, rankings, strict=True):
+        for hit in hits:
+            if hit.id not in seen:
+                seen.add(hit.id)
+                out.append(SourcedHit(hit.record, hit.score, hit.matches, name))
+    return out
 
 
 def _vector(member: Member) -> str:

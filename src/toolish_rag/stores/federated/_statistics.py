@@ -39,48 +39,76 @@ _READS = 8
 _MASKS = 64
 
 
+@dataclass(frozen=True, slots=True)
+class _Scope:
+    """Which census records a filter admits (``None``: all), how many, and their total length."""
+
+    mask: npt.NDArray[np.bool_] | None
+    records: int
+    length: float
+
+
 @dataclass(eq=False)
 class Census:
-    """A member's chunks as one analyzer reads them: per record its token counts and length."""
+    """A member's chunks as one analyzer reads them: each token's postings, each record's length."""
 
     records: list[Chunk]
-    counts: list[Counter[str]]
     languages: list[str]
     lengths: npt.NDArray[np.int64]
-    postings: dict[str, npt.NDArray[np.int64]]
-    """Each token's record positions."""
+    postings: dict[str, tuple[npt.NDArray[np.int64], npt.NDArray[np.float64]]]
+    """Each token's record positions (ascending) and its count in each."""
     where: dict[str, int]
-    _masks: OrderedDict[str, npt.NDArray[np.bool_]] = field(default_factory=OrderedDict)
+    _scopes: OrderedDict[str, _Scope] = field(default_factory=OrderedDict)
 
     @classmethod
     def of(cls, records: list[Chunk], analyzer: TextAnalyzer) -> Census:
         analysis = analyzer.analyse([r.text for r in records], [r.document_id for r in records])
-        counts = [Counter(tokens) for tokens in analysis.tokens]
-        found: dict[str, list[int]] = {}
-        for i, counted in enumerate(counts):
-            for token in counted:
-                found.setdefault(token, []).append(i)
+        found: dict[str, tuple[list[int], list[int]]] = {}
+        for i, tokens in enumerate(analysis.tokens):
+            for token, count in Counter(tokens).items():
+                places, counts = found.setdefault(token, ([], []))
+                places.append(i)
+                counts.append(count)
         return cls(
             records,
-            counts,
             analysis.languages,
-            np.fromiter((sum(c.values()) for c in counts), dtype=np.int64, count=len(counts)),
-            {token: np.asarray(places, dtype=np.int64) for token, places in found.items()},
+            np.fromiter((len(tokens) for tokens in analysis.tokens), dtype=np.int64, count=len(records)),
+            {t: (np.asarray(p, dtype=np.int64), np.asarray(c, dtype=np.float64)) for t, (p, c) in found.items()},
             {r.id: i for i, r in enumerate(records)},
         )
 
-    def mask(self, f: Filter | None) -> npt.NDArray[np.bool_]:
-        """Which records ``f`` admits (cached per filter, a few dozen at most)."""
+    def scope(self, f: Filter | None) -> _Scope:
+        """The records ``f`` admits (cached per filter, a few dozen at most)."""
         key = 'null' if f is None else f.model_dump_json()
-        cached = self._masks.get(key)
-        if cached is None:
-            cached = np.fromiter((matches(f, r) for r in self.records), dtype=np.bool_, count=len(self.records))
-            self._masks[key] = cached
-            if len(self._masks) > _MASKS:
-                self._masks.popitem(last=False)
+        cached = self._scopes.get(key)
+        if cached is not None:
+            self._scopes.move_to_end(key)
+            return cached
+        if f is None:
+            cached = _Scope(None, len(self.records), float(self.lengths.sum()))
         else:
-            self._masks.move_to_end(key)
+            mask = np.fromiter((matches(f, r) for r in self.records), dtype=np.bool_, count=len(self.records))
+            cached = _Scope(mask, int(mask.sum()), float(self.lengths[mask].sum()))
+        self._scopes[key] = cached
+        if len(self._scopes) > _MASKS:
+            self._scopes.popitem(last=False)
         return cached
+
+    def frequency(self, token: str, scope: _Scope) -> int:
+        """In how many records of ``scope`` ``token`` occurs."""
+        found = self.postings.get(token)
+        if found is None:
+            return 0
+        return int(found[0].size) if scope.mask is None else int(scope.mask[found[0]].sum())
+
+    def term_frequencies(self, token: str, places: npt.NDArray[np.int64]) -> npt.NDArray[np.float64]:
+        """How often ``token`` occurs in each record at ``places`` (0 where it does not)."""
+        found = self.postings.get(token)
+        if found is None:
+            return np.zeros(places.size)
+        positions, counts = found
+        at = np.minimum(np.searchsorted(positions, places), positions.size - 1)
+        return np.where(positions[at] == places, counts[at], 0.0)
 
 
 _CENSUSES: weakref.WeakKeyDictionary[object, dict[str, asyncio.Future[Census]]] = weakref.WeakKeyDictionary()
@@ -152,35 +180,41 @@ async def rescored(
             'federation: text statistics unreadable (%s); text hits merged by member scores', type(error).__name__
         )
         return None
-    masks = [c.mask(m.scoped(f)) for m, c in zip(members, censuses, strict=True)]
-    records = sum(int(mask.sum()) for mask in masks)
+    scopes = [c.scope(m.scoped(f)) for m, c in zip(members, censuses, strict=True)]
+    records = sum(scope.records for scope in scopes)
     if records == 0:
         return [SourcedHit(h.record, 0.0, h.matches, h.source) for h in hits]
-    mean_length = sum(float(c.lengths[mask].sum()) for c, mask in zip(censuses, masks, strict=True)) / records
+    mean_length = sum(scope.length for scope in scopes) / records
     languages: set[str] = set()
     if analyzer.auto:  # a query is analysed in the languages of the records in scope, as in one store
-        for c, mask in zip(censuses, masks, strict=True):
-            languages.update(lang for lang, kept in zip(c.languages, mask.tolist(), strict=True) if kept)
+        for c, scope in zip(censuses, scopes, strict=True):
+            kept = c.languages if scope.mask is None else (c.languages[i] for i in np.flatnonzero(scope.mask))
+            languages.update(kept)
     tokens = analyzer.query_tokens(query, languages)
-    df = {t: sum(int(mask[p].sum()) for c, mask in zip(censuses, masks, strict=True) if (p := c.postings.get(t)) is not None) for t in set(tokens)}  # fmt: skip
-    idf = {t: math.log(1 + (records - n + 0.5) / (n + 0.5)) for t, n in df.items() if n > 0}
-    weighted = [(t, idf[t]) for t in tokens if t in idf]
+    df = {t: sum(c.frequency(t, scope) for c, scope in zip(censuses, scopes, strict=True)) for t in set(tokens)}
+    weighted = [(t, math.log(1 + (records - df[t] + 0.5) / (df[t] + 0.5))) for t in tokens if df[t] > 0]
+    scores = np.zeros(len(hits))
     by_name = {m.name: c for m, c in zip(members, censuses, strict=True)}
-    scored: list[tuple[float, int, SourcedHit]] = []
-    for rank, hit in enumerate(hits):
+    placed: dict[str, tuple[list[int], list[int]]] = {}
+    for i, hit in enumerate(hits):
         census = by_name.get(hit.source)
         place = census.where.get(hit.id) if census is not None else None
-        if census is not None and place is not None:
-            counts, length = census.counts[place], float(census.lengths[place])
-        else:  # not in the census (an entity, or written since it was read): analysed now
-            own = analyzer.analyse([hit.record.text]).tokens[0]
-            counts, length = Counter(own), float(len(own))
-        norm = K1 * ((1 - B) + B * length / mean_length)
-        score = 0.0
+        if place is not None:
+            rows, places = placed.setdefault(hit.source, ([], []))
+            rows.append(i)
+            places.append(place)
+            continue
+        # Not in the census (an entity, or written since it was read): analysed now.
+        own = Counter(analyzer.analyse([hit.record.text]).tokens[0])
+        norm = K1 * ((1 - B) + B * sum(own.values()) / mean_length)
+        scores[i] = sum(weight * own[t] / (norm + own[t]) for t, weight in weighted if own[t])
+    for name, (rows, places) in placed.items():
+        census, at = by_name[name], np.asarray(places, dtype=np.int64)
+        norm = K1 * ((1 - B) + B * census.lengths[at] / mean_length)
+        total = np.zeros(at.size)
         for t, weight in weighted:
-            tf = counts.get(t, 0)
-            if tf:
-                score += weight * tf / (norm + tf)
-        scored.append((-score, rank, hit))
-    scored.sort(key=lambda item: item[:2])
+            tf = census.term_frequencies(t, at)
+            total += weight * tf / (norm + tf)
+        scores[rows] = total
+    scored = sorted(zip((-scores).tolist(), range(len(hits)), hits, strict=True), key=lambda item: item[:2])
     return [SourcedHit(h.record, -negative, h.matches, h.source) for negative, _, h in scored]
