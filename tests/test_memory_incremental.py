@@ -128,14 +128,14 @@ async def _random_history(
 @pytest.mark.parametrize('seed', range(4))
 async def test_random_writes_answer_exactly_as_a_rebuild(seed: int, tmp_path: Path) -> None:
     rng = random.Random(seed)
-    scope_store = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path / 'scope')
-    store_stats = InMemoryStore(HashingEmbeddingModel(32), statistics='store')
+    scope_store = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path / 'scope', language='en')
+    store_stats = InMemoryStore(HashingEmbeddingModel(32), statistics='store', language='en')
     survivors, states = await _random_history(rng, [scope_store, store_stats], rounds=30)
     assert states == {'dead', 'segments'}  # the incremental paths ran
 
-    rebuilt = InMemoryStore(HashingEmbeddingModel(32))
+    rebuilt = InMemoryStore(HashingEmbeddingModel(32), language='en')
     await rebuilt.upsert(survivors)
-    rebuilt_stats = InMemoryStore(HashingEmbeddingModel(32), statistics='store')
+    rebuilt_stats = InMemoryStore(HashingEmbeddingModel(32), statistics='store', language='en')
     await rebuilt_stats.upsert(survivors)
     assert len(rebuilt._snapshot.segments) == 1 and not rebuilt._snapshot.dead
 
@@ -265,7 +265,7 @@ def test_a_layered_map_behaves_as_a_dict_across_versions(seed: int, monkeypatch:
 async def test_a_store_saved_in_the_first_format_loads_and_moves_to_segments(tmp_path: Path) -> None:
     rng = random.Random(2)
     docs = [_doc(d, 0, rng) for d in range(5)]
-    live = InMemoryStore(HashingEmbeddingModel(32))
+    live = InMemoryStore(HashingEmbeddingModel(32), language='en')
     await live.upsert(docs)
     # What toolish-rag wrote before segments: one directory per version holding every record.
     version = tmp_path / 'v1'
@@ -348,7 +348,7 @@ async def test_upgrade_rewrites_a_first_format_store_with_the_same_answers_and_n
     """Regression (issue 27): an older store warned on every open and re-ingesting said "unchanged"."""
     rng = random.Random(3)
     docs = [_doc(d, 0, rng) for d in range(4)]
-    live = InMemoryStore(HashingEmbeddingModel(32), windows=None)
+    live = InMemoryStore(HashingEmbeddingModel(32), windows=None, language='en')
     await live.upsert(docs)
     version = tmp_path / 'v1'  # the first format, written as the old code did (one directory per version)
     version.mkdir()
