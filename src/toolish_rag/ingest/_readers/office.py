@@ -225,7 +225,11 @@ def _docx_table(outline: OutlineBuilder, table: Any) -> None:
 def _shape_text(shape: Any, outline: OutlineBuilder, skip: Any) -> None:
     if shape is skip:
         return
-    if getattr(shape, 'shape_type', None) is not None and hasattr(shape, 'shapes'):  # group
+    try:
+        kind = shape.shape_type
+    except NotImplementedError:  # python-pptx names no type for some shapes: their text is still read
+        kind = None
+    if kind is not None and hasattr(shape, 'shapes'):  # group
         for inner in shape.shapes:
             _shape_text(inner, outline, skip)
         return
