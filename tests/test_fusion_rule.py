@@ -150,6 +150,16 @@ def test_a_query_too_short_to_tell_falls_back_to_the_stores_language() -> None:
     assert config.for_query('Berliner Mauer', ENGLISH, fallback_language='none') is config
 
 
+def test_the_text_legs_passages_must_confirm_the_querys_language() -> None:
+    config = FusionConfig()
+    query = 'Wie viele Punkte hat die Verteidigung der Panthers abgegeben?'
+    german = ['Die Verteidigung der Panthers gab in der Saison nur 308 Punkte ab und lag damit auf Platz sechs.']
+    english = ['The Panthers defense gave up just 308 points, ranking sixth in the league that season.']
+    assert config.for_query(query, ENGLISH, passages=english + german).vector_weight == UNCOVERED_VECTOR_WEIGHT
+    assert config.for_query(query, ENGLISH, passages=english) is config  # no passage in the query's language
+    assert config.for_query(query, ENGLISH, passages=[]).vector_weight == UNCOVERED_VECTOR_WEIGHT
+
+
 def test_the_users_statement_of_languages_and_none_win() -> None:
     query = 'Wie viele Punkte hat die Verteidigung der Panthers abgegeben?'
     stated = FusionConfig(vector_languages=frozenset({'en', 'de'}))

@@ -16,6 +16,10 @@ from .search import SearchHit
 __all__ = ['FusionConfig', 'fuse']
 
 UNCOVERED_VECTOR_WEIGHT = 0.2
+"""The vector weight for a query the embedder cannot read (chosen on XQuAD-de and -zh: docs/fusion.md)."""
+
+CONFIRMING_PASSAGES = 3
+"""How many of the text leg's best hits may confirm a query's language (`FusionConfig.for_query`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,20 +64,32 @@ class FusionConfig:
         return replace(self, vector_weight=self.uncovered_vector_weight, uncovered_vector_weight=None)
 
     def for_query(
-        self, query: str, covered: frozenset[str] | None, *, fallback_language: str | None = None
+        self,
+        query: str,
+        covered: frozenset[str] | None,
+        *,
+        fallback_language: str | None = None,
+        passages: Sequence[str] = (),
     ) -> FusionConfig:
         """This configuration for one query: `for_language` of the language the query is written in.
 
         The language is detected from the query itself (`toolish_rag.languages.detect_language`),
         so one store holding several languages weighs each query's vector leg by whether the
         embedder reads that query; ``fallback_language`` (the store's fixed analyzer language, if
-        any) decides when the query is too short to tell. Blocking (a few milliseconds; the first
-        call loads the detector's models): call it from a thread in async code.
+        any) decides when the query is too short to tell. ``passages`` (the text leg's best few)
+        confirm it: the weight is lowered only if one of them is in that language too, so an
+        English question the detector takes for Catalan, matching English passages, keeps the
+        vector leg (no passages: the query's language alone decides). Blocking (milliseconds;
+        the first call loads the detector's models): call it from a thread in async code.
         See docs/fusion.md#a-leg-that-cannot-read-the-query.
         """
         if self.uncovered_vector_weight is None or (self.vector_languages is None and covered is None):
             return self
-        return self.for_language(detect_language(query) or fallback_language, covered)
+        language = detect_language(query) or fallback_language
+        lowered = self.for_language(language, covered)
+        if lowered is self or not passages or any(detect_language(p) == language for p in passages):
+            return lowered
+        return self
 
 
 def _mean_std(hits: Sequence[SearchHit]) -> tuple[float, float]:

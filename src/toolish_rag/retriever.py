@@ -16,7 +16,7 @@ from .content import Chunk, Entity
 from .embedding import embedder_languages
 from .errors import InvalidRequestError, ToolishRagError, echo
 from .filters import Filter, and_, matches
-from .fusion import FusionConfig, fuse
+from .fusion import CONFIRMING_PASSAGES, FusionConfig, fuse
 from .graph.walk import GraphWalk, WalkRequest, walk
 from .grouping import DocumentGroup, group_by_document
 from .navigation import Navigator
@@ -120,24 +120,27 @@ class Retriever:
             return await self._scoped(self.store.hybrid_search, SearchRequest(query, top_k))
         if not (isinstance(self.store, VectorSearch) and isinstance(self.store, TextSearch)):
             raise InvalidRequestError('hybrid search needs a store with both vector and text search')
-        fusion = await self.query_fusion(query)
-        n = max(top_k, fusion.candidates)
+        n = max(top_k, self.fusion.candidates)
         # The legs are independent: run them concurrently (the embedder and BM25 both release the GIL).
         vector_hits, text_hits = await asyncio.gather(self._vector(query, n), self._text(query, n))
+        fusion = await self.query_fusion(query, text_hits)
         return fuse(vector_hits, text_hits, top_k, fusion)
 
-    async def query_fusion(self, query: str) -> FusionConfig:
+    async def query_fusion(self, query: str, text_hits: Sequence[SearchHit] = ()) -> FusionConfig:
         """``fusion`` for one query: the vector leg weighted down when the embedder cannot read the query's language.
 
-        `toolish_rag.fusion.FusionConfig.for_query`: the query's detected language, else the
-        store's fixed analyzer language (`collection_fusion`), against the embedder's languages.
-        The weights depend on the query and the configuration only, never on the records, so a
-        scope cannot learn anything from them.
+        `toolish_rag.fusion.FusionConfig.for_query`: the query's detected language (else the
+        store's fixed analyzer language, `collection_fusion`), confirmed by the best of
+        ``text_hits`` (the in-scope text leg), against the embedder's languages. The weights
+        depend on the query, the configuration and hits the scope already shows, nothing else.
         """
         covered = self._embedder_languages()
         if self.fusion.uncovered_vector_weight is None or (covered is None and self.fusion.vector_languages is None):
             return self.fusion
-        return await asyncio.to_thread(self.fusion.for_query, query, covered, fallback_language=self._store_language())
+        passages = [h.record.text for h in text_hits[:CONFIRMING_PASSAGES] if isinstance(h.record, Chunk)]
+        return await asyncio.to_thread(
+            self.fusion.for_query, query, covered, fallback_language=self._store_language(), passages=passages
+        )
 
     def collection_fusion(self) -> FusionConfig:
         """``fusion`` for this store's fixed text language, whatever the query (see `query_fusion`).
