@@ -1,6 +1,9 @@
 """``reader='unstructured'``: the library's partitioners, offline, mapped onto sections, tables and lists.
 
-docs/ingestion.md#the-unstructured-backend.
+Everything that needs the library runs in one subprocess with the network blocked (sockets
+refused and logged, proxies at a closed port, an empty HOME and NLTK_DATA), which reports
+what it read and ingested; the tests below check that report (the library is imported once:
+it costs seconds). docs/ingestion.md#the-unstructured-backend.
 """
 
 from __future__ import annotations
@@ -12,12 +15,13 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from tests.ingest import _hostile as hostile
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.ingest import IngestLimits, file_uri, ingest
+from toolish_rag.ingest import file_uri, ingest
 from toolish_rag.stores import InMemoryStore
 
 FIDELITY = Path(__file__).resolve().parents[3] / 'shared' / 'data' / 'fidelity' / 'docs'
@@ -29,16 +33,8 @@ pytestmark = [
     ),
 ]
 
-
-@pytest.fixture
-def fidelity() -> Path:
-    if not (FIDELITY / 'docling_word_sample.docx').is_file():
-        pytest.skip(f'fidelity documents not found at {FIDELITY} (../shared/data is absent)')
-    return FIDELITY
-
-
 _NO_NETWORK = """
-import socket, sys
+import socket
 _LOG = {log!r}
 def _refuse(*args, **kwargs):
     with open(_LOG, 'a') as f:
@@ -50,16 +46,37 @@ socket.create_connection = _refuse
 socket.getaddrinfo = _refuse
 """
 
-_PARTITION = """
-import json, sys
+_CHILD = """
+import asyncio, json, sys
 from pathlib import Path
+from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.ingest import IngestLimits, ingest
 from toolish_rag.ingest._readers.unstructured import read_unstructured
-out = {}
-for name in sys.argv[1:]:
-    p = Path(name)
+from toolish_rag.stores import InMemoryStore
+
+files, docs, hostile = [Path(p) for p in json.loads(sys.argv[1])], Path(sys.argv[2]), Path(sys.argv[3])
+out = {'read': {}}
+for p in files:
     doc = read_unstructured(p.read_bytes(), p)
     blocks = [(b.kind, doc.source[b.start:b.end]) for s in doc.root.walk() for b in s.blocks]
-    out[p.name] = {'headings': doc.headings(), 'blocks': blocks, 'format': doc.format}
+    out['read'][p.name] = {'headings': doc.headings(), 'blocks': blocks, 'format': doc.format}
+
+def summary(report):
+    return {'added': report.added, 'updated': report.updated, 'unchanged': report.unchanged,
+            'failed': {Path(f.path).name: f.reason for f in report.failed}}
+
+async def runs():
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    kw = dict(progress=False, executor='thread')
+    out['first'] = summary(await ingest(store, docs, reader='unstructured', **kw))
+    out['formats'] = {Path(i.uri).name: i.metadata['source_format'] for i in await store.list_documents()}
+    out['again'] = summary(await ingest(store, docs, reader='unstructured', **kw))
+    out['back'] = summary(await ingest(store, docs, **kw))
+    limits = IngestLimits(unpacked_bytes=1_000_000, elements=5_000)
+    other = InMemoryStore(HashingEmbeddingModel(64))
+    out['hostile'] = summary(await ingest(other, hostile, reader='unstructured', limits=limits, **kw))
+
+asyncio.run(runs())
 import spacy
 out['model_installed'] = spacy.util.is_package('en_core_web_sm')
 out['nltk_imported'] = 'nltk' in sys.modules
@@ -67,34 +84,61 @@ print(json.dumps(out))
 """
 
 
-def test_partitions_offline_into_sections_tables_and_lists(fidelity: Path, tmp_path: Path) -> None:
-    """Network blocked (sockets refused, proxies at a closed port), no HOME cache: nothing is fetched."""
-    site = tmp_path / 'site'
+@pytest.fixture(scope='module')
+def offline(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """What the offline subprocess read and ingested (see the module docstring), and where."""
+    if not (FIDELITY / 'docling_word_sample.docx').is_file():
+        pytest.skip(f'fidelity documents not found at {FIDELITY} (../shared/data is absent)')
+    root = tmp_path_factory.mktemp('unstructured')
+    site = root / 'site'
     site.mkdir()
-    log = tmp_path / 'connections.log'
+    log = root / 'connections.log'
     (site / 'sitecustomize.py').write_text(_NO_NETWORK.format(log=str(log)))
+    docs = root / 'docs'
+    docs.mkdir()
+    shutil.copy(FIDELITY / 'docling_word_sample.docx', docs)
+    (docs / 'notes.md').write_text('# Notes\n\nRotate the key every ninety days.\n\n- one\n- two\n')
+    (docs / 'tool.py').write_text('def rotate() -> None:\n    """Rotate the key."""\n')
+    bad = root / 'hostile'
+    bad.mkdir()
+    (bad / 'bomb.xlsx').write_bytes(hostile.xlsx_comment_bomb(2))
+    (bad / 'broken.docx').write_bytes(b'PK\x03\x04 not a zip after all')
+    (bad / 'flat.html').write_bytes(b'<p>x</p>' * 6_000)
+    (bad / 'fine.md').write_text('# Fine\n\nStill read.\n')
     closed = 'http://127.0.0.1:9'
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(('SCARF_', 'DO_NOT_TRACK', 'UNSTRUCTURED_'))},
         'PYTHONPATH': os.pathsep.join([str(site), os.environ.get('PYTHONPATH', '')]),
         'HTTP_PROXY': closed,
         'HTTPS_PROXY': closed,
-        'NLTK_DATA': str(tmp_path / 'nltk_data'),
-        'HOME': str(tmp_path / 'home'),
+        'NLTK_DATA': str(root / 'nltk_data'),
+        'HOME': str(root / 'home'),
     }
-    files = [
-        fidelity / name for name in ('docling_word_sample.docx', 'docling_example_03.html', 'docling_xlsx_01.xlsx')
-    ]
+    files = [str(FIDELITY / n) for n in ('docling_word_sample.docx', 'docling_example_03.html', 'docling_xlsx_01.xlsx')]
     done = subprocess.run(
-        [sys.executable, '-c', _PARTITION, *map(str, files)], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, '-c', _CHILD, json.dumps(files), str(docs), str(bad)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
     )
-    assert done.returncode == 0, done.stderr[-2000:]
-    out = json.loads(done.stdout.strip().splitlines()[-1])
-    assert not log.exists(), f'a connection was attempted: {log.read_text()}'
-    assert out['model_installed'] is False and out['nltk_imported'] is False
-    assert not (tmp_path / 'nltk_data').exists()
+    assert done.returncode == 0, done.stderr[-3000:]
+    out: dict[str, Any] = json.loads(done.stdout.strip().splitlines()[-1])
+    out['connections'] = log.read_text() if log.exists() else ''
+    out['nltk_data_made'] = (root / 'nltk_data').exists()
+    out['docs'] = str(docs)
+    out['hostile_dir'] = str(bad)
+    return out
 
-    word = out['docling_word_sample.docx']
+
+def test_nothing_is_fetched(offline: dict[str, Any]) -> None:
+    assert offline['connections'] == '', f'a connection was attempted: {offline["connections"]}'
+    assert offline['model_installed'] is False and offline['nltk_imported'] is False
+    assert not offline['nltk_data_made']
+
+
+def test_elements_become_sections_tables_and_lists(offline: dict[str, Any]) -> None:
+    word = offline['read']['docling_word_sample.docx']
     assert word['format'] == 'docx'
     assert {'Summer activities', 'Swimming in the lake', 'Let\u2019s swim!'} <= set(word['headings'])
     tables = [text for kind, text in word['blocks'] if kind == 'table']
@@ -102,56 +146,35 @@ def test_partitions_offline_into_sections_tables_and_lists(fidelity: Path, tmp_p
     lists = [text for kind, text in word['blocks'] if kind == 'list']
     assert any('- Paddle about' in text for text in lists)
 
-    page = out['docling_example_03.html']
+    page = offline['read']['docling_example_03.html']
     assert page['headings'][:3] == ['Example Document', 'Introduction', 'Background']
     nested = next(text for kind, text in page['blocks'] if kind == 'list')
-    assert '\n  - Nested item 1' in nested  # depth kept as indentation
+    assert '\n  - Nested item 1' in nested  # depth kept as indentation, the shallowest item at the margin
 
-    sheets = out['docling_xlsx_01.xlsx']
+    sheets = offline['read']['docling_xlsx_01.xlsx']
     assert [h for h in sheets['headings'] if h.startswith('Sheet')] == ['Sheet1', 'Sheet2', 'Sheet3', 'Sheet4']
     assert sum(kind == 'table' for kind, _ in sheets['blocks']) >= 4
 
 
-async def test_ingest_with_the_backend_and_back(fidelity: Path, tmp_path: Path) -> None:
+def test_ingest_with_the_backend_and_back(offline: dict[str, Any]) -> None:
     """Its formats read by unstructured (named in the fingerprint), the others by the default readers;
     switching backends re-reads exactly the files the backend reads."""
-    docs = tmp_path / 'docs'
-    docs.mkdir()
-    shutil.copy(fidelity / 'docling_word_sample.docx', docs)
-    (docs / 'notes.md').write_text('# Notes\n\nRotate the key every ninety days.\n\n- one\n- two\n')
-    (docs / 'tool.py').write_text('def rotate() -> None:\n    """Rotate the key."""\n')
-    store = InMemoryStore(HashingEmbeddingModel(64))
-
-    first = await ingest(store, docs, progress=False, executor='thread', reader='unstructured')
-    assert len(first.added) == 3 and not first.failed
-    infos = {Path(i.uri).name: i for i in await store.list_documents()}
-    assert infos['notes.md'].metadata['source_format'] == 'markdown'  # the default readers' format names
-    assert infos['tool.py'].metadata['source_format'] == 'python'  # read by the default reader
-
-    again = await ingest(store, docs, progress=False, executor='thread', reader='unstructured')
-    assert (again.added, again.updated, len(again.unchanged)) == ([], [], 3)
-
-    back = await ingest(store, docs, progress=False, executor='thread')
-    assert sorted(back.updated) == sorted([file_uri(docs / 'docling_word_sample.docx'), file_uri(docs / 'notes.md')])
-    assert back.unchanged == [file_uri(docs / 'tool.py')]
+    docs = Path(offline['docs'])
+    first, again, back = offline['first'], offline['again'], offline['back']
+    assert len(first['added']) == 3 and not first['failed']
+    assert offline['formats'] == {'docling_word_sample.docx': 'docx', 'notes.md': 'markdown', 'tool.py': 'python'}
+    assert (again['added'], again['updated'], len(again['unchanged'])) == ([], [], 3)
+    assert sorted(back['updated']) == sorted([file_uri(docs / 'docling_word_sample.docx'), file_uri(docs / 'notes.md')])
+    assert back['unchanged'] == [file_uri(docs / 'tool.py')]
 
 
-async def test_a_hostile_or_broken_file_fails_alone(tmp_path: Path) -> None:
+def test_a_hostile_or_broken_file_fails_alone(offline: dict[str, Any]) -> None:
     """The container and markup bounds of the default readers apply before unstructured sees the bytes."""
-    docs = tmp_path / 'docs'
-    docs.mkdir()
-    (docs / 'bomb.xlsx').write_bytes(hostile.xlsx_comment_bomb(2))
-    (docs / 'broken.docx').write_bytes(b'PK\x03\x04 not a zip after all')
-    (docs / 'flat.html').write_bytes(b'<p>x</p>' * 6_000)
-    (docs / 'fine.md').write_text('# Fine\n\nStill read.\n')
-    limits = IngestLimits(unpacked_bytes=1_000_000, elements=5_000)
-    store = InMemoryStore(HashingEmbeddingModel(64))
-    report = await ingest(store, docs, progress=False, executor='thread', reader='unstructured', limits=limits)
-    reasons = {Path(f.path).name: f.reason for f in report.failed}
-    assert '1,000,000-byte limit' in reasons['bomb.xlsx']
-    assert reasons['broken.docx'].startswith('corrupt DOCX')
-    assert '5,000-element limit' in reasons['flat.html']
-    assert report.added == [file_uri(docs / 'fine.md')]
+    report = offline['hostile']
+    assert '1,000,000-byte limit' in report['failed']['bomb.xlsx']
+    assert report['failed']['broken.docx'].startswith('corrupt DOCX')
+    assert '5,000-element limit' in report['failed']['flat.html']
+    assert report['added'] == [file_uri(Path(offline['hostile_dir']) / 'fine.md')]
 
 
 async def test_a_missing_library_fails_before_any_work(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
