@@ -82,7 +82,7 @@ def parse_table(text: str) -> list[list[str]]:
         inner = line
         if line.startswith('|') and line.rstrip().endswith('|') and len(line.rstrip()) > 1:
             inner = line.strip()[1:-1]
-        cells = [c.replace('\\|', '|').replace('\\\\', '\\').strip() for c in _PIPE.split(inner)]
+        cells = [c.replace('\\|', '|').strip() for c in _PIPE.split(inner)]
         if cells and all(_SEPARATOR.match(c) for c in cells):
             continue
         rows.append(cells)

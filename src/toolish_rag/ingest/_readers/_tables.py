@@ -111,8 +111,12 @@ def _spans_columns(row: Sequence[str]) -> bool:
     return any(a and a == b for a, b in itertools.pairwise(row))
 
 
+_BAR = re.compile(r'(\\*)\|')
+
+
 def _escape(cell: str) -> str:
-    return clean_cell(cell).replace('\\', '\\\\').replace('|', '\\|')
+    """``|`` as ``\\|`` (GFM's escape), backslashes right before it doubled; other backslashes stay as written."""
+    return _BAR.sub(lambda m: m[1] * 2 + '\\|', clean_cell(cell))
 
 
 def _line(row: Sequence[str], width: int) -> str:
@@ -141,7 +145,7 @@ def render_table(rows: Sequence[Sequence[str]], header_rows: int = 1, caption: s
     header_rows = max(0, min(header_rows, len(rows)))
     lines = [_line(r, width) for r in rows]
     title = clean_cell(caption)
-    title = '\\' + title if title.startswith(('|', '\\')) else title
+    title = '\\' + title if title.startswith('|') else title
     if not header_rows:
         return RenderedTable('\n'.join([title, *lines] if title else lines), title)
     head = [*([title] if title else []), *lines[:header_rows], '| ' + ' | '.join(['---'] * width) + ' |']
