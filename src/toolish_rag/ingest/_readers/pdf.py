@@ -213,8 +213,18 @@ class _Layer:
     width: float
     height: float
     rotated: bool
-    ruled: bool
-    """Whether the page draws three or more horizontal and three or more vertical rules (a ruled table may be there)."""
+    verticals: int
+    """Places across the page where vertical rules are drawn (header and footer bands aside)."""
+    horizontals: int
+    """Heights at which horizontal rules are drawn (header and footer bands aside)."""
+
+    def may_hold_table(self) -> bool:
+        """Rules making a grid of two or more columns, or some rules and cells lined up, or cells lined up well."""
+        if self.verticals >= 3 and self.horizontals >= 3:
+            return True
+        if self.horizontals >= 3 and _looks_tabular(self.pieces, per_row=2, edges=2):
+            return True  # rules under the header only (or a box around two columns)
+        return _looks_tabular(self.pieces)
 
 
 def _layer(page: Any) -> _Layer:
@@ -227,17 +237,22 @@ def _layer(page: Any) -> _Layer:
         pieces = page_pieces(textpage, rotation, right - left, top - bottom)
     finally:
         textpage.close()
-    across = down = 0  # thin horizontal and vertical strokes: rules a table's grid may be drawn with
+    # thin horizontal and vertical strokes, those in the top and bottom 12% of the page left out (running
+    # headers draw banners there): where they are drawn at three or more heights, a table may be ruled
+    ys: set[int] = set()
+    xs: set[int] = set()
+    _, low, _, high = page.get_bbox()
+    margin = (high - low) * 0.12
     for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=2):
         x0, y0, x1, y1 = obj.get_bounds()
+        if not low + margin < (y0 + y1) / 2 < high - margin:
+            continue
         if y1 - y0 < 3 and x1 - x0 > 10:
-            across += 1
+            ys.add(round((y0 + y1) / 4))
         elif x1 - x0 < 3 and y1 - y0 > 10:
-            down += 1
-        if across >= 3 and down >= 3:
-            break
+            xs.add(round((x0 + x1) / 4))
     width, height = page.get_size()
-    return _Layer(pieces, width, height, rotation != 0, across >= 3 and down >= 3)
+    return _Layer(pieces, width, height, rotation != 0, len(xs), len(ys))
 
 
 def _text_of(paragraphs: list[list[Line]]) -> tuple[str, list[_Line]]:
@@ -256,17 +271,17 @@ def _text_of(paragraphs: list[list[Line]]) -> tuple[str, list[_Line]]:
     return text, lines
 
 
-def _looks_tabular(pieces: list[Piece]) -> bool:
-    """Four or more lines of three or more pieces whose left edges line up in three or more places
-    (the cells of an unruled table); two columns of prose or a few figure labels do not."""
+def _looks_tabular(pieces: list[Piece], per_row: int = 3, edges: int = 3) -> bool:
+    """Four or more lines of ``per_row`` or more pieces whose left edges line up in ``edges`` or more
+    places (the cells of a table); two columns of prose or a few figure labels do not."""
     rows: dict[int, list[Piece]] = {}
     for piece in pieces:
         rows.setdefault(round(piece.bottom), []).append(piece)
-    edges: Counter[int] = Counter()
+    lined_up: Counter[int] = Counter()
     for row in rows.values():
-        if len(row) >= 3:
-            edges.update({round(p.x0 / 4) for p in row})
-    return sum(1 for n in edges.values() if n >= 4) >= 3
+        if len(row) >= per_row:
+            lined_up.update({round(p.x0 / 4) for p in row})
+    return sum(1 for n in lined_up.values() if n >= 4) >= edges
 
 
 class _TableFinder:
@@ -287,7 +302,7 @@ class _TableFinder:
         """``(bbox in PDF points, y up; rendered text; its header)`` per table, top to bottom."""
         if self.broken or layer.rotated or not layer.pieces:
             return []
-        if not layer.ruled and not _looks_tabular(layer.pieces):
+        if not layer.may_hold_table():
             return []
         try:
             if self.pdf is None:
@@ -350,7 +365,7 @@ def _read_page(pdf: Any, index: int, mode: str, finder: _TableFinder) -> tuple[_
     with _PDFIUM:
         page = pdf[index]
         try:
-            layer = _layer(page) if mode != 'always' else _Layer([], 0.0, 0.0, False, False)
+            layer = _layer(page) if mode != 'always' else _Layer([], 0.0, 0.0, False, 0, 0)
             plain = ' '.join(p.text for p in layer.pieces)
             chars = sum(not c.isspace() for c in plain)
             needs = mode == 'always' or (
