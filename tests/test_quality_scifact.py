@@ -69,7 +69,7 @@ async def _tool_rankings(dataset: BeirDataset, embedder: Any, tools: Sequence[st
     from toolish_rag.stores import InMemoryStore
     from toolish_rag.toolset import ToolishRag
 
-    store = InMemoryStore(embedder)
+    store = InMemoryStore(embedder, language='en')  # the tokenisation raw bm25s is given
     await store.upsert(build_documents(dataset))
     rag: ToolishRag[None] = ToolishRag(store, name='scifact')
     out: dict[str, Rankings] = {}
