@@ -1,6 +1,9 @@
 """Rank fusion: one hybrid ranking from a vector and a text ranking.
 
 Used by the hybrid tool for stores that do not implement `HybridSearch`. See docs/fusion.md#the-methods.
+The vector leg's weight is chosen per query (`FusionConfig.for_query`): lowered for a query in a
+language the embedder was not trained on, so hybrid does not fall below text search there
+(docs/fusion.md#a-leg-that-cannot-read-the-query).
 """
 
 from __future__ import annotations
