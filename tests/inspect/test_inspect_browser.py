@@ -29,7 +29,8 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.ingest import IngestIssue, IngestReport
 from toolish_rag.inspect import create_app
 
-CHROMIUM = '/usr/bin/chromium'
+CHROMIUM = os.environ.get('TOOLISH_RAG_CHROMIUM', '/usr/bin/chromium')
+"""Debian's chromium (``TOOLISH_RAG_CHROMIUM`` names another build)."""
 if not Path(CHROMIUM).exists():
     pytest.skip(f'the browser tests need Debian chromium at {CHROMIUM} (scripts/setup --dev)', allow_module_level=True)
 
