@@ -135,7 +135,14 @@ def create_app(
             found = tokens.authenticate(str(form.get('token', '') or ''))
             if found is not None:
                 response = RedirectResponse('/documents', status_code=303)
-                response.set_cookie(COOKIE, sessions.open(found), httponly=True, samesite='strict', path='/')
+                response.set_cookie(
+                    COOKIE,
+                    sessions.open(found),
+                    httponly=True,
+                    samesite='strict',
+                    path='/',
+                    secure=request.url.scheme == 'https',  # behind a TLS proxy: never sent in clear
+                )
                 return response
             problem = 'That token is not valid.'
         body = markup(
