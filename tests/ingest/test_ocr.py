@@ -21,6 +21,7 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.ingest import Chunker, IngestLimits, ReadError, ingest, parse_path, read_file
 from toolish_rag.ingest._readers._ocr import (
     OcrOptions,
+    detected_language,
     reading,
     tesseract_languages,
     text_is_garbage,
@@ -114,6 +115,15 @@ def test_languages_map_to_installed_data() -> None:
     assert tesseract_languages(['auto'], installed) == 'eng'
     with pytest.raises(ValueError, match='never'):
         OcrOptions('sometimes')  # type: ignore[arg-type]
+
+
+def test_a_page_in_another_language_is_read_again_in_it_when_installed() -> None:
+    """With no language given, a first English pass is checked by language detection (lingua)."""
+    german = 'Die Lieferung erfolgt innerhalb von vierzehn Tagen nach Eingang der Bestellung bei uns.'
+    assert detected_language(german, frozenset({'eng', 'deu'})) == 'deu'
+    assert detected_language(german, frozenset({'eng'})) is None  # no German data: English stays
+    english = 'Refunds are paid within thirty days of the request reaching the billing team.'
+    assert detected_language(english, frozenset({'eng', 'deu'})) is None
 
 
 # --- acceptance: a scanned (JBIG2) page becomes searchable ----------------------------------------
@@ -251,3 +261,19 @@ async def test_ocr_stays_within_the_time_limit_per_file(documents_dir: Path) -> 
     assert not report.added  # without the subprocess's timeout the page would be read, late
     # on a loaded machine the render itself may use up the 2 s: then the check before OCR says so
     assert [i.reason.removeprefix('OCR ') for i in report.failed] == ['took longer than the 2-second limit per file']
+
+
+def test_cli_ocr_always_without_tesseract_stops_before_opening_the_store(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from toolish_rag.cli import main
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / 'a.md').write_text('# A\n\ntext\n')
+    monkeypatch.setenv('PATH', str(tmp_path / 'empty-bin'))
+    with pytest.raises(
+        SystemExit, match=r'--ocr always: Tesseract OCR is not installed.*apt-get install tesseract-ocr'
+    ):
+        main(['ingest', 'a.md', '--ocr', 'always', '--store', 'memory:./kb', '--embedder', 'hashing'])
+    assert not (tmp_path / 'kb').exists()
+    assert main(['ingest', 'a.md', '--ocr', 'never', '--store', 'memory:./kb', '--embedder', 'hashing']) == 0

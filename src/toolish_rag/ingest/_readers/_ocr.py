@@ -132,21 +132,36 @@ _ISO_TO_TESSERACT = {
 }  # fmt: skip
 
 
-def tesseract_languages(requested: Sequence[str], installed: frozenset[str]) -> str:
-    """The ``-l`` argument: the requested languages Tesseract has data for, joined by ``+``; else ``eng``.
-
-    A request may be an ISO 639-1 code (``de``), a Tesseract name (``deu``) or several joined by
-    ``+``; ``auto`` and unknown or uninstalled names are left out.
-    """
+def _installed_requested(requested: Sequence[str], installed: frozenset[str]) -> list[str]:
     chosen: list[str] = []
     for item in requested:
         for code in re.split(r'[+,\s]+', item.strip().lower()):
             name = _ISO_TO_TESSERACT.get(code, code)
             if name in installed and name not in chosen:
                 chosen.append(name)
+    return chosen
+
+
+def tesseract_languages(requested: Sequence[str], installed: frozenset[str]) -> str:
+    """The ``-l`` argument: the requested languages Tesseract has data for, joined by ``+``; else ``eng``.
+
+    A request may be an ISO 639-1 code (``de``), a Tesseract name (``deu``) or several joined by
+    ``+``; ``auto`` and unknown or uninstalled names are left out.
+    """
+    chosen = _installed_requested(requested, installed)
     if chosen:
         return '+'.join(chosen)
     return 'eng' if 'eng' in installed or not installed else sorted(installed)[0]
+
+
+def detected_language(text: str, installed: frozenset[str]) -> str | None:
+    """The Tesseract language of ``text`` (`toolish_rag.languages.detect_language`) when its data is
+    installed and it is not English: the language to read a page again in, after a first pass in English."""
+    from ...languages import detect_language
+
+    code = detect_language(text)
+    name = _ISO_TO_TESSERACT.get(code) if code else None
+    return name if name is not None and name != 'eng' and name in installed else None
 
 
 _HYPHENATED = re.compile(r'([^\W\d_])-[ \t]*\n[ \t]*([^\W\d_])')
@@ -165,10 +180,21 @@ def ocr_image(image: Image, dpi: float | None = None) -> str:
     """
     binary = require_tesseract()
     check_time()
-    languages = tesseract_languages(ocr_options().languages, installed_languages(binary))
+    requested, installed = ocr_options().languages, installed_languages(binary)
     grey = image if image.mode == 'L' else image.convert('L')
     buffer = io.BytesIO()
     grey.save(buffer, format='PPM')  # PGM: no compression to spend time on; Tesseract reads it from stdin
+    text = _tesseract(binary, buffer.getvalue(), tesseract_languages(requested, installed), dpi)
+    if not _installed_requested(requested, installed) and installed - {'eng'}:
+        # no language given (or none installed): the page's detected language, when Tesseract has it
+        better = detected_language(text, installed)
+        if better is not None:
+            text = _tesseract(binary, buffer.getvalue(), f'{better}+eng', dpi)
+    return _tidy(join_hyphenated(text))
+
+
+def _tesseract(binary: str, image: bytes, languages: str, dpi: float | None) -> str:
+    """Tesseract's text for ``image`` (PGM bytes) in ``languages``, within what is left of the file's time."""
     # --psm 1: page segmentation with orientation detection (a page scanned sideways), when osd data is there
     psm = '1' if 'osd' in _list_langs(binary) else '3'
     command = [binary, 'stdin', 'stdout', '-l', languages, '--psm', psm]
@@ -179,9 +205,7 @@ def ocr_image(image: Image, dpi: float | None = None) -> str:
     timeout = max(left, 1.0) if left is not None else None
     env = {**os.environ, 'OMP_THREAD_LIMIT': '1'}  # one core per page: the parse pool is the parallelism
     try:
-        done = subprocess.run(
-            command, input=buffer.getvalue(), capture_output=True, timeout=timeout, env=env, check=False
-        )
+        done = subprocess.run(command, input=image, capture_output=True, timeout=timeout, env=env, check=False)
     except subprocess.TimeoutExpired:
         raise ReadError(f'OCR took longer than the {limit:g}-second limit per file') from None
     except OSError as exc:
@@ -189,8 +213,7 @@ def ocr_image(image: Image, dpi: float | None = None) -> str:
     if done.returncode != 0:
         detail = ' '.join(done.stderr.decode('utf-8', 'replace').split())[-300:]
         raise ReadError(f'Tesseract failed (exit {done.returncode}): {detail}')
-    text = done.stdout.decode('utf-8', 'replace').replace('\x0c', '')
-    return _tidy(join_hyphenated(text))
+    return done.stdout.decode('utf-8', 'replace').replace('\x0c', '')
 
 
 def _tidy(text: str) -> str:
