@@ -13,15 +13,11 @@ pytest.importorskip('httpx2', reason='starlette.testclient needs httpx2')
 
 from starlette.testclient import TestClient
 
-from tests.inspect.corpus import documents, entities, relations, run, token_table_data
+from tests.inspect.corpus import BASE, LOCAL, documents, entities, relations, run, token_table_data
 from toolish_rag import ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.inspect import create_app
 from toolish_rag.stores import InMemoryStore
-
-BASE = 'http://127.0.0.1:8765'
-LOCAL = ('127.0.0.1', 50000)
-"""The test client's address: without tokens the inspector answers loopback clients only."""
 
 
 async def _filled(store: Any) -> Any:

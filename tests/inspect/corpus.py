@@ -16,6 +16,10 @@ from toolish_rag.content import Document, Entity, Relation
 
 T = TypeVar('T')
 
+BASE = 'http://127.0.0.1:8765'
+LOCAL = ('127.0.0.1', 50000)
+"""The test client's address: without tokens the inspector answers loopback clients only."""
+
 TENANTS = {'acme': 'ACMEWORD', 'globex': 'GLOBEXWORD'}
 HOSTILE_TITLE = 'Hostile <img src=x onerror="alert(1)"> page'
 HOSTILE_TEXT = (

@@ -14,8 +14,7 @@ import pytest
 from pydantic_ai import ModelRetry
 from starlette.testclient import TestClient
 
-from tests.inspect.conftest import BASE, LOCAL
-from tests.inspect.corpus import HOSTILE_TEXT, TOKENS, run
+from tests.inspect.corpus import BASE, HOSTILE_TEXT, LOCAL, TOKENS, run
 from toolish_rag import ToolishRag
 from toolish_rag.content import Chunk
 from toolish_rag.embedding import HashingEmbeddingModel

@@ -10,8 +10,7 @@ from typing import Any
 import pytest
 from starlette.testclient import TestClient
 
-from tests.inspect.conftest import BASE, LOCAL
-from tests.inspect.corpus import documents, run
+from tests.inspect.corpus import BASE, LOCAL, documents, run
 from tests.inspect.test_inspect_http import model_text
 from toolish_rag import ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
