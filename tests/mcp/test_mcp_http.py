@@ -65,7 +65,7 @@ async def test_an_sdk_client_without_a_token_cannot_connect(live_server: LiveSer
 @pytest.mark.parametrize('mode', ['auto', 'legacy'])
 async def test_tools_list_is_the_toolsets_definitions_for_every_token(live_server: LiveServer, mode: str) -> None:
     expected = [(d.name, d.description, d.parameters_json_schema) for d in await live_server.rag.tool_definitions()]
-    assert len(expected) == 11
+    assert len(expected) == 12
     for label in TOKENS:
         async with live_server.client(label, mode=mode) as client:
             tools = (await client.list_tools()).tools
@@ -355,7 +355,7 @@ async def test_tools_list_follows_the_store_capabilities(store_name: str, tmp_pa
         names = [t.name for t in (await client.list_tools()).tools]
     assert names == rag.tool_names
     if store_name == 'memory':
-        assert len(names) == 11
+        assert len(names) == 12
     if store_name == 'tantivy':
         assert 'kb_vector_search' not in names and 'kb_text_search' in names
     assert 'kb_verify_citations' in names  # both stores fetch records by id
