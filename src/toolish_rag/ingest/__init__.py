@@ -12,6 +12,7 @@ from ._model import Block, OutlineBuilder, ParsedDocument, ParsedSection, ReadEr
 from ._parse import file_uri, parse_path
 from ._pipeline import ingest
 from ._readers import READERS, UNSUPPORTED, read_bytes, read_file
+from ._readers._ocr import OcrOptions
 from ._report import IngestIssue, IngestReport, format_lines, format_report, render_report
 from ._walk import DEFAULT_MAX_FILE_BYTES, SKIPPED_DIRS, walk_paths
 from ._watch import watch
@@ -32,6 +33,7 @@ __all__ = [
     'IngestLimits',
     'IngestReport',
     'LocalExecutor',
+    'OcrOptions',
     'OutlineBuilder',
     'ParsedDocument',
     'ParseJob',
