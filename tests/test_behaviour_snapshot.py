@@ -98,6 +98,7 @@ def _calls(chunk_id: str, foreign_id: str) -> list[tuple[str, dict[str, Any]]]:
         ('broaden_chunk', {'chunk_id': chunk_id}),
         ('broaden_chunk', {'chunk_id': chunk_id, 'chunks_to_add': 0}),
         ('zoom_out', {'id': chunk_id}),
+        ('multihop_search', {'query': 'refund window expired'}),
         # bad calls: each must come back as a retry message
         ('vector_search', {'query': '   '}),
         ('vector_search', {'query': 'refunds', 'top_k': 0}),
@@ -114,6 +115,8 @@ def _calls(chunk_id: str, foreign_id: str) -> list[tuple[str, dict[str, Any]]]:
         ('broaden_chunk', {'chunk_id': chunk_id, 'chunks_to_add': 11}),
         ('zoom_out', {'id': 'no-such-section'}),
         ('zoom_out', {'id': foreign_id}),
+        ('multihop_search', {'query': 'refunds', 'top_k': 0}),
+        ('multihop_search', {'query': foreign_id}),
         ('vector_search', {'query': 42}),
         ('vector_search', {}),
         ('text_search', {'query': 42}),
