@@ -6,7 +6,6 @@ dropped; words hyphenated at line ends joined. See docs/ingestion.md#pdf-layout 
 
 from __future__ import annotations
 
-import io
 import itertools
 import math
 import re
@@ -19,32 +18,15 @@ from typing import Any
 from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
 from ._ocr import INSTALL_TESSERACT, join_hyphenated, ocr_image, ocr_options, tesseract_path, text_is_garbage
+from ._pdf_headings import HeadingLine, font_headings, place_headings
 from ._pdf_layout import Line, Piece, page_paragraphs, page_pieces
-from ._pdf_tables import find_tables
-from ._tables import normalise_grid, render_table
+from ._pdf_table_pages import TableFinder, looks_tabular, with_tables
 from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']
 
 VERSION = 1
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
-
-
-@dataclass(slots=True)
-class _Line:
-    text: str
-    size: float
-    bold: bool
-    italic: bool = False
-    lines: int = 1
-    """Lines of the paragraph this stands for."""
-
-
-def _pattern(title: str) -> re.Pattern[str] | None:
-    chars = [re.escape(c) for c in title if not c.isspace()]
-    if len(chars) < 2:
-        return None
-    return re.compile(r'\s*'.join(chars), re.IGNORECASE)
 
 
 def _clean_page(text: str) -> str:
@@ -98,55 +80,6 @@ def _outline_entries(pdf: Any) -> list[tuple[int, int, str]]:
     return entries
 
 
-def _adjacent(page_lines: list[list[_Line]], a: tuple[int, _Line], b: tuple[int, _Line]) -> bool:
-    if a[0] != b[0]:
-        return False
-    lines = page_lines[a[0]]
-    ia = next(i for i, ln in enumerate(lines) if ln is a[1])
-    return ia + 1 < len(lines) and lines[ia + 1] is b[1]
-
-
-def _font_headings(page_lines: list[list[_Line]]) -> list[tuple[int, int, str]]:
-    sizes: Counter[float] = Counter()
-    for lines in page_lines:
-        for line in lines:
-            sizes[line.size] += len(line.text)
-    if not sizes:
-        return []
-    body = sizes.most_common(1)[0][0]
-    candidates: list[tuple[int, _Line]] = []
-    for page_no, lines in enumerate(page_lines):
-        for index, line in enumerate(lines):
-            t = line.text
-            if index + 1 == len(lines):
-                continue  # a heading is followed by something on its page
-            if not (2 < len(t) <= 120) or not any(c.isalpha() for c in t) or t.endswith((',', ';')):
-                continue
-            # an italic line stands alone as a heading when short and not a sentence (``Elastic Stop Nut``)
-            italic_heading = line.italic and line.lines == 1 and len(t.split()) <= 8 and not t.endswith(('.', ':'))
-            if line.size >= body * 1.15 or ((line.bold or italic_heading) and line.size >= body * 0.95):
-                candidates.append((page_no, line))
-    total_chars = sum(sizes.values())
-    if not candidates or len(candidates) > max(3, total_chars // 150):
-        return []  # no headings, or "bold" is used for body text / table cells: not a hierarchy
-    # three or more heading-like lines in a row are a table header or a cover page, not headings
-    kept: list[tuple[int, _Line]] = []
-    run: list[tuple[int, _Line]] = []
-    for item in [*candidates, None]:
-        if item is not None and run and _adjacent(page_lines, run[-1], item):
-            run.append(item)
-            continue
-        if len(run) < 3:
-            kept.extend(run)
-        run = [item] if item is not None else []
-    candidates = kept
-    if not candidates:
-        return []
-    styles = sorted({(c.size, c.bold, c.italic) for _, c in candidates}, reverse=True)
-    level = {style: i + 1 for i, style in enumerate(styles[:6])}
-    return [(p, level.get((c.size, c.bold, c.italic), 6), c.text) for p, c in candidates]
-
-
 def _document_title(pdf: Any) -> str | None:
     try:
         title = ' '.join(str(pdf.get_metadata_dict().get('Title') or '').split())
@@ -173,7 +106,7 @@ LITTLE_TEXT = 40
 @dataclass(slots=True)
 class _Page:
     text: str
-    lines: list[_Line]
+    lines: list[HeadingLine]
     ocr: bool = False
     needs_ocr: bool = False
     tables: list[tuple[str, str]] = field(default_factory=list)
@@ -222,9 +155,9 @@ class _Layer:
         """Rules making a grid of two or more columns, or some rules and cells lined up, or cells lined up well."""
         if self.verticals >= 3 and self.horizontals >= 3:
             return True
-        if self.horizontals >= 3 and _looks_tabular(self.pieces, per_row=2, edges=2):
+        if self.horizontals >= 3 and looks_tabular(self.pieces, per_row=2, edges=2):
             return True  # rules under the header only (or a box around two columns)
-        return _looks_tabular(self.pieces)
+        return looks_tabular(self.pieces)
 
 
 def _layer(page: Any) -> _Layer:
@@ -255,11 +188,11 @@ def _layer(page: Any) -> _Layer:
     return _Layer(pieces, width, height, rotation != 0, len(xs), len(ys))
 
 
-def _text_of(paragraphs: list[list[Line]]) -> tuple[str, list[_Line]]:
-    """The page text (lines, blank lines between paragraphs) and one `_Line` per paragraph for the headings."""
+def _text_of(paragraphs: list[list[Line]]) -> tuple[str, list[HeadingLine]]:
+    """The page text (lines, blank lines between paragraphs) and one `HeadingLine` per paragraph for the headings."""
     text = '\n\n'.join('\n'.join(line.text for line in para) for para in paragraphs)
     lines = [
-        _Line(
+        HeadingLine(
             ' '.join(ln.text for ln in para),
             0.0 if para[0].table >= 0 else para[0].size,  # size 0: a table is never a heading
             all(ln.bold for ln in para),
@@ -269,84 +202,6 @@ def _text_of(paragraphs: list[list[Line]]) -> tuple[str, list[_Line]]:
         for para in paragraphs
     ]
     return text, lines
-
-
-def _looks_tabular(pieces: list[Piece], per_row: int = 3, edges: int = 3) -> bool:
-    """Four or more lines of ``per_row`` or more pieces whose left edges line up in ``edges`` or more
-    places (the cells of a table); two columns of prose or a few figure labels do not."""
-    rows: dict[int, list[Piece]] = {}
-    for piece in pieces:
-        rows.setdefault(round(piece.bottom), []).append(piece)
-    lined_up: Counter[int] = Counter()
-    for row in rows.values():
-        if len(row) >= per_row:
-            lined_up.update({round(p.x0 / 4) for p in row})
-    return sum(1 for n in lined_up.values() if n >= 4) >= edges
-
-
-class _TableFinder:
-    """pdfplumber (and `_pdf_tables.find_tables`) on the pages that may hold a table, opened on first need.
-
-    pdfplumber parses the page again (~0.1-0.5 s), so a page is looked at only when it draws
-    horizontal and vertical rules (a ruled table) or has four rows of three or more pieces apart
-    (an unruled one); pages turned by ``/Rotate`` are left as text. A page pdfplumber fails on
-    stays text.
-    """
-
-    def __init__(self, data: bytes) -> None:
-        self.data = data
-        self.pdf: Any = None
-        self.broken = False
-
-    def tables(self, index: int, layer: _Layer) -> list[tuple[tuple[float, float, float, float], str, str]]:
-        """``(bbox in PDF points, y up; rendered text; its header)`` per table, top to bottom."""
-        if self.broken or layer.rotated or not layer.pieces:
-            return []
-        if not layer.may_hold_table():
-            return []
-        try:
-            if self.pdf is None:
-                import pdfplumber
-
-                self.pdf = pdfplumber.open(io.BytesIO(self.data))
-            page = self.pdf.pages[index]
-        except Exception:  # pdfplumber cannot open what pdfium could: the document stays text
-            self.broken = True
-            return []
-        try:
-            found = find_tables(page)
-            height = float(page.height)
-        except Exception:  # the table finder failed on this page: it stays text
-            return []
-        out = []
-        for table in found:
-            grid = normalise_grid(table.rows)
-            if len(grid) < 2 or max(len(r) for r in grid) < 2:
-                continue
-            header_rows = table.header_rows - next((i for i, r in enumerate(table.rows) if any(r)), 0)
-            rendered = render_table(grid, max(0, header_rows))
-            x0, top, x1, bottom = table.bbox
-            out.append(((x0, height - bottom, x1, height - top), rendered.text, rendered.header))
-        return out
-
-    def close(self) -> None:
-        if self.pdf is not None:
-            self.pdf.close()
-
-
-def _with_tables(pieces: list[Piece], tables: list[tuple[tuple[float, float, float, float], str, str]]) -> list[Piece]:
-    """The pieces outside every table, and one piece per table standing for it (its rendered text)."""
-    if not tables:
-        return pieces
-
-    def inside(p: Piece, box: tuple[float, float, float, float]) -> bool:
-        cx, cy = (p.x0 + p.x1) / 2, (p.bottom + p.top) / 2
-        return box[0] - 1 <= cx <= box[2] + 1 and box[1] - 1 <= cy <= box[3] + 1
-
-    kept = [p for p in pieces if not any(inside(p, t[0]) for t in tables)]
-    for index, (box, text, _header) in enumerate(tables):
-        kept.append(Piece(text, box[0], box[2], box[1], box[3], 0.0, False, False, index))
-    return kept
 
 
 def _render(page: Any) -> tuple[Any, float]:
@@ -360,7 +215,7 @@ def _render(page: Any) -> tuple[Any, float]:
         bitmap.close()
 
 
-def _read_page(pdf: Any, index: int, mode: str, finder: _TableFinder) -> tuple[_Page, Any]:
+def _read_page(pdf: Any, index: int, mode: str, finder: TableFinder) -> tuple[_Page, Any]:
     """One page's text layer, whether it needs OCR, and (when it does and OCR can run) its image."""
     with _PDFIUM:
         page = pdf[index]
@@ -378,7 +233,7 @@ def _read_page(pdf: Any, index: int, mode: str, finder: _TableFinder) -> tuple[_
     if image is not None:
         return _Page('', [], needs_ocr=True), image
     tables = [] if needs else finder.tables(index, layer)  # pdfplumber: outside the pdfium lock
-    text, lines = _text_of(page_paragraphs(_with_tables(layer.pieces, tables), layer.width))
+    text, lines = _text_of(page_paragraphs(with_tables(layer.pieces, tables), layer.width))
     return _Page(_clean_page(text), lines, needs_ocr=needs, tables=[(t[1], t[2]) for t in tables]), None
 
 
@@ -397,7 +252,7 @@ def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]]
             entries = _outline_entries(pdf)
             doc_title = _document_title(pdf)
         pages: list[_Page] = []
-        finder = _TableFinder(data)
+        finder = TableFinder(data)
         for index in range(count):
             check_time()  # a thread cannot be killed: a long PDF stops between pages at the time limit
             page, image = _read_page(pdf, index, mode, finder)
@@ -411,34 +266,6 @@ def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]]
         with _PDFIUM:
             pdf.close()
     return pages, entries, doc_title
-
-
-def _place_headings(
-    source: str, pages: list[str], page_starts: list[int], entries: list[tuple[int, int, str]]
-) -> list[tuple[int, int, int, str]]:
-    """Find each heading in the text of its page, in order: (start, body start, level, title).
-
-    A heading the text does not contain (an outline entry with other wording) is placed,
-    empty, where the search stood, so its section still opens on the right page.
-    """
-    placed: list[tuple[int, int, int, str]] = []
-    cursor = 0
-    for page_no, level, title in entries:
-        if page_no >= len(pages):
-            continue
-        page_start = page_starts[page_no]
-        page_end = page_start + len(pages[page_no])
-        lo = max(cursor, page_start)
-        pattern = _pattern(title)
-        m = pattern.search(source, lo, page_end) if pattern else None
-        if m is not None:
-            placed.append((m.start(), m.end(), level, title))
-            cursor = m.end()
-        else:
-            at = max(cursor, page_start)
-            placed.append((at, at, level, title))
-            cursor = at
-    return placed
 
 
 def _outline(
@@ -508,7 +335,7 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
             f'(a scanned or image-only PDF); {hint}'
         )
     if not entries:
-        entries = _font_headings([p.lines for p in page_info])
+        entries = font_headings([p.lines for p in page_info])
 
     source = '\n\n'.join(pages)
     page_starts: list[int] = []
@@ -516,7 +343,7 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
     for p in pages:
         page_starts.append(pos)
         pos += len(p) + 2
-    placed = _place_headings(source, pages, page_starts, entries)
+    placed = place_headings(source, pages, page_starts, entries)
     outline = _outline(source, page_starts, placed, _table_spans(pages, page_starts, page_info))
     first_heading = placed[0][3] if placed and placed[0][0] < 300 else None
     return ParsedDocument(
