@@ -206,8 +206,8 @@ async def rescored(
             continue
         # Not in the census (an entity, or written since it was read): analysed now.
         own = Counter(analyzer.analyse([hit.record.text]).tokens[0])
-        norm = K1 * ((1 - B) + B * sum(own.values()) / mean_length)
-        scores[i] = sum(weight * own[t] / (norm + own[t]) for t, weight in weighted if own[t])
+        own_norm = K1 * ((1 - B) + B * sum(own.values()) / mean_length)
+        scores[i] = sum(weight * own[t] / (own_norm + own[t]) for t, weight in weighted if own[t])
     for name, (rows, places) in placed.items():
         census, at = by_name[name], np.asarray(places, dtype=np.int64)
         norm = K1 * ((1 - B) + B * census.lengths[at] / mean_length)
