@@ -115,6 +115,31 @@ def test_auto_analyses_each_text_in_its_language_and_short_ones_in_their_documen
         auto.analyse(texts, ['de'])
 
 
+def test_a_chunk_keeps_its_documents_language_unless_its_own_words_say_otherwise() -> None:
+    auto = TextAnalyzer(AUTO)
+    # One German document with an English chunk and a short one: named without reading each by lingua.
+    texts = [GERMAN_PASSAGE, FILLER_DE, ENGLISH_PASSAGE, FILLER_EN, 'Kurz: Häuser.']
+    assert auto.analyse(texts, ['d'] * 5).languages == ['de', 'de', 'en', 'en', 'de']
+    # Languages named before (a reopened store's) are taken as they are: nothing is detected.
+    given = auto.analyse([GERMAN_PASSAGE, ENGLISH_PASSAGE], languages=['en', 'vi'])
+    assert given.languages == ['en', 'none']
+    assert given.tokens[0] == TextAnalyzer('en').tokens(GERMAN_PASSAGE)
+    with pytest.raises(ValueError, match='languages for'):
+        auto.analyse(texts, languages=['de'])
+
+
+@pytest.mark.shared_data
+@pytest.mark.parametrize(
+    ('language', 'analysed'), [('en', 'en'), ('es', 'es'), ('ro', 'ro'), ('tr', 'tr'), ('vi', 'none')]
+)
+def test_stop_words_name_a_passage_only_in_its_own_language(language: str, analysed: str) -> None:
+    # Each passage one document: stop words name it (or lingua does); never a neighbour that
+    # shares stop words (Romanian passages hold up to a fifth of Spanish or French stop words).
+    passages = _xquad(language, 'corpus.jsonl', 60)
+    named = TextAnalyzer(AUTO).analyse(passages, [str(i) for i in range(len(passages))]).languages
+    assert sum(code == analysed for code in named) >= 59
+
+
 def test_a_query_is_analysed_in_every_language_given() -> None:
     auto = TextAnalyzer(AUTO)
     tokens = auto.query_tokens('Wie viele Häuser hatte die Stadt?', {'de', 'en'})

@@ -132,6 +132,22 @@ async def test_another_explicit_language_reanalyses_and_is_saved(tmp_path: Path)
     assert await _top(back, 'Haus') == [] and _settings(tmp_path) == {'analyzer': 'toolish-v1:en'}
 
 
+async def test_a_reopened_auto_store_does_not_detect_its_records_again(tmp_path: Path) -> None:
+    store = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path, language='auto')
+    docs = _docs(GERMAN)
+    await store.upsert(docs)
+    saved = sorted((tmp_path / 'segments').glob('*/languages.json'))
+    assert saved and [json.loads(f.read_text(encoding='utf-8')) for f in saved] == [['de', 'de', 'de']]
+    assert await _top(store, 'Haus', 1) == [_ids(docs)['houses']]
+    # The saved languages are what a reopened store analyses in: rewritten to English, the German
+    # plural no longer stems to 'haus' (a store that detected again would find it).
+    saved[0].write_text(json.dumps(['en', 'en', 'en']), encoding='utf-8')
+    assert await _top(InMemoryStore(HashingEmbeddingModel(32), path=tmp_path), 'Haus') == []
+    # A store saved before languages were kept detects them when reopened, as then.
+    saved[0].unlink()
+    assert await _top(InMemoryStore(HashingEmbeddingModel(32), path=tmp_path), 'Haus', 1) == [_ids(docs)['houses']]
+
+
 def test_an_unknown_language_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match='unknown text analysis language'):
         InMemoryStore(HashingEmbeddingModel(32), language='klingon')

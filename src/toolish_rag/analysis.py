@@ -254,20 +254,30 @@ class TextAnalyzer:
             return self.analyse(texts, documents).tokens
         return self._tokenize(texts)
 
-    def analyse(self, texts: Sequence[str], documents: Sequence[str] | None = None) -> Analysis:
+    def analyse(
+        self, texts: Sequence[str], documents: Sequence[str] | None = None, *, languages: Sequence[str] | None = None
+    ) -> Analysis:
         """The tokens of each text and the language they were analysed in (`Analysis`).
 
-        A fixed language analyses every text in itself. ``'auto'`` detects each text's language
-        (`toolish_rag.languages.detect_language`; a few milliseconds a passage): a text of 40
-        characters or more whose language is detected is analysed in it; the others take their
-        document's (``documents`` holds each text's document id; ``None``: the texts are one
-        document): the language most of the document's detected text is in, else the language
-        of the document's texts together, else English. A language the analyzer has no rules
-        for (Vietnamese, say) is analysed as ``'none'``.
+        A fixed language analyses every text in itself. ``'auto'`` names each document's language
+        once, from its first 1,000 characters (``documents`` holds each text's document id;
+        ``None``: the texts are one document): by its stop words or script when they are clear,
+        else by `toolish_rag.languages.detect_language` (a few milliseconds). A text of 40
+        characters or more keeps its document's language when its own stop words or script agree,
+        and is detected otherwise; a shorter one takes its document's (if the document's is
+        unknown: the language most of its detected text is in, else English). A language the
+        analyzer has no rules for (Vietnamese, say) is analysed as ``'none'``. ``languages``: each
+        text's language as an earlier ``'auto'`` analysis named it (a reopened store's), so nothing
+        is detected. See docs/text-analysis.md#automatic-language.
         """
         if self.language != AUTO:
             return Analysis(self._tokenize(texts), [self.language] * len(texts))
-        languages = _detected_languages(texts, documents)
+        if languages is None:
+            languages = _detected_languages(texts, documents)
+        elif len(languages) != len(texts):
+            raise ValueError(f'{len(languages)} languages for {len(texts)} texts')
+        else:
+            languages = [_analysable(code) if code else _FALLBACK for code in languages]
         tokens: list[list[str]] = [[] for _ in texts]
         by_language: dict[str, list[int]] = {}
         for i, code in enumerate(languages):

@@ -62,10 +62,17 @@ class Bm25Segment:
     """Tokens per record (after stop words): BM25's document length."""
     languages: tuple[str, ...] = ()
     """The language each record was analysed in (`toolish_rag.analysis.Analysis`); ``()``: not known."""
+    detected: bool = False
+    """Whether ``languages`` were detected (``language='auto'``): a saved store keeps them, so a
+    reopened one analyses its records without detecting them again."""
 
     @classmethod
     def build(
-        cls, token_ids: list[list[int]], vocabulary: dict[str, int], languages: Sequence[str] = ()
+        cls,
+        token_ids: list[list[int]],
+        vocabulary: dict[str, int],
+        languages: Sequence[str] = (),
+        detected: bool = False,
     ) -> Bm25Segment:
         """Index records given as word ids (``bm25s.tokenize(..., return_ids=True)``)."""
         n = len(token_ids)
@@ -82,6 +89,7 @@ class Bm25Segment:
             frequencies=counts.astype(np.float32),
             lengths=lengths,
             languages=tuple(languages),
+            detected=detected,
         )
 
     def __len__(self) -> int:
@@ -139,6 +147,7 @@ class Bm25Segment:
             frequencies=frequencies,
             lengths=np.concatenate([p.lengths for p in parts]) if parts else np.zeros(0, dtype=np.int64),
             languages=tuple(chain.from_iterable(p.languages or ('',) * len(p) for p in parts)),
+            detected=bool(parts) and all(p.detected for p in parts),
         )
 
     def select(self, keep: Mask) -> Bm25Segment:
@@ -154,6 +163,7 @@ class Bm25Segment:
             languages=tuple(code for code, kept in zip(self.languages, keep.tolist(), strict=True) if kept)
             if self.languages
             else (),
+            detected=self.detected,
         )
 
 
@@ -193,9 +203,15 @@ class Bm25Index:
         return cls(tuple(segments), offsets, lengths, ScopeStatistics.of(lengths, None), names, codes)
 
     @classmethod
-    def build(cls, token_ids: list[list[int]], vocabulary: dict[str, int], languages: Sequence[str] = ()) -> Bm25Index:
+    def build(
+        cls,
+        token_ids: list[list[int]],
+        vocabulary: dict[str, int],
+        languages: Sequence[str] = (),
+        detected: bool = False,
+    ) -> Bm25Index:
         """An index of one segment (see `Bm25Segment.build`)."""
-        return cls.of([Bm25Segment.build(token_ids, vocabulary, languages)])
+        return cls.of([Bm25Segment.build(token_ids, vocabulary, languages, detected)])
 
     def languages(self, mask: Mask | None) -> dict[str, int]:
         """How many of the records ``mask`` admits were analysed in each language (all records when ``None``).

@@ -35,6 +35,7 @@ _LEGACY_FORMAT = 1
 _SEGMENTS = 'segments'
 _RELATIONS, _MARKS, _MANIFEST = 'relations.jsonl', 'marks.json', 'manifest.json'
 _SEGMENT_FILES = ('records.jsonl', 'vectors.npy', *WINDOW_FILES, 'documents.json', 'removed.json')
+_LANGUAGES = 'languages.json'
 _RECORD_ADAPTER: TypeAdapter[Record] = TypeAdapter(Record)
 
 
@@ -55,6 +56,9 @@ class SavedSegment:
     removed_entities: frozenset[str] = frozenset()
     name: str | None = None
     """Its directory under ``segments/`` (``None``: a write not saved yet, named when applied)."""
+    languages: tuple[str, ...] | None = None
+    """The language ``language='auto'`` analysed each record in (``languages.json``, optional: a
+    segment saved without it, or by a fixed-language store, is detected again when reopened as auto)."""
 
 
 def model_id(model: Any) -> str:
@@ -146,7 +150,11 @@ def _write_segment(root: Path, saved: SavedSegment) -> None:
     (partial / 'documents.json').write_text(json.dumps(documents), encoding='utf-8')
     removed = {'documents': sorted(saved.removed_documents), 'entities': sorted(saved.removed_entities)}
     (partial / 'removed.json').write_text(json.dumps(removed), encoding='utf-8')
-    _sync(partial, _SEGMENT_FILES)
+    files: tuple[str, ...] = _SEGMENT_FILES
+    if saved.languages is not None:
+        (partial / _LANGUAGES).write_text(json.dumps(list(saved.languages)), encoding='utf-8')
+        files = (*files, _LANGUAGES)
+    _sync(partial, files)
     os.replace(partial, target)  # a segment directory without the suffix is always complete
 
 
@@ -207,6 +215,8 @@ def _read_documents(source: Path) -> list[DocumentInfo]:
 def _read_segment(source: Path) -> SavedSegment:
     records = _read_records(source)
     removed = json.loads((source / 'removed.json').read_text(encoding='utf-8'))
+    languages_file = source / _LANGUAGES
+    languages = json.loads(languages_file.read_text(encoding='utf-8')) if languages_file.is_file() else None
     return SavedSegment(
         name=source.name,
         records=records,
@@ -215,6 +225,7 @@ def _read_segment(source: Path) -> SavedSegment:
         documents=_read_documents(source),
         removed_documents=frozenset(removed['documents']),
         removed_entities=frozenset(removed['entities']),
+        languages=tuple(str(code) for code in languages) if isinstance(languages, list) else None,
     )
 
 

@@ -41,12 +41,21 @@ __all__ = ['Snapshot', 'build_bm25']
 _SCOPE_CACHE_SIZE = 64
 
 
-def build_bm25(texts: list[str], analyzer: TextAnalyzer, documents: list[str] | None = None) -> Bm25Index:
-    """The BM25 index of ``texts``, tokenised by ``analyzer`` (``documents``: each text's document id)."""
+def build_bm25(
+    texts: list[str],
+    analyzer: TextAnalyzer,
+    documents: list[str] | None = None,
+    languages: Sequence[str] | None = None,
+) -> Bm25Index:
+    """The BM25 index of ``texts``, tokenised by ``analyzer`` (``documents``: each text's document id).
+
+    ``languages``: each text's language as a saved ``'auto'`` store detected it (nothing detected
+    again); ignored by an analyzer of a fixed language.
+    """
     vocabulary: dict[str, int] = {}
-    analysis = analyzer.analyse(texts, documents)
+    analysis = analyzer.analyse(texts, documents, languages=languages if analyzer.auto else None)
     ids = [[vocabulary.setdefault(t, len(vocabulary)) for t in tokens] for tokens in analysis.tokens]
-    return Bm25Index.build(ids, vocabulary, analysis.languages)
+    return Bm25Index.build(ids, vocabulary, analysis.languages, detected=analyzer.auto)
 
 
 def _document_ids(records: Iterable[Record]) -> list[str]:
@@ -193,13 +202,14 @@ class Snapshot:
         rows = self.rows.append(write.vectors) if self.rows.rows else GrowingMatrix.of(write.vectors)
         texts = [r.text for r in write.records]
         owners = _document_ids(write.records)
+        known = write.languages if write.languages is not None and len(write.languages) == added else None
         segment = Segment.written(
             start,
             start + added,
             tuple(d.id for d in write.documents),
             write.removed_documents,
             write.removed_entities,
-            lambda: build_bm25(texts, analyzer, owners).segments[0],
+            lambda: build_bm25(texts, analyzer, owners, known).segments[0],
             write.name,
         )
         windows = self.windows
@@ -249,12 +259,19 @@ class Snapshot:
         return nxt
 
     def saved_segment(self, segment: Segment) -> SavedSegment:
-        """What a saved store keeps of ``segment``: its live records and what it removed (see
-        `_persistence`)."""
+        """What a saved store keeps of ``segment``: its live records, what it removed and, for
+        ``language='auto'``, the language each record was analysed in (see `_persistence`)."""
         slots = np.arange(segment.start, segment.stop)
         if self.live is not None:
             slots = slots[self.live[segment.start : segment.stop]]
         positions = slots.tolist()
+        # Built now if not yet (an 'auto' store detects its languages here, once, to save them).
+        postings = segment.postings()
+        languages = (
+            tuple(postings.languages[i - segment.start] for i in positions)
+            if postings.detected and len(postings.languages) == segment.slots
+            else None
+        )
         return SavedSegment(
             name=segment.name,
             records=[self.records[i] for i in positions],
@@ -263,6 +280,7 @@ class Snapshot:
             documents=[self.documents[d] for d in segment.written_documents() if d in self.documents],
             removed_documents=segment.removed_documents,
             removed_entities=segment.removed_entities,
+            languages=languages,
         )
 
     def with_graph(self, graph: GraphState) -> Snapshot:
