@@ -534,7 +534,9 @@ def _cheap_language(text: str) -> str | None:
     a script only one language writes (Greek, Thai, kana...) is in that one. Measured on XQuAD:
     docs/text-analysis.md#automatic-language.
     """
-    return _stop_word_language(_words(text)) or _script_language(text[:_HEAD_CHARS])
+    head = text[:_HEAD_CHARS]
+    script = None if head.isascii() else _script_language(head[:_SCRIPT_CHARS])
+    return script or _stop_word_language(_words(head))
 
 
 _SCRIPT_CHARS = 400

@@ -42,6 +42,7 @@ _SCRIPTS: tuple[tuple[int, int, str], ...] = (
     (0x0370, 0x03FF, 'el'),
     (0x1F00, 0x1FFF, 'el'),
     (0x0530, 0x058F, 'hy'),
+    (0x0900, 0x097F, 'hi'),  # Devanagari: of the candidates only Hindi (Nepali has no model: named Hindi)
     (0x0B80, 0x0BFF, 'ta'),
     (0x0E00, 0x0E7F, 'th'),
     (0x1100, 0x11FF, 'ko'),
