@@ -8,6 +8,7 @@ from __future__ import annotations
 import re
 import threading
 import unicodedata
+from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -486,30 +487,34 @@ def _head(texts: Sequence[str]) -> str:
 
 
 @cache
-def _voters() -> Mapping[str, tuple[str, ...]]:
-    """Each stop word of a `_VOTERS` language: the languages whose list holds it."""
+def _voters() -> dict[str, tuple[str, ...]]:
+    """Each stop word of a `_VOTERS` language: the languages whose list holds it (read-only)."""
     found: dict[str, list[str]] = {}
     for code in _VOTERS:
         for word in _stop_words(code):
             found.setdefault(word, []).append(code)
-    return MappingProxyType({word: tuple(codes) for word, codes in found.items()})
+    return {word: tuple(codes) for word, codes in found.items()}
 
 
-def _votes(words: Sequence[str]) -> dict[str, int]:
-    """How many of ``words`` are each voting language's stop words."""
+def _votes(words: Sequence[str]) -> tuple[dict[str, int], dict[str, int]]:
+    """How many of ``words`` are each voting language's stop words, and its alone."""
     voters = _voters()
     counts: dict[str, int] = {}
-    for word in words:
-        for code in voters.get(word, ()):
-            counts[code] = counts.get(code, 0) + 1
-    return counts
+    alone: dict[str, int] = {}
+    for word, n in Counter([w for w in words if w in voters]).items():
+        codes = voters[word]
+        for code in codes:
+            counts[code] = counts.get(code, 0) + n
+        if len(codes) == 1:
+            alone[codes[0]] = alone.get(codes[0], 0) + n
+    return counts, alone
 
 
 def _stop_word_language(words: Sequence[str]) -> str | None:
     """The language whose stop words ``words`` clearly hold (see `_cheap_language`), else ``None``."""
     if len(words) < _VOTE_MIN_WORDS:
         return None
-    counts = _votes(words)
+    counts, alone = _votes(words)
     if not counts:
         return None
     best = max(sorted(counts), key=counts.__getitem__)
@@ -517,9 +522,7 @@ def _stop_word_language(words: Sequence[str]) -> str | None:
     runner = max((n for code, n in counts.items() if code != best), default=0)
     if top < _VOTE_SHARE * len(words) or top < _VOTE_MARGIN * runner:
         return None
-    voters = _voters()
-    alone = sum(voters.get(w) == (best,) for w in words)
-    return best if alone >= _VOTE_OWN_SHARE * len(words) else None
+    return best if alone.get(best, 0) >= _VOTE_OWN_SHARE * len(words) else None
 
 
 def _words(text: str) -> list[str]:
@@ -575,7 +578,7 @@ def _text_language(text: str, document: str | None, script: str) -> str | None:
             return document
     elif _script(text) == script:
         words = _words(text)
-        if max(_votes(words).values(), default=0) < _VOTE_SHARE * len(words):
+        if max(_votes(words)[0].values(), default=0) < _VOTE_SHARE * len(words):
             return document
     return detect_language(text)
 
