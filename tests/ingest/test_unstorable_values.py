@@ -223,6 +223,7 @@ def _calls(tool_names: Sequence[str], chunk_id: str, document_id: str) -> list[T
         'docs_outline': {'document': document_id},
         'docs_read_section': {'section': document_id},
         'docs_graph_context': {'ids': [chunk_id], 'hops': 1},
+        'docs_multihop_search': {'query': WORD, 'top_k': 50},
         'docs_verify_citations': {
             'claims': [{'text': 'a claim', 'citations': [{'chunk_id': chunk_id, 'quote': f'{WORD} {WORD} {WORD}'}]}]
         },
