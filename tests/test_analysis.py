@@ -138,6 +138,15 @@ def test_english_equals_bm25s_on_any_text_without_unspaced_scripts(texts: list[s
     assert TextAnalyzer('en').tokenize(texts) == bm25s_english(texts)
 
 
+def test_combining_marks_stay_inside_their_words() -> None:
+    """Python's \\w leaves out vowel signs and points: a Hindi word must not be cut at each one."""
+    text = 'भारत की राजधानी नई दिल्ली है'
+    assert TextAnalyzer('none').tokenize([text]) == [['भारत', 'की', 'राजधानी', 'नई', 'दिल्ली', 'है']]
+    hindi = TextAnalyzer('hi').tokenize([text])[0]
+    assert 'रत' not in hindi and any(token.startswith('भारत') for token in hindi)
+    assert TextAnalyzer('none').tokenize(['தமிழ் மொழி']) == [['தமிழ்', 'மொழி']]
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.sampled_from(sorted([*LANGUAGES, 'none'])), st.text(st.characters(exclude_categories=['Cs'])))
 def test_tokens_are_never_empty_and_hold_no_whitespace(language: str, text: str) -> None:

@@ -132,8 +132,29 @@ def _unspaced_pattern() -> re.Pattern[str]:
     return re.compile(f'([{members}]+)')
 
 
-_WORDS = re.compile(r'(?u)\b\w\w+\b')
-"""bm25s's (and scikit-learn's) word pattern: two or more word characters."""
+def _marks() -> str:
+    """Every combining mark (Unicode categories Mn, Mc, Me) as character-class ranges.
+
+    Python's ``\\w`` leaves them out, so a word in Devanagari, Bengali, Tamil, Thai, or Arabic or
+    Hebrew with vowel points would be cut at each vowel sign ('भारत' -> 'रत').
+    """
+    ranges: list[tuple[int, int]] = []
+    for cp in range(0x300, 0x20000):
+        if unicodedata.category(chr(cp)) in ('Mn', 'Mc', 'Me'):
+            if ranges and ranges[-1][1] == cp - 1:
+                ranges[-1] = (ranges[-1][0], cp)
+            else:
+                ranges.append((cp, cp))
+    return ''.join(chr(lo) if lo == hi else f'{chr(lo)}-{chr(hi)}' for lo, hi in ranges)
+
+
+_BM25S_WORDS = re.compile(r'(?u)\b\w\w+\b')
+"""bm25s's (and scikit-learn's) word pattern: two or more word characters. English keeps it, so
+an English store's tokens are exactly bm25s's."""
+
+_WORDS = re.compile(f'[\\w{_marks()}]{{2,}}')
+"""The word pattern of every other language: bm25s's with combining marks counted as word
+characters (on ASCII text it finds exactly what bm25s's finds)."""
 
 _stemmers = threading.local()
 """PyStemmer's stemmers are not thread-safe (searches run in worker threads): one per thread."""
@@ -351,9 +372,9 @@ class TextAnalyzer:
 
     def _tokenize(self, texts: Sequence[str]) -> list[list[str]]:
         split_runs = _unspaced_pattern().split
-        find_words = _WORDS.findall
-        stop = self.stop_words
         normalise = self.language != 'en'
+        find_words = (_WORDS if normalise else _BM25S_WORDS).findall
+        stop = self.stop_words
         out: list[list[str]] = []
         words: set[str] = set()
         pieces: set[str] = set()
