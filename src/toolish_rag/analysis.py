@@ -120,16 +120,21 @@ _UNSPACED_BLOCKS: tuple[tuple[int, int], ...] = (
 @cache
 def _unspaced_pattern() -> re.Pattern[str]:
     """A pattern splitting text into other text and runs of unspaced letters (in a group)."""
-    ranges: list[tuple[int, int]] = []
-    for lo, hi in _UNSPACED_BLOCKS:
-        for cp in range(lo, hi + 1):
-            if unicodedata.category(chr(cp))[0] in 'LMN':
-                if ranges and ranges[-1][1] == cp - 1:
-                    ranges[-1] = (ranges[-1][0], cp)
-                else:
-                    ranges.append((cp, cp))
-    members = ''.join(chr(lo) if lo == hi else f'{chr(lo)}-{chr(hi)}' for lo, hi in ranges)
+    members = _char_class(
+        cp for lo, hi in _UNSPACED_BLOCKS for cp in range(lo, hi + 1) if unicodedata.category(chr(cp))[0] in 'LMN'
+    )
     return re.compile(f'([{members}]+)')
+
+
+def _char_class(code_points: Iterable[int]) -> str:
+    """Ascending code points as the inside of a regex character class, runs written as ranges."""
+    ranges: list[tuple[int, int]] = []
+    for cp in code_points:
+        if ranges and ranges[-1][1] == cp - 1:
+            ranges[-1] = (ranges[-1][0], cp)
+        else:
+            ranges.append((cp, cp))
+    return ''.join(chr(lo) if lo == hi else f'{chr(lo)}-{chr(hi)}' for lo, hi in ranges)
 
 
 def _marks() -> str:
@@ -138,14 +143,7 @@ def _marks() -> str:
     Python's ``\\w`` leaves them out, so a word in Devanagari, Bengali, Tamil, Thai, or Arabic or
     Hebrew with vowel points would be cut at each vowel sign ('भारत' -> 'रत').
     """
-    ranges: list[tuple[int, int]] = []
-    for cp in range(0x300, 0x20000):
-        if unicodedata.category(chr(cp)) in ('Mn', 'Mc', 'Me'):
-            if ranges and ranges[-1][1] == cp - 1:
-                ranges[-1] = (ranges[-1][0], cp)
-            else:
-                ranges.append((cp, cp))
-    return ''.join(chr(lo) if lo == hi else f'{chr(lo)}-{chr(hi)}' for lo, hi in ranges)
+    return _char_class(cp for cp in range(0x300, 0x20000) if unicodedata.category(chr(cp)) in ('Mn', 'Mc', 'Me'))
 
 
 _BM25S_WORDS = re.compile(r'(?u)\b\w\w+\b')
