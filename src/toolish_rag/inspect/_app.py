@@ -7,18 +7,19 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import InvalidRequestError
 from ..toolset import ToolishRag
-from ._access import COOKIE, LOOPBACK_NAMES, ScopedToolsets, Sessions, Viewer, guard, viewer_for
+from ._access import LOOPBACK_NAMES, ScopedToolsets, Sessions, Viewer, guard, viewer_for
 from ._browse import chunk_page, document_page, documents_page, section_page
 from ._citations import citations_page
 from ._console import console_page
@@ -26,6 +27,7 @@ from ._graph import graph_page
 from ._html import layout, markup
 from ._page import BadRequest, NotFound, Page
 from ._quality import Quality
+from ._sign_in import SignIn
 
 if TYPE_CHECKING:
     from ..ingest import IngestReport
@@ -58,31 +60,48 @@ def create_app(
     the host names requests may be addressed to; default: the loopback names without tokens, any with them.
     Without tokens only clients on this machine (a loopback address) are answered.
     """
-    sessions = Sessions()
-    toolsets = ScopedToolsets(rag)
     quality = Quality(eval_data, eval_embedder, ingest_report) if tokens is None else None
+    pages = _Pages(ScopedToolsets(rag), tokens, quality, _scope_note(rag, tokens))
+    app = Starlette(routes=pages.routes())
     hosts = trusted_hosts if trusted_hosts is not None else (LOOPBACK_NAMES if tokens is None else None)
-    base = 'no token' if tokens is None else ''
-    if _narrowed(rag):
-        base += " (the app's own filter applies)" if base else "the app's own filter applies"
+    app.add_middleware(_Guard, trusted_hosts=hosts, loopback_clients=tokens is None)
+    return app
 
-    def viewer_of(request: Request) -> Viewer | None:
-        return viewer_for(toolsets, tokens, sessions, request.headers, request.cookies)
 
-    def render(page: Page, viewer: Viewer, active: str) -> HTMLResponse:
-        html = layout(
-            page.title,
-            page.body,
-            scope=viewer.describe(base),
-            active=active,
-            quality=quality is not None,
-            signed_in=viewer.signed_in,
-        )
-        return HTMLResponse(html, status_code=page.status)
+@dataclass
+class _Pages:
+    """The app's pages: each handler runs for a signed-in `Viewer` and its `Page` is laid out here."""
 
-    def page(handler: Handler, active: str) -> Callable[[Request], Awaitable[Response]]:
+    toolsets: ScopedToolsets
+    tokens: TokenTable | None
+    quality: Quality | None
+    scope_note: str
+    """What the header says of the scope before the viewer's own part (no token, the app's filter)."""
+    sessions: Sessions = field(default_factory=Sessions)
+
+    def routes(self) -> list[BaseRoute]:
+        sign_in = SignIn(self.tokens, self.sessions)
+        return [
+            Route('/', self.page(self.home, 'Browse')),
+            Route('/documents', self.page(documents_page, 'Browse')),
+            Route('/document', self.page(document_page, 'Browse')),
+            Route('/section', self.page(section_page, 'Browse')),
+            Route('/chunk', self.page(chunk_page, 'Browse')),
+            Route('/console', self.page(self.console, 'Tool console'), methods=['GET', 'POST']),
+            Route('/graph', self.page(graph_page, 'Graph')),
+            Route('/citations', self.page(self.citations, 'Citations'), methods=['GET', 'POST']),
+            Route('/quality', self.page(self.quality_page, 'Quality'), methods=['GET', 'POST']),
+            Route('/quality/status', self.page(self.quality_status, 'Quality')),
+            Route('/login', sign_in.login, methods=['GET', 'POST']),
+            Route('/logout', sign_in.logout, methods=['POST']),
+            Mount('/static', StaticFiles(directory=STATIC), name='static'),
+        ]
+
+    def page(self, handler: Handler, active: str) -> Callable[[Request], Awaitable[Response]]:
+        """``handler`` as an endpoint: signed in first, its missing or bad requests answered as pages."""
+
         async def endpoint(request: Request) -> Response:
-            viewer = viewer_of(request)
+            viewer = viewer_for(self.toolsets, self.tokens, self.sessions, request.headers, request.cookies)
             if viewer is None:
                 if request.method == 'GET' and 'authorization' not in request.headers:
                     return RedirectResponse('/login', status_code=303)
@@ -95,95 +114,52 @@ def create_app(
                 outcome = Page('Bad request', markup('<p class="error">{}</p>', str(e)), 400)
             if isinstance(outcome, Response):
                 return outcome
-            return render(outcome, viewer, active)
+            return self.render(outcome, viewer, active)
 
         return endpoint
 
-    async def console(request: Request, viewer: Viewer) -> Page:
-        form = {k: str(v) for k, v in (await request.form()).items()} if request.method == 'POST' else None
-        return await console_page(viewer, tokens, toolsets, dict(request.query_params), form)
+    def render(self, page: Page, viewer: Viewer, active: str) -> HTMLResponse:
+        html = layout(
+            page.title,
+            page.body,
+            scope=viewer.describe(self.scope_note),
+            active=active,
+            quality=self.quality is not None,
+            signed_in=viewer.signed_in,
+        )
+        return HTMLResponse(html, status_code=page.status)
 
-    async def citations(request: Request, viewer: Viewer) -> Page:
+    async def home(self, request: Request, viewer: Viewer) -> Response:
+        return RedirectResponse('/documents', status_code=303)
+
+    async def console(self, request: Request, viewer: Viewer) -> Page:
+        form = {k: str(v) for k, v in (await request.form()).items()} if request.method == 'POST' else None
+        return await console_page(viewer, self.tokens, self.toolsets, dict(request.query_params), form)
+
+    async def citations(self, request: Request, viewer: Viewer) -> Page:
         form = await request.form() if request.method == 'POST' else None
         return await citations_page(viewer, form)
 
-    async def graph(request: Request, viewer: Viewer) -> Page:
-        return await graph_page(request, viewer)
-
-    async def quality_page(request: Request, viewer: Viewer) -> Page | Response:
-        if quality is None or viewer.signed_in:
+    async def quality_page(self, request: Request, viewer: Viewer) -> Page | Response:
+        if self.quality is None or viewer.signed_in:
             raise NotFound('no quality page under a token')
         if request.method == 'POST':
-            quality.start()
+            self.quality.start()
             return RedirectResponse('/quality', status_code=303)
-        return quality.page()
+        return self.quality.page()
 
-    async def quality_status(request: Request, viewer: Viewer) -> Response:
-        if quality is None or viewer.signed_in:
+    async def quality_status(self, request: Request, viewer: Viewer) -> Response:
+        if self.quality is None or viewer.signed_in:
             return JSONResponse({'error': 'not found'}, status_code=404)
-        return JSONResponse(quality.status())
+        return JSONResponse(self.quality.status())
 
-    async def home(request: Request, viewer: Viewer) -> Response:
-        return RedirectResponse('/documents', status_code=303)
 
-    async def login(request: Request) -> Response:
-        if tokens is None:
-            return RedirectResponse('/documents', status_code=303)
-        problem = ''
-        if request.method == 'POST':
-            form = await request.form()
-            found = tokens.authenticate(str(form.get('token', '') or ''))
-            if found is not None:
-                response = RedirectResponse('/documents', status_code=303)
-                response.set_cookie(
-                    COOKIE,
-                    sessions.open(found),
-                    httponly=True,
-                    samesite='strict',
-                    path='/',
-                    secure=request.url.scheme == 'https',  # behind a TLS proxy: never sent in clear
-                )
-                return response
-            problem = 'That token is not valid.'
-        body = markup(
-            '<p class="error">{}</p><form method="post" action="/login"><label class="field">Bearer token '
-            '<input type="password" name="token" autocomplete="off" id="token"></label>'
-            '<button type="submit" id="sign-in">Sign in</button></form>',
-            problem,
-        )
-        html = markup(
-            '<!doctype html><html lang="en"><head><meta charset="utf-8"><title>Sign in · toolish-rag inspect</title>'
-            '<link rel="icon" href="data:,"><link rel="stylesheet" href="/static/inspect.css"></head><body><main>'
-            '<h1>Sign in</h1>{}</main>'
-            '</body></html>',
-            body,
-        )
-        return HTMLResponse(html, status_code=401 if problem else 200)
-
-    async def logout(request: Request) -> Response:
-        sessions.close(request.cookies.get(COOKIE))
-        response = RedirectResponse('/login', status_code=303)
-        response.delete_cookie(COOKIE, path='/')
-        return response
-
-    routes = [
-        Route('/', page(home, 'Browse')),
-        Route('/documents', page(documents_page, 'Browse')),
-        Route('/document', page(document_page, 'Browse')),
-        Route('/section', page(section_page, 'Browse')),
-        Route('/chunk', page(chunk_page, 'Browse')),
-        Route('/console', page(console, 'Tool console'), methods=['GET', 'POST']),
-        Route('/graph', page(graph, 'Graph')),
-        Route('/citations', page(citations, 'Citations'), methods=['GET', 'POST']),
-        Route('/quality', page(quality_page, 'Quality'), methods=['GET', 'POST']),
-        Route('/quality/status', page(quality_status, 'Quality')),
-        Route('/login', login, methods=['GET', 'POST']),
-        Route('/logout', logout, methods=['POST']),
-        Mount('/static', StaticFiles(directory=STATIC), name='static'),
-    ]
-    app = Starlette(routes=routes)
-    app.add_middleware(_Guard, trusted_hosts=hosts, loopback_clients=tokens is None)
-    return app
+def _scope_note(rag: ToolishRag[Any], tokens: TokenTable | None) -> str:
+    """The header's scope words that hold for every viewer: no token, and the app's own filter."""
+    note = 'no token' if tokens is None else ''
+    if _narrowed(rag):
+        note += " (the app's own filter applies)" if note else "the app's own filter applies"
+    return note
 
 
 def _narrowed(rag: ToolishRag[Any]) -> bool:
