@@ -36,6 +36,8 @@ from pin_threads import set_thread_counts
 THREADS = set_thread_counts(2)
 
 from common import build_documents, data_dir, hit_doc_ids, load_beir, ndcg_at_10  # noqa: E402
+from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult  # noqa: E402
+from pydantic_ai.embeddings.base import EmbeddingSettings, EmbedInputType  # noqa: E402
 
 from toolish_rag.content import Document  # noqa: E402
 from toolish_rag.embedding import HashingEmbeddingModel, resolve_embedder  # noqa: E402
@@ -63,6 +65,55 @@ async def measure(queries: dict[str, str], search: Search) -> tuple[dict[str, li
 
 def hybrid(store: Any) -> Search:
     return lambda q: Retriever(store).hybrid_search(q, 10)
+
+
+class EmbedOnce(EmbeddingModel):
+    """``model`` with each document text embedded once per run: the single store, the members and the
+    variants of one run reuse the vectors (queries are embedded per search, as in use, so latencies stay honest)."""
+
+    def __init__(self, model: EmbeddingModel) -> None:
+        super().__init__(settings=model.settings)
+        self._model = model
+        self._vectors: dict[str, Sequence[float]] = {}
+
+    @property
+    def model_name(self) -> str:
+        return self._model.model_name
+
+    @property
+    def system(self) -> str:
+        return self._model.system
+
+    async def embed(
+        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
+    ) -> EmbeddingResult:
+        if input_type != 'document':
+            return await self._model.embed(inputs, input_type=input_type, settings=settings)
+        texts = [inputs] if isinstance(inputs, str) else list(inputs)
+        new = list(dict.fromkeys(t for t in texts if t not in self._vectors))
+        if new:
+            found = await self._model.embed(new, input_type=input_type, settings=settings)
+            self._vectors.update(zip(new, found.embeddings, strict=True))
+        return EmbeddingResult(
+            embeddings=[self._vectors[t] for t in texts],
+            inputs=texts,
+            input_type=input_type,
+            model_name=self.model_name,
+            provider_name=self.system,
+        )
+
+    async def max_input_tokens(self) -> int | None:
+        return await self._model.max_input_tokens()
+
+    async def count_tokens(self, text: str) -> int:
+        return await self._model.count_tokens(text)
+
+
+def embed_once(embedder: Embedder) -> Embedder:
+    """``embedder`` with `EmbedOnce` around its model (its settings kept)."""
+    model = embedder.model
+    assert isinstance(model, EmbeddingModel)
+    return Embedder(EmbedOnce(model), settings=getattr(embedder, '_settings', None))
 
 
 MEMBER = MemberFusion(text='member')
@@ -127,7 +178,7 @@ async def main() -> None:
     dataset = load_beir('scifact', 'train')
     queries = dict(list(dataset.queries.items())[: args.queries or None])
     qrels = {q: dataset.qrels[q] for q in queries}
-    embedder = HashingEmbeddingModel(256) if args.embedder == 'hashing' else resolve_embedder(None)
+    embedder = embed_once(resolve_embedder(HashingEmbeddingModel(256) if args.embedder == 'hashing' else None))
     documents = build_documents(dataset)
     if args.speed:
         await speed(args, embedder, documents, queries)

@@ -20,6 +20,7 @@ from ...search import RegexRequest, SearchHit, SearchRequest
 from ._core import FederationCore, Member, pushes_down
 from ._events import SourcedHit
 from ._fusion import MemberFusion
+from ._languages import query_legs
 from ._statistics import rescored
 
 _Method = Callable[[Member], str]
@@ -141,7 +142,10 @@ class FederatedHybrid(FusedSearch):
             self.fan_out(self.serving(TextSearch), _text, wide, 'hybrid_search'),
         )
         sources = {h.id: h.source for h in (*text, *vector)}
-        fused = fuse(vector, text, request.top_k, replace(self.fusion.legs, candidates=n))
+        legs = await query_legs(
+            replace(self.fusion.legs, candidates=n), vector_members, self._members, request.query, text
+        )
+        fused = fuse(vector, text, request.top_k, legs)
         return [SourcedHit(h.record, h.score, h.matches, sources[h.id]) for h in fused]
 
 
