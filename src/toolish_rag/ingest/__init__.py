@@ -13,7 +13,7 @@ from ._parse import file_uri, parse_path
 from ._pipeline import ingest
 from ._readers import READERS, UNSUPPORTED, read_bytes, read_file
 from ._readers._ocr import OcrOptions
-from ._report import IngestIssue, IngestReport, format_lines, format_report, render_report
+from ._report import IngestInterrupted, IngestIssue, IngestReport, format_lines, format_report, render_report
 from ._walk import DEFAULT_MAX_FILE_BYTES, SKIPPED_DIRS, walk_paths
 from ._watch import watch
 from ._workers import IngestExecutor, LocalExecutor, ParseJob
@@ -29,6 +29,7 @@ __all__ = [
     'Block',
     'Chunker',
     'IngestExecutor',
+    'IngestInterrupted',
     'IngestIssue',
     'IngestLimits',
     'IngestReport',

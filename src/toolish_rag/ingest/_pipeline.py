@@ -107,28 +107,18 @@ async def ingest(
     settings = _Settings(
         chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits, ocr_options, reader
     )
-    report = IngestReport()
-    started = time.perf_counter()
     items: list[Source] = (
         [sources] if isinstance(sources, str | os.PathLike | Document) else list(sources)  # type: ignore[list-item]
     )
     documents = [s for s in items if isinstance(s, Document)]
     paths = [Path(s) for s in items if not isinstance(s, Document)]
-    existing: dict[str, DocumentInfo] = {info.id: info for info in await store.list_documents()}
     found = _walk(paths, max_file_bytes, include_hidden, follow_symlinks)
-    embedding = await StoreEmbedding.of(store) if runner.embeds else None
-    vectors = VectorCache(embedding) if embedding is not None else None
-    ui = IngestProgress(progress, report)
-    ui.start(len(found) + len(documents))
-
-    def written() -> None:
-        ui.advance()
-        if vectors is not None:
-            vectors.settled()
-
-    writer = BatchWriter(store, report, existing.keys(), batch_chunks, written)
-    run = _Run(store, settings, existing, report, ui, writer, vectors)
-    try:
+    report = IngestReport()
+    started = time.perf_counter()
+    run: _Run | None = None
+    try:  # a cancellation anywhere in here is an IngestInterrupted carrying what was done
+        run = await _Run.open(store, settings, report, progress, batch_chunks)
+        run.ui.start(len(found) + len(documents))
         await run.take_documents(documents)
         await run.parse_and_write(await run.select_files(found))
         if sync:
@@ -137,7 +127,8 @@ async def ingest(
         report.interrupted = True
         raise IngestInterrupted(report) from cancelled
     finally:
-        run.finish(started)
+        if run is not None:
+            run.finish(started)
     return report
 
 
@@ -208,6 +199,29 @@ class _Run:
     """The store's embedding and the executor's vectors waiting to be written, when the executor embeds."""
     seen_ids: set[str] = field(default_factory=set)
     """Ids of every document and file this run met, written or not: ``sync`` keeps them."""
+
+    @classmethod
+    async def open(
+        cls,
+        store: DocumentStore,
+        settings: _Settings,
+        report: IngestReport,
+        progress: bool | Console,
+        batch_chunks: int,
+    ) -> _Run:
+        """A run over ``store`` as it is now: its documents listed, its embedding read when the executor embeds."""
+        existing = {info.id: info for info in await store.list_documents()}
+        embedding = await StoreEmbedding.of(store) if settings.executor.embeds else None
+        vectors = VectorCache(embedding) if embedding is not None else None
+        ui = IngestProgress(progress, report)
+
+        def written() -> None:
+            ui.advance()
+            if vectors is not None:
+                vectors.settled()
+
+        writer = BatchWriter(store, report, existing.keys(), batch_chunks, written)
+        return cls(store, settings, existing, report, ui, writer, vectors)
 
     async def take_documents(self, documents: Sequence[Document]) -> None:
         """Ready-made documents: unchanged when their fingerprint (given, or of their content) is stored."""
