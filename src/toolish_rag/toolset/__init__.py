@@ -4,7 +4,7 @@ from ._events import RagEvent, RagListener
 from ._filterable import FilterableKey, ModelFilters
 from ._names import TOOL_NAMES, ToolName, tool_name
 from ._rag import EagerSearch, FilterSource, ToolishRag
-from ._settings import RagSettings
+from ._settings import RagOptions, RagSettings
 
 __all__ = [
     'TOOL_NAMES',
@@ -14,6 +14,7 @@ __all__ = [
     'ModelFilters',
     'RagEvent',
     'RagListener',
+    'RagOptions',
     'RagSettings',
     'ToolName',
     'ToolishRag',

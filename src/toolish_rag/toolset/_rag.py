@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic
+from typing import TYPE_CHECKING, Any, Generic, Unpack
 
 from pydantic import ValidationError
 from pydantic_ai import ModelRetry, RunContext, Tool
@@ -32,7 +32,7 @@ from ._events import RagListener
 from ._instructions import build_instructions
 from ._names import TOOL_NAMES, ToolName, tool_name
 from ._retries import BoundedArgsValidator, retry_message
-from ._settings import FilterSource, RagSettings
+from ._settings import FilterSource, RagOptions, RagSettings
 from ._spec import ToolEnv
 from ._tools import SPECS, string_arguments
 
@@ -67,7 +67,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     are documented on `RagSettings`; how the tools and scope work: docs/concepts.md.
     """
 
-    def __init__(self, store: StoreLike, settings: RagSettings | None = None, **options: Any) -> None:
+    def __init__(self, store: StoreLike, settings: RagSettings | None = None, **options: Unpack[RagOptions]) -> None:
         self._init(_State(store, (settings or RagSettings()).changed(**options)))
 
     def _init(self, state: _State, eager_run: EagerRun | None = None) -> None:
@@ -107,7 +107,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """The options this toolset was built with (`with_settings` changes them in a copy)."""
         return self._state.settings
 
-    def with_settings(self, **changes: Any) -> ToolishRag[AgentDepsT]:
+    def with_settings(self, **changes: Unpack[RagOptions]) -> ToolishRag[AgentDepsT]:
         """A copy with these `RagSettings` fields changed (``rag.with_settings(max_top_k=20)``)."""
         return self._from(replace(self._state, settings=self._state.settings.changed(**changes)))
 

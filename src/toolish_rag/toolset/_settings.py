@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass, field, fields, replace
-from typing import Any, TypeAlias
+from typing import Any, TypeAlias, TypedDict, Unpack
 
 from pydantic_ai import RunContext
 
@@ -20,7 +20,7 @@ from ._events import RagListener
 from ._filterable import FilterableSpec, ModelFilters
 from ._names import check_tool_names
 
-__all__ = ['DEFAULT_GRAPH_SEEDS', 'FilterSource', 'RagSettings']
+__all__ = ['DEFAULT_GRAPH_SEEDS', 'FilterSource', 'RagOptions', 'RagSettings']
 
 FilterSource: TypeAlias = Filter | Callable[[RunContext[Any]], Filter | None]
 """A scope filter, or a function of the run context (e.g. of ``ctx.deps``) returning one."""
@@ -105,10 +105,40 @@ class RagSettings:
         assert self.filterable is None or isinstance(self.filterable, ModelFilters)
         return self.filterable
 
-    def changed(self, **changes: Any) -> RagSettings:
+    def changed(self, **changes: Unpack[RagOptions]) -> RagSettings:
         """A copy with ``changes`` (field names); a `TypeError` names any that is not a field."""
         known = {f.name for f in fields(self)}
         unknown = sorted(set(changes) - known)
         if unknown:
             raise TypeError(f'unknown ToolishRag options {unknown}; the options are the fields of RagSettings')
         return replace(self, **changes)
+
+
+class RagOptions(TypedDict, total=False):
+    """`RagSettings`' fields as keywords (``ToolishRag(store, max_top_k=20)``, ``with_settings``), typed.
+
+    Only for type checkers and editors: the values are checked by `RagSettings` itself, and
+    `tests/test_rag_options.py` keeps these keys and types equal to its fields.
+    """
+
+    name: str
+    description: str | None
+    metadata_filter: FilterSource | None
+    entity_filter: FilterSource | None
+    exclude_tools: Collection[str]
+    default_top_k: int
+    max_top_k: int
+    max_expansion_chars: int
+    max_query_chars: int
+    max_chunks_to_add: int
+    fusion: FusionConfig
+    listener: RagListener | None
+    id: str | None
+    max_retries: int
+    max_read_chars: int
+    filterable: ModelFilters | Mapping[str, FilterableSpec] | None
+    allow_grouping: bool
+    graph_seeds: int
+    trace_content: bool
+    reranker: Reranker | None
+    rerank_candidates: int
