@@ -21,6 +21,8 @@ from .languages import _script_language, detect_language
 __all__ = ['AUTO', 'LANGUAGES', 'Analysis', 'TextAnalyzer', 'analyzer_for']
 
 _IDENTITY_PREFIX = 'toolish-v1:'
+_AUTO_V2_IDENTITY = 'toolish-v2:auto'
+"""``'auto'`` with accent folding and the stop-word fallback; ``'toolish-v1:auto'`` (saved before) has neither."""
 
 _CODES = CODES
 _UNSTEMMED = UNSTEMMED
@@ -193,23 +195,35 @@ class TextAnalyzer:
     """
 
     language: str = 'en'
+    revision: int = 2
+    """For ``'auto'`` only: 2 (the default) folds accents and keeps an all-stop-word text's words
+    (`_FOLDED`); 1 is ``'auto'`` as indexes saved before it did read back. Other languages: always 1."""
 
     def __post_init__(self) -> None:
         object.__setattr__(self, 'language', _code(self.language))
+        if self.language != AUTO:
+            object.__setattr__(self, 'revision', 1)
+        elif self.revision not in (1, 2):
+            raise ValueError(f"unknown revision {self.revision!r} of language='auto' (1 or 2)")
 
     # -- what it is -------------------------------------------------------------------
 
     @property
     def identity(self) -> str:
         """A stable id to save with an index (``'toolish-v1:de'``): another identity means rebuild."""
+        if self.language == AUTO and self.revision == 2:
+            return _AUTO_V2_IDENTITY
         return f'{_IDENTITY_PREFIX}{self.language}'
 
     @classmethod
     def from_identity(cls, identity: str) -> TextAnalyzer:
         """The analyzer an index saved with ``identity`` was built with (`ValueError` if unknown)."""
+        if identity == _AUTO_V2_IDENTITY:
+            return cls(AUTO)
         if not identity.startswith(_IDENTITY_PREFIX):
             raise ValueError(f'unknown text analyzer {identity!r} (written by a newer toolish-rag?)')
-        return cls(identity.removeprefix(_IDENTITY_PREFIX))
+        language = identity.removeprefix(_IDENTITY_PREFIX)
+        return cls(language, revision=1) if language == AUTO else cls(language)
 
     @property
     def name(self) -> str:
@@ -303,9 +317,20 @@ class TextAnalyzer:
         for i, code in enumerate(languages):
             by_language.setdefault(code, []).append(i)
         for code, positions in by_language.items():
-            for i, found in zip(positions, TextAnalyzer(code)._tokenize([texts[i] for i in positions]), strict=True):
-                tokens[i] = found
+            found = self._in(code)._tokenize([texts[i] for i in positions], **self._rules(code))
+            for i, text_tokens in zip(positions, found, strict=True):
+                tokens[i] = text_tokens
         return Analysis(tokens, languages)
+
+    def _in(self, code: str) -> TextAnalyzer:
+        return TextAnalyzer(code)
+
+    def _rules(self, code: str) -> dict[str, bool]:
+        """How ``'auto'`` analyses a text in ``code`` beyond that language's own analyzer (revision 2:
+        Latin-script accents folded, `_FOLDED`; an all-stop-word text keeps its words)."""
+        if self.revision < 2:
+            return {}
+        return {'fold': code in _FOLDED, 'keep_stop_only': True}
 
     def query_tokens(self, query: str, languages: Iterable[str] | Mapping[str, int] = ()) -> list[str]:
         """The tokens to search ``query`` by, in a collection whose texts are in ``languages``.
@@ -328,9 +353,11 @@ class TextAnalyzer:
         # Turkish question's 'bir' would match the one Turkish passage analysed in English).
         rest = _WORDS.sub(lambda m: ' ' if m.group().lower() in stop else m.group(), query) if stop else query
         counts: dict[str, int] = {}
+        if stop and not _WORDS.search(rest):
+            rest = query  # only stop words: kept, as an all-stop-word passage keeps them
         for code in codes:
             seen: dict[str, int] = {}
-            for token in TextAnalyzer(code).tokens(query if code == own else rest):
+            for token in self._in(code)._tokenize([query if code == own else rest], **self._rules(code))[0]:
                 seen[token] = seen.get(token, 0) + 1
             for token, count in seen.items():
                 counts[token] = max(counts.get(token, 0), count)
@@ -368,7 +395,15 @@ class TextAnalyzer:
             wanted.add(own)
         return sorted(wanted or {_FALLBACK})
 
-    def _tokenize(self, texts: Sequence[str]) -> list[list[str]]:
+    def phrase_tokens(self, phrase: str, code: str) -> list[str]:
+        """``phrase``'s tokens as a text analysed in ``code`` is tokenised (``'auto'``: with its rules)."""
+        if self.language != AUTO:
+            return self.tokens(phrase)
+        return self._in(code)._tokenize([phrase], **self._rules(code))[0]
+
+    def _tokenize(self, texts: Sequence[str], *, fold: bool = False, keep_stop_only: bool = False) -> list[list[str]]:
+        """Each text's tokens (``fold``: Latin letters' accents folded before stemming, ``café`` -> ``cafe``;
+        ``keep_stop_only``: a text of stop words only keeps them rather than having no token)."""
         split_runs = _unspaced_pattern().split
         normalise = self.language != 'en'
         find_words = (_WORDS if normalise else _BM25S_WORDS).findall
@@ -381,7 +416,10 @@ class TextAnalyzer:
                 text = unicodedata.normalize('NFKC', text)
             text = text.lower()
             if text.isascii():  # O(1) in CPython: no unspaced script, the common case
-                tokens = [w for w in find_words(text) if w not in stop]
+                every = find_words(text)
+                tokens = [w for w in every if w not in stop]
+                if keep_stop_only and not tokens:
+                    tokens = every
                 words.update(tokens)
                 out.append(tokens)
                 continue
@@ -397,23 +435,63 @@ class TextAnalyzer:
                     found = [w for w in find_words(part) if w not in stop]
                     words.update(found)
                     tokens.extend(found)
+            if keep_stop_only and not tokens and stop:
+                tokens = [w for part in split_runs(text)[::2] for w in find_words(part)]
+                words.update(tokens)
             out.append(tokens)
         algorithm = self.stemmer
-        if algorithm is None or not words:
+        if fold:
+            words = {w for w in words if not w.isascii()} if algorithm is None else words
+        if (algorithm is None and not fold) or not words:
             return out
-        stems = _stem_cache(algorithm)
-        missing = [w for w in words if w not in stems]
-        if missing:
-            if len(stems) + len(missing) > _STEM_CACHE_LIMIT:
-                # A fresh dict, not clear(): a thread mapping its batch through the old one keeps it whole.
-                stems = _stem_caches[algorithm] = {}
-            stems.update(zip(missing, _stemmer(algorithm).stemWords(missing), strict=True))
+        # Folded before stemming, so a word typed with or without its accents is stemmed alike.
+        table = _fold_table() if fold else None
+        plain = {w: w if table is None or w.isascii() else w.translate(table) for w in words}
+        if algorithm is None:
+            stem_of = plain
+        else:
+            stems = _stem_cache(algorithm)
+            missing = list({p for p in plain.values() if p not in stems})
+            if missing:
+                if len(stems) + len(missing) > _STEM_CACHE_LIMIT:
+                    # A fresh dict, not clear(): a thread mapping its batch through the old one keeps it whole.
+                    stems = _stem_caches[algorithm] = {}
+                stems.update(zip(missing, _stemmer(algorithm).stemWords(missing), strict=True))
+            stem_of = {w: stems[p] for w, p in plain.items()}
+        if algorithm is None:  # folding only: the other words stay themselves
+            return [[stem_of.get(t, t) for t in tokens] for tokens in out]
         # This batch's words to their stems, its bigrams to themselves (a bigram holds only unspaced
         # letters and a word none, so the two never collide).
-        stem_of = {w: stems[w] for w in words}
         stem_of.update(zip(pieces, pieces, strict=True))
         get = stem_of.__getitem__
         return [list(map(get, tokens)) for tokens in out]
+
+
+_FOLDED = frozenset(
+    {'ca', 'cs', 'da', 'de', 'en', 'eo', 'es', 'et', 'eu', 'fi', 'fr', 'ga', 'hu', 'id', 'it', 'lt', 'nl', 'no', 'pl'}
+    | {'pt', 'ro', 'st', 'sv', 'tr'}
+)
+"""The analyzer languages whose text ``'auto'`` (revision 2) folds to unaccented Latin letters before
+stemming (``café``, ``naïve``, ``Straße``, ``ş`` -> ``cafe``, ``naive``, ``strasse``, ``s``), as LanceDB's
+and Lucene's ASCII folding do: readers of these languages type a word with or without its accents.
+Not Vietnamese (its tone marks tell words apart; it is analysed as ``'none'``, never folded) nor any
+script but Latin (Greek tonos, Devanagari vowel signs stay). docs/text-analysis.md#accents-and-stop-words."""
+
+_FOLD_SPECIAL = {'ß': 'ss', 'ẞ': 'ss', 'æ': 'ae', 'Æ': 'ae', 'œ': 'oe', 'Œ': 'oe', 'ø': 'o', 'Ø': 'o', 'đ': 'd'}
+_FOLD_SPECIAL |= {'Đ': 'd', 'ł': 'l', 'Ł': 'l', 'þ': 'th', 'Þ': 'th', 'ð': 'd', 'Ð': 'd', '\u0131': 'i', 'ħ': 'h'}
+
+
+@cache
+def _fold_table() -> dict[int, str]:
+    """Latin letters with diacritics (Latin-1 to Latin Extended-B, Latin Extended Additional) to ASCII."""
+    table = {ord(k): v for k, v in _FOLD_SPECIAL.items()}
+    for cp in [*range(0xC0, 0x250), *range(0x1E00, 0x1F00)]:
+        if cp in table:
+            continue
+        base = ''.join(c for c in unicodedata.normalize('NFKD', chr(cp)) if not unicodedata.combining(c))
+        if base and base != chr(cp) and base.isascii() and base.isalpha():
+            table[cp] = base.lower()
+    return table
 
 
 @dataclass(frozen=True, slots=True)

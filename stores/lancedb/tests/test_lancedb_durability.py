@@ -209,11 +209,11 @@ async def test_a_table_left_without_its_indexes_is_repaired(tmp_path: pathlib.Pa
     store = open_store(str(path))
     await store.upsert(versioned_docs(1))
     table = await (await lancedb.connect_async(str(path))).open_table('records')
-    for name in ('text_idx', 'labels_idx'):
+    for name in ('words_idx', 'labels_idx'):  # a new store's text index is on its analysed words
         await table.drop_index(name)
     reader = open_store(str(path))
     hits = await reader.text_search(SearchRequest('version', 3))
     assert len(hits) == 3  # answered by a scan while the index is missing
     await reader.upsert(versioned_docs(2))
-    assert {'text_idx', 'labels_idx'} <= set(await reader.index_stats())
+    assert {'words_idx', 'labels_idx'} <= set(await reader.index_stats())
     assert await _assert_consistent(reader) == 2

@@ -33,7 +33,7 @@ async def test_ann_index_is_built_kept_current_and_exact_under_filters(tmp_path:
     await store.upsert([_doc(150, 0, 'file:///more.md')])
     stats = await store.index_stats()
     assert stats['vector_idx']['indexed_rows'] == 350 and stats['vector_idx']['unindexed_rows'] == 0
-    assert stats['text_idx']['unindexed_rows'] == 0
+    assert stats['words_idx']['unindexed_rows'] == 0
 
     # A 2%-selective filter through the ANN index still yields exactly top_k, all matching.
     hits = await store.vector_search(SearchRequest('record about warranty claims', 5, F.eq('rare', True)))

@@ -88,7 +88,7 @@ async def test_chinese_text_is_found_by_a_chinese_query_through_bigrams(tmp_path
     assert await _ids(store, '天气') == ['zh/weather']
     # A quoted phrase ranks the page with its characters in a row first (and only re-ranks).
     assert (await _ids(store, '"大学读书"'))[0] == 'zh/scattered'
-    legacy = _store(tmp_path / 'legacy')
+    legacy = _store(tmp_path / 'legacy', 'lancedb')
     await legacy.upsert(CHINESE)
     assert await _ids(legacy, '北京的大学') == []  # LanceDB's word analyzer: one token per sentence
 
@@ -99,7 +99,7 @@ async def test_german_words_match_by_their_stems(tmp_path: Path) -> None:
     assert await _ids(store, 'Häuser') == ['de/haus']
     assert await _ids(store, 'Fahrrädern') == ['de/fahrrad']
     assert await _ids(store, 'das und der') == []  # German stop words only: nothing to match
-    legacy = _store(tmp_path / 'legacy')
+    legacy = _store(tmp_path / 'legacy', 'lancedb')
     await legacy.upsert(GERMAN)
     assert await _ids(legacy, 'Häuser') == []
 
@@ -153,14 +153,14 @@ async def test_reopening_keeps_the_language_and_another_one_is_refused(tmp_path:
 
 async def test_a_legacy_store_is_unchanged_and_refuses_a_language(tmp_path: Path) -> None:
     path = tmp_path / 'kb'
-    store = _store(path)
+    store = _store(path, 'lancedb')  # LanceDB's own analyzer: what stores built before 'auto' hold
     await store.upsert(GERMAN)
     table = await store.records_table()
     schema = await table.schema()
     assert 'words' not in schema.names and b'toolish_rag.text_analyzer' not in (schema.metadata or {})
     assert 'text_idx' in await store.index_stats()
     assert store.text_analyzer is None and store.text_query_syntax == TEXT_QUERY_SYNTAX
-    with pytest.raises(ValueError, match=r"English analyzer \(language=None\).*language='en'"):
+    with pytest.raises(ValueError, match=r"English analyzer \(language=None or 'lancedb'\).*language='en'"):
         await _store(path, 'en').count()
     assert _store(path).text_analyzer is None  # read from the table before connecting
 

@@ -165,7 +165,8 @@ async def test_scoped_text_search_equals_the_unindexed_store(tmp_path: pathlib.P
 async def _prefiltered(store: LanceDBStore, query: str, top_k: int, f: Filter) -> list[tuple[str, float]]:
     """The plain prefiltered LanceDB query the store ran before the candidate-window plan."""
     table = await store.records_table()
-    q = table.query().nearest_to_text(parse_text_query(query).fts).select(['id', '_score'])
+    parsed = parse_text_query(query, analyzer=store.text_analyzer, languages=store._tables.known_text_languages())
+    q = table.query().nearest_to_text(parsed.fts).select(['id', '_score'])
     rows = await q.where(store.filter_sql(f)).limit(top_k).to_arrow()
     return [(r['id'], r['_score']) for r in rows.to_pylist()]
 
@@ -266,7 +267,7 @@ async def test_rows_the_text_index_does_not_cover_yet_are_always_prefiltered(
     records = _ranked_records(300)
     store = LanceDBStore(tmp_path / 'kb', embedder=HashingEmbeddingModel(32), metadata_index_threshold=0)
     await store.upsert(records)
-    assert (await store.index_stats())['text_idx']['unindexed_rows'] > 0
+    assert (await store.index_stats())['words_idx']['unindexed_rows'] > 0
     scope = F.lt('bucket', 60)
     for top_k in (3, 10, 30):
         hits = await store.text_search(SearchRequest('w1 w2', top_k, scope))

@@ -65,7 +65,7 @@ def _uncached(snapshot: IndexSnapshot) -> IndexSnapshot:
 async def test_cached_results_equal_compiling_per_call() -> None:
     store = TantivyStore()
     await store.upsert(_corpus())
-    query = Query.term_query(store.index.schema, 'text', 'refund')
+    query = Query.term_query(store.index.schema, store.analysis.field, 'refund')
     for f in FILTERS:
         request = SearchRequest('refund', 50, f)
         snapshot = store.snapshot()
@@ -159,7 +159,7 @@ async def test_threads_sharing_cached_filters_get_the_same_answers() -> None:
         for _ in range(20):
             for f in FILTERS:
                 snapshot = store.snapshot()
-                query = Query.term_query(store.index.schema, 'text', 'refund')
+                query = Query.term_query(store.index.schema, store.analysis.field, 'refund')
                 got = [(snapshot.record(a).id, s) for s, a in snapshot.ranked(query, SearchRequest('refund', 50, f))]
                 if got != expected[repr(f)]:
                     failures.append(repr(f))

@@ -87,7 +87,7 @@ async def test_chinese_text_is_found_by_a_chinese_query_through_bigrams() -> Non
     assert found[0] == 'zh/beijing'
     assert set(found) == {'zh/beijing', 'zh/scattered'}
     assert await _ids(store, '天气') == ['zh/weather']
-    legacy = TantivyStore()
+    legacy = TantivyStore(analyzer='subword_stem')  # what indexes built before 'auto' hold
     await legacy.upsert(CHINESE)
     assert await _ids(legacy, '北京的大学') == []  # what the language analyzer fixes
 
@@ -109,7 +109,7 @@ async def test_german_words_match_by_their_stems_and_stop_words_are_dropped() ->
     assert await _ids(store, 'Fahrrädern') == ['de/fahrrad']
     with pytest.raises(QuerySyntaxError, match='no searchable words'):
         await _ids(store, 'das und der')  # German stop words only
-    legacy = TantivyStore()
+    legacy = TantivyStore(analyzer='subword_stem')  # what indexes built before 'auto' hold
     await legacy.upsert(GERMAN)
     assert await _ids(legacy, 'Häuser') == []
 
@@ -157,7 +157,7 @@ async def test_reopening_keeps_the_language_and_another_one_is_refused(tmp_path:
 
 
 def test_a_legacy_index_keeps_its_analyzer_and_refuses_a_language(tmp_path: Path) -> None:
-    TantivyStore(tmp_path / 'ix')
+    TantivyStore(tmp_path / 'ix', analyzer='subword_stem')  # the default before 'auto'
     saved = json.loads((tmp_path / 'ix' / 'toolish_rag_tantivy.json').read_text())
     assert saved == {'format': 2, 'analyzer': 'subword_stem'}  # today's format, unchanged
     legacy = TantivyStore(tmp_path / 'ix')
@@ -177,7 +177,8 @@ def test_bad_arguments_are_refused() -> None:
 
 async def test_the_text_tool_does_not_claim_english_stemming() -> None:
     store = TantivyStore(language='zh')
-    assert TantivyStore().text_query_syntax == TEXT_QUERY_SYNTAX
+    assert TantivyStore(analyzer='subword_stem').text_query_syntax == TEXT_QUERY_SYNTAX
+    assert TantivyStore().text_query_syntax == store.text_query_syntax  # 'auto', the default
     assert 'stemmed' not in store.text_query_syntax and 'case changes' not in store.text_query_syntax
     definitions = {d.name: d.description or '' for d in await ToolishRag(store).tool_definitions()}
     assert store.text_query_syntax in definitions['docs_text_search']

@@ -77,7 +77,7 @@ def test_analyzer_is_saved_with_the_index(tmp_path: Path) -> None:
 
 
 async def test_subword_analyzer_finds_identifiers_from_words() -> None:
-    store = TantivyStore()
+    store = TantivyStore(analyzer='subword_stem')  # not the default: language='auto' keeps identifiers whole
     await store.upsert([_doc('file:///a.py', ['def parseHttpRequest(raw): ...', 'class run_target_loop: pass'])])
     hits = await store.text_search(SearchRequest('parse http requests', 5))
     assert hits and 'parseHttpRequest' in hits[0].record.urtext

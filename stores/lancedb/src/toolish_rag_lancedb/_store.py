@@ -52,7 +52,7 @@ from ._schema import (
     document_info,
 )
 from ._settling import DocumentLedger
-from ._tables import Tables
+from ._tables import ENGINE_LANGUAGE, Tables
 from ._text_query import text_query_syntax
 from ._windows import WINDOWS_COLUMN, WindowUse, embed_records
 
@@ -116,13 +116,14 @@ class LanceDBStore(GraphStoreMethods):
             (at 1M chunks the scan cost a filtered text search about four times its BM25 search).
             ``None``: never.
         language: analyse text with the core's language-aware `toolish_rag.TextAnalyzer` for
-            this language (``'zh'``, ``'de'``, ``'en'``...: any code `toolish_rag.analyzer_for`
-            takes) instead of LanceDB's English analyzer: a ``words`` column holds its tokens,
-            full-text indexed split on whitespace only, so `InMemoryStore` and `TantivyStore`
-            with the same language match the same records. Fixed when the records table is
-            created (saved in its schema metadata); ``None``: the saved analyzer, or LanceDB's
-            English one for a new store. A store built with another analyzer is refused on first
-            use: re-ingest into a new location to change it.
+            this language (``'auto'``, ``'zh'``, ``'de'``, ``'en'``...: any code
+            `toolish_rag.analyzer_for` takes): a ``words`` column holds its tokens, full-text
+            indexed split on whitespace only, so `InMemoryStore` and `TantivyStore` with the same
+            language match the same records. ``'lancedb'``: LanceDB's own English analyzer on
+            ``text`` (what a store built before ``'auto'`` became the default keeps). Fixed when the records table is
+            created (saved in its schema metadata); ``None``: the saved analyzer, or ``'auto'``
+            (each chunk in its detected language) for a new store. A store built with another
+            analyzer is refused on first use: re-ingest into a new location to change it.
         windows: how a chunk longer than the embedder reads gets several vectors, vector search
             scoring it by its best one (MaxP; a multivector column, see
             `toolish_rag_lancedb._windows`). Applies to tables this store creates; ``None``: one
@@ -150,8 +151,9 @@ class LanceDBStore(GraphStoreMethods):
         windows: EmbeddingWindows | None = DEFAULT_WINDOWS,
         metadata_index_threshold: int | None = 10_000,
     ) -> None:
-        requested = analyzer_for(language) if language is not None else None
-        self._tables = Tables(os.fspath(uri), storage_options or {}, read_consistency_interval, requested)
+        engine = language == ENGINE_LANGUAGE
+        requested = analyzer_for(language) if language is not None and not engine else None
+        self._tables = Tables(os.fspath(uri), storage_options or {}, read_consistency_interval, requested, engine)
         self._local = '://' not in self._tables.uri
         self._manifest = opening_manifest(self._tables)
         self.embedder = embedder_for_store(self._manifest, embedder, self._tables.uri)
@@ -281,7 +283,7 @@ class LanceDBStore(GraphStoreMethods):
 
     @property
     def text_analyzer(self) -> TextAnalyzer | None:
-        """The core analyzer text search uses (``language=``), or ``None`` for LanceDB's English one.
+        """The core analyzer text search uses (``language=``), or ``None`` for LanceDB's English one (``'lancedb'``).
 
         A store opened with ``language=None`` reports the saved one (reading the table's schema
         once if it has not connected yet).

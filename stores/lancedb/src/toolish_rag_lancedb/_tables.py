@@ -21,7 +21,7 @@ from typing import Any
 
 import lancedb
 
-from toolish_rag.analysis import TextAnalyzer
+from toolish_rag.analysis import AUTO, TextAnalyzer, analyzer_for
 from toolish_rag.filters import Filter
 from toolish_rag.manifest import read_manifest
 
@@ -42,7 +42,17 @@ from ._schema import (
 from ._windows import WINDOWS_COLUMN, windows_field
 from ._writer_lock import WriteTurn
 
-__all__ = ['Tables']
+__all__ = ['ENGINE_LANGUAGE', 'NEW_STORE_ANALYZER', 'Tables']
+
+ENGINE_LANGUAGE = 'lancedb'
+"""``LanceDBStore(language='lancedb')``: LanceDB's own English FTS analyzer on ``text`` (no ``words`` column)."""
+
+NEW_STORE_ANALYZER = analyzer_for(AUTO)
+"""What a new records table is analysed with when the store was opened with ``language=None``: each chunk
+in its detected language (docs/stores/lancedb.md#text-analysis). A table saved before keeps its own."""
+
+_NO_TABLE = TextAnalyzer('none')
+"""`Tables._peek_analyzer`'s answer when no records table exists (compared by identity)."""
 
 
 class Tables:
@@ -63,8 +73,11 @@ class Tables:
         storage_options: Mapping[str, str],
         read_consistency_interval: timedelta | None,
         requested_analyzer: TextAnalyzer | None = None,
+        engine_analyzer: bool = False,
     ) -> None:
         self.requested_analyzer = requested_analyzer
+        self.engine_analyzer = engine_analyzer
+        """Whether the store was opened with ``language='lancedb'``: LanceDB's own English analyzer."""
         self.text_analyzer: TextAnalyzer | None = None
         self._peeked: tuple[TextAnalyzer | None] | None = None
         self.uri = uri
@@ -143,13 +156,16 @@ class Tables:
     def _checked_analyzer(self, saved: TextAnalyzer | None) -> TextAnalyzer | None:
         """``saved``, unless the store was opened with another analyzer: never search with a different one."""
         wanted = self.requested_analyzer
-        if wanted is not None and wanted != saved:
+        if (wanted is not None and wanted != saved) or (self.engine_analyzer and saved is not None):
             built = (
-                f'language={saved.language!r}' if saved is not None else "LanceDB's English analyzer (language=None)"
+                f'language={saved.language!r}'
+                if saved is not None
+                else "LanceDB's English analyzer (language=None or 'lancedb')"
             )
+            asked = repr(wanted.language) if wanted is not None else "'lancedb'"
             raise ValueError(
                 f'{self.uri} was indexed with {built}; open it with that (language=None uses the saved one), or '
-                f'ingest the documents again into a new location to index them with language={wanted.language!r}: '
+                f'ingest the documents again into a new location to index them with language={asked}: '
                 'an index is never searched with another analyzer than it was built with'
             )
         return saved
@@ -172,11 +188,11 @@ class Tables:
         """
         if self.records is not None:
             return self.text_analyzer
-        if self.requested_analyzer is not None:
+        if self.requested_analyzer is not None or self.engine_analyzer:
             return self.requested_analyzer
         if self._peeked is None:
             self._peeked = (self._peek_analyzer(),)
-        return self._peeked[0]
+        return self._peeked[0] if self._peeked[0] is not _NO_TABLE else NEW_STORE_ANALYZER
 
     def peek_model(self) -> tuple[str, int | None] | None:
         """The embedding model and size a local records table's metadata names, read without connecting
@@ -192,11 +208,12 @@ class Tables:
         return (model, dims) if model else None
 
     def _peek_analyzer(self) -> TextAnalyzer | None:
+        """The saved analyzer, ``None`` for LanceDB's own, `_NO_TABLE` when no records table exists yet."""
         if '://' not in self.uri and not os.path.isdir(self.uri):
-            return None  # nothing written yet (and connecting would create the directory)
+            return _NO_TABLE  # nothing written yet (and connecting would create the directory)
         db = lancedb.connect(self.uri, storage_options=self.storage_options or None)
         if RECORDS_TABLE not in db.list_tables().tables:
-            return None
+            return _NO_TABLE
         return saved_text_analyzer(db.open_table(RECORDS_TABLE).schema)
 
     @property
@@ -283,8 +300,8 @@ class Tables:
             schema = records_schema(dims, model_name)
             if windows:
                 schema = schema.append(windows_field(dims))
-            if self.requested_analyzer is not None:
-                schema = with_words(schema, self.requested_analyzer)
+            if not self.engine_analyzer:
+                schema = with_words(schema, self.requested_analyzer or NEW_STORE_ANALYZER)
             self.records = await self.db.create_table(RECORDS_TABLE, schema=schema, exist_ok=True)
             await self.refresh_schema()
 

@@ -107,7 +107,7 @@ def _parse_analysed(text: str, analyzer: TextAnalyzer, languages: tuple[str, ...
     """
     codes = analyzer.query_languages(text, languages)
     found = _PHRASE.findall(text)
-    phrases = list(dict.fromkeys(tuple(TextAnalyzer(code).tokens(p)) for p in found for code in codes))
+    phrases = list(dict.fromkeys(tuple(analyzer.phrase_tokens(p, code)) for p in found for code in codes))
     tokens = analyzer.query_tokens(_PHRASE.sub(' ', text).replace('"', ' '), languages)
     tokens += [t for phrase in phrases for t in phrase]  # a phrase's words also join the OR-match
     clauses: list[FullTextQuery] = []
@@ -117,15 +117,17 @@ def _parse_analysed(text: str, analyzer: TextAnalyzer, languages: tuple[str, ...
             PhraseQuery(' '.join(p), WORDS_COLUMN, slop=0, document_granularity=None) for p in phrases if len(p) > 1
         )
     fts = _any_of(clauses)
-    if tokens:
+    stop = frozenset().union(*(TextAnalyzer(code).stop_words for code in codes))
+    if any(t not in stop for t in tokens):
         return ParsedTextQuery(fts=fts, substrings=())
-    # No token at all: symbols the index cannot hold are scanned for; words it drops (stop words,
-    # single letters) match nothing, as in every store with this analyzer.
+    # No token, or stop words only (which a passage with other words does not index): if BM25
+    # finds nothing, the query is scanned for as a substring, whole ('to be or not to be'), and
+    # each piece holding a symbol ('C++', whose single letter no analysis keeps; an emoji).
     whole = ' '.join(text.replace('"', ' ').split())
-    pieces = [p for p in whole.split() if not _WORD.search(p) and not all(ch in _PUNCTUATION for ch in p)]
-    if not pieces:
+    pieces = [p for p in whole.split() if _TOKENS.fullmatch(p) is None and not all(ch in _PUNCTUATION for ch in p)]
+    if not pieces and not tokens:
         return ParsedTextQuery(fts=None, substrings=())
-    return ParsedTextQuery(fts=None, substrings=tuple(dict.fromkeys([whole, *pieces])))
+    return ParsedTextQuery(fts=fts, substrings=tuple(dict.fromkeys([whole, *pieces])))
 
 
 def _or_match(terms: str, column: str) -> MatchQuery:

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 
 import tantivy
 
-from toolish_rag.analysis import TextAnalyzer, analyzer_for
+from toolish_rag.analysis import AUTO, TextAnalyzer, analyzer_for
 
-from ._analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName, build_analyzer, tokenizer_name
+from ._analyzers import ANALYZERS, AnalyzerName, build_analyzer, tokenizer_name
 from ._query import TextQueryBuilder, text_query_syntax
 from ._schema import build_schema
 
@@ -41,7 +41,7 @@ class CoreQueryAnalyzer:
     def analyze_phrase(self, text: str) -> list[list[str]]:
         """``text`` as a phrase in each language it is searched in (one sequence per distinct analysis)."""
         codes = self.analyzer.query_languages(text, self.languages())
-        return [list(p) for p in dict.fromkeys(tuple(TextAnalyzer(code).tokens(text)) for code in codes)]
+        return [list(p) for p in dict.fromkeys(tuple(self.analyzer.phrase_tokens(text, code)) for code in codes)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,7 +73,8 @@ class IndexAnalysis:
 
     @classmethod
     def default(cls) -> IndexAnalysis:
-        return cls(name=DEFAULT_ANALYZER)
+        """A new index's analysis when neither ``analyzer=`` nor ``language=`` is given: ``language='auto'``."""
+        return cls(text_analyzer=analyzer_for(AUTO))
 
     @classmethod
     def from_saved(cls, saved: str) -> IndexAnalysis:
