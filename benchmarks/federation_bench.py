@@ -36,8 +36,8 @@ from pin_threads import set_thread_counts
 THREADS = set_thread_counts(2)
 
 from common import build_documents, data_dir, hit_doc_ids, load_beir, ndcg_at_10  # noqa: E402
-from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult  # noqa: E402
-from pydantic_ai.embeddings.base import EmbeddingSettings, EmbedInputType  # noqa: E402
+from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings  # noqa: E402
+from pydantic_ai.embeddings.result import EmbedInputType  # noqa: E402
 
 from toolish_rag.content import Document  # noqa: E402
 from toolish_rag.embedding import HashingEmbeddingModel, resolve_embedder  # noqa: E402

@@ -28,6 +28,9 @@ __all__ = [
     'SectionReader',
     'StoreCapabilities',
     'StoreLike',
+    'TermStatistics',
+    'TermStatisticsRequest',
+    'TermStatisticsSource',
     'TextSearch',
     'VectorSearch',
 ]
@@ -158,6 +161,54 @@ class FilterPushdown(Protocol):
     """
 
     def supports_filter(self, filter: Filter) -> bool: ...
+
+
+@dataclass(frozen=True, slots=True)
+class TermStatisticsRequest:
+    """What a caller scoring text over several stores (a federation) asks one store, for one query.
+
+    The counts are taken under the analyzer named by ``analyzer`` (`toolish_rag.analysis.TextAnalyzer.identity`),
+    over the records the store's text search ranks that ``filter`` admits. See docs/federation.md#fusion.
+    """
+
+    analyzer: str
+    tokens: tuple[str, ...] = ()
+    """The query's analysed tokens whose document frequencies are wanted."""
+    record_ids: tuple[str, ...] = ()
+    """Records whose lengths and term frequencies (of ``tokens``) are wanted; ids outside the scope are left out."""
+    filter: Filter | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class TermStatistics:
+    """BM25's statistics of one store's records in a scope, under one analyzer (a `TermStatisticsRequest`'s answer)."""
+
+    records: int
+    """How many records the scope holds."""
+    length: int
+    """Their tokens, all together (the mean length is ``length / records``)."""
+    document_frequencies: Mapping[str, int]
+    """For each requested token, in how many of those records it occurs (0 when in none)."""
+    lengths: Mapping[str, int]
+    """Each requested record's tokens, for those in scope."""
+    term_frequencies: Mapping[str, Mapping[str, int]]
+    """Each requested in-scope record's count of each requested token it holds (absent tokens left out)."""
+    languages: Mapping[str, int] = field(default_factory=dict)
+    """How many of the records were analysed in each language (what an ``'auto'`` analyzer reads a query in)."""
+
+
+@runtime_checkable
+class TermStatisticsSource(Protocol):
+    """Optional: a store answers BM25's statistics of its own records, current, for the call's scope.
+
+    A federation re-scoring its members' text hits with one BM25 asks each member that has it
+    instead of reading and analysing the member's whole text once (its census): the answer
+    reflects every write, including those made from elsewhere. ``None``: the store cannot count
+    under that analyzer (the caller falls back to its census). Like distributed IDF in search
+    engines: only counts cross, never text. See docs/federation.md#fusion and docs/custom-store.md.
+    """
+
+    async def term_statistics(self, request: TermStatisticsRequest) -> TermStatistics | None: ...
 
 
 StoreLike: TypeAlias = (

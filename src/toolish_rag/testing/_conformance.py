@@ -18,12 +18,13 @@ from ._graph import GraphChecks
 from ._kit import ASPECTS, PROTOCOLS, Aspect
 from ._navigation import NavigationChecks
 from ._search import SearchChecks
+from ._term_statistics import TermStatisticsChecks
 from ._writes import WriteChecks
 
 __all__ = ['ASPECTS', 'PROTOCOLS', 'Aspect', 'StoreConformance']
 
 
-class StoreConformance(WriteChecks, SearchChecks, ExpansionChecks, NavigationChecks, GraphChecks):
+class StoreConformance(WriteChecks, SearchChecks, ExpansionChecks, NavigationChecks, GraphChecks, TermStatisticsChecks):
     """Base class of a store's conformance tests::
 
         class TestMyStore(StoreConformance):

@@ -12,12 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ...analysis import TextAnalyzer, analyzer_for
+from ...analysis import TextAnalyzer
 from ...fusion import FusionConfig
 from ...search import SearchHit
 from ._events import SourcedHit
 
 __all__ = ['MemberFusion']
+
+SHARE = 1.5
+"""A member is first asked for this many times its even share of the merged pool (`MemberFusion.asks`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +47,9 @@ class MemberFusion:
     """``'corpus'`` (default): text hits (text search, hybrid's text leg) re-scored with one BM25 over every
     member's in-scope records, whatever each member's own formula and tokenizer; each member's records
     are read once for it (docs/federation.md#fusion). ``'member'``: merged by ``method`` like the other legs."""
-    analyzer: TextAnalyzer = field(default_factory=lambda: analyzer_for(None))
-    """The analyzer of ``text='corpus'`` (English by default; ``analyzer_for('auto')`` detects languages)."""
+    analyzer: TextAnalyzer | None = None
+    """The analyzer of ``text='corpus'``; ``None`` (default): the one the members' text search states when
+    those that state one agree (the memory store's ``'auto'`` by default), else English."""
 
     def __post_init__(self) -> None:
         if self.method not in ('raw', 'zscore', 'rrf'):
@@ -55,9 +59,23 @@ class MemberFusion:
         if self.candidates < 1 or self.rrf_k < 1:
             raise ValueError('candidates and rrf_k must be positive')
 
-    def fetch(self, top_k: int) -> int:
-        """How many hits to ask each member for, for a federated ``top_k``."""
-        return max(top_k, self.candidates)
+    def pool(self, top_k: int, rescored: bool) -> int:
+        """How many merged hits a federated ``top_k`` search ranks: ``top_k``, or ``max(top_k, candidates)``
+        when the members' lists are standardised (``'zscore'``) or re-scored (``rescored``), which need the candidates."""
+        return max(top_k, self.candidates) if rescored or self.method == 'zscore' else top_k
+
+    def asks(self, pool: int, members: int) -> list[int]:
+        """How many hits each of ``members`` members is first asked for, for a merged ``pool``.
+
+        The whole pool from one member or under ``'zscore'`` (a member's standard scores depend on
+        every candidate it returns); otherwise half as much again as an even share, and the whole
+        pool only from a member whose share may have been too small (a second call, see
+        ``FusedSearch.fan_out``): by score or rank the merged pool is then exactly the one full
+        lists would give.
+        """
+        if members <= 1 or self.method == 'zscore':
+            return [pool] * members
+        return [min(pool, math.ceil(SHARE * pool / members) + 2)] * members
 
     def fuse(self, names: Sequence[str], rankings: Sequence[Sequence[SearchHit]], top_k: int) -> list[SourcedHit]:
         """The ``top_k`` best of ``rankings`` (one best-first list per member, in member order, named by ``names``).

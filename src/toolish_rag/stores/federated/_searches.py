@@ -21,7 +21,7 @@ from ._core import FederationCore, Member, pushes_down
 from ._events import SourcedHit
 from ._fusion import MemberFusion
 from ._languages import query_legs
-from ._statistics import rescored
+from ._statistics import rescored, shared_analyzer
 
 _Method = Callable[[Member], str]
 """Which search method of a member gives its ranking for a leg (``'vector_search'``...)."""
@@ -55,20 +55,80 @@ class FusedSearch(FederationCore):
     async def fan_out(
         self, members: Sequence[Member], method: _Method, request: SearchRequest, operation: str
     ) -> list[SourcedHit]:
-        """The members' rankings for ``request``, concurrently, fused; a failing member adds nothing."""
+        """The members' rankings for ``request``, concurrently, fused; a failing member adds nothing.
+
+        Each member is first asked for its share of the pool (`MemberFusion.asks`), and asked again
+        for the whole pool only when its share may not have been enough (`_short`): most of what a
+        member would return beyond its share is never kept, and materialising it is most of a
+        member's search time.
+        """
         if request.top_k <= 0 or not members:
             return []
-        wide = replace(request, top_k=self.fusion.fetch(request.top_k))
-        rankings = await asyncio.gather(
-            *(self.guarded(m, operation, member_ranking(m, method(m), wide), []) for m in members)
-        )
+        corpus = method is _text and self.fusion.text == 'corpus'
+        pool = self.fusion.pool(request.top_k, corpus)
+        asks = self.fusion.asks(pool, len(members))
         names = [m.name for m in members]
-        if method is _text and self.fusion.text == 'corpus':
-            merged = _each_once(names, rankings)
-            found = await rescored(members, request.filter, request.query, merged, self.fusion.analyzer)
+        rankings = list(
+            await asyncio.gather(
+                *(self._ranking(m, method, request, n, operation) for m, n in zip(members, asks, strict=True))
+            )
+        )
+        while True:
+            merged = await self._merged(members, names, rankings, request, pool, corpus)
+            short = [
+                i for i, n in enumerate(asks) if n < pool and _short(names[i], rankings[i], n, merged, pool, corpus)
+            ]
+            if not short:
+                return merged[: request.top_k]
+            found = await asyncio.gather(*(self._ranking(members[i], method, request, pool, operation) for i in short))
+            for i, ranking in zip(short, found, strict=True):
+                rankings[i], asks[i] = ranking, pool
+
+    def _ranking(
+        self, member: Member, method: _Method, request: SearchRequest, n: int, operation: str
+    ) -> Awaitable[list[SearchHit]]:
+        return self.guarded(member, operation, member_ranking(member, method(member), replace(request, top_k=n)), [])
+
+    async def _merged(
+        self,
+        members: Sequence[Member],
+        names: Sequence[str],
+        rankings: Sequence[Sequence[SearchHit]],
+        request: SearchRequest,
+        pool: int,
+        corpus: bool,
+    ) -> list[SourcedHit]:
+        """The best ``pool`` of the members' rankings: re-scored with one BM25 (``corpus``), else fused."""
+        if corpus:
+            found = await rescored(
+                members,
+                request.filter,
+                request.query,
+                _each_once(names, rankings),
+                self.fusion.analyzer or shared_analyzer(members),
+            )
             if found is not None:
-                return found[: request.top_k]
-        return self.fusion.fuse(names, rankings, request.top_k)
+                return found[:pool]
+        return self.fusion.fuse(names, rankings, pool)
+
+
+def _short(
+    name: str, ranking: Sequence[SearchHit], asked: int, merged: Sequence[SourcedHit], pool: int, corpus: bool
+) -> bool:
+    """Whether a member that returned ``ranking`` when asked for ``asked`` hits must be asked for the whole pool.
+
+    Not when it returned fewer (it has no more). Fused by score or rank, exactly when its last hit made
+    the pool (or the pool is not full): what it did not return ranks below that hit. Re-scored with one
+    BM25, whose order is not the member's, when nine in ten of its hits made the pool.
+    """
+    if len(ranking) < asked:
+        return False
+    if len(merged) < pool:
+        return True
+    if corpus:
+        return sum(h.source == name for h in merged) * 10 >= asked * 9
+    last = ranking[-1].id
+    return any(h.id == last and h.source == name for h in merged)
 
 
 def _each_once(names: Sequence[str], rankings: Sequence[Sequence[SearchHit]]) -> list[SourcedHit]:
@@ -129,7 +189,7 @@ class FederatedHybrid(FusedSearch):
         """
         if request.top_k <= 0:
             return []
-        n = self.fusion.fetch(request.top_k)
+        n = max(request.top_k, self.fusion.candidates)
         wide = replace(request, top_k=n)
         vector_members = [
             m

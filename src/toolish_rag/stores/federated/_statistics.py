@@ -22,10 +22,10 @@ from dataclasses import dataclass, field
 import numpy as np
 import numpy.typing as npt
 
-from ...analysis import TextAnalyzer
+from ...analysis import TextAnalyzer, analyzer_for
 from ...content import Chunk
 from ...filters import Filter, matches
-from ...protocols import ResultExpander, SectionReader
+from ...protocols import ResultExpander, SectionReader, TermStatistics, TermStatisticsRequest, TermStatisticsSource
 from ...search import ExpansionRequest
 from ...sections import MAX_PAGE_LIMIT, DocumentPageRequest, SectionReadRequest
 from ._core import Member
@@ -114,6 +114,12 @@ class Census:
 _CENSUSES: weakref.WeakKeyDictionary[object, dict[str, asyncio.Future[Census]]] = weakref.WeakKeyDictionary()
 
 
+def shared_analyzer(members: Sequence[Member]) -> TextAnalyzer:
+    """The analyzer the members' text search states (``text_analyzer``) when those that state one agree, else English."""
+    stated = {a.identity: a for m in members if isinstance(a := getattr(m.store, 'text_analyzer', None), TextAnalyzer)}
+    return next(iter(stated.values())) if len(stated) == 1 else analyzer_for(None)
+
+
 def forget(store: object) -> None:
     """Drop ``store``'s census (its records changed): the next re-scored search reads it again."""
     _CENSUSES.pop(store, None)
@@ -163,58 +169,169 @@ async def _read(store: object, analyzer: TextAnalyzer) -> Census:
     return await asyncio.to_thread(Census.of, records, analyzer)
 
 
+@dataclass(frozen=True, slots=True)
+class _Counts:
+    """One member's part of one BM25 call: its scope's size, its document frequencies, and its hits' counts."""
+
+    records: int
+    length: float
+    frequencies: dict[str, int]
+    rows: list[int]
+    """Which of the hits these are (positions in the list being re-scored)."""
+    lengths: npt.NDArray[np.float64]
+    counts: npt.NDArray[np.float64]
+    """``counts[i, j]``: token ``j``'s count in hit ``rows[i]``."""
+
+
+def _census_counts(census: Census, scope: _Scope, tokens: list[str], places: dict[int, int]) -> _Counts:
+    rows, at = list(places), np.fromiter(places.values(), dtype=np.int64, count=len(places))
+    counts = np.zeros((at.size, len(tokens)))
+    for j, token in enumerate(tokens):
+        tf = census.term_frequencies(token, at)
+        counts[:, j] = tf if scope.mask is None else np.where(scope.mask[at], tf, 0.0)
+    return _Counts(
+        scope.records,
+        scope.length,
+        {t: census.frequency(t, scope) for t in tokens},
+        rows,
+        census.lengths[at].astype(np.float64),
+        counts,
+    )
+
+
+def _reported_counts(answer: TermStatistics, tokens: list[str], ids: dict[int, str]) -> _Counts:
+    rows = [row for row, rid in ids.items() if rid in answer.lengths]
+    counts = np.zeros((len(rows), len(tokens)))
+    for i, row in enumerate(rows):
+        held = answer.term_frequencies.get(ids[row], {})
+        for j, token in enumerate(tokens):
+            counts[i, j] = held.get(token, 0)
+    return _Counts(
+        answer.records,
+        float(answer.length),
+        {t: int(answer.document_frequencies.get(t, 0)) for t in tokens},
+        rows,
+        np.array([answer.lengths[ids[row]] for row in rows], dtype=np.float64),
+        counts,
+    )
+
+
+class _Source:
+    """Where one member's statistics come from: its own answer (`TermStatisticsSource`), else its census."""
+
+    def __init__(self, member: Member, census: Census | None) -> None:
+        self.member, self.census = member, census
+
+    @staticmethod
+    async def of(member: Member, analyzer: TextAnalyzer) -> _Source | None:
+        """``None`` when the member can give none (it answers no statistics and has no census)."""
+        if isinstance(member.store, TermStatisticsSource):
+            return _Source(member, None)
+        return await _Source.read(member, analyzer)
+
+    @staticmethod
+    async def read(member: Member, analyzer: TextAnalyzer) -> _Source | None:
+        if not (isinstance(member.store, SectionReader) and _keyable(member.store)):
+            return None
+        return _Source(member, await census_of(member.store, analyzer))
+
+    async def _answer(self, analyzer: TextAnalyzer, request: TermStatisticsRequest) -> TermStatistics | None:
+        """The member's own answer, or ``None`` after switching to its census (it counts under another analyzer)."""
+        store = self.member.store
+        assert isinstance(store, TermStatisticsSource)
+        answer = await store.term_statistics(request)
+        if answer is None:
+            fallback = await _Source.read(self.member, analyzer)
+            if fallback is None:
+                raise LookupError('the member answers no statistics under this analyzer and has no census')
+            self.census = fallback.census
+        return answer
+
+    async def languages(self, f: Filter | None, analyzer: TextAnalyzer) -> set[str]:
+        """The languages of the member's in-scope records (``'auto'`` analyzers read the query in those)."""
+        if self.census is None:
+            answer = await self._answer(
+                analyzer, TermStatisticsRequest(analyzer.identity, filter=self.member.scoped(f))
+            )
+            if answer is not None:
+                return set(answer.languages)
+        assert self.census is not None
+        scope = self.census.scope(self.member.scoped(f))
+        kept = (
+            self.census.languages
+            if scope.mask is None
+            else (self.census.languages[i] for i in np.flatnonzero(scope.mask))
+        )
+        return set(kept)
+
+    async def counts(
+        self, f: Filter | None, tokens: list[str], hits: Sequence[SourcedHit], analyzer: TextAnalyzer
+    ) -> _Counts:
+        mine = {row: h.id for row, h in enumerate(hits) if h.source == self.member.name}
+        if self.census is None:
+            request = TermStatisticsRequest(
+                analyzer.identity, tuple(tokens), tuple(mine.values()), self.member.scoped(f)
+            )
+            answer = await self._answer(analyzer, request)
+            if answer is not None:
+                return _reported_counts(answer, tokens, mine)
+        assert self.census is not None
+        scope = self.census.scope(self.member.scoped(f))
+        places = {row: place for row, rid in mine.items() if (place := self.census.where.get(rid)) is not None}
+        return _census_counts(self.census, scope, tokens, places)
+
+
 async def rescored(
     members: Sequence[Member], f: Filter | None, query: str, hits: Sequence[SourcedHit], analyzer: TextAnalyzer
 ) -> list[SourcedHit] | None:
     """``hits`` re-scored with one BM25 over every member's in-scope records, best first (ties keep their order).
 
-    ``None`` when a member has no census (it is no `SectionReader`, its object cannot be a weak
-    dictionary key, or reading it failed): the caller keeps its own merge.
+    A member that reports its statistics (`TermStatisticsSource`) is asked, for this call; another
+    one's come from its census. ``None`` when a member can give neither (it is no `SectionReader`,
+    its object cannot be a weak dictionary key, or reading it failed): the caller keeps its own merge.
     """
-    if not all(isinstance(m.store, SectionReader) and _keyable(m.store) for m in members):
-        return None
     try:
-        censuses = await asyncio.gather(*(census_of(m.store, analyzer) for m in members))
+        sources = await asyncio.gather(*(_Source.of(m, analyzer) for m in members))
+        if any(source is None for source in sources):
+            return None
+        known = [source for source in sources if source is not None]
+        languages: set[str] = set()
+        if analyzer.auto:  # a query is analysed in the languages of the records in scope, as in one store
+            for found in await asyncio.gather(*(source.languages(f, analyzer) for source in known)):
+                languages |= found
+        tokens = analyzer.query_tokens(query, languages)
+        distinct = list(dict.fromkeys(tokens))
+        parts = await asyncio.gather(*(source.counts(f, distinct, hits, analyzer) for source in known))
     except Exception as error:  # statistics are an improvement, never a reason to fail a search
         log.warning(
             'federation: text statistics unreadable (%s); text hits merged by member scores', type(error).__name__
         )
         return None
-    scopes = [c.scope(m.scoped(f)) for m, c in zip(members, censuses, strict=True)]
-    records = sum(scope.records for scope in scopes)
+    records = sum(part.records for part in parts)
     if records == 0:
         return [SourcedHit(h.record, 0.0, h.matches, h.source) for h in hits]
-    mean_length = sum(scope.length for scope in scopes) / records
-    languages: set[str] = set()
-    if analyzer.auto:  # a query is analysed in the languages of the records in scope, as in one store
-        for c, scope in zip(censuses, scopes, strict=True):
-            kept = c.languages if scope.mask is None else (c.languages[i] for i in np.flatnonzero(scope.mask))
-            languages.update(kept)
-    tokens = analyzer.query_tokens(query, languages)
-    df = {t: sum(c.frequency(t, scope) for c, scope in zip(censuses, scopes, strict=True)) for t in set(tokens)}
-    weighted = [(t, math.log(1 + (records - df[t] + 0.5) / (df[t] + 0.5))) for t in tokens if df[t] > 0]
+    mean_length = sum(part.length for part in parts) / records
+    df = {t: sum(part.frequencies[t] for part in parts) for t in distinct}
+    # A repeated query token counts twice, as in one store's BM25.
+    weights = np.array(
+        [
+            sum(math.log(1 + (records - df[t] + 0.5) / (df[t] + 0.5)) for u in tokens if u == t) if df[t] else 0.0
+            for t in distinct
+        ]
+    )
     scores = np.zeros(len(hits))
-    by_name = {m.name: c for m, c in zip(members, censuses, strict=True)}
-    placed: dict[str, tuple[list[int], list[int]]] = {}
-    for i, hit in enumerate(hits):
-        census = by_name.get(hit.source)
-        place = census.where.get(hit.id) if census is not None else None
-        if place is not None:
-            rows, places = placed.setdefault(hit.source, ([], []))
-            rows.append(i)
-            places.append(place)
-            continue
-        # Not in the census (an entity, or written since it was read): analysed now.
-        own = Counter(analyzer.analyse([hit.record.text]).tokens[0])
+    counted = np.zeros(len(hits), dtype=np.bool_)
+    for part in parts:
+        if part.rows:
+            norm = K1 * ((1 - B) + B * part.lengths / mean_length)
+            scores[part.rows] = ((part.counts / (norm[:, None] + part.counts)) * weights).sum(axis=1)
+            counted[part.rows] = True
+    for i in np.flatnonzero(~counted).tolist():
+        # Not counted by its member (an entity, or written since its census was read): analysed now.
+        own = Counter(analyzer.analyse([hits[i].record.text]).tokens[0])
         own_norm = K1 * ((1 - B) + B * sum(own.values()) / mean_length)
-        scores[i] = sum(weight * own[t] / (own_norm + own[t]) for t, weight in weighted if own[t])
-    for name, (rows, places) in placed.items():
-        census, at = by_name[name], np.asarray(places, dtype=np.int64)
-        norm = K1 * ((1 - B) + B * census.lengths[at] / mean_length)
-        total = np.zeros(at.size)
-        for t, weight in weighted:
-            tf = census.term_frequencies(t, at)
-            total += weight * tf / (norm + tf)
-        scores[rows] = total
+        scores[i] = sum(
+            float(w) * own[t] / (own_norm + own[t]) for t, w in zip(distinct, weights, strict=True) if own[t]
+        )
     scored = sorted(zip((-scores).tolist(), range(len(hits)), hits, strict=True), key=lambda item: item[:2])
     return [SourcedHit(h.record, -negative, h.matches, h.source) for negative, _, h in scored]

@@ -23,7 +23,7 @@ from ...embedding import embedder_for_store, embedder_identity, resolve_embedder
 from ...filters import Filter
 from ...graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from ...manifest import read_manifest, update_manifest
-from ...protocols import DocumentInfo
+from ...protocols import DocumentInfo, TermStatistics, TermStatisticsRequest
 from ...regex import compile_request
 from ...search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from ...sections import (
@@ -43,6 +43,7 @@ from ._reembed import reembedded
 from ._search import regex_hits, text_scores, top, vector_scores
 from ._settings import STATISTICS, Statistics, save_setting, saved_analyzer, saved_statistics
 from ._snapshot import Snapshot
+from ._term_statistics import term_statistics
 from ._windows import WindowVectors, aligned, plan_write, window_key
 
 __all__ = ['InMemoryStore']
@@ -524,6 +525,13 @@ class InMemoryStore:
         if scores is None:
             return []
         return [SearchHit(snap.records[i], float(scores[i])) for i in top(scores, request.top_k)]
+
+    async def term_statistics(self, request: TermStatisticsRequest) -> TermStatistics | None:
+        """BM25's counts of the current records in ``request``'s scope, from this store's own index
+        (`toolish_rag.protocols.TermStatisticsSource`); ``None`` under another analyzer than the store's."""
+        if request.analyzer != self._analyzer.identity:
+            return None
+        return await asyncio.to_thread(term_statistics, self._snapshot, request)
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         snap = self._snapshot
