@@ -270,3 +270,21 @@ def test_toolish_rag_upgrade_with_language_auto_switches_an_old_store(tmp_path: 
     reopened = InMemoryStore(HashingEmbeddingModel(32), path=tmp_path)
     assert reopened.language == AUTO
     assert asyncio.run(_top(reopened, 'Verteidigungen')) is not None  # German stems now
+
+
+def test_auto_folds_latin_accents_per_language_and_keeps_an_all_stop_word_text() -> None:
+    auto = TextAnalyzer(AUTO)
+    # Folded before stemming, so a word typed without its accents meets the word with them.
+    for code, accented, plain in [('en', 'naïve café', 'naive cafe'), ('de', 'Straße Häuser', 'Strasse Hauser')]:
+        assert auto.phrase_tokens(accented, code) == auto.phrase_tokens(plain, code), code
+    assert auto.phrase_tokens('Türkiye', 'tr') == auto.phrase_tokens('Turkiye', 'tr')
+    assert auto.phrase_tokens('tôt', 'fr') == ['tot']
+    # Not Vietnamese (analysed as 'none': tones tell words apart), not Greek, not a fixed language.
+    assert auto.phrase_tokens('má mà ma', 'none') == ['má', 'mà', 'ma']
+    assert auto.phrase_tokens('Αθήνα', 'el') == TextAnalyzer('el').tokens('Αθήνα')
+    assert TextAnalyzer('en').tokens('café') == ['café']
+    # Stop words only: kept, in a passage and in a query (else 'to be or not to be' matches nothing).
+    assert auto.analyse(['To be or not to be'], languages=['en']).tokens == [['to', 'be', 'or', 'not', 'to', 'be']]
+    assert set(auto.query_tokens('to be or not to be', ['en'])) == {'to', 'be', 'or', 'not'}
+    assert auto.analyse(['To be or not to be, that is the question'], languages=['en']).tokens == [['question']]
+    assert TextAnalyzer(AUTO, revision=1).query_tokens('to be or not', ['en']) == []  # as saved before

@@ -1,29 +1,24 @@
-"""`TantivyStore(language='auto')`: each chunk analysed in its detected language, a query in the store's
-languages (issue 30 item 1). The languages a write found are kept in the store's manifest, so another
-process's store object analyses its queries in them too.
+"""`TantivyStore`'s ``language='auto'``, the default of a new index (issue 30 item 1): what is Tantivy's own.
+
+Finding passages across languages is the conformance kit's check (`toolish_rag.testing`, run by
+test_conformance.py); here: the default and what is saved beside the index (the analyzer identity,
+the languages in the manifest), and that an index saved before keeps its analysis.
 """
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
-from toolish_rag.analysis import AUTO
+from toolish_rag.analysis import AUTO, TextAnalyzer
 from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Chunk, Document
 from toolish_rag.manifest import read_manifest
 from toolish_rag.search import SearchRequest
+from toolish_rag.stores.registry import open_store
 from toolish_rag_tantivy import TantivyStore
 
-GERMAN = (
-    'Die Verteidigung der Panthers gab in der gesamten Saison nur 308 Punkte ab und stand damit '
-    'auf dem sechsten Platz der Liga. Kawann Short führte das Team bei den Sacks an.'
-)
-ENGLISH = (
-    'The Broncos defeated the Carolina Panthers in Super Bowl 50 at the stadium; Peyton '
-    'Manning became the oldest quarterback ever to win a championship game.'
-)
-FILLER_DE = 'Das Wetter in Hamburg war im Herbst sehr regnerisch und die Straßen blieben oft nass.'
-FILLER_EN = 'The weather in Leeds was rainy during the autumn and the streets often stayed wet.'
+CONFIG = 'toolish_rag_tantivy.json'
 
 
 def _document(key: str, text: str) -> Document:
@@ -35,23 +30,35 @@ def _document(key: str, text: str) -> Document:
 async def _top(store: TantivyStore, query: str) -> str | None:
     hits = await store.text_search(SearchRequest(query, 1))
     record = hits[0].record if hits else None
-    return record.document_id if isinstance(record, Chunk) else None
+    return record.document_title if isinstance(record, Chunk) else None
 
 
-async def test_a_german_question_finds_an_english_passage_and_the_reverse(tmp_path: Path) -> None:
-    store = TantivyStore(tmp_path / 'kb', language=AUTO)
-    docs = [_document(k, t) for k, t in [('de', GERMAN), ('en', ENGLISH), ('fd', FILLER_DE), ('fe', FILLER_EN)]]
-    await store.upsert(docs)
-    ids = {d.title: d.id for d in docs}
-    assert await _top(store, 'Welche Verteidigungen hatten die Panthers?') == ids['de']
-    assert await _top(store, 'Wann gewannen die Broncos gegen die Panthers im Super Bowl?') == ids['en']
-    assert await _top(store, 'Which quarterbacks won championships?') == ids['en']
-    assert await _top(store, 'How many Sacks did Kawann Short have?') == ids['de']
-    assert await _top(store, '"sechsten Platz"') == ids['de']  # a phrase, analysed in German
-    manifest = read_manifest(tmp_path / 'kb')
+async def test_a_new_index_is_auto_and_saves_it(tmp_path: Path) -> None:
+    store = open_store(f'tantivy:{tmp_path / "ix"}')  # the CLI's spec
+    assert isinstance(store, TantivyStore) and store.text_analyzer == TextAnalyzer(AUTO)
+    assert json.loads((tmp_path / 'ix' / CONFIG).read_text())['analyzer'] == 'toolish-v2:auto'
+    await store.upsert([_document('de', 'Die Verteidigung der Panthers stand auf dem sechsten Platz der Liga.')])
+    await store.upsert([_document('en', 'The Broncos defeated the Carolina Panthers in the final game.')])
+    manifest = read_manifest(tmp_path / 'ix')
     assert manifest is not None and manifest.language == AUTO and set(manifest.languages) == {'de', 'en'}
-    # Another store object (another process, say) reads the analyzer from the table, the languages from the manifest.
-    reader = TantivyStore(tmp_path / 'kb')
-    assert reader.text_analyzer is not None and reader.text_analyzer.auto
-    assert await _top(reader, 'Welche Verteidigungen hatten die Panthers?') == ids['de']
-    assert await _top(reader, 'Which quarterbacks won championships?') == ids['en']
+    store.close()
+    reader = TantivyStore(tmp_path / 'ix')
+    assert reader.text_analyzer == TextAnalyzer(AUTO)
+    assert await _top(reader, 'Wann gewannen die Broncos?') == 'en'
+
+
+async def test_an_index_saved_before_keeps_its_analysis(tmp_path: Path) -> None:
+    # An 'auto' index written before accent folding (toolish-v1:auto) reads back as it was built.
+    store = TantivyStore(tmp_path / 'ix', language=AUTO)
+    store.close()
+    config = json.loads((tmp_path / 'ix' / CONFIG).read_text())
+    (tmp_path / 'ix' / CONFIG).write_text(json.dumps({**config, 'analyzer': 'toolish-v1:auto'}))
+    old = TantivyStore(tmp_path / 'ix')
+    assert old.text_analyzer == TextAnalyzer(AUTO, revision=1) != TextAnalyzer(AUTO)
+    await old.upsert([_document('fr', 'Le café du village ouvre tôt le matin pour les ouvriers du port.')])
+    assert await _top(old, 'tôt') == 'fr' and await _top(old, 'tot') is None  # not folded, as built
+    old.close()
+    # The default before 'auto' (a tantivy analyzer) too.
+    legacy = TantivyStore(tmp_path / 'legacy', analyzer='subword_stem')
+    legacy.close()
+    assert TantivyStore(tmp_path / 'legacy').analyzer_name == 'subword_stem'
