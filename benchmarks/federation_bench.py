@@ -35,6 +35,7 @@ from pin_threads import set_thread_counts
 
 THREADS = set_thread_counts(2)
 
+import numpy as np  # noqa: E402
 from common import build_documents, data_dir, hit_doc_ids, load_beir, ndcg_at_10  # noqa: E402
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings  # noqa: E402
 from pydantic_ai.embeddings.result import EmbedInputType  # noqa: E402
@@ -71,10 +72,20 @@ class EmbedOnce(EmbeddingModel):
     """``model`` with each document text embedded once per run: the single store, the members and the
     variants of one run reuse the vectors (queries are embedded per search, as in use, so latencies stay honest)."""
 
-    def __init__(self, model: EmbeddingModel) -> None:
+    def __init__(self, model: EmbeddingModel, saved: Path | None = None) -> None:
         super().__init__(settings=model.settings)
         self._model = model
         self._vectors: dict[str, Sequence[float]] = {}
+        self._saved = saved
+        if saved is not None and saved.is_file():
+            with np.load(saved) as found:
+                self._vectors = dict(zip(found['texts'].tolist(), found['vectors'].tolist(), strict=True))
+
+    def save(self) -> None:
+        """Keep the document vectors in ``saved`` for the next run (``--vectors``)."""
+        if self._saved is not None and self._vectors:
+            texts = list(self._vectors)
+            np.savez(self._saved, texts=np.array(texts), vectors=np.array([self._vectors[t] for t in texts]))
 
     @property
     def model_name(self) -> str:
@@ -109,11 +120,16 @@ class EmbedOnce(EmbeddingModel):
         return await self._model.count_tokens(text)
 
 
-def embed_once(embedder: Embedder) -> Embedder:
+def embed_once(embedder: Embedder, saved: Path | None = None) -> Embedder:
     """``embedder`` with `EmbedOnce` around its model (its settings kept)."""
     model = embedder.model
     assert isinstance(model, EmbeddingModel)
-    return Embedder(EmbedOnce(model), settings=getattr(embedder, '_settings', None))
+    return Embedder(EmbedOnce(model, saved), settings=getattr(embedder, '_settings', None))
+
+
+def save_vectors(embedder: Embedder) -> None:
+    if isinstance(embedder.model, EmbedOnce):
+        embedder.model.save()
 
 
 MEMBER = MemberFusion(text='member')
@@ -142,6 +158,7 @@ async def speed(args: argparse.Namespace, embedder: Any, documents: list[Documen
         federated = Federated(members)
         start = time.perf_counter()
         await federated.upsert(documents)
+        save_vectors(embedder)
         sizes = {name: len(await store.list_documents()) for name, store in members.items()}
         print(
             f'SciFact x{args.copies}: {len(documents)} one-chunk documents ({sizes}), {len(queries)} queries, '
@@ -172,13 +189,18 @@ async def main() -> None:
     parser.add_argument('--queries', type=int, default=0, help='use only the first N judged queries (0: all)')
     parser.add_argument('--speed', action='store_true', help='the latency check on a repeated corpus instead')
     parser.add_argument('--copies', type=int, default=3, help='--speed: how many copies of SciFact (default 3)')
+    parser.add_argument(
+        '--vectors', type=Path, help='an .npz file keeping the document vectors between runs (read if it exists)'
+    )
     args = parser.parse_args()
     if not (data_dir() / 'scifact').is_dir():
         sys.exit(f'no SciFact at {data_dir() / "scifact"}')
     dataset = load_beir('scifact', 'train')
     queries = dict(list(dataset.queries.items())[: args.queries or None])
     qrels = {q: dataset.qrels[q] for q in queries}
-    embedder = embed_once(resolve_embedder(HashingEmbeddingModel(256) if args.embedder == 'hashing' else None))
+    embedder = embed_once(
+        resolve_embedder(HashingEmbeddingModel(256) if args.embedder == 'hashing' else None), args.vectors
+    )
     documents = build_documents(dataset)
     if args.speed:
         await speed(args, embedder, documents, queries)
@@ -193,6 +215,7 @@ async def main() -> None:
         start = time.perf_counter()
         for store in (single, federated):
             await store.upsert(documents)
+        save_vectors(embedder)
         # The variants share members a and c; their middle member (Tantivy, memory) takes b's documents.
         in_b = [d for d in documents if federated.route(d, ['a', 'b', 'c']) == 'b']
         await text_only['b'].upsert(in_b)
