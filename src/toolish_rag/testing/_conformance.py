@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import pytest
 
+from ._auto_language import AutoLanguageChecks
 from ._expansion import ExpansionChecks
 from ._graph import GraphChecks
 from ._kit import ASPECTS, PROTOCOLS, Aspect
@@ -24,7 +25,15 @@ from ._writes import WriteChecks
 __all__ = ['ASPECTS', 'PROTOCOLS', 'Aspect', 'StoreConformance']
 
 
-class StoreConformance(WriteChecks, SearchChecks, ExpansionChecks, NavigationChecks, GraphChecks, TermStatisticsChecks):
+class StoreConformance(
+    WriteChecks,
+    SearchChecks,
+    ExpansionChecks,
+    NavigationChecks,
+    GraphChecks,
+    TermStatisticsChecks,
+    AutoLanguageChecks,
+):
     """Base class of a store's conformance tests::
 
         class TestMyStore(StoreConformance):
