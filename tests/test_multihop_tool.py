@@ -10,7 +10,8 @@ ranking (docs/graph.md#multi-hop-search).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +27,7 @@ from toolish_rag.graph._ppr import personalised_pagerank
 from toolish_rag.graph.builders import ExactNameLinker, StructureBuilder, build_graph
 from toolish_rag.protocols import StoreCapabilities, StoreLike
 from toolish_rag.stores import InMemoryStore
+from toolish_rag.toolset._tools import multihop
 
 ACME = F.eq('tenant', 'acme')
 QUESTION = 'Kieran Crichlow is a footballer from what island?'
@@ -79,6 +81,33 @@ async def test_the_bridge_paragraph_comes_with_its_seed_and_says_why() -> None:
     assert lines['[1] chunk ' + found.metadata['hits'][0].id].endswith('| seed')
     barbados = titles.index('Barbados') + 1
     assert lines[f'[{barbados}] chunk ' + found.metadata['hits'][barbados - 1].id].endswith('| via MENTIONS from [1]')
+
+
+@contextmanager
+def _candidates(n: int) -> Iterator[None]:
+    """Tools built inside read ``n`` search candidates (50 by default): with a few, the walk reaches pages the
+    search did not return, whose first chunks the tool then reads (a small store never gets there otherwise)."""
+    kept = multihop.CANDIDATES
+    multihop.CANDIDATES = n
+    try:
+        yield
+    finally:
+        multihop.CANDIDATES = kept
+
+
+async def test_a_page_the_seed_names_is_read_when_the_search_missed_it() -> None:
+    store = await _graph_store(_bridge())
+    with _candidates(1):
+        rag: ToolishRag[None] = ToolishRag(store, name='kb')
+    found = await rag.run_tool('multihop_search', {'query': QUESTION, 'top_k': 3})
+    assert _titles(found)[:2] == ['Kieran Crichlow', 'Barbados']  # Barbados: its first chunk, read for it
+    barbados = next(d for d in _bridge() if d.title == 'Barbados').chunks[0].id
+    assert found.metadata['hits'][1].id == barbados
+    assert f'[2] chunk {barbados} | score ' in str(found.return_value)
+    assert any(
+        line.startswith(f'[2] chunk {barbados}') and line.endswith('| via MENTIONS from [1]')
+        for line in str(found.return_value).splitlines()
+    )
 
 
 async def test_without_a_graph_it_ranks_like_the_search() -> None:
@@ -140,8 +169,24 @@ def _tenants(draw: st.DrawFn) -> tuple[list[Document], list[Document]]:
 _QUERIES = st.one_of(st.sampled_from(_WORDS), st.sampled_from(_TITLES), st.just('harbour ferry of Gamma Bay'))
 
 
-async def _answers(store: StoreLike, queries: Sequence[tuple[str, int]]) -> list[tuple[str, list[str]]]:
-    rag: ToolishRag[None] = ToolishRag(store, name='kb').with_metadata_filter(ACME)
+def _calls(candidates: Sequence[int], most: int) -> st.SearchStrategy[tuple[int, list[tuple[str, int]]]]:
+    """A candidate count and up to ``most`` (query, top_k) calls; with few candidates top_k is small too, so the
+    hits leave pages out and the walk reaches some of them (the tool reads their first chunks)."""
+    return st.sampled_from(candidates).flatmap(
+        lambda n: st.tuples(
+            st.just(n),
+            st.lists(
+                st.tuples(_QUERIES, st.integers(1, 8 if n == multihop.CANDIDATES else 2)), min_size=1, max_size=most
+            ),
+        )
+    )
+
+
+async def _answers(
+    store: StoreLike, queries: Sequence[tuple[str, int]], candidates: int = multihop.CANDIDATES
+) -> list[tuple[str, list[str]]]:
+    with _candidates(candidates):
+        rag: ToolishRag[None] = ToolishRag(store, name='kb').with_metadata_filter(ACME)
     out = []
     for query, top_k in queries:
         found = await rag.run_tool('multihop_search', {'query': query, 'top_k': top_k})
@@ -152,19 +197,23 @@ async def _answers(store: StoreLike, queries: Sequence[tuple[str, int]]) -> list
 _SCOPE_SETTINGS = settings(deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
-@settings(_SCOPE_SETTINGS, max_examples=15)
-@given(tenants=_tenants(), queries=st.lists(st.tuples(_QUERIES, st.integers(1, 8)), min_size=1, max_size=3))
+@settings(_SCOPE_SETTINGS, max_examples=30)
+@given(tenants=_tenants(), calls=_calls([1, 2, multihop.CANDIDATES], 3))
 def test_memory_acme_reads_the_same_whether_or_not_globex_exists(
-    tenants: tuple[list[Document], list[Document]], queries: list[tuple[str, int]]
+    tenants: tuple[list[Document], list[Document]], calls: tuple[int, list[tuple[str, int]]]
 ) -> None:
-    asyncio.run(_memory_case(*tenants, queries))
+    """With 1 or 2 candidates the tool also reads pages the walk reaches (their first chunks): scoped too."""
+    candidates, queries = calls
+    asyncio.run(_memory_case(*tenants, queries, candidates))
 
 
-async def _memory_case(acme: list[Document], globex: list[Document], queries: list[tuple[str, int]]) -> None:
+async def _memory_case(
+    acme: list[Document], globex: list[Document], queries: list[tuple[str, int]], candidates: int
+) -> None:
     shared = await _graph_store([*acme, *globex])  # names cross tenants: edges into globex's paragraphs exist
     alone = await _graph_store(acme)
-    answers = await _answers(shared, queries)
-    assert answers == await _answers(alone, queries)
+    answers = await _answers(shared, queries, candidates)
+    assert answers == await _answers(alone, queries, candidates)
     for _, ids in answers:
         assert set(ids) <= {c.id for d in acme for c in d.chunks}
 
@@ -175,21 +224,22 @@ async def _lancedb(path: Path) -> Any:
 
 
 @settings(_SCOPE_SETTINGS, max_examples=4)
-@given(tenants=_tenants(), queries=st.lists(st.tuples(_QUERIES, st.integers(1, 8)), min_size=1, max_size=2))
+@given(tenants=_tenants(), calls=_calls([1, multihop.CANDIDATES], 2))
 def test_lancedb_globex_graph_cannot_move_acme_answer(
     tmp_path_factory: pytest.TempPathFactory,
     tenants: tuple[list[Document], list[Document]],
-    queries: list[tuple[str, int]],
+    calls: tuple[int, list[tuple[str, int]]],
 ) -> None:
     """LanceDB: with the same records written the same way, globex's graph (its edges, the edges from acme's
     paragraphs to globex's) changes nothing under acme's scope. (LanceDB's BM25 statistics are table-wide,
     so its *records* do move text scores: docs/filters.md#corpus-statistics; the memory test covers records.)"""
     pytest.importorskip('toolish_rag_lancedb', reason='needs the LanceDB adapter (stores/lancedb)')
-    asyncio.run(_lancedb_case(*tenants, queries, tmp_path_factory.mktemp('multihop')))
+    candidates, queries = calls
+    asyncio.run(_lancedb_case(*tenants, queries, tmp_path_factory.mktemp('multihop'), candidates))
 
 
 async def _lancedb_case(
-    acme: list[Document], globex: list[Document], queries: list[tuple[str, int]], root: Path
+    acme: list[Document], globex: list[Document], queries: list[tuple[str, int]], root: Path, candidates: int
 ) -> None:
     stores = []
     for name in ('shared', 'alone'):
@@ -205,8 +255,8 @@ async def _lancedb_case(
     own = [r for r in await shared.list_relations() if r.source in acme_nodes and r.target in acme_nodes]
     await alone.upsert(own)
     try:
-        answers = await _answers(shared, queries)
-        assert answers == await _answers(alone, queries)
+        answers = await _answers(shared, queries, candidates)
+        assert answers == await _answers(alone, queries, candidates)
     finally:
         for store in stores:
             await store.aclose()
@@ -225,6 +275,20 @@ async def test_a_foreign_id_or_title_answers_like_a_missing_one() -> None:
         b = await alone.run_tool('multihop_search', {'query': query, 'top_k': 5})
         assert str(a.return_value) == str(b.return_value)
         assert 'Globex ships' not in str(a.return_value)
+
+
+async def test_a_foreign_page_the_seed_names_is_never_read() -> None:
+    """Acme's seed names Barbados; only globex has a Barbados page: under acme's scope it is neither read nor
+    listed, and the answer is the one over a store without globex (with 1 candidate, so pages are read)."""
+    acme = [d for d in _bridge() if d.title != 'Barbados']
+    globex = [_doc('Barbados', 'Barbados lies in the Lesser Antilles.', 'globex')]
+    with _candidates(1):
+        shared = ToolishRag(await _graph_store([*acme, *globex]), name='kb').with_metadata_filter(ACME)
+        alone = ToolishRag(await _graph_store(acme), name='kb').with_metadata_filter(ACME)
+    a = await shared.run_tool('multihop_search', {'query': QUESTION, 'top_k': 3})
+    b = await alone.run_tool('multihop_search', {'query': QUESTION, 'top_k': 3})
+    assert str(a.return_value) == str(b.return_value)
+    assert 'Lesser Antilles' not in str(a.return_value)
 
 
 @pytest.mark.parametrize(

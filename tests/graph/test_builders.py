@@ -340,6 +340,39 @@ async def test_exact_case_insensitive_and_without_titles() -> None:
     }
 
 
+async def test_exact_comma_titles_and_html_references() -> None:
+    """A title with one comma also matches as the part before it ("Waterford, New York" as "Waterford");
+    HTML character references read as the characters ("Army &amp; Navy" is "Army & Navy"), in titles and text."""
+    store = _store()
+    await store.upsert(
+        [
+            _doc('town', 'Waterford, New York', ['Waterford is a town.']),
+            _doc('lord', 'Frederick Lindemann, 1st Viscount Cherwell', ['A physicist.']),
+            _doc('shop', 'Army &amp; Navy Stores (United Kingdom)', ['A department store.']),
+            _doc('suite', 'Docs, Sheets, and Slides', ['Two commas: no short form.']),
+            _doc(
+                'tug',
+                'Catawissa',
+                [
+                    'A tugboat at Waterford; Professor Frederick Lindemann, Baron Cherwell, wrote to it.',
+                    'Bought at Army &amp; Navy Stores; Army & Navy Stores again; Docs was a word.',
+                    'Waterfordshire and Lindemann alone are not names.',
+                ],
+            ),
+        ]
+    )
+    await ExactNameLinker().build(store)
+    assert _triples(await store.list_relations(origin='exact')) == {
+        ('tug-0', 'MENTIONS', 'town'),
+        ('tug-0', 'MENTIONS', 'lord'),
+        ('tug-1', 'MENTIONS', 'shop'),
+    }
+    await _assert_idempotent(store, ExactNameLinker())
+    report = await ExactNameLinker(comma_titles=False).build(store)  # another configuration: rebuilt
+    assert report.documents_built == 5
+    assert _triples(await store.list_relations(origin='exact')) == {('tug-1', 'MENTIONS', 'shop')}
+
+
 async def test_exact_section_titles_are_names_but_never_the_chunks_own_sections() -> None:
     builder = DocumentBuilder('file:///h.md', 'Handbook', id='h')
     refunds = builder.section('Refunds')

@@ -89,7 +89,7 @@ class MultihopRanking:
         """
         order = {h.id: i for i, h in enumerate(hits)}
         by_id: dict[str, SearchHit] = {**chunks, **{h.id: h for h in hits}}
-        key = _merged(hits, walk)
+        key = _merged(hits, walk, chunks)
         seeds = hits[: self.seeds]
         personalisation = {h.id: max(h.score, 0.0) ** self.weight_power for h in seeds}
         if not any(personalisation.values()):
@@ -134,8 +134,9 @@ def _named(query: str, hit: SearchHit) -> bool:
     return False
 
 
-def _merged(hits: Sequence[SearchHit], walk: GraphWalk) -> dict[str, str]:
-    """Document id -> the chunk standing for it: its best-ranked hit, else its walked chunk of smallest id."""
+def _merged(hits: Sequence[SearchHit], walk: GraphWalk, chunks: Mapping[str, SearchHit]) -> dict[str, str]:
+    """Document id -> the chunk standing for it: its best-ranked hit, else its walked chunk of smallest id,
+    else its chunk of smallest id among ``chunks`` (a document's first chunk, read for it)."""
     key: dict[str, str] = {}
     for h in hits:
         document_id = getattr(h.record, 'document_id', None)
@@ -144,6 +145,10 @@ def _merged(hits: Sequence[SearchHit], walk: GraphWalk) -> dict[str, str]:
     for n in sorted(walk.nodes, key=lambda n: n.node.id):
         if n.node.kind == 'chunk' and n.node.document_id is not None:
             key.setdefault(n.node.document_id, n.node.id)
+    for chunk_id in sorted(chunks):
+        document_id = getattr(chunks[chunk_id].record, 'document_id', None)
+        if isinstance(document_id, str):
+            key.setdefault(document_id, chunk_id)
     return key
 
 

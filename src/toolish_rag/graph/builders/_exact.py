@@ -5,6 +5,7 @@ See docs/graph.md (How the builders work).
 
 from __future__ import annotations
 
+import html
 import re
 import unicodedata
 from collections import defaultdict
@@ -31,6 +32,9 @@ __all__ = ['ExactNameLinker', 'NameDictionary']
 _WORD = re.compile(r'\w+')
 _WHITESPACE = re.compile(r'\s+')
 _QUALIFIER = re.compile(r'^(.*\S)\s*\([^()]*\)$', re.DOTALL)
+_COMMA_QUALIFIER = re.compile(r'^([^,]*\S)\s*,\s*[^,]*\S$', re.DOTALL)
+_MATCHING = 2
+"""The version of the matching rule (text normalisation, name forms): in every mark, so a change rebuilds."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,16 +92,23 @@ def _is_word(char: str) -> bool:
 
 
 def _normalise(text: str, fold: bool) -> str:
-    text = unicodedata.normalize('NFC', _WHITESPACE.sub(' ', text)).strip()
+    """HTML character references decoded (``&amp;`` is ``&``), whitespace runs collapsed, NFC, case-folded if ``fold``."""
+    text = unicodedata.normalize('NFC', _WHITESPACE.sub(' ', html.unescape(text))).strip()
     return text.casefold() if fold else text
 
 
-def _forms(name: str) -> Iterator[str]:
-    """A name and, when it ends with a ``(qualifier)``, the name without it."""
+def _forms(name: str, comma: bool = False) -> Iterator[str]:
+    """A name and, when it ends with a ``(qualifier)``, the name without it; with ``comma``, a name with one
+    comma also as the part before it (``Waterford, New York``: ``Waterford``), the qualifier removed first."""
     yield name
     bare = _QUALIFIER.match(name)
     if bare is not None:
-        yield bare.group(1)
+        name = bare.group(1)
+        yield name
+    if comma:
+        head = _COMMA_QUALIFIER.match(html.unescape(name))
+        if head is not None:
+            yield head.group(1)
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,12 +116,16 @@ class ExactNameLinker:
     """MENTIONS from chunks to entities, documents and sections they name (see docs/graph.md).
 
     ``scope_keys``: link only between a chunk and targets whose values of these keys are equal.
+    ``comma_titles``: a document title with one comma also matches as the part before it
+    (``"Waterford, New York"`` as ``"Waterford"``, ``"Frederick Lindemann, 1st Viscount Cherwell"`` as
+    ``"Frederick Lindemann"``), as running text names such pages.
     """
 
     scope_keys: tuple[str, ...] = ()
     case_sensitive: bool = True
     min_name_length: int = 3
     include_titles: bool = True
+    comma_titles: bool = True
     name: str = 'exact'
 
     async def build(self, store: GraphBuildStore) -> BuildReport:
@@ -123,6 +138,8 @@ class ExactNameLinker:
             self.case_sensitive,
             self.min_name_length,
             self.include_titles,
+            self.comma_titles,
+            _MATCHING,
         )
 
         digests = {group: dictionary.digest for group, dictionary in dictionaries.items()}
@@ -139,8 +156,8 @@ class ExactNameLinker:
         """One `NameDictionary` per scope group, from entity names and aliases and (optionally) titles."""
         names: dict[str, dict[str, set[_Target]]] = defaultdict(lambda: defaultdict(set))
 
-        def add(group: str, name: str, target: _Target) -> None:
-            for form in _forms(name):
+        def add(group: str, name: str, target: _Target, comma: bool = False) -> None:
+            for form in _forms(name, comma):
                 text = _normalise(form, not self.case_sensitive)
                 if len(text) >= self.min_name_length:
                     names[group][text].add(target)
@@ -153,7 +170,7 @@ class ExactNameLinker:
             for document in documents:
                 for chunk in document.chunks:
                     group = scope_group(chunk.metadata, self.scope_keys)
-                    add(group, chunk.document_title, _Target(chunk.document_id, 'document'))
+                    add(group, chunk.document_title, _Target(chunk.document_id, 'document'), self.comma_titles)
                     for section_id, title in zip(chunk.section_ids, chunk.section_path, strict=True):
                         add(group, title, _Target(section_id, 'section'))
         return {group: NameDictionary(by_name, not self.case_sensitive) for group, by_name in names.items()}

@@ -7,6 +7,7 @@ joins to them, each saying why it is listed. See docs/graph.md#multi-hop-search.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any
@@ -17,8 +18,10 @@ from pydantic_ai.messages import ToolReturn
 
 from ..._record_text import field_text, render_record
 from ...content import Chunk
+from ...errors import InvalidRequestError
 from ...graph._multihop import MultihopRanking, Passage
-from ...graph.walk import MAX_WALK_NODES, WalkRequest
+from ...graph.walk import MAX_WALK_NODES, GraphWalk, WalkRequest
+from ...navigation import SectionTarget
 from ...retriever import Retriever
 from ...search import SearchHit
 from .._arguments import query_argument
@@ -28,10 +31,13 @@ from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
 from ._shared import ModelFilter, TopK, check_top_k
 from .search import Search, best_search
 
-__all__ = ['CANDIDATES', 'RANKING', 'SPECS']
+__all__ = ['CANDIDATES', 'DOCUMENTS_READ', 'RANKING', 'SPECS']
 
 CANDIDATES = 50
 """Search hits read per call: the seeds, and the passages that stand for the documents the graph reaches."""
+DOCUMENTS_READ = 20
+"""At most this many documents the walk reaches without a passage (none of their chunks among the hits or the
+walked nodes) are read for their first in-scope chunk, in walk order (hop, then id)."""
 RANKING = MultihopRanking()
 """The ranking rule and its constants (measured: benchmarks/multihop_bench.py)."""
 
@@ -91,7 +97,29 @@ async def rank(r: Retriever, ranking: MultihopRanking, query: str, hits: Sequenc
     reached = [n.node.id for n in walk.nodes if n.node.kind == 'chunk' and n.node.id not in known]
     records = await r.records(reached) if reached else []
     chunks = {c.id: SearchHit(c, 0.0) for c in records if isinstance(c, Chunk)}
+    for chunk in await _first_chunks(r, walk, [*hits, *chunks.values()]):
+        chunks.setdefault(chunk.id, SearchHit(chunk, 0.0))
     return ranking.rank(query, hits, walk, chunks)
+
+
+async def _first_chunks(r: Retriever, walk: GraphWalk, listed: Sequence[SearchHit]) -> list[Chunk]:
+    """The first in-scope chunk of each document the walk reached with no passage yet (at most ``DOCUMENTS_READ``).
+
+    A page the seeds name is often the one a bridge question needs even when its text reads nothing like the
+    question (so the search did not find it): its opening passage stands for it. Read through the scoped
+    navigator, so a document the scope hides yields nothing (the walk never reaches one anyway). Without a
+    navigator (a store that cannot read sections) such documents stay nodes that relay but are never listed.
+    """
+    held = {h.record.document_id for h in listed if isinstance(h.record, Chunk)}
+    wanted = [n.node for n in walk.nodes if n.node.kind == 'document' and n.node.id not in held][:DOCUMENTS_READ]
+    if not wanted:
+        return []
+    try:
+        navigator = r.navigator()
+    except InvalidRequestError:
+        return []
+    pages = await asyncio.gather(*(navigator.read(SectionTarget(n.id, n.title, None, ()), limit=1) for n in wanted))
+    return [page.chunks[0] for page in pages if page.chunks]
 
 
 def _render(query: str, passages: Sequence[Passage]) -> str:
