@@ -172,8 +172,8 @@ def add_store_arguments(
         metavar='CODE',
         help='language of the text search analyzer: auto (each document and chunk in its detected language), an '
         'ISO 639-1 code (de, fr, zh, ja...) or none; picks stop words and stemming, Chinese/Japanese/Thai text '
-        'is cut into character pairs in every language (default: what the store was saved with; a new memory '
-        'store: auto; see docs/text-analysis.md)',
+        'is cut into character pairs in every language (default: what the store was saved with; a new store: '
+        'auto; see docs/text-analysis.md)',
     )
     if toolset:
         _add_toolset_arguments(group)
