@@ -93,3 +93,20 @@ async def test_auto_members_answer_under_their_own_analyzer() -> None:
         await store.upsert(corpus)
     await _same_scores(single, fed, 'refund shipping policy')
     await _same_scores(single, fed, 'invoice note', F.ne('tenant', 'acme'))
+
+
+async def test_a_member_asked_for_its_share_is_asked_again_when_it_holds_more_of_the_pool() -> None:
+    """Members are first asked for their share of the pool; one holding most of the best hits is asked
+    for more, so merging by score gives exactly what the members' whole lists give (ties included)."""
+    many = [_doc(f'r{i}', 'docs', f'refund refund policy {"note " * (i % 7)}{i}') for i in range(60)]
+    few = [_doc(f's{i}', 'code', f'shipping {i} and one refund') for i in range(12)]
+    members = {'docs': InMemoryStore(EMBEDDER, language='en'), 'code': InMemoryStore(EMBEDDER, language='en')}
+    fed = Federated(members, route=_two)
+    await fed.upsert([*many, *few])
+    for top_k in (5, 30, 70):
+        request = SearchRequest('refund policy note', top_k)
+        whole = [h for m in members.values() for h in await m.vector_search(SearchRequest(request.query, 100))]
+        expected = sorted(whole, key=lambda h: -h.score)[:top_k]  # stable: docs before code on ties
+        found = await fed.vector_search(request)
+        assert [h.id for h in found] == [h.id for h in expected], top_k
+        assert top_k == 5 or fed.fusion.asks(top_k, 2)[0] < min(top_k, 60)  # docs was first asked for less
