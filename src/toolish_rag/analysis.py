@@ -707,5 +707,6 @@ def _code(language: str) -> str:
 
 
 def analyzer_for(language: str | None) -> TextAnalyzer:
-    """The analyzer for a collection's ``language`` (``None``: English, the default everywhere)."""
+    """The analyzer for a collection's ``language`` (``None``: English, what a store saved before ``'auto'``
+    without a language was analysed in; a new store's default is ``'auto'``)."""
     return TextAnalyzer('en' if language is None else language)
