@@ -12,7 +12,9 @@ to ``--results`` as they come (one JSON object per collection and store), so an 
 keeps what it measured; ``--report`` prints the table from that file without running anything.
 
 The table: vector, text and hybrid nDCG@10, and hybrid minus the better of the two legs, per
-collection and store, then the mean of each column and the worst hybrid minus its better leg.
+collection and store, then the mean of each column and the worst hybrid minus its better leg (for
+the collections the rule's constant was chosen on, the others, and all). Each result line also
+keeps when it finished and the machine's 1-minute load average at its start and end.
 The issue's target (issue 30 item 2): never below -0.01. It takes long: every corpus is embedded
 once per store (the first run) and every judged query runs through three tools (XQuAD: 1,190
 queries per language). See docs/fusion.md#a-leg-that-cannot-read-the-query.
@@ -22,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 import time
@@ -60,10 +63,12 @@ def load(results: Path) -> dict[tuple[str, str], dict[str, float]]:
 
 
 def table(rows: dict[tuple[str, str], dict[str, float]], stores: list[str]) -> str:
+    """The rows by part (chosen on, held out), each part's mean and worst, then those of every row."""
     out = ['| collection | store | vector | text | hybrid | hybrid - best leg |', '|---|---|---:|---:|---:|---:|']
     for part, names in (
         ('chosen on', [c for c in COLLECTIONS if c in CHOSEN_ON]),
         ('held out', [c for c in COLLECTIONS if c not in CHOSEN_ON]),
+        ('all', COLLECTIONS),
     ):
         gaps: list[float] = []
         columns: dict[str, list[float]] = {'vector': [], 'text': [], 'hybrid': []}
@@ -76,9 +81,10 @@ def table(rows: dict[tuple[str, str], dict[str, float]], stores: list[str]) -> s
                 gaps.append(gap)
                 for tool in columns:
                     columns[tool].append(m[tool])
-                out.append(
-                    f'| {name} | {kind} | {m["vector"]:.4f} | {m["text"]:.4f} | {m["hybrid"]:.4f} | {gap:+.4f} |'
-                )
+                if part != 'all':
+                    out.append(
+                        f'| {name} | {kind} | {m["vector"]:.4f} | {m["text"]:.4f} | {m["hybrid"]:.4f} | {gap:+.4f} |'
+                    )
         if gaps:
             means = ' | '.join(f'{sum(v) / len(v):.4f}' for v in columns.values())
             out.append(f'| **{part}: mean of {len(gaps)}** | | {means} | {sum(gaps) / len(gaps):+.4f} |')
@@ -105,13 +111,15 @@ def main() -> int:
         results.parent.mkdir(parents=True, exist_ok=True)
         for name in args.collections.split(','):
             for kind in stores:
-                start = time.perf_counter()
+                start, load_before = time.perf_counter(), os.getloadavg()[0]
                 figures = run_eval(name, kind, args.root)
                 row = {
                     'collection': name,
                     'store': kind,
                     'ndcg@10': figures,
                     'seconds': round(time.perf_counter() - start),
+                    'finished': time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime()),
+                    'load': [round(load_before, 1), round(os.getloadavg()[0], 1)],  # 1-minute load at start and end
                 }
                 with results.open('a') as f:
                     f.write(json.dumps(row) + '\n')
