@@ -97,7 +97,7 @@ class PartitionedTantivyStore:
             writer_threads=writer_threads,
             regex_scan_limit=None,  # enforced here, over all the partitions a search reaches
         )
-        self._queries = self.analysis.query_builder(self.analysis.schema())
+        self._queries = self.analysis.query_builder(self.analysis.schema(), self._known_languages)
         self.text_query_syntax = self.analysis.query_syntax
         self._pruner = PartitionPruner(self.partition_key)
         self._lock = threading.Lock()
@@ -109,6 +109,13 @@ class PartitionedTantivyStore:
                 pid = PartitionId.from_dirname(child.name)
                 if pid is not None and child.is_dir():
                     self._partitions[pid] = self._open(child)
+
+    def _known_languages(self) -> frozenset[str]:
+        """The languages ``'auto'`` analysed the partitions' texts in (each partition's writes and manifest):
+        a query is analysed in each, as in one `TantivyStore` (store-wide, not per scope)."""
+        with self._lock:
+            partitions = list(self._partitions.values())
+        return frozenset().union(*(p._known_languages() for p in partitions))
 
     @property
     def text_analyzer(self) -> TextAnalyzer | None:
