@@ -10,6 +10,7 @@ ranking (docs/graph.md#multi-hop-search).
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -108,6 +109,25 @@ async def test_a_page_the_seed_names_is_read_when_the_search_missed_it() -> None
         line.startswith(f'[2] chunk {barbados}') and line.endswith('| via MENTIONS from [1]')
         for line in str(found.return_value).splitlines()
     )
+
+
+async def test_a_page_the_seed_names_outranks_a_page_naming_the_seed() -> None:
+    """``incoming``: an edge pointing at the seed weighs 0.3 of one leaving it, so Barbados (named by the seed)
+    comes before a fan page that names the seed, though the search ranks the fan page higher; with equal
+    weights they tie and the search order decides."""
+    fans = _doc('Supporters club', 'Supporters of Kieran Crichlow: the footballer from what island, they ask.')
+    rag: ToolishRag[None] = ToolishRag(await _graph_store([*_bridge(), fans]), name='kb')
+    found = await rag.run_tool('multihop_search', {'query': QUESTION, 'top_k': 4})
+    titles = _titles(found)
+    assert titles[0] == 'Kieran Crichlow' and titles.index('Barbados') < titles.index('Supporters club')
+    kept = multihop.RANKING
+    multihop.RANKING = dataclasses.replace(kept, incoming=1.0)
+    try:
+        equal: ToolishRag[None] = ToolishRag(rag.store, name='kb')
+    finally:
+        multihop.RANKING = kept
+    titles = _titles(await equal.run_tool('multihop_search', {'query': QUESTION, 'top_k': 4}))
+    assert titles.index('Supporters club') < titles.index('Barbados')
 
 
 async def test_without_a_graph_it_ranks_like_the_search() -> None:

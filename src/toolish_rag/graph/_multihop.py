@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
-from ..content import Chunk
+from ..content import Chunk, Relation
 from ..search import SearchHit
 from ._ppr import personalised_pagerank
 from .walk import GraphWalk
@@ -59,7 +59,9 @@ class MultihopRanking:
     Seeds are the top ``seeds`` hits, weighted by their fused score to the power ``weight_power``, and
     every other hit whose document title the query writes as a whole word (a question naming two things
     names both pages), weighted ``named`` times the best seed's weight. The walk restarts at the seeds
-    with ``1 - damping``. The graph is the walk's nodes and edges with every document node merged into its
+    with ``1 - damping``. An edge pointing at a seed from a node that is not one (a page naming the seed)
+    weighs ``incoming`` times its weight: what the passage matching the question names says more about
+    the question than what names that passage. The graph is the walk's nodes and edges with every document node merged into its
     best-ranked chunk (the passage a reader of that document starts from; a document none of whose chunks
     was found stays a node that relays but is never listed) and every chunk joined to its document.
     Passages rank by PageRank, ties (and passages it never reaches) by search rank. The constants were
@@ -70,6 +72,7 @@ class MultihopRanking:
     damping: float = 0.5
     weight_power: float = 1.0
     named: float | None = 0.6
+    incoming: float = 0.3
 
     def seed_hits(self, query: str, hits: Sequence[SearchHit]) -> list[SearchHit]:
         """The seeds: the top ``seeds`` hits, then (with ``named``) the hits whose title the query names."""
@@ -98,7 +101,7 @@ class MultihopRanking:
             top = max(personalisation.values())
             for h in self.seed_hits(query, hits)[len(seeds) :]:
                 personalisation[h.id] = max(personalisation.get(h.id, 0.0), self.named * top)
-        edges = [(key.get(e.source, e.source), key.get(e.target, e.target), e.weight) for e in walk.edges]
+        edges = [(a, b, self._weight(a, b, e.weight, personalisation)) for e in walk.edges for a, b in [_ends(e, key)]]
         edges += [
             (n.node.id, key.get(document, document), 1.0)
             for n in walk.nodes
@@ -106,7 +109,7 @@ class MultihopRanking:
         ]
         scores = personalised_pagerank(edges, personalisation, damping=self.damping)
         containers = {i: _containers(h) for i, h in by_id.items() if i not in personalisation}
-        why = _reasons(walk, key, scores, containers)
+        why = _reasons(walk, key, scores, containers, lambda a, b, w: self._weight(a, b, w, personalisation))
         ranked = [
             Passage(hit, scores.get(i, 0.0), i in personalisation, why.get(i))
             for i, hit in by_id.items()
@@ -114,6 +117,15 @@ class MultihopRanking:
         ]
         ranked.sort(key=lambda p: (-p.score, order.get(p.hit.id, len(order)), p.hit.id))
         return ranked
+
+    def _weight(self, source: str, target: str, weight: float, seeds: Mapping[str, float]) -> float:
+        """An edge's weight in the walk: ``incoming`` times it when it points at a seed from a non-seed."""
+        return weight * self.incoming if target in seeds and source not in seeds else weight
+
+
+def _ends(edge: Relation, key: Mapping[str, str]) -> tuple[str, str]:
+    """An edge's two ends, a document standing as its chunk (`_merged`)."""
+    return key.get(edge.source, edge.source), key.get(edge.target, edge.target)
 
 
 _WHITESPACE = re.compile(r'\s+')
@@ -161,20 +173,25 @@ def _containers(hit: SearchHit) -> frozenset[str]:
 
 
 def _reasons(
-    walk: GraphWalk, key: Mapping[str, str], scores: Mapping[str, float], containers: Mapping[str, frozenset[str]]
+    walk: GraphWalk,
+    key: Mapping[str, str],
+    scores: Mapping[str, float],
+    containers: Mapping[str, frozenset[str]],
+    weight: Callable[[str, str, float], float],
 ) -> dict[str, Reached]:
     """For each passage in ``containers`` (those that are not seeds), the edge from the neighbour that sent it
     the most PageRank (ties by id), its own section and document aside; none if no other neighbour sent any."""
     best: dict[str, tuple[tuple[float, str], Reached]] = {}
     for e in walk.edges:
-        a, b = key.get(e.source, e.source), key.get(e.target, e.target)
+        a, b = _ends(e, key)
         if a == b:
             continue
+        w = weight(a, b, e.weight)
         steps: tuple[tuple[str, str, Literal['from', 'to']], ...] = ((b, a, 'from'), (a, b, 'to'))
         for here, there, direction in steps:
             if here not in containers or there in containers[here] or not scores.get(there, 0.0) > 0:
                 continue
-            order = (-scores.get(there, 0.0) * e.weight, f'{there}\x00{e.type}\x00{direction}')
+            order = (-scores.get(there, 0.0) * w, f'{there}\x00{e.type}\x00{direction}')
             held = best.get(here)
             if held is None or order < held[0]:
                 best[here] = (order, Reached(e.type, there, direction))
