@@ -11,6 +11,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
 
+from ...analysis import TextAnalyzer
 from ...filters import matches
 from ...fusion import fuse
 from ...protocols import HybridSearch, RegexSearch, TextSearch, VectorSearch
@@ -21,7 +22,7 @@ from ._core import FederationCore, Member, pushes_down
 from ._events import SourcedHit
 from ._fusion import MemberFusion
 from ._languages import query_legs
-from ._statistics import rescored, shared_analyzer
+from ._statistics import Prepared, prepare, rescored, shared_analyzer
 
 _Method = Callable[[Member], str]
 """Which search method of a member gives its ranking for a leg (``'vector_search'``...)."""
@@ -68,13 +69,21 @@ class FusedSearch(FederationCore):
         pool = self.fusion.pool(request.top_k, corpus)
         asks = self.fusion.asks(pool, len(members))
         names = [m.name for m in members]
-        rankings = list(
-            await asyncio.gather(
-                *(self._ranking(m, method, request, n, operation) for m, n in zip(members, asks, strict=True))
+        analyzer = self.fusion.analyzer or shared_analyzer(members)
+        # The re-scoring's preparation (each member's statistics source, the query's analysis) runs while they search.
+        prepared = asyncio.ensure_future(prepare(members, request.filter, request.query, analyzer)) if corpus else None
+        try:
+            rankings = list(
+                await asyncio.gather(
+                    *(self._ranking(m, method, request, n, operation) for m, n in zip(members, asks, strict=True))
+                )
             )
-        )
+            ready = await prepared if prepared is not None else None
+        finally:
+            if prepared is not None and not prepared.done():
+                prepared.cancel()
         while True:
-            merged = await self._merged(members, names, rankings, request, pool, corpus)
+            merged = await self._merged(names, rankings, request, pool, ready, analyzer)
             short = [
                 i for i, n in enumerate(asks) if n < pool and _short(names[i], rankings[i], n, merged, pool, corpus)
             ]
@@ -91,22 +100,16 @@ class FusedSearch(FederationCore):
 
     async def _merged(
         self,
-        members: Sequence[Member],
         names: Sequence[str],
         rankings: Sequence[Sequence[SearchHit]],
         request: SearchRequest,
         pool: int,
-        corpus: bool,
+        prepared: Prepared | None,
+        analyzer: TextAnalyzer,
     ) -> list[SourcedHit]:
-        """The best ``pool`` of the members' rankings: re-scored with one BM25 (``corpus``), else fused."""
-        if corpus:
-            found = await rescored(
-                members,
-                request.filter,
-                request.query,
-                _each_once(names, rankings),
-                self.fusion.analyzer or shared_analyzer(members),
-            )
+        """The best ``pool`` of the members' rankings: re-scored with one BM25 (``prepared``), else fused."""
+        if prepared is not None:
+            found = await rescored(prepared, request.filter, _each_once(names, rankings), analyzer)
             if found is not None:
                 return found[:pool]
         return self.fusion.fuse(names, rankings, pool)

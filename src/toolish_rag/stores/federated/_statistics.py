@@ -281,27 +281,53 @@ class _Source:
         return _census_counts(self.census, scope, tokens, places)
 
 
-async def rescored(
-    members: Sequence[Member], f: Filter | None, query: str, hits: Sequence[SourcedHit], analyzer: TextAnalyzer
-) -> list[SourcedHit] | None:
-    """``hits`` re-scored with one BM25 over every member's in-scope records, best first (ties keep their order).
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """What one re-scoring needs before the members' hits arrive: where each member's counts come from, the query's tokens."""
 
-    A member that reports its statistics (`TermStatisticsSource`) is asked, for this call; another
-    one's come from its census. ``None`` when a member can give neither (it is no `SectionReader`,
-    its object cannot be a weak dictionary key, or reading it failed): the caller keeps its own merge.
+    sources: list[_Source]
+    tokens: list[str]
+
+
+async def prepare(members: Sequence[Member], f: Filter | None, query: str, analyzer: TextAnalyzer) -> Prepared | None:
+    """Each member's statistics source and the query's tokens, or ``None`` when a member can give none.
+
+    Independent of the members' hits, so a search runs it while the members search: the query's
+    analysis (an ``'auto'`` analyzer detects its language) then costs the search no time.
     """
     try:
         sources = await asyncio.gather(*(_Source.of(m, analyzer) for m in members))
-        if any(source is None for source in sources):
-            return None
         known = [source for source in sources if source is not None]
+        if len(known) < len(sources):
+            return None
         languages: set[str] = set()
         if analyzer.auto:  # a query is analysed in the languages of the records in scope, as in one store
             for found in await asyncio.gather(*(source.languages(f, analyzer) for source in known)):
                 languages |= found
-        tokens = analyzer.query_tokens(query, languages)
-        distinct = list(dict.fromkeys(tokens))
-        parts = await asyncio.gather(*(source.counts(f, distinct, hits, analyzer) for source in known))
+            tokens = await asyncio.to_thread(analyzer.query_tokens, query, languages)
+        else:
+            tokens = analyzer.query_tokens(query, languages)
+    except Exception as error:  # statistics are an improvement, never a reason to fail a search
+        log.warning(
+            'federation: text statistics unreadable (%s); text hits merged by member scores', type(error).__name__
+        )
+        return None
+    return Prepared(known, tokens)
+
+
+async def rescored(
+    prepared: Prepared, f: Filter | None, hits: Sequence[SourcedHit], analyzer: TextAnalyzer
+) -> list[SourcedHit] | None:
+    """``hits`` re-scored with one BM25 over every member's in-scope records, best first (ties keep their order).
+
+    A member that reports its statistics (`TermStatisticsSource`) is asked, for this call; another
+    one's come from its census (`prepare`). ``None`` when a member's counts cannot be read: the
+    caller keeps its own merge.
+    """
+    tokens = prepared.tokens
+    distinct = list(dict.fromkeys(tokens))
+    try:
+        parts = await asyncio.gather(*(source.counts(f, distinct, hits, analyzer) for source in prepared.sources))
     except Exception as error:  # statistics are an improvement, never a reason to fail a search
         log.warning(
             'federation: text statistics unreadable (%s); text hits merged by member scores', type(error).__name__

@@ -402,6 +402,10 @@ class Snapshot:
         with later versions (a write tokenises only its own records)."""
         return self._bm25.get(lambda: Bm25Index.of([s.postings() for s in self.segments]))
 
+    def bm25_built(self) -> bool:
+        """Whether `bm25` would answer at once (its index was built by an earlier search)."""
+        return self._bm25._value is not None
+
     def scope_statistics(self, index: Bm25Index, f: Filter | None) -> ScopeStatistics:
         """BM25's record count and mean length over the live records ``f`` admits (cached like masks)."""
         if f is None and self.live is None:

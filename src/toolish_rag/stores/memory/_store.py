@@ -531,7 +531,10 @@ class InMemoryStore:
         (`toolish_rag.protocols.TermStatisticsSource`); ``None`` under another analyzer than the store's."""
         if request.analyzer != self._analyzer.identity:
             return None
-        return await asyncio.to_thread(term_statistics, self._snapshot, request)
+        snap = self._snapshot
+        if snap.bm25_built() and (request.filter is None or snap.cached_mask(request.filter) is not None):
+            return term_statistics(snap, request)  # index look-ups on a built index and a known mask: no thread hop
+        return await asyncio.to_thread(term_statistics, snap, request)
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         snap = self._snapshot
