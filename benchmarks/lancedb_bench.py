@@ -367,7 +367,9 @@ class Loaded:
 async def load(corpus: Corpus, path: pathlib.Path) -> Loaded:
     """Upsert ``corpus`` batch by batch (vectors prepared off the clock), optimize, then the same raw."""
     prepared = Prepared(corpus.embedder)
-    store = LanceDBStore(path / 'store', embedder=prepared)
+    # LanceDB's own analyzer (not the default 'auto'): the raw-library baselines query the same table's
+    # FTS index on `text` with `nearest_to_text`, so both sides search one index.
+    store = LanceDBStore(path / 'store', embedder=prepared, language='lancedb')
     embed_s = ingest_s = 0.0
     upserts = 0
     arrow: list[pa.Table] = []
@@ -578,7 +580,7 @@ def _ranking(ids: Sequence[str], corpus_of: dict[str, str], k: int) -> dict[str,
 async def quality(path: pathlib.Path, embedder: Embedder) -> tuple[dict[str, Any], list[str]]:
     dataset = load_beir(SCIFACT, 'train')
     docs = beir_documents(dataset)
-    store = LanceDBStore(path, embedder=embedder)
+    store = LanceDBStore(path, embedder=embedder, language='lancedb')  # as in `load`: the raw runs read its index
     for start in range(0, len(docs), 500):
         await store.upsert(docs[start : start + 500])
     await store.optimize()
