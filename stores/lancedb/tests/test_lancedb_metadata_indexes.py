@@ -163,12 +163,14 @@ async def test_scoped_text_search_equals_the_unindexed_store(tmp_path: pathlib.P
 
 
 async def _prefiltered(store: LanceDBStore, query: str, top_k: int, f: Filter) -> list[tuple[str, float]]:
-    """The plain prefiltered LanceDB query the store ran before the candidate-window plan."""
+    """The plain prefiltered LanceDB query the store ran before the candidate-window plan, records of equal
+    score at the cut taken by id (as the store does: LanceDB's own choice among them varies with the plan)."""
     table = await store.records_table()
     parsed = parse_text_query(query, analyzer=store.text_analyzer, languages=store._tables.known_text_languages())
     q = table.query().nearest_to_text(parsed.fts).select(['id', '_score'])
-    rows = await q.where(store.filter_sql(f)).limit(top_k).to_arrow()
-    return [(r['id'], r['_score']) for r in rows.to_pylist()]
+    rows = await q.where(store.filter_sql(f)).limit(top_k + 2_000).to_arrow()
+    ranked = sorted(((r['id'], r['_score']) for r in rows.to_pylist()), key=lambda r: (-r[1], r[0]))
+    return ranked[:top_k]
 
 
 def _same_hits(got: Sequence[SearchHit], want: list[tuple[str, float]]) -> bool:

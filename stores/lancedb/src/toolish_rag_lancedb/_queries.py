@@ -251,11 +251,16 @@ async def text_search(
         def query() -> Any:  # a new builder each time: LanceDB's builders change in place
             return table.query().nearest_to_text(fts).select([*RESULT_COLUMNS, '_score'])
 
+        def prefiltered(limit: int) -> Any:
+            q = query()
+            return (q if where is None else q.where(where)).limit(limit).to_arrow()
+
         try:
-            result = await _postfiltered(query, table, where, request.top_k, shares)
+            # One row more than asked: whether records tie across the cut (see `_cut_at`).
+            result = await _postfiltered(query, table, where, request.top_k + 1, shares)
             if result is None:
-                q = query()
-                result = await (q if where is None else q.where(where)).limit(request.top_k).to_arrow()
+                result = await prefiltered(request.top_k + 1)
+            result = await _cut_at(result, request.top_k, prefiltered)
         except ValueError as exc:
             if 'INVERTED index' not in str(exc):
                 raise
@@ -266,6 +271,37 @@ async def text_search(
         if result.num_rows:
             return _hits(result, '_score')
     return await _substring_search(tables, table, parsed.substrings, request.top_k, where, scan_limit)
+
+
+async def _cut_at(result: Any, top_k: int, fetch: Callable[[int], Any]) -> Any:
+    """The first ``top_k`` rows of ``result`` (``top_k + 1`` asked), records of equal score in id order.
+
+    LanceDB orders equal scores by its query plan, which changes with the limit and the scope's
+    plan: the same search with ``top_k`` 3 and 30 could start with different records (the reranker's
+    wider candidate list, cut back, would then differ from a plain search). When the row after the
+    cut ties with the last one, the whole tie is read (``fetch``: the prefiltered query with a larger
+    limit) so the cut takes its records by id, the same for every ``top_k``.
+    """
+    if result.num_rows <= top_k:
+        return _tie_ordered(result)
+    scores = result.column('_score').to_pylist()
+    if scores[top_k] != scores[top_k - 1]:
+        return _tie_ordered(result.slice(0, top_k))
+    limit = 2 * (top_k + 1)
+    while True:
+        result = await fetch(limit)
+        scores = result.column('_score').to_pylist()
+        if result.num_rows < limit or scores[-1] != scores[top_k - 1]:
+            return _tie_ordered(result).slice(0, top_k)
+        limit *= 2
+
+
+def _tie_ordered(result: Any) -> Any:
+    """``result`` by score, equal scores by id (a stable order whatever LanceDB's plan)."""
+    if result.num_rows < 2:
+        return result
+    scores, ids = result.column('_score').to_pylist(), result.column('id').to_pylist()
+    return result.take(sorted(range(result.num_rows), key=lambda i: (-scores[i], ids[i])))
 
 
 async def _postfiltered(
