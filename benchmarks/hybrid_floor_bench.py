@@ -29,6 +29,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 DATA = (ROOT / '..' / 'shared' / 'data').resolve()
@@ -52,19 +53,32 @@ def run_eval(name: str, kind: str, root: Path) -> dict[str, float]:
     return {tool: float(m['ndcg@10']) for tool, m in figures.items()}
 
 
-def load(results: Path) -> dict[tuple[str, str], dict[str, float]]:
-    rows: dict[tuple[str, str], dict[str, float]] = {}
+def load(results: Path) -> dict[tuple[str, str], dict[str, Any]]:
+    """The last result line of each collection and store."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
     if results.is_file():
         for line in results.read_text().splitlines():
             if line.strip():
                 row = json.loads(line)
-                rows[(row['collection'], row['store'])] = row['ndcg@10']
+                rows[(row['collection'], row['store'])] = row
     return rows
 
 
-def table(rows: dict[tuple[str, str], dict[str, float]], stores: list[str]) -> str:
+def _when(row: dict[str, Any]) -> str:
+    """When a row finished and the 1-minute load at its start and end (older result lines have neither)."""
+    if 'finished' not in row:
+        return ''
+    load = row.get('load') or []
+    return f'{row["finished"][11:16]}, load {"-".join(str(x) for x in load)}' if load else row['finished'][11:16]
+
+
+def table(results: dict[tuple[str, str], dict[str, Any]], stores: list[str]) -> str:
     """The rows by part (chosen on, held out), each part's mean and worst, then those of every row."""
-    out = ['| collection | store | vector | text | hybrid | hybrid - best leg |', '|---|---|---:|---:|---:|---:|']
+    rows = {key: row['ndcg@10'] for key, row in results.items()}
+    out = [
+        '| collection | store | vector | text | hybrid | hybrid - best leg | finished (UTC), load |',
+        '|---|---|---:|---:|---:|---:|---|',
+    ]
     for part, names in (
         ('chosen on', [c for c in COLLECTIONS if c in CHOSEN_ON]),
         ('held out', [c for c in COLLECTIONS if c not in CHOSEN_ON]),
@@ -83,12 +97,13 @@ def table(rows: dict[tuple[str, str], dict[str, float]], stores: list[str]) -> s
                     columns[tool].append(m[tool])
                 if part != 'all':
                     out.append(
-                        f'| {name} | {kind} | {m["vector"]:.4f} | {m["text"]:.4f} | {m["hybrid"]:.4f} | {gap:+.4f} |'
+                        f'| {name} | {kind} | {m["vector"]:.4f} | {m["text"]:.4f} | {m["hybrid"]:.4f} | {gap:+.4f} '
+                        f'| {_when(results[(name, kind)])} |'
                     )
         if gaps:
             means = ' | '.join(f'{sum(v) / len(v):.4f}' for v in columns.values())
-            out.append(f'| **{part}: mean of {len(gaps)}** | | {means} | {sum(gaps) / len(gaps):+.4f} |')
-            out.append(f'| **{part}: worst** | | | | | {min(gaps):+.4f} |')
+            out.append(f'| **{part}: mean of {len(gaps)}** | | {means} | {sum(gaps) / len(gaps):+.4f} | |')
+            out.append(f'| **{part}: worst** | | | | | {min(gaps):+.4f} | |')
     return '\n'.join(out)
 
 
