@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/multihop_bench.py                       # 500 questions, 4,961 paragraphs
     .venv/bin/python benchmarks/multihop_bench.py --store-dir /dev/shm/hotpot   # keep the ingested store
     .venv/bin/python benchmarks/multihop_bench.py --quick               # 60 questions (a smoke test)
+    .venv/bin/python benchmarks/multihop_bench.py --case-insensitive --no-write --store-dir /dev/shm/hotpot-ci
 
 Every leg is one ``ToolishRag.run_tool`` call per question, as an agent makes it, on one store
 with one graph, in one run:
@@ -201,13 +202,15 @@ def machine() -> list[str]:
     ]
 
 
-async def run(limit: int | None, store_dir: Path | None, command: str) -> tuple[str, dict[str, Any]]:
+async def run(
+    limit: int | None, store_dir: Path | None, command: str, linker: ExactNameLinker
+) -> tuple[str, dict[str, Any]]:
     data = load(limit)
     documents = build_documents(data.dataset)
     print(f'{len(documents):,} paragraphs, {len(data.questions)} questions', flush=True)
     store, how = await open_store(documents, store_dir)
     start = time.perf_counter()
-    [graph] = await build_graph(store, ExactNameLinker())
+    [graph] = await build_graph(store, linker)
     graph_s = time.perf_counter() - start
     rag: ToolishRag[None] = ToolishRag(store, name='bench')
     enc = encoder()
@@ -225,7 +228,7 @@ async def run(limit: int | None, store_dir: Path | None, command: str) -> tuple[
         f'- command: `{command}`',
         f'- data: {len(documents):,} paragraphs, {len(data.questions)} questions; store: InMemoryStore, '
         f'default embedder, language {store.language!r}; {how}',
-        f'- graph: ExactNameLinker, {graph.relations_written:,} relations written in {graph_s:.1f} s '
+        f'- graph: {linker}, {graph.relations_written:,} relations written in {graph_s:.1f} s '
         '(0 when the saved store already had them)',
         f'- multihop_search: {CANDIDATES} hybrid candidates, {RANKING}; the first chunk of up to {DOCUMENTS_READ} '
         'reached pages with no passage among them is read',
@@ -256,11 +259,17 @@ def main() -> None:
     parser.add_argument('--store-dir', type=Path, help='save the ingested store here, or reuse the one saved here')
     parser.add_argument('--no-write', action='store_true', help=f'do not update {DOC_PAGE.relative_to(ROOT)}')
     parser.add_argument('--json-out', type=Path, help='also write the figures as JSON here')
+    parser.add_argument(
+        '--case-insensitive',
+        action='store_true',
+        help='build the graph with ExactNameLinker(case_sensitive=False) (use another --store-dir: the graph differs)',
+    )
     a = parser.parse_args()
     command = ' '.join(['.venv/bin/python', 'benchmarks/multihop_bench.py', *sys.argv[1:]])
     print(f'# multihop_bench: HotpotQA through the tools{" (quick)" if a.quick else ""}', flush=True)
     try:
-        block, result = asyncio.run(run(QUICK_QUESTIONS if a.quick else None, a.store_dir, command))
+        linker = ExactNameLinker(case_sensitive=not a.case_insensitive)
+        block, result = asyncio.run(run(QUICK_QUESTIONS if a.quick else None, a.store_dir, command, linker))
     except MissingData as e:
         sys.exit(f'multihop_bench: {e}')
     print('\n' + block)
