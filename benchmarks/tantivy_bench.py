@@ -431,7 +431,10 @@ async def bench(
     key: str, docs: list[Document], queries: list[str], repeats: int, *, filtered_only: bool = False
 ) -> tuple[list[str], dict[str, Any]]:
     """One corpus: ingest, every tool, the filtered searches (``filtered_only``: ingest and filtered text only)."""
-    store = TantivyStore(writer_threads=2, writer_heap_bytes=512_000_000, regex_scan_limit=None)
+    # A tantivy analyzer (not the default 'auto'): the raw-library baselines index and query with the same one.
+    store = TantivyStore(
+        analyzer='subword_stem', writer_threads=2, writer_heap_bytes=512_000_000, regex_scan_limit=None
+    )
     build = await store_ingest(store, docs)
     raw = RawTantivy(store.index)
     n_chunks = sum(len(d.chunks) for d in docs)
