@@ -36,7 +36,9 @@ async def test_tools_lose_nothing_against_raw_lancedb(tmp_path: pathlib.Path) ->
     dataset = load_beir(SCIFACT, 'train')
     docs = beir_documents(dataset)
     embedder = resolve_embedder(None)
-    store = LanceDBStore(tmp_path / 'kb', embedder=embedder)
+    # LanceDB's own analyzer, not the default 'auto': the raw side queries this table's text index as
+    # LanceDB does (`nearest_to_text(query)`). The default's figures: benchmarks/hybrid_floor_bench.py.
+    store = LanceDBStore(tmp_path / 'kb', embedder=embedder, language='lancedb')
     for start in range(0, len(docs), 500):
         await store.upsert(docs[start : start + 500])
     await store.optimize()
