@@ -277,7 +277,7 @@ def test_auto_folds_latin_accents_per_language_and_keeps_an_all_stop_word_text()
     # Folded before stemming, so a word typed without its accents meets the word with them.
     for code, accented, plain in [('en', 'naïve café', 'naive cafe'), ('de', 'Straße Häuser', 'Strasse Hauser')]:
         assert auto.phrase_tokens(accented, code) == auto.phrase_tokens(plain, code), code
-    assert auto.phrase_tokens('Türkiye', 'tr') == auto.phrase_tokens('Turkiye', 'tr')
+    assert auto.phrase_tokens('Türkiye', 'tr') == TextAnalyzer('tr').tokens('Türkiye')  # Turkish: not folded
     assert auto.phrase_tokens('tôt', 'fr') == ['tot']
     # Not Vietnamese (analysed as 'none': tones tell words apart), not Greek, not a fixed language.
     assert auto.phrase_tokens('má mà ma', 'none') == ['má', 'mà', 'ma']

@@ -469,13 +469,15 @@ class TextAnalyzer:
 
 _FOLDED = frozenset(
     {'ca', 'cs', 'da', 'de', 'en', 'eo', 'es', 'et', 'eu', 'fi', 'fr', 'ga', 'hu', 'id', 'it', 'lt', 'nl', 'no', 'pl'}
-    | {'pt', 'ro', 'st', 'sv', 'tr'}
+    | {'pt', 'ro', 'st', 'sv'}
 )
 """The analyzer languages whose text ``'auto'`` (revision 2) folds to unaccented Latin letters before
-stemming (``café``, ``naïve``, ``Straße``, ``ş`` -> ``cafe``, ``naive``, ``strasse``, ``s``), as LanceDB's
+stemming (``café``, ``naïve``, ``Straße``, ``ș`` -> ``cafe``, ``naive``, ``strasse``, ``s``), as LanceDB's
 and Lucene's ASCII folding do: readers of these languages type a word with or without its accents.
-Not Vietnamese (its tone marks tell words apart; it is analysed as ``'none'``, never folded) nor any
-script but Latin (Greek tonos, Devanagari vowel signs stay). docs/text-analysis.md#accents-and-stop-words."""
+Not Turkish (its Snowball suffix rules read ö, ü and the dotless i: folded first, XQuAD-tr text nDCG@10 fell
+from 0.9447 to 0.9399), not Vietnamese (its tone marks tell words apart; it is analysed as
+``'none'``), not any script but Latin (Greek tonos, Devanagari vowel signs stay).
+docs/text-analysis.md#accents-and-stop-words."""
 
 _FOLD_SPECIAL = {'ß': 'ss', 'ẞ': 'ss', 'æ': 'ae', 'Æ': 'ae', 'œ': 'oe', 'Œ': 'oe', 'ø': 'o', 'Ø': 'o', 'đ': 'd'}
 _FOLD_SPECIAL |= {'Đ': 'd', 'ł': 'l', 'Ł': 'l', 'þ': 'th', 'Þ': 'th', 'ð': 'd', 'Ð': 'd', '\u0131': 'i', 'ħ': 'h'}
