@@ -3,11 +3,11 @@
 Members score text on their own scales (another formula, tokenizer or corpus size: LanceDB's BM25
 runs about 2.4 times the memory store's on SciFact), so merging their raw scores over-ranks one
 member. With ``MemberFusion(text='corpus')`` each text hit is re-scored with one BM25 (bm25s's
-formula, the core analyzer) whose record count, mean length and document frequencies are those
-of every member's in-scope records: a census of each member, read once through its
-`SectionReader` and kept per member store until a write through a federation changes it.
-See docs/federation.md#fusion.
-"""
+formula, one analyzer) whose record count, mean length and document frequencies are those of
+every member's in-scope records. A member that reports them (`TermStatisticsSource`) is asked for
+each call; another one's come from a census, its chunks read once through its `SectionReader`
+and kept per member store until a write through a federation changes it.
+See docs/federation.md#fusion."""
 
 from __future__ import annotations
 
