@@ -10,9 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from toolish_rag.analysis import AUTO, TextAnalyzer
 from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Chunk, Document
+from toolish_rag.errors import QuerySyntaxError
 from toolish_rag.manifest import read_manifest
 from toolish_rag.search import SearchRequest
 from toolish_rag.stores.registry import open_store
@@ -62,3 +65,20 @@ async def test_an_index_saved_before_keeps_its_analysis(tmp_path: Path) -> None:
     legacy = TantivyStore(tmp_path / 'legacy', analyzer='subword_stem')
     legacy.close()
     assert TantivyStore(tmp_path / 'legacy').analyzer_name == 'subword_stem'
+
+
+async def test_what_the_old_default_found_auto_finds_too() -> None:
+    texts = [
+        'To be or not to be, that is the question.',
+        'C++ and C# both compile; see std::vector<int>.',
+        'Emoji test, naïve café owners and the Straße.',
+        'Refunds are paid within thirty days.',
+    ]
+    store = TantivyStore()
+    await store.upsert([_document(str(i), t) for i, t in enumerate(texts)])
+    assert await _top(store, '"to be or not to be"') == '0'  # stop words only: scanned for as a substring
+    assert await _top(store, 'C++') == '1'  # one letter and symbols: the same
+    assert await _top(store, 'naive cafe strasse') == '2'  # accents folded
+    assert await _top(store, 'refunds') == '3'  # words BM25 finds: no scan
+    with pytest.raises(QuerySyntaxError, match='no searchable words'):
+        await store.text_search(SearchRequest('()', 1))  # punctuation alone: still a retry for the model

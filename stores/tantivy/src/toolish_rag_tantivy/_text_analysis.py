@@ -5,12 +5,14 @@ See docs/stores/tantivy.md#how-the-adapter-is-built.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 import tantivy
 
 from toolish_rag.analysis import AUTO, TextAnalyzer, analyzer_for
+from toolish_rag.search import RegexRequest, SearchRequest
 
 from ._analyzers import ANALYZERS, AnalyzerName, build_analyzer, tokenizer_name
 from ._query import TextQueryBuilder, text_query_syntax
@@ -25,6 +27,8 @@ WORDS_TOKENIZER = 'toolish_words'
 STORED_ONLY_TOKENIZER = 'toolish_stored_only'
 """Emits no token: ``text`` of a language-analysed index is only stored."""
 _NO_MATCH = r'[^\s\S]'
+_WORD_RUN = re.compile(r'\w+')
+_PUNCTUATION = frozenset('!"#$%&\'()*+,-./:;<=>?@[\\]^_`{|}~')
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,3 +147,23 @@ class IndexAnalysis:
     @property
     def query_syntax(self) -> str:
         return text_query_syntax(self.text_analyzer)
+
+    def substring_request(self, request: SearchRequest, languages: Iterable[str] = ()) -> RegexRequest | None:
+        """For a query the core analysis keeps no word of but stop words (``'to be or not to be'``) or none at
+        all (``C++``: one letter and symbols): its text as a case-insensitive literal for the regex scan, as
+        `LanceDBStore` scans for it. ``None``: a tantivy analyzer (it keeps such words), a query with other
+        words, one of a fixed language's stop words only, or nothing but punctuation and operators."""
+        analyzer = self.text_analyzer
+        if analyzer is None:
+            return None
+        text = ' '.join(request.query.replace('"', ' ').split())
+        if not text or all(ch in _PUNCTUATION or ch.isspace() for ch in text):
+            return None
+        codes = analyzer.query_languages(text, languages)
+        stop = frozenset().union(*(TextAnalyzer(code).stop_words for code in codes))
+        tokens = analyzer.query_tokens(text, languages)
+        if any(token not in stop for token in tokens):
+            return None
+        if not tokens and all(_WORD_RUN.fullmatch(piece) or set(piece) <= _PUNCTUATION for piece in text.split()):
+            return None  # words a fixed language drops as stop words ('das und der'): nothing to look for
+        return RegexRequest(re.escape(text), request.top_k, request.filter, case_sensitive=False)

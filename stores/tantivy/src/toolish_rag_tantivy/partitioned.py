@@ -23,6 +23,7 @@ import tantivy
 
 from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, MetadataValue, Record, validate_metadata_key
+from toolish_rag.errors import QuerySyntaxError
 from toolish_rag.filters import Filter
 from toolish_rag.manifest import MANIFEST_FILE
 from toolish_rag.protocols import DocumentInfo
@@ -283,8 +284,19 @@ class PartitionedTantivyStore:
             return []
         # Built once, also when no partition is reached (the same syntax errors as one index). Every
         # partition's schema is `build_schema` of the same analyzer, so the query's fields are theirs.
-        query = self._queries.build(request.query)
-        return await asyncio.to_thread(self._text_search, query, request)
+        # A query 'auto' keeps no word of but stop words, or none, is scanned for as one `TantivyStore`'s is.
+        try:
+            query = self._queries.build(request.query)
+        except QuerySyntaxError:
+            fallback = self.analysis.substring_request(request, self._known_languages())
+            if fallback is None:
+                raise
+            return await self.regex_search(fallback)
+        hits = await asyncio.to_thread(self._text_search, query, request)
+        if hits:
+            return hits
+        fallback = self.analysis.substring_request(request, self._known_languages())
+        return await self.regex_search(fallback) if fallback is not None else hits
 
     def _text_search(self, query: tantivy.Query, request: SearchRequest) -> list[SearchHit]:
         ranked: list[tuple[float, int, int, IndexSnapshot, tantivy.DocAddress]] = []

@@ -23,6 +23,7 @@ from tantivy import Occur, Query
 
 from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, Record
+from toolish_rag.errors import QuerySyntaxError
 from toolish_rag.filters import Filter
 from toolish_rag.manifest import MANIFEST_FILE, read_manifest, update_manifest
 from toolish_rag.protocols import DocumentInfo
@@ -406,13 +407,25 @@ class TantivyStore:
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         if request.top_k <= 0:
             return []
-        query = self._queries.build(request.query)
+        # A query 'auto' keeps no word of but stop words, or none ('C++'), is scanned for as a substring
+        # when BM25 finds nothing (`IndexAnalysis.substring_request`).
+        try:
+            query = self._queries.build(request.query)
+        except QuerySyntaxError:
+            fallback = self.analysis.substring_request(request, self._known_languages())
+            if fallback is None:
+                raise
+            return await self.regex_search(fallback)
 
         def run() -> list[SearchHit]:
             snapshot = self.snapshot()
             return [SearchHit(snapshot.record(address), score) for score, address in snapshot.ranked(query, request)]
 
-        return await asyncio.to_thread(run)
+        hits = await asyncio.to_thread(run)
+        if hits:
+            return hits
+        fallback = self.analysis.substring_request(request, self._known_languages())
+        return await self.regex_search(fallback) if fallback is not None else hits
 
     async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
         pattern = compile_request(request)
