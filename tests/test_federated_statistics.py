@@ -15,7 +15,7 @@ from toolish_rag.filters import Filter, PropertyFilter as F
 from toolish_rag.search import SearchHit, SearchRequest
 from toolish_rag.sections import DocumentPage, DocumentPageRequest
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.stores.federated import ByMetadata, Federated, MemberFusion
+from toolish_rag.stores.federated import ByMetadata, Federated, MemberFusion, MemberUnavailable
 from toolish_rag_lancedb import LanceDBStore
 
 EMBEDDER = HashingEmbeddingModel(64)
@@ -110,3 +110,28 @@ async def test_a_member_asked_for_its_share_is_asked_again_when_it_holds_more_of
         found = await fed.vector_search(request)
         assert [h.id for h in found] == [h.id for h in expected], top_k
         assert top_k == 5 or fed.fusion.asks(top_k, 2)[0] < min(top_k, 60)  # docs was first asked for less
+
+
+class _FailsWhenAskedAgain(InMemoryStore):
+    """A member whose second vector search fails (a timeout, a dropped connection)."""
+
+    calls = 0
+
+    async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        self.calls += 1
+        if self.calls > 1:
+            raise ConnectionError('gone')
+        return await super().vector_search(request)
+
+
+async def test_a_member_failing_when_asked_again_keeps_its_first_answer() -> None:
+    many = [_doc(f'r{i}', 'docs', f'refund refund policy {"note " * (i % 7)}{i}') for i in range(60)]
+    few = [_doc(f's{i}', 'code', f'shipping {i} and one refund') for i in range(12)]
+    shaky = _FailsWhenAskedAgain(EMBEDDER, language='en')
+    events: list[MemberUnavailable] = []
+    fed = Federated({'docs': shaky, 'code': InMemoryStore(EMBEDDER, language='en')}, route=_two, on_unavailable=events.append)  # fmt: skip
+    await fed.upsert([*many, *few])
+    found = await fed.vector_search(SearchRequest('refund policy note', 40))
+    assert shaky.calls == 2 and [e.member for e in events] == ['docs']  # asked again, failed
+    first = fed.fusion.asks(40, 2)[0]
+    assert len(found) == 40 and sum(h.source == 'docs' for h in found) >= first - 2  # its first answer kept

@@ -91,7 +91,9 @@ class FusedSearch(FederationCore):
                 return merged[: request.top_k]
             found = await asyncio.gather(*(self._ranking(members[i], method, request, pool, operation) for i in short))
             for i, ranking in zip(short, found, strict=True):
-                rankings[i], asks[i] = ranking, pool
+                asks[i] = pool
+                if len(ranking) >= len(rankings[i]):  # shorter: the second call failed; its first answer stands
+                    rankings[i] = ranking
 
     def _ranking(
         self, member: Member, method: _Method, request: SearchRequest, n: int, operation: str
