@@ -11,9 +11,10 @@ from __future__ import annotations
 import ast
 import shutil
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TypeVar
 
 import pytest
 
@@ -28,6 +29,8 @@ from toolish_rag.ingest._parse import file_uri
 from toolish_rag.ingest._readers.text import read_text
 from toolish_rag.search import ExpansionRequest
 from toolish_rag.stores import InMemoryStore
+
+_T = TypeVar('_T')
 
 pytestmark = pytest.mark.asyncio
 
@@ -619,12 +622,30 @@ def _oracle_functions(
             continue
         if sum(name in t for t in texts.values()) <= 25:
             candidates.append(defs[0])
-    step = len(candidates) / count
-    return [candidates[int(i * step)] for i in range(count)]
+    return _spread(candidates, count)
 
 
-async def _precision_recall(root: Path, count: int) -> tuple[float, float, int]:
-    """Micro-averaged precision and recall of the builder's callers against jedi's, and how many jedi found."""
+def _spread(items: Sequence[_T], count: int) -> list[_T]:
+    """Every item, ordered so that each prefix is spread evenly: ``count`` evenly spaced, then those between..."""
+    order: list[_T] = []
+    taken: set[int] = set()
+    parts = count
+    while len(taken) < len(items):
+        step = len(items) / parts
+        for i in range(parts):
+            if int(i * step) not in taken:
+                taken.add(int(i * step))
+                order.append(items[int(i * step)])
+        parts *= 2
+    return order
+
+
+async def _precision_recall(root: Path, count: int, calls: int = 0) -> tuple[float, float, int]:
+    """Micro-averaged precision and recall of the builder's callers against jedi's, and how many jedi found.
+
+    At least ``count`` functions are asked about, more (spread evenly) until jedi has found ``calls``
+    calls: how many the first ``count`` hold depends on the installed pydantic-ai's release.
+    """
     import jedi
 
     store = _store()
@@ -635,7 +656,11 @@ async def _precision_recall(root: Path, count: int) -> tuple[float, float, int]:
     project = jedi.Project(root, smart_sys_path=True)
     sites = {path: _oracle_call_sites(root, path) for path in sorted(root.rglob('*.py'))}
     found = expected = agreed = 0
+    asked = 0
     for function in _oracle_functions(root, sites, count):
+        if asked >= count and expected >= calls:
+            break
+        asked += 1
         references = jedi.Script(path=str(function.path), project=project).get_references(
             function.line, function.column, scope='project'
         )
@@ -653,7 +678,7 @@ async def _precision_recall(root: Path, count: int) -> tuple[float, float, int]:
     precision = agreed / found if found else 1.0
     recall = agreed / expected if expected else 1.0
     print(
-        f'code graph vs jedi over {count} functions: precision {precision:.3f} ({agreed}/{found}), '
+        f'code graph vs jedi over {asked} functions: precision {precision:.3f} ({agreed}/{found}), '
         f'recall {recall:.3f} ({agreed}/{expected})'
     )
     return precision, recall, expected
@@ -661,6 +686,6 @@ async def _precision_recall(root: Path, count: int) -> tuple[float, float, int]:
 
 async def test_callers_match_jedi_on_pydantic_ai(pydantic_ai_copy: Path) -> None:
     """The acceptance check: 50 functions, precision and recall of "what calls f" each at least 0.9."""
-    precision, recall, expected = await _precision_recall(pydantic_ai_copy, 50)
+    precision, recall, expected = await _precision_recall(pydantic_ai_copy, 50, calls=50)
     assert expected >= 50  # the sample holds enough calls to mean something
     assert precision >= 0.9 and recall >= 0.9
