@@ -65,6 +65,11 @@ class Once(Generic[_V]):
     _value: _V | None = None
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
+    @property
+    def built(self) -> bool:
+        """Whether `get` would answer at once, without building."""
+        return self._value is not None
+
     def get(self, build: Callable[[], _V]) -> _V:
         with self._lock:
             if self._value is None:

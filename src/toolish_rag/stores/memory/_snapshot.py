@@ -404,7 +404,7 @@ class Snapshot:
 
     def bm25_built(self) -> bool:
         """Whether `bm25` would answer at once (its index was built by an earlier search)."""
-        return self._bm25._value is not None
+        return self._bm25.built
 
     def scope_statistics(self, index: Bm25Index, f: Filter | None) -> ScopeStatistics:
         """BM25's record count and mean length over the live records ``f`` admits (cached like masks)."""

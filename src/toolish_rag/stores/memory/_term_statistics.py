@@ -23,6 +23,7 @@ def term_statistics(snap: Snapshot, request: TermStatisticsRequest) -> TermStati
         rid: i for rid in request.record_ids if (i := snap.index.get(rid)) is not None and (mask is None or mask[i])
     }
     at = np.fromiter(slots.values(), dtype=np.int64, count=len(slots))
+    ids = np.array(list(slots), dtype=object)
     frequencies: dict[str, int] = {}
     held: dict[str, dict[str, int]] = {rid: {} for rid in slots}
     for token in dict.fromkeys(request.tokens):
@@ -35,7 +36,7 @@ def term_statistics(snap: Snapshot, request: TermStatisticsRequest) -> TermStati
         if at.size and positions.size:
             place = np.minimum(np.searchsorted(positions, at), positions.size - 1)
             hit = positions[place] == at
-            for rid, count in zip(np.array(list(slots))[hit].tolist(), counts[place[hit]].tolist(), strict=True):
+            for rid, count in zip(ids[hit].tolist(), counts[place[hit]].tolist(), strict=True):
                 held[rid][token] = int(count)
     return TermStatistics(
         records=int(lengths.size),
