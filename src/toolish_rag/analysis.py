@@ -15,6 +15,7 @@ from functools import cache
 from types import MappingProxyType
 from typing import Any
 
+from ._char_class import char_class
 from ._language_codes import CODES, UNSTEMMED
 from .languages import _script_language, detect_language
 
@@ -122,21 +123,10 @@ _UNSPACED_BLOCKS: tuple[tuple[int, int], ...] = (
 @cache
 def _unspaced_pattern() -> re.Pattern[str]:
     """A pattern splitting text into other text and runs of unspaced letters (in a group)."""
-    members = _char_class(
+    members = char_class(
         cp for lo, hi in _UNSPACED_BLOCKS for cp in range(lo, hi + 1) if unicodedata.category(chr(cp))[0] in 'LMN'
     )
-    return re.compile(f'([{members}]+)')
-
-
-def _char_class(code_points: Iterable[int]) -> str:
-    """Ascending code points as the inside of a regex character class, runs written as ranges."""
-    ranges: list[tuple[int, int]] = []
-    for cp in code_points:
-        if ranges and ranges[-1][1] == cp - 1:
-            ranges[-1] = (ranges[-1][0], cp)
-        else:
-            ranges.append((cp, cp))
-    return ''.join(chr(lo) if lo == hi else f'{chr(lo)}-{chr(hi)}' for lo, hi in ranges)
+    return re.compile(f'({members}+)')
 
 
 def _marks() -> str:
@@ -145,7 +135,8 @@ def _marks() -> str:
     Python's ``\\w`` leaves them out, so a word in Devanagari, Bengali, Tamil, Thai, or Arabic or
     Hebrew with vowel points would be cut at each vowel sign ('भारत' -> 'रत').
     """
-    return _char_class(cp for cp in range(0x300, 0x20000) if unicodedata.category(chr(cp)) in ('Mn', 'Mc', 'Me'))
+    marks = char_class(cp for cp in range(0x300, 0x20000) if unicodedata.category(chr(cp)) in ('Mn', 'Mc', 'Me'))
+    return marks[1:-1]  # the inside of the class, joined to \w in `_WORDS`'s
 
 
 _BM25S_WORDS = re.compile(r'(?u)\b\w\w+\b')

@@ -14,6 +14,8 @@ from bisect import bisect_right
 from dataclasses import dataclass
 from functools import lru_cache
 
+from .._char_class import char_class
+
 __all__ = [
     'CLOSEST_MAX_CHARS',
     'DEFAULT_MIN_QUOTE_CHARS',
@@ -208,21 +210,6 @@ _HANGUL_VOWELS_AND_TRAILS = ((0x1161, 0x1175), (0x11A8, 0x11C2))
 """Conjoining jamo that compose with the syllable before them (algorithmically, so absent from the decomposition data)."""
 
 
-def _char_class(code_points: list[int]) -> str:
-    """A regex character class of ``code_points`` (sorted), written as ranges."""
-    ranges: list[tuple[int, int]] = []
-    for code in code_points:
-        if ranges and ranges[-1][1] == code - 1:
-            ranges[-1] = (ranges[-1][0], code)
-        else:
-            ranges.append((code, code))
-    return (
-        '['
-        + ''.join(re.escape(chr(low)) + ('-' + re.escape(chr(high)) if high > low else '') for low, high in ranges)
-        + ']'
-    )
-
-
 @lru_cache(maxsize=1)
 def _sequences() -> re.Pattern[str]:
     """What NFC may rewrite: a character with the combining characters after it, or a lone singleton.
@@ -252,8 +239,8 @@ def _sequences() -> re.Pattern[str]:
             combining.append(code)
         elif unicodedata.normalize('NFC', char) != char:
             singletons.append(code)
-    marks = _char_class(combining)
-    return re.compile(f'[^{marks[1:]}?{marks}+|{_char_class(singletons)}')
+    marks = char_class(combining)
+    return re.compile(f'[^{marks[1:]}?{marks}+|{char_class(singletons)}')
 
 
 def _compose(text: str) -> tuple[str, _Composition | None]:
