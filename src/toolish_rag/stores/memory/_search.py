@@ -42,13 +42,23 @@ def top(scores: npt.NDArray[Any], k: int) -> npt.NDArray[np.intp]:
 def vector_scores(
     snap: Snapshot, q: npt.NDArray[np.float32], f: Filter | None, scoring: str | None = None
 ) -> npt.NDArray[np.float32]:
-    """Every slot's cosine with the unit query ``q`` (its best window's with ``scoring``); ``-inf`` outside ``f``."""
-    scores: npt.NDArray[np.float32] = np.asarray(snap.vectors @ q, dtype=np.float32)
-    if scoring is not None:
-        scores = snap.windows.best(scores, q, scoring)  # a record scores by its windows too
+    """Every slot's cosine with the unit query ``q`` (its best window's with ``scoring``); ``-inf`` outside ``f``.
+
+    Only the in-scope rows are multiplied, as one matrix of the scope's shape: BLAS sums a row's
+    products in an order that depends on the row's place in the matrix (its tail rows in another
+    order), so scoring every slot would let the out-of-scope row count move an in-scope score by
+    an ulp (docs/filters.md#corpus-statistics).
+    """
     mask = snap.mask(f)
-    if mask is not None:
-        scores = np.where(mask, scores, np.float32(-np.inf)).astype(np.float32)
+    slots = None if mask is None or bool(mask.all()) else np.flatnonzero(mask)
+    rows = snap.vectors if slots is None else snap.vectors[slots]
+    inside: npt.NDArray[np.float32] = np.asarray(rows @ q, dtype=np.float32)
+    if scoring is not None:
+        inside = snap.windows.best(inside, q, scoring, slots)  # a record scores by its windows too
+    if slots is None:
+        return inside
+    scores = np.full(snap.vectors.shape[0], -np.inf, dtype=np.float32)
+    scores[slots] = inside
     return scores
 
 

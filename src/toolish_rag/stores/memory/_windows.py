@@ -115,18 +115,29 @@ class WindowVectors:
             rows = self.matrix.append(other.vectors)
         return WindowVectors(counts, rows, other.key if other.key is not None else self.key)
 
-    def best(self, scores: Matrix, q: Matrix, scoring: str = 'best') -> Matrix:
+    def best(
+        self, scores: Matrix, q: Matrix, scoring: str = 'best', slots: npt.NDArray[np.intp] | None = None
+    ) -> Matrix:
         """Each record's score from ``scores`` (its first vector against ``q``) and its windows.
 
         ``'best'``: the best of its rows (MaxP); ``'mean_whole_best'``: the mean of its first
         row's score and its best row's (`EmbeddingWindows.scoring`). A record without windows
-        keeps its score either way.
+        keeps its score either way. ``slots``: the records ``scores`` are for (``None``: all);
+        only their windows are multiplied, as one matrix (see `vector_scores`).
         """
         if not self.extra:
             return scores
-        extra = np.asarray(self.vectors @ q, dtype=np.float32)
-        owners = np.flatnonzero(self.counts > 0)
-        starts = self._starts()[owners]
+        counts = self.counts if slots is None else self.counts[slots]
+        owners = np.flatnonzero(counts > 0)
+        if not owners.size:
+            return scores
+        sizes = counts[owners].astype(np.intp)
+        starts = np.concatenate([[0], np.cumsum(sizes)[:-1]]).astype(np.intp)
+        rows = self.vectors
+        if slots is not None:  # the in-scope records' windows, gathered in order
+            first = self._starts()[slots[owners]]
+            rows = rows[np.arange(int(sizes.sum())) + np.repeat(first - starts, sizes)]
+        extra = np.asarray(rows @ q, dtype=np.float32)
         best = np.maximum(scores[owners], np.maximum.reduceat(extra, starts))
         out = scores.copy()
         out[owners] = (scores[owners] + best) / np.float32(2) if scoring == 'mean_whole_best' else best
