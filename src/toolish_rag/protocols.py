@@ -25,6 +25,7 @@ __all__ = [
     'HybridSearch',
     'RegexSearch',
     'ResultExpander',
+    'ScopedTextRanking',
     'SectionReader',
     'StoreCapabilities',
     'StoreLike',
@@ -209,6 +210,19 @@ class TermStatisticsSource(Protocol):
     """
 
     async def term_statistics(self, request: TermStatisticsRequest) -> TermStatistics | None: ...
+
+
+@runtime_checkable
+class ScopedTextRanking(Protocol):
+    """Optional: a store says whether its text search under ``filter`` ranks by the statistics of
+    the records ``filter`` admits alone (so out-of-scope records cannot change which ids it returns).
+
+    A federation re-scoring text with one BM25 keeps such a member's own candidates; another
+    member's, under a scope, it chooses itself from the member's records in scope (their census).
+    See docs/filters.md#corpus-statistics and docs/federation.md#fusion.
+    """
+
+    def text_ranking_in_scope(self, filter: Filter) -> bool: ...
 
 
 StoreLike: TypeAlias = (

@@ -7,6 +7,7 @@ multiple of 4, rare foreign words) and asks for bitwise equal answers. See docs/
 from __future__ import annotations
 
 import random
+from typing import Any
 
 import pytest
 
@@ -14,20 +15,29 @@ from toolish_rag import DocumentBuilder, EmbeddingWindows, PropertyFilter as F
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.retriever import Retriever
-from toolish_rag.stores import InMemoryStore
+from toolish_rag.stores import Federated, InMemoryStore
 
 SCOPE = F.eq('tenant', 'acme')
-_WORDS = ['refund', 'policy', 'parcel', 'warranty', 'password', 'invoice', 'receipt', 'freight', 'damage', 'claim']
+_WORDS = ('refund', 'policy', 'parcel', 'warranty', 'password', 'invoice', 'receipt', 'freight', 'damage', 'claim')
 
 
-def tenant_documents(tenant: str, count: int, seed: int, *, rare: str = '', chunk_words: int = 12) -> list[Document]:
-    """``count`` one-chunk documents of ``tenant`` in the shared words (and ``rare`` words, repeated)."""
+def tenant_documents(
+    tenant: str,
+    count: int,
+    seed: int,
+    *,
+    rare: str = '',
+    chunk_words: int = 12,
+    start: int = 0,
+    words: tuple[str, ...] = _WORDS,
+) -> list[Document]:
+    """``count`` one-chunk documents of ``tenant`` in ``words`` (and ``rare``, once to three times each)."""
     rng = random.Random(seed)
     docs = []
-    for i in range(count):
+    for i in range(start, start + count):
         b = DocumentBuilder(f'file:///{tenant}/{i}.md', f'{tenant} note {i}', metadata={'tenant': tenant})
-        words = [rng.choice(_WORDS) for _ in range(chunk_words)]
-        b.add_chunk(None, ' '.join(words + ([rare] * rng.randrange(1, 4) if rare else [])))
+        text = [rng.choice(words) for _ in range(chunk_words)]
+        b.add_chunk(None, ' '.join(text + ([rare] * rng.randrange(1, 4) if rare else [])))
         docs.append(b.build())
     return docs
 
@@ -48,3 +58,37 @@ async def test_memory_vector_scores_do_not_depend_on_the_foreign_row_count(windo
         await shared.upsert(tenant_documents('globex', foreign, foreign, chunk_words=20) + acme)
         for q in queries:
             assert await _scores(shared, q) == expected[q], (foreign, q)
+
+
+async def _loaded(memory_docs: list[Document], tantivy_docs: list[Document], **options: Any) -> Federated:
+    """``Federated({'a': memory, 'b': TantivyStore})`` holding these documents."""
+    tantivy = pytest.importorskip('toolish_rag_tantivy', reason='needs the Tantivy adapter (stores/tantivy)')
+    federation = Federated({'a': InMemoryStore(HashingEmbeddingModel(64)), 'b': tantivy.TantivyStore()}, **options)
+    await federation.members['a'].upsert(memory_docs)
+    await federation.members['b'].upsert(tantivy_docs)
+    return federation
+
+
+async def _text(federation: Federated, query: str, top_k: int) -> list[tuple[str, str, float]]:
+    return [
+        (getattr(h, 'source', ''), h.id, h.score) for h in await Retriever(federation, SCOPE).text_search(query, top_k)
+    ]
+
+
+async def test_federation_text_candidates_do_not_depend_on_foreign_records() -> None:
+    """A plain `TantivyStore` member ranks with index-wide BM25: its candidates are chosen from its census instead.
+
+    'zebulon' is rare in acme (10 of the Tantivy member's 300 records) and in every globex record:
+    index-wide, its weight falls below 'refund''s and acme's zebulon records fall out of the
+    member's top candidates; in acme's scope they are the best answers.
+    """
+    acme_a = tenant_documents('acme', 30, 2)
+    acme_b = tenant_documents('acme', 290, 3, start=100) + tenant_documents('acme', 10, 5, rare='zebulon', start=400)
+    alone = await _loaded(acme_a, acme_b)
+    queries = ['refund zebulon', 'policy zebulon', 'parcel freight']
+    expected = {q: await _text(alone, q, 20) for q in queries}
+    assert any(h[1] in {c.id for d in acme_b[-10:] for c in d.chunks} for h in expected['refund zebulon'][:10])
+    globex = tenant_documents('globex', 501, 4, rare='zebulon', chunk_words=2, words=('receipt', 'claim'))
+    shared = await _loaded(acme_a, globex + acme_b)
+    for q in queries:
+        assert await _text(shared, q, 20) == expected[q], q

@@ -35,7 +35,7 @@ async def _member_expand(member: Member, request: ExpansionRequest) -> list[Chun
         window *= 4
 
 
-async def _member_records(member: Member, ids: list[str], f: Filter | None) -> list[Chunk | Entity]:
+async def member_records(member: Member, ids: list[str], f: Filter | None) -> list[Chunk | Entity]:
     scope = member.scoped(f)
     if scope is None or pushes_down(member.store, scope):  # as it is, bar the member's own scope (see member_ranking)
         return [r for r in await member.store.get_records(ids, filter=scope) if matches(member.scope, r)]
@@ -50,7 +50,7 @@ class FederatedRecords(FederationCore):
             return []
         members = self.serving(ResultExpander)
         answers = await asyncio.gather(
-            *(self.guarded(m, 'get_records', _member_records(m, wanted, filter), []) for m in members)
+            *(self.guarded(m, 'get_records', member_records(m, wanted, filter), []) for m in members)
         )
         found: dict[str, Chunk | Entity] = {}
         for records in answers:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from ...analysis import TextAnalyzer
 from ...filters import matches
@@ -18,11 +19,12 @@ from ...protocols import HybridSearch, RegexSearch, TextSearch, VectorSearch
 from ...regex import compile_request, regex_rank_key
 from ...retriever import Retriever
 from ...search import RegexRequest, SearchHit, SearchRequest
+from ._candidates import chooses_own_candidates, scoped_candidates
 from ._core import FederationCore, Member, pushes_down
 from ._events import SourcedHit
 from ._fusion import MemberFusion
 from ._languages import query_legs
-from ._statistics import Prepared, prepare, rescored, shared_analyzer
+from ._statistics import Guard, Prepared, prepare, rescored, shared_analyzer
 
 _Method = Callable[[Member], str]
 """Which search method of a member gives its ranking for a leg (``'vector_search'``...)."""
@@ -71,11 +73,17 @@ class FusedSearch(FederationCore):
         names = [m.name for m in members]
         analyzer = self.fusion.analyzer or shared_analyzer(members)
         # The re-scoring's preparation (each member's statistics source, the query's analysis) runs while they search.
-        prepared = asyncio.ensure_future(prepare(members, request.filter, request.query, analyzer)) if corpus else None
+        guard = self._guard(operation)
+        prepared = (
+            asyncio.ensure_future(prepare(members, request.filter, request.query, analyzer, guard)) if corpus else None
+        )
         try:
             rankings = list(
                 await asyncio.gather(
-                    *(self._ranking(m, method, request, n, operation) for m, n in zip(members, asks, strict=True))
+                    *(
+                        self._ranking(m, method, request, n, operation, prepared)
+                        for m, n in zip(members, asks, strict=True)
+                    )
                 )
             )
             ready = await prepared if prepared is not None else None
@@ -83,22 +91,43 @@ class FusedSearch(FederationCore):
             if prepared is not None and not prepared.done():
                 prepared.cancel()
         while True:
-            merged = await self._merged(names, rankings, request, pool, ready, analyzer)
+            merged = await self._merged(names, rankings, request, pool, ready, analyzer, guard)
             short = [
                 i for i, n in enumerate(asks) if n < pool and _short(names[i], rankings[i], n, merged, pool, corpus)
             ]
             if not short:
                 return merged[: request.top_k]
-            found = await asyncio.gather(*(self._ranking(members[i], method, request, pool, operation) for i in short))
+            found = await asyncio.gather(
+                *(self._ranking(members[i], method, request, pool, operation, prepared) for i in short)
+            )
             for i, ranking in zip(short, found, strict=True):
                 asks[i] = pool
                 if len(ranking) >= len(rankings[i]):  # shorter: the second call failed; its first answer stands
                     rankings[i] = ranking
 
     def _ranking(
-        self, member: Member, method: _Method, request: SearchRequest, n: int, operation: str
+        self,
+        member: Member,
+        method: _Method,
+        request: SearchRequest,
+        n: int,
+        operation: str,
+        prepared: asyncio.Future[Prepared | None] | None,
     ) -> Awaitable[list[SearchHit]]:
-        return self.guarded(member, operation, member_ranking(member, method(member), replace(request, top_k=n)), [])
+        """One member's ``n`` candidates, bounded by the timeout; re-scored text (``prepared``) takes them
+        under the scope's statistics (`scoped_candidates`) unless the member's own ranking already does."""
+        call = member_ranking(member, method(member), replace(request, top_k=n))
+        if prepared is not None and not chooses_own_candidates(member, request.filter):
+            call = scoped_candidates(member, request.filter, n, prepared, call)
+        return self.guarded(member, operation, call, [])
+
+    def _guard(self, operation: str) -> Guard:
+        """`guarded` for the re-scoring's calls: ``None`` when the member failed or timed out."""
+
+        def guard(member: Member, call: Awaitable[Any]) -> Awaitable[Any]:
+            return self.guarded(member, operation, call, None)
+
+        return guard
 
     async def _merged(
         self,
@@ -108,10 +137,11 @@ class FusedSearch(FederationCore):
         pool: int,
         prepared: Prepared | None,
         analyzer: TextAnalyzer,
+        guard: Guard,
     ) -> list[SourcedHit]:
         """The best ``pool`` of the members' rankings: re-scored with one BM25 (``prepared``), else fused."""
         if prepared is not None:
-            found = await rescored(prepared, request.filter, _each_once(names, rankings), analyzer)
+            found = await rescored(prepared, request.filter, _each_once(names, rankings), analyzer, guard)
             if found is not None:
                 return found[:pool]
         return self.fusion.fuse(names, rankings, pool)

@@ -12,12 +12,14 @@ See docs/federation.md#fusion."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import weakref
 from collections import Counter, OrderedDict
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any, TypeAlias
 
 import numpy as np
 import numpy.typing as npt
@@ -37,6 +39,10 @@ B = 0.75
 _READS = 8
 """How many section reads of one member a census runs at once."""
 _MASKS = 64
+
+Guard: TypeAlias = Callable[[Member, Awaitable[Any]], Awaitable[Any]]
+"""One member's call bounded as the federation bounds it (its timeout): the answer, or ``None`` when the
+member failed or timed out (reported as unavailable). Every wait on a member goes through it."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -110,6 +116,33 @@ class Census:
         at = np.minimum(np.searchsorted(positions, places), positions.size - 1)
         return np.where(positions[at] == places, counts[at], 0.0)
 
+    def ranked(self, scope: _Scope, tokens: Sequence[str], n: int) -> list[tuple[int, float]]:
+        """The ``n`` records of ``scope`` with the best BM25 for ``tokens`` under the scope's own statistics, best first.
+
+        A function of the records ``scope`` admits alone: what a federation takes as a member's text
+        candidates when the member's own ranking reads index-wide statistics (`scoped_candidates`).
+        """
+        if scope.records == 0 or n <= 0:
+            return []
+        mean_length = scope.length / scope.records
+        scores = np.zeros(len(self.records))
+        for token, repeats in Counter(tokens).items():
+            found = self.postings.get(token)
+            if found is None:
+                continue
+            places, counts = found
+            if scope.mask is not None:
+                kept = scope.mask[places]
+                places, counts = places[kept], counts[kept]
+            if places.size == 0:
+                continue
+            weight = repeats * math.log(1 + (scope.records - places.size + 0.5) / (places.size + 0.5))
+            norm = K1 * ((1 - B) + B * self.lengths[places] / mean_length)
+            scores[places] += weight * counts / (norm + counts)
+        hit = np.flatnonzero(scores > 0)
+        order = np.lexsort((hit, -scores[hit]))[:n]
+        return [(int(i), float(scores[i])) for i in hit[order]]
+
 
 _CENSUSES: weakref.WeakKeyDictionary[object, dict[str, asyncio.Future[Census]]] = weakref.WeakKeyDictionary()
 
@@ -136,20 +169,25 @@ def _keyable(store: object) -> bool:
 
 
 async def census_of(store: object, analyzer: TextAnalyzer) -> Census:
-    """``store``'s census under ``analyzer``, read once per store object (concurrent callers share the read)."""
+    """``store``'s census under ``analyzer``, read once per store object (concurrent callers share the read).
+
+    The read is a task of its own: a caller that stops waiting (the member's timeout) does not
+    cancel it for the others; a read that fails is forgotten, so the next call reads again.
+    """
     by_analyzer = _CENSUSES.setdefault(store, {})
     pending = by_analyzer.get(analyzer.identity)
     if pending is None:
-        pending = asyncio.get_running_loop().create_future()
+        pending = asyncio.ensure_future(_read(store, analyzer))
         by_analyzer[analyzer.identity] = pending
-        try:
-            pending.set_result(await _read(store, analyzer))
-        except BaseException as error:
-            by_analyzer.pop(analyzer.identity, None)
-            pending.set_exception(error)
-            pending.exception()  # retrieved: the caller gets it raised below
-            raise
+        pending.add_done_callback(functools.partial(_forget_failed, store, analyzer.identity))
     return await asyncio.shield(pending)
+
+
+def _forget_failed(store: object, identity: str, read: asyncio.Future[Census]) -> None:
+    if read.cancelled() or read.exception() is not None:
+        by_analyzer = _CENSUSES.get(store, {})
+        if by_analyzer.get(identity) is read:
+            del by_analyzer[identity]
 
 
 async def _read(store: object, analyzer: TextAnalyzer) -> Census:
@@ -287,22 +325,28 @@ class Prepared:
 
     sources: list[_Source]
     tokens: list[str]
+    analyzer: TextAnalyzer
 
 
-async def prepare(members: Sequence[Member], f: Filter | None, query: str, analyzer: TextAnalyzer) -> Prepared | None:
-    """Each member's statistics source and the query's tokens, or ``None`` when a member can give none.
+async def prepare(
+    members: Sequence[Member], f: Filter | None, query: str, analyzer: TextAnalyzer, guard: Guard
+) -> Prepared | None:
+    """Each member's statistics source and the query's tokens, or ``None`` when a member can give none
+    (or fails or times out: ``guard``).
 
     Independent of the members' hits, so a search runs it while the members search: the query's
     analysis (an ``'auto'`` analyzer detects its language) then costs the search no time.
     """
     try:
-        sources = await asyncio.gather(*(_Source.of(m, analyzer) for m in members))
+        sources = await asyncio.gather(*(guard(m, _Source.of(m, analyzer)) for m in members))
         known = [source for source in sources if source is not None]
         if len(known) < len(sources):
             return None
         languages: set[str] = set()
         if analyzer.auto:  # a query is analysed in the languages of the records in scope, as in one store
-            for found in await asyncio.gather(*(source.languages(f, analyzer) for source in known)):
+            for found in await asyncio.gather(*(guard(s.member, s.languages(f, analyzer)) for s in known)):
+                if found is None:
+                    return None
                 languages |= found
             tokens = await asyncio.to_thread(analyzer.query_tokens, query, languages)
         else:
@@ -312,26 +356,24 @@ async def prepare(members: Sequence[Member], f: Filter | None, query: str, analy
             'federation: text statistics unreadable (%s); text hits merged by member scores', type(error).__name__
         )
         return None
-    return Prepared(known, tokens)
+    return Prepared(known, tokens, analyzer)
 
 
 async def rescored(
-    prepared: Prepared, f: Filter | None, hits: Sequence[SourcedHit], analyzer: TextAnalyzer
+    prepared: Prepared, f: Filter | None, hits: Sequence[SourcedHit], analyzer: TextAnalyzer, guard: Guard
 ) -> list[SourcedHit] | None:
     """``hits`` re-scored with one BM25 over every member's in-scope records, best first (ties keep their order).
 
     A member that reports its statistics (`TermStatisticsSource`) is asked, for this call; another
     one's come from its census (`prepare`). ``None`` when a member's counts cannot be read: the
-    caller keeps its own merge.
+    caller keeps its own merge (``guard`` reports the member).
     """
     tokens = prepared.tokens
     distinct = list(dict.fromkeys(tokens))
-    try:
-        parts = await asyncio.gather(*(source.counts(f, distinct, hits, analyzer) for source in prepared.sources))
-    except Exception as error:  # statistics are an improvement, never a reason to fail a search
-        log.warning(
-            'federation: text statistics unreadable (%s); text hits merged by member scores', type(error).__name__
-        )
+    found = await asyncio.gather(*(guard(s.member, s.counts(f, distinct, hits, analyzer)) for s in prepared.sources))
+    parts: list[_Counts] = [part for part in found if part is not None]
+    if len(parts) < len(found):  # statistics are an improvement, never a reason to fail a search
+        log.warning('federation: text statistics unreadable; text hits merged by member scores')
         return None
     records = sum(part.records for part in parts)
     if records == 0:

@@ -526,6 +526,11 @@ class InMemoryStore:
             return []
         return [SearchHit(snap.records[i], float(scores[i])) for i in top(scores, request.top_k)]
 
+    def text_ranking_in_scope(self, filter: Filter) -> bool:
+        """Whether text search under ``filter`` ranks by the scope's statistics alone (`ScopedTextRanking`):
+        with ``statistics='scope'``, whatever the filter."""
+        return self._statistics == 'scope'
+
     async def term_statistics(self, request: TermStatisticsRequest) -> TermStatistics | None:
         """BM25's counts of the current records in ``request``'s scope, from this store's own index
         (`toolish_rag.protocols.TermStatisticsSource`); ``None`` under another analyzer than the store's."""

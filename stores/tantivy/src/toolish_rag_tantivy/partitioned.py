@@ -21,6 +21,7 @@ from typing import Any
 
 import tantivy
 
+from toolish_rag import filters
 from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.content import Chunk, Document, Entity, MetadataValue, Record, validate_metadata_key
 from toolish_rag.errors import QuerySyntaxError
@@ -279,6 +280,12 @@ class PartitionedTantivyStore:
         """As `TantivyStore.supports_filter`: each partition's index translates the filter natively."""
         return translatable(filter)
 
+    def text_ranking_in_scope(self, filter: Filter) -> bool:
+        """Whether ``filter`` admits exactly the records of the partitions it reaches (it names
+        values of the partition key, nothing else): then each index ranks with in-scope
+        statistics alone (`toolish_rag.protocols.ScopedTextRanking`)."""
+        return _only_key(filter, self.partition_key)
+
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         if request.top_k <= 0:
             return []
@@ -369,6 +376,15 @@ class PartitionedTantivyStore:
     async def read_section(self, request: SectionReadRequest) -> SectionPage:
         """Counted in every partition in reach; only the partitions and documents the page overlaps are read."""
         return await asyncio.to_thread(lambda: merged_section_page(self._sections(request.filter), request))
+
+
+def _only_key(f: Filter, key: str) -> bool:
+    """Whether ``f`` constrains ``key`` alone, by its values (``eq``, ``in`` and their ``and``/``or``)."""
+    if isinstance(f, filters.Eq | filters.In):
+        return f.key == key
+    if isinstance(f, filters.And | filters.Or):
+        return all(_only_key(child, key) for child in f.filters)
+    return False
 
 
 def _regex_key(hit: SearchHit) -> tuple[int, str, int]:
