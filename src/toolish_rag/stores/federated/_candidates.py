@@ -43,11 +43,18 @@ async def scoped_candidates(
     elsewhere) are kept, as the member ranked them, until the census is read again. Without a
     census (the member is no `SectionReader`, or the statistics are unreadable), ``own`` as it is.
     """
-    ready = await asyncio.shield(prepared)  # shared by the members: one member's timeout does not cancel it
-    if ready is None or not isinstance(member.store, SectionReader):
-        return await own
-    found, mine = await asyncio.gather(_from_census(member, f, n, ready), own)
-    return found + [h for h in mine if h.id not in (await census_of(member.store, ready.analyzer)).where]
+    mine = asyncio.ensure_future(own)  # the member searches while its census candidates are chosen
+    try:
+        ready = await asyncio.shield(prepared)  # shared by the members: one member's timeout does not cancel it
+        if ready is None or not isinstance(member.store, SectionReader):
+            return await mine
+        found = await _from_census(member, f, n, ready)
+        where = (await census_of(member.store, ready.analyzer)).where
+        return found + [h for h in await mine if h.id not in where]
+    finally:
+        mine.cancel()  # nothing when it is done
+        if mine.done() and not mine.cancelled():
+            mine.exception()  # retrieved: a failure of its own was this call's (or does not matter)
 
 
 async def _from_census(member: Member, f: Filter | None, n: int, ready: Prepared) -> list[SearchHit]:
