@@ -12,6 +12,7 @@ import asyncio
 from typing import Any
 
 import pytest
+from pydantic_ai import ModelRetry
 
 from toolish_rag import DocumentBuilder, ToolishRag
 from toolish_rag.content import Document
@@ -82,3 +83,31 @@ async def test_a_hung_member_bounds_every_search_by_its_timeout(statistics: str)
         assert {e.member for e in events} == {'hung'}, (tool, events)
         assert 'acme 0' in shown and 'acme 5' not in shown, tool
         assert "source 'hung' unavailable" in shown, (tool, shown[-200:])
+
+
+class _Broken(InMemoryStore):
+    """A memory store whose reads by id fail (a dropped connection)."""
+
+    async def get_records(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError('connection to tenant globex shard reset')
+
+    async def expand(self, *args: Any, **kwargs: Any) -> Any:
+        raise ConnectionError('connection to tenant globex shard reset')
+
+
+async def test_an_id_of_an_unavailable_member_is_not_found_naming_the_member_not_the_scope() -> None:
+    held, elsewhere = _doc(1, 'acme'), _doc(2, 'globex')
+    docs, broken = InMemoryStore(EMBEDDER), _Broken(EMBEDDER)
+    await docs.upsert([elsewhere])
+    await broken.upsert([held])
+    rag = ToolishRag(Federated({'docs': docs, 'broken': broken}), name='kb').with_metadata_filter(
+        F.eq('tenant', 'acme')
+    )
+    messages = {}
+    for name, chunk_id in (('held', held.chunks[0].id), ('foreign', elsewhere.chunks[0].id), ('missing', 'nope-0')):
+        with pytest.raises(ModelRetry) as caught:
+            await rag.run_tool('broaden_chunk', {'chunk_id': chunk_id})
+        messages[name] = caught.value.message.replace(chunk_id, '<id>')
+    assert "source 'broken' unavailable" in messages['held'] and 'was not found' in messages['held']
+    assert messages['held'] == messages['foreign'] == messages['missing']  # a foreign id reads like a missing one
+    assert 'globex' not in messages['held'] and 'ConnectionError' not in messages['held']

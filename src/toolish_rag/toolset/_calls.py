@@ -22,11 +22,11 @@ from ..filters import Filter, combine_all
 from ..protocols import StoreLike
 from ..retriever import Retriever
 from ..stores.federated import Federated
-from ..stores.federated._events import noting_unavailable
+from ..stores.federated._events import MemberUnavailable, noting_unavailable
 from ..tracing import HITS, RETRY, CallTrace, Tracing
 from ._arguments import StringArguments
 from ._events import RagEvent, RagListener
-from ._render import render_unavailable
+from ._render import render_unavailable, render_unavailable_retry
 from ._retries import retry_message
 from ._settings import FilterSource, RagSettings
 from ._spec import Body, RunTool, ToolSpec
@@ -104,6 +104,7 @@ class ToolCalls:
         start = time.perf_counter()
         retriever = self.retriever(ctx)
         arguments = {k: v for k, v in arguments.items() if not (k in spec.optional and v is None)}
+        noted: list[MemberUnavailable] = []
         with self.call_trace(spec.name, arguments, retriever).span(self.tracing(ctx)) as span:
             try:
                 retriever = self._narrowed(retriever, arguments)
@@ -114,9 +115,16 @@ class ToolCalls:
                     s for v in arguments.values() for s in (v if isinstance(v, list) else [v]) if isinstance(s, str)
                 ]
                 message = retry_message(str(e), echoed=[*sent, *(v.strip() for v in sent)])
+                down = tuple(dict.fromkeys(u.member for u in noted))
+                if down:  # a member that did not answer may hold what was asked for
+                    message = f'{message}\n\n{render_unavailable_retry(down)}'
                 span.set_attribute(RETRY, True)
                 filtered = retriever.filter is not None
-                await self.emit(self.event(spec.name, arguments, start, filtered, result_text=message, error=message))
+                await self.emit(
+                    self.event(
+                        spec.name, arguments, start, filtered, result_text=message, error=message, unavailable=down
+                    )
+                )
                 raise ModelRetry(message) from e
             span.set_attribute(HITS, len(hits))
             if notes:

@@ -15,7 +15,14 @@ from ..content import Chunk
 from ..retriever import SectionView
 from ..search import SearchHit
 
-__all__ = ['NO_RESULTS', 'render_hits', 'render_neighbours', 'render_section', 'render_unavailable']
+__all__ = [
+    'NO_RESULTS',
+    'render_hits',
+    'render_neighbours',
+    'render_section',
+    'render_unavailable',
+    'render_unavailable_retry',
+]
 
 NO_RESULTS = (
     'No results: the documents do not cover this as asked. Try other words or a synonym, '
@@ -39,6 +46,20 @@ def render_unavailable(sources: Sequence[str]) -> str:
         return f'(source {sources[0]!r} unavailable; results from the other sources)'
     named = ', '.join(repr(s) for s in sources)
     return f'(sources {named} unavailable; results from the other sources)'
+
+
+def render_unavailable_retry(sources: Sequence[str]) -> str:
+    """What a refusal (an id "not found") adds when federation members did not answer: the id may be theirs.
+
+    The same whether the id is missing, out of scope or held by the member: it names only the
+    members that failed, which the model can see anyway.
+    """
+    named = ', '.join(repr(s) for s in sources)
+    they = 'it' if len(sources) == 1 else 'they'
+    return (
+        f'(source{"s" if len(sources) > 1 else ""} {named} unavailable: what was not found may be held there; '
+        f'try again later or say that {they} did not answer)'
+    )
 
 
 def _cap(chunks: Sequence[Chunk], max_chars: int) -> tuple[list[Chunk], bool]:
