@@ -7,10 +7,14 @@ writer gets. See docs/deploy.md (One writer at a time).
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import os
 import sys
+import threading
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
@@ -19,6 +23,7 @@ from typing import IO
 from ..errors import ToolishRagError
 
 __all__ = [
+    'API_LOCK_TIMEOUT',
     'DEFAULT_LOCK_TIMEOUT',
     'LOCK_FILE',
     'LOCK_TIMEOUT_ENV',
@@ -26,14 +31,20 @@ __all__ = [
     'StoreLock',
     'StoreLocked',
     'held_by_this_process',
+    'write_turn',
 ]
 
 LOCK_FILE = 'toolish-rag.lock'
 LOCK_TIMEOUT_ENV = 'TOOLISH_RAG_LOCK_TIMEOUT'
 """Seconds a second writer waits for the lock before it is refused (unset: `DEFAULT_LOCK_TIMEOUT`)."""
 DEFAULT_LOCK_TIMEOUT = 5.0
+API_LOCK_TIMEOUT = 60.0
+"""Seconds a write through the Python API waits for another writer's turn (`write_turn`; ``$TOOLISH_RAG_LOCK_TIMEOUT`` if set)."""
 
 _POLL = 0.05
+_TURN_POLL = 0.02
+_LOCATIONS: dict[str, threading.Lock] = {}
+_LOCATIONS_GUARD = threading.Lock()
 
 _HELD: dict[str, int] = {}
 """The lock files this process holds (by absolute path), and through how many `StoreLock` objects."""
@@ -75,12 +86,12 @@ class StoreLocked(ToolishRagError):
         )
 
 
-def _timeout(timeout: float | None) -> float:
+def _timeout(timeout: float | None, default: float = DEFAULT_LOCK_TIMEOUT) -> float:
     if timeout is not None:
         return timeout
     raw = os.environ.get(LOCK_TIMEOUT_ENV, '').strip()
     try:
-        return float(raw) if raw else DEFAULT_LOCK_TIMEOUT
+        return float(raw) if raw else default
     except ValueError:
         raise ValueError(f'${LOCK_TIMEOUT_ENV} must be a number of seconds, got {raw!r}') from None
 
@@ -156,6 +167,50 @@ class StoreLock:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.release()
+
+
+def _location_lock(path: str) -> threading.Lock:
+    """One lock per store folder in this process: store objects of one process take turns too."""
+    with _LOCATIONS_GUARD:
+        return _LOCATIONS.setdefault(path, threading.Lock())
+
+
+@contextlib.asynccontextmanager
+async def write_turn(
+    folder: str | os.PathLike[str], *, command: str, timeout: float | None = None
+) -> AsyncIterator[None]:
+    """``async with``: one write's turn at the store in ``folder``, across the objects and processes writing it.
+
+    This process's lock of the folder, then the folder's `StoreLock` (unless this process holds it
+    already, as the CLI does for a whole command). Waits by polling, so a cancelled write never
+    leaves a lock held; `StoreLocked` after ``timeout`` seconds (``None``: ``$TOOLISH_RAG_LOCK_TIMEOUT``,
+    else `API_LOCK_TIMEOUT`), naming the holder. A store takes
+    it around each write through the Python API (the memory store; LanceDB has its own). See
+    docs/deploy.md (One writer at a time).
+    """
+    path, start, timeout = os.path.abspath(folder), time.monotonic(), _timeout(timeout, API_LOCK_TIMEOUT)
+    location = _location_lock(path)
+    while not location.acquire(blocking=False):
+        if time.monotonic() - start >= timeout:
+            raise StoreLocked(Path(path), None, round(time.monotonic() - start, 1))
+        await asyncio.sleep(_TURN_POLL)
+    held: StoreLock | None = None
+    try:
+        while not held_by_this_process(path):
+            try:
+                held = StoreLock(path, timeout=0, command=command).acquire()
+            except StoreLocked as busy:
+                waited = time.monotonic() - start
+                if waited >= timeout:
+                    raise StoreLocked(busy.folder, busy.holder, round(waited, 1)) from None
+                await asyncio.sleep(_TURN_POLL)
+        yield
+    finally:
+        try:
+            if held is not None:
+                held.release()
+        finally:
+            location.release()
 
 
 if sys.platform == 'win32':  # pragma: no cover - exercised on Windows only

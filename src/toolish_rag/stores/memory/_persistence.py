@@ -21,14 +21,24 @@ import numpy as np
 import numpy.typing as npt
 from pydantic import TypeAdapter
 
-from ...content import Record, Relation
+from ...content import Document, Record, Relation
 from ...manifest import EmbedderIdentity, StoreManifest, read_manifest, update_manifest, write_manifest
 from ...protocols import DocumentInfo
 from ._graph import GraphState
 from ._segments import Segment, new_name
 from ._windows import WINDOW_FILES, WindowVectors, load_windows, save_windows
 
-__all__ = ['FORMAT', 'SavedSegment', 'legacy_manifest', 'load', 'record_manifest', 'record_reembed', 'save']
+__all__ = [
+    'FORMAT',
+    'SavedSegment',
+    'current_version',
+    'document_info',
+    'legacy_manifest',
+    'load',
+    'record_manifest',
+    'record_reembed',
+    'save',
+]
 
 FORMAT = 2
 _LEGACY_FORMAT = 1
@@ -59,6 +69,18 @@ class SavedSegment:
     languages: tuple[str, ...] | None = None
     """The language ``language='auto'`` analysed each record in (``languages.json``, optional: a
     segment saved without it, or by a fixed-language store, is detected again when reopened as auto)."""
+
+
+def document_info(d: Document) -> DocumentInfo:
+    """What a segment's ``documents.json`` keeps of ``d`` (its chunks are the segment's records)."""
+    return DocumentInfo(
+        id=d.id,
+        uri=d.uri,
+        title=d.title,
+        fingerprint=d.fingerprint,
+        chunk_count=len(d.chunks),
+        metadata=dict(d.metadata),
+    )
 
 
 def model_id(model: Any) -> str:
@@ -165,8 +187,8 @@ def save(
     graph: GraphState,
     model: Any,
     records: int,
-) -> None:
-    """Write a new version of ``segments`` (saving those not on disk yet) and switch ``CURRENT`` to it.
+) -> str:
+    """Write a new version of ``segments`` (saving those not on disk yet) and switch ``CURRENT`` to it: its name.
 
     ``content`` gives a segment's records, vectors and documents when it must be written.
     """
@@ -201,6 +223,15 @@ def save(
     for old in (path / _SEGMENTS).iterdir():
         if old.name not in named:
             shutil.rmtree(old, ignore_errors=True)
+    return version
+
+
+def current_version(path: Path) -> str | None:
+    """The name of the version ``CURRENT`` points at (``None``: nothing saved)."""
+    try:
+        return (path / 'CURRENT').read_text(encoding='utf-8').strip()
+    except FileNotFoundError:
+        return None
 
 
 def _read_records(source: Path) -> list[Record]:

@@ -287,6 +287,20 @@ class Snapshot:
         """The next version when only the graph changed: the same records, vectors and caches, shared."""
         return dataclasses.replace(self, graph=graph)
 
+    def check_owners(self, records: Sequence[Record], documents: frozenset[str], entities: frozenset[str]) -> None:
+        """``ValueError`` when one of ``records`` takes the id of a record another document or entity holds
+        (one these ``documents`` and ``entities`` replace is theirs to take)."""
+        for r in records:
+            i = self.index.get(r.id)
+            if i is None:
+                continue
+            held = self.records[i]
+            if isinstance(held, Chunk) and held.document_id in documents:
+                continue
+            if isinstance(held, Entity) and held.id in entities:
+                continue
+            raise ValueError(f'record id {r.id!r} already belongs to another document or entity')
+
     def mask(self, f: Filter | None) -> npt.NDArray[np.bool_] | None:
         """Which slots hold a live record that satisfies ``f`` (cached for the few filters a deployment
         repeats); ``f`` ``None``: the live slots, ``None`` when every slot is live."""

@@ -7,10 +7,11 @@ always see a whole version. See docs/stores/memory.md.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Iterable, Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -36,9 +37,19 @@ from ...sections import (
 )
 from ...windows import DEFAULT_WINDOWS, EmbeddingWindows
 from ...writes import graph_upsert_batch
+from ..lock import write_turn
 from ._caches import Lru
 from ._graph import GraphState, entities_of, neighbours_of, nodes_of
-from ._persistence import SavedSegment, legacy_manifest, load, record_manifest, record_reembed, save
+from ._persistence import (
+    SavedSegment,
+    current_version,
+    document_info,
+    legacy_manifest,
+    load,
+    record_manifest,
+    record_reembed,
+    save,
+)
 from ._reembed import reembedded
 from ._search import regex_hits, text_scores, top, vector_scores
 from ._settings import STATISTICS, Statistics, save_setting, saved_analyzer, saved_statistics
@@ -134,6 +145,8 @@ class InMemoryStore:
         if self._path is not None and statistics is not None and statistics != saved:
             save_setting(self._path, 'statistics', statistics)
         self._analyzer = self._open_analyzer(language)
+        self._version = current_version(self._path) if self._path is not None else None
+        """The saved version ``_snapshot`` is (read before it: at worst one reload too many)."""
         self._snapshot = self._loaded()
         unwindowed = self._snapshot.unwindowed
         if windows is not None and unwindowed:
@@ -214,7 +227,7 @@ class InMemoryStore:
             self._manifest = await asyncio.to_thread(
                 record_manifest, self._path, embedder_identity(self.embedder, dims), self._analyzer.language
             )
-            await asyncio.to_thread(
+            self._version = await asyncio.to_thread(
                 save,
                 self._path,
                 snapshot.segments,
@@ -224,6 +237,23 @@ class InMemoryStore:
                 len(snapshot),
             )
         self._snapshot = snapshot
+
+    @contextlib.asynccontextmanager
+    async def _writing(self) -> AsyncIterator[None]:
+        """One write's turn: this object's lock and, for a persisted store, the folder's writer lock
+        (`toolish_rag.stores.lock.write_turn`: other objects and processes writing the folder wait),
+        then the version another writer saved since this object's last read or write loaded, so a
+        write builds on every saved write and loses none (docs/stores/memory.md)."""
+        async with self._write_lock:
+            if self._path is None:
+                yield
+                return
+            async with write_turn(self._path, command=f'InMemoryStore (pid {os.getpid()})'):
+                saved = await asyncio.to_thread(current_version, self._path)
+                if saved != self._version:
+                    self._snapshot = await asyncio.to_thread(self._loaded)
+                    self._version = saved
+                yield
 
     @property
     def embedder(self) -> Embedder:
@@ -260,7 +290,7 @@ class InMemoryStore:
         """
         if self._windows is None:
             return 0
-        async with self._write_lock:
+        async with self._writing():
             old = self._snapshot
             if old.dead:  # window only the records this version holds
                 old = await asyncio.to_thread(old.compacted, self._analyzer)
@@ -288,7 +318,7 @@ class InMemoryStore:
         if path is None:
             return []
         done: list[str] = []
-        async with self._write_lock:
+        async with self._writing():
             snapshot = self._snapshot
             old_layout = any(not (path / 'segments' / s.name).is_dir() for s in snapshot.segments)
             if old_layout or read_manifest(path) is None:
@@ -307,7 +337,7 @@ class InMemoryStore:
         crash leaves the old store or the new one (docs/stores/manifest.md, Re-embedding).
         """
         new = resolve_embedder(embedder)
-        async with self._write_lock:
+        async with self._writing():
             old = self._snapshot
             if old.dead:
                 old = await asyncio.to_thread(old.compacted, self._analyzer)
@@ -352,7 +382,7 @@ class InMemoryStore:
         and indexes no text, the next version shares them all with this one.
         """
         documents, entities, relations = graph_upsert_batch(items)
-        async with self._write_lock:
+        async with self._writing():
             old = self._snapshot
             if not documents and not entities:
                 graph = old.graph.with_relations(relations)
@@ -370,20 +400,9 @@ class InMemoryStore:
         Costs what the batch holds (see `Snapshot.applied`): the records it replaces are marked
         dead, its own are appended.
         """
-        replaced_docs = frozenset(d.id for d in documents)
-        replaced_entities = frozenset(e.id for e in entities)
         new_records: list[Record] = [c for d in documents for c in d.chunks]
         new_records.extend(entities)
-        for r in new_records:
-            i = old.index.get(r.id)
-            if i is None:
-                continue
-            held = old.records[i]
-            if isinstance(held, Chunk) and held.document_id in replaced_docs:
-                continue
-            if isinstance(held, Entity) and held.id in replaced_entities:
-                continue
-            raise ValueError(f'record id {r.id!r} already belongs to another document or entity')
+        old.check_owners(new_records, frozenset(d.id for d in documents), frozenset(e.id for e in entities))
         # Reuse vectors of records whose indexed text did not change.
         reuse: dict[int, npt.NDArray[np.float32]] = {}
         to_embed: list[int] = []
@@ -408,17 +427,7 @@ class InMemoryStore:
             new_vectors[j] = v
         if fresh is not None:
             new_vectors[to_embed] = fresh
-        infos = [
-            DocumentInfo(
-                id=d.id,
-                uri=d.uri,
-                title=d.title,
-                fingerprint=d.fingerprint,
-                chunk_count=len(d.chunks),
-                metadata=dict(d.metadata),
-            )
-            for d in documents
-        ]
+        infos = [document_info(d) for d in documents]
         extra = embedded[len(to_embed) :] if embedded is not None else np.zeros((0, width), dtype=np.float32)
         write = SavedSegment(new_records, new_vectors, plan.assemble(extra, width), infos)
         if base is not old.windows:
@@ -426,7 +435,7 @@ class InMemoryStore:
         return await asyncio.to_thread(old.applied, write, graph, self._analyzer)
 
     async def _delete(self, doc_ids: set[str], entity_ids: set[str]) -> tuple[int, int]:
-        async with self._write_lock:
+        async with self._writing():
             old = self._snapshot
             removed_docs = sum(1 for d in doc_ids if d in old.documents)
             entities = frozenset(
@@ -462,7 +471,7 @@ class InMemoryStore:
         return self._snapshot.graph.listed(document_ids, origin)
 
     async def delete_relations(self, ids: Iterable[str]) -> int:
-        async with self._write_lock:
+        async with self._writing():
             old = self._snapshot
             graph, removed = old.graph.without_relations(ids)
             if removed:
@@ -476,7 +485,7 @@ class InMemoryStore:
         return dict(self._snapshot.graph.marks.get(builder, {}))
 
     async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
-        async with self._write_lock:
+        async with self._writing():
             old = self._snapshot
             graph = old.graph.with_marks(builder, marks)
             if graph is not old.graph:
