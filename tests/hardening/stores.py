@@ -140,13 +140,18 @@ class _Warnings(logging.Handler):
         self.messages.append(record.getMessage())
 
 
-async def call(env: StoreEnv, tool: str, arguments: Mapping[str, Any], rag: ToolishRag[None] | None = None) -> Outcome:
+async def call(
+    env: StoreEnv | None, tool: str, arguments: Mapping[str, Any], rag: ToolishRag[None] | None = None
+) -> Outcome:
     """Call ``tool`` on ``rag`` (the env's scoped one by default) as a model would, catching everything."""
+    if rag is None:
+        assert env is not None, 'a call needs an env or a rag'
+        rag = env.rag
     warnings = _Warnings()
     logger = logging.getLogger('toolish_rag')
     logger.addHandler(warnings)
     try:
-        outcome = Outcome(result=await (rag or env.rag).run_tool(tool, arguments))
+        outcome = Outcome(result=await rag.run_tool(tool, arguments))
     except ModelRetry as e:
         outcome = Outcome(retry=e.message)
     except Exception as e:  # every other exception is what these tests look for
