@@ -14,6 +14,7 @@ import pytest
 from toolish_rag import DocumentBuilder, EmbeddingWindows, PropertyFilter as F
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.protocols import ScopedTextRanking
 from toolish_rag.retriever import Retriever
 from toolish_rag.stores import Federated, InMemoryStore
 
@@ -60,10 +61,13 @@ async def test_memory_vector_scores_do_not_depend_on_the_foreign_row_count(windo
             assert await _scores(shared, q) == expected[q], (foreign, q)
 
 
-async def _loaded(memory_docs: list[Document], tantivy_docs: list[Document], **options: Any) -> Federated:
-    """``Federated({'a': memory, 'b': TantivyStore})`` holding these documents."""
+async def _loaded(
+    memory_docs: list[Document], tantivy_docs: list[Document], partitioned: bool = False, **options: Any
+) -> Federated:
+    """``Federated({'a': memory, 'b': TantivyStore})`` (or a `PartitionedTantivyStore` by tenant) holding these documents."""
     tantivy = pytest.importorskip('toolish_rag_tantivy', reason='needs the Tantivy adapter (stores/tantivy)')
-    federation = Federated({'a': InMemoryStore(HashingEmbeddingModel(64)), 'b': tantivy.TantivyStore()}, **options)
+    b = tantivy.PartitionedTantivyStore(partition_key='tenant') if partitioned else tantivy.TantivyStore()
+    federation = Federated({'a': InMemoryStore(HashingEmbeddingModel(64)), 'b': b}, **options)
     await federation.members['a'].upsert(memory_docs)
     await federation.members['b'].upsert(tantivy_docs)
     return federation
@@ -75,8 +79,10 @@ async def _text(federation: Federated, query: str, top_k: int) -> list[tuple[str
     ]
 
 
-async def test_federation_text_candidates_do_not_depend_on_foreign_records() -> None:
+@pytest.mark.parametrize('partitioned', [False, True], ids=['tantivy', 'partitioned'])
+async def test_federation_text_candidates_do_not_depend_on_foreign_records(partitioned: bool) -> None:
     """A plain `TantivyStore` member ranks with index-wide BM25: its candidates are chosen from its census instead.
+    A `PartitionedTantivyStore` by tenant ranks in the scope itself (`ScopedTextRanking`) and keeps its own.
 
     'zebulon' is rare in acme (10 of the Tantivy member's 300 records) and in every globex record:
     index-wide, its weight falls below 'refund''s and acme's zebulon records fall out of the
@@ -84,11 +90,25 @@ async def test_federation_text_candidates_do_not_depend_on_foreign_records() -> 
     """
     acme_a = tenant_documents('acme', 30, 2)
     acme_b = tenant_documents('acme', 290, 3, start=100) + tenant_documents('acme', 10, 5, rare='zebulon', start=400)
-    alone = await _loaded(acme_a, acme_b)
+    alone = await _loaded(acme_a, acme_b, partitioned)
     queries = ['refund zebulon', 'policy zebulon', 'parcel freight']
     expected = {q: await _text(alone, q, 20) for q in queries}
     assert any(h[1] in {c.id for d in acme_b[-10:] for c in d.chunks} for h in expected['refund zebulon'][:10])
     globex = tenant_documents('globex', 501, 4, rare='zebulon', chunk_words=2, words=('receipt', 'claim'))
-    shared = await _loaded(acme_a, globex + acme_b)
+    shared = await _loaded(acme_a, globex + acme_b, partitioned)
     for q in queries:
         assert await _text(shared, q, 20) == expected[q], q
+
+
+def test_which_stores_say_they_rank_text_in_the_scope() -> None:
+    """`ScopedTextRanking`: what a federation trusts to choose a member's text candidates (else its census does)."""
+    tantivy = pytest.importorskip('toolish_rag_tantivy', reason='needs the Tantivy adapter (stores/tantivy)')
+    partitioned = tantivy.PartitionedTantivyStore(partition_key='tenant')
+    assert isinstance(partitioned, ScopedTextRanking)
+    assert partitioned.text_ranking_in_scope(SCOPE)
+    assert partitioned.text_ranking_in_scope(F.in_('tenant', ['acme', 'globex']) | F.eq('tenant', 'initech'))
+    assert not partitioned.text_ranking_in_scope(SCOPE & F.eq('year', 2024))  # a part of the partition's records
+    assert not partitioned.text_ranking_in_scope(F.ne('tenant', 'globex'))
+    assert not isinstance(tantivy.TantivyStore(), ScopedTextRanking)
+    assert InMemoryStore(HashingEmbeddingModel(8)).text_ranking_in_scope(SCOPE & F.eq('year', 2024))
+    assert not InMemoryStore(HashingEmbeddingModel(8), statistics='store').text_ranking_in_scope(SCOPE)
