@@ -14,7 +14,7 @@ from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.agent import AbstractAgent
-from pydantic_ai.capabilities import AbstractCapability, WrapToolExecuteHandler
+from pydantic_ai.capabilities import AbstractCapability, CombinedCapability, WrapToolExecuteHandler
 from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolResultSource
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.output import OutputContext
@@ -131,11 +131,19 @@ class RagCapability(AbstractCapability[AgentDepsT]):
         copy._verifier = self._verifier
         return copy
 
-    def for_agent(self, agent: AbstractAgent[AgentDepsT, Any]) -> RagCapability[AgentDepsT]:
+    def for_agent(self, agent: AbstractAgent[AgentDepsT, Any]) -> AbstractCapability[AgentDepsT]:
+        """Bound to the agent: with a `GroundedAnswer` output (and ``grounding``), verifying it.
+
+        A deferred capability's hooks wait until the model loads it, but an answer must be verified
+        whether or not it did: then grounding goes alongside, as an always-on `Grounding`.
+        """
         if not self.grounding or not grounded_output(agent.output_type):
             return self
+        verifier = Grounding(self.rag, min_quote_chars=self.min_quote_chars, repairs=self.repairs)
+        if self.defer_loading:
+            return CombinedCapability([self, verifier])
         bound = self._copy()
-        bound._verifier = Grounding(self.rag, min_quote_chars=self.min_quote_chars, repairs=self.repairs)
+        bound._verifier = verifier
         return bound
 
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> RagCapability[AgentDepsT]:
