@@ -17,25 +17,30 @@ from toolish_rag import GroundedAnswer, PropertyFilter as F, ToolishRag
 from toolish_rag.capability import EagerResultsPart
 from toolish_rag.stores import InMemoryStore
 
-__all__ = ['acme', 'evidence_texts', 'grounded_agent', 'request_texts']
+__all__ = ['acme', 'evidence_parts', 'evidence_texts', 'grounded_agent', 'request_texts']
 
 
 def acme(store: InMemoryStore) -> ToolishRag[Any]:
     return ToolishRag(store, name='docs').with_metadata_filter(F.eq('tenant', 'acme'))
 
 
-def grounded_agent(script: Scripted, capability: Any, **kwargs: Any) -> Agent[Any, GroundedAnswer]:
-    return Agent(script.model, output_type=GroundedAnswer, capabilities=[capability], retries={'output': 1}, **kwargs)
+def grounded_agent(script: Scripted, *capabilities: Any) -> Agent[Any, GroundedAnswer]:
+    return Agent(script.model, output_type=GroundedAnswer, capabilities=list(capabilities), retries={'output': 1})
 
 
 def evidence_texts(messages: Sequence[ModelMessage]) -> list[str]:
-    """The text of every tool return and eager-results part, in order."""
+    """The text of every evidence part (a collection's tool return or eager results), in order."""
+    return [str(p.content) for p in evidence_parts(messages)]
+
+
+def evidence_parts(messages: Sequence[ModelMessage]) -> list[ToolReturnPart | EagerResultsPart]:
+    """Every tool return or eager-results part carrying a collection's hits, in order."""
     return [
-        str(p.content)
+        p
         for m in messages
         if isinstance(m, ModelRequest)
         for p in m.parts
-        if isinstance(p, ToolReturnPart | EagerResultsPart)
+        if isinstance(p, ToolReturnPart | EagerResultsPart) and isinstance(p.metadata, dict) and 'rag' in p.metadata
     ]
 
 
