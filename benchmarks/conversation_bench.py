@@ -39,22 +39,22 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import build_documents, load_beir  # noqa: E402
-from pydantic_ai import Agent  # noqa: E402
-from pydantic_ai.messages import (  # noqa: E402
+from common import build_documents, load_beir
+from pydantic_ai import Agent
+from pydantic_ai.messages import (
     ModelMessage,
     ModelRequest,
     ModelResponse,
     ToolCallPart,
     ToolReturnPart,
 )
-from pydantic_ai.models.function import AgentInfo, FunctionModel  # noqa: E402
+from pydantic_ai.models.function import AgentInfo, FunctionModel
 
-from toolish_rag import GroundedAnswer, ToolishRag, UngroundedAnswerError  # noqa: E402
-from toolish_rag._record_text import chunk_body, indent  # noqa: E402
-from toolish_rag.content import Chunk  # noqa: E402
-from toolish_rag.embedding import HashingEmbeddingModel, resolve_embedder  # noqa: E402
-from toolish_rag.stores import InMemoryStore  # noqa: E402
+from toolish_rag import GroundedAnswer, ToolishRag, UngroundedAnswerError
+from toolish_rag._record_text import chunk_body, indent
+from toolish_rag.content import Chunk
+from toolish_rag.embedding import HashingEmbeddingModel, resolve_embedder
+from toolish_rag.stores import InMemoryStore
 
 ARMS = ('toolset', 'capability(compaction=False)', 'capability(compaction=True)')
 SEARCH = 'docs_hybrid_search'
@@ -149,7 +149,9 @@ class Replay:
             self.stats.recall.append(found)
         chosen = [h.record for h in hits if h.record.document_id in self.turn_spec.references] or [hits[0].record]
         earlier = [c for t, c in self.cited if t <= self.turn - 2]
-        claims = [{'text': 'From the passage.', 'citations': [{'chunk_id': c.id, 'quote': quote_of(c)}]} for c in chosen]
+        claims = [
+            {'text': 'From the passage.', 'citations': [{'chunk_id': c.id, 'quote': quote_of(c)}]} for c in chosen
+        ]
         if earlier:
             again = earlier[self.turn % len(earlier)]
             claims.append({'text': 'As said before.', 'citations': [{'chunk_id': again.id, 'quote': quote_of(again)}]})
@@ -164,7 +166,7 @@ class Replay:
         self.stats.without_tools.append(len(tokens) - len(self.encoder.encode(tools_text(info))))
         if self.previous is not None:
             before_text, _ = self.previous
-            common = os.path.commonprefix([before_text, text])
+            common = os.path.commonprefix([before_text, text])  # noqa: RUF071 (a character prefix is what is meant)
             shared = len(self.encoder.encode(common, disallowed_special=())) if common else 0
             self.stats.cache_adjusted.append(CACHE_READ * shared + (len(tokens) - shared))
         else:

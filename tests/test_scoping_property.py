@@ -27,8 +27,8 @@ from helpers import FINAL, Call, Script, block_ids, compose_store, expanded_ids,
 from hypothesis import HealthCheck, event, given, settings, strategies as st
 from pydantic_ai import Agent
 
-from toolish_rag.capability import EagerResultsPart
 from toolish_rag import DocumentBuilder, Entity, Retriever, ToolishRag, matches, parse_filter
+from toolish_rag.capability import EagerResultsPart
 from toolish_rag.content import METADATA_KEY_PATTERN, Chunk, Document
 from toolish_rag.filters import FILTER_NODE_TYPES, EntityFilter, Filter, FilterNode, PropertyFilter
 from toolish_rag.testing import COMMON_WORD

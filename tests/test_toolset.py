@@ -111,7 +111,11 @@ async def run_capable(rag: Any, steps: list[Any], **kwargs: Any) -> tuple[Script
     result = await agent.run('question', capabilities=[rag.capability()], **kwargs)
     assert result.output == FINAL
     messages = result.all_messages()
-    return script, returns(messages), '\n\n'.join(p.content for m in messages for p in m.parts if isinstance(p, EagerResultsPart))
+    return (
+        script,
+        returns(messages),
+        '\n\n'.join(p.content for m in messages for p in m.parts if isinstance(p, EagerResultsPart)),
+    )
 
 
 def hit_ids(r: Returned) -> list[str]:

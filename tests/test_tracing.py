@@ -139,7 +139,9 @@ async def _agent_run(rag: ToolishRag[None], *, include_content: bool) -> tuple[l
     provider, exporter = _provider()
     settings = InstrumentationSettings(tracer_provider=provider, include_content=include_content)
     script = _script()
-    agent = Agent(script.model, capabilities=[rag.capability(), Instrumentation(settings=settings)])  # eager search: its own
+    agent = Agent(
+        script.model, capabilities=[rag.capability(), Instrumentation(settings=settings)]
+    )  # eager search: its own
     result = await agent.run('hi')
     hits = {r.tool: len(r.metadata['hits']) for r in returns(result.all_messages()) if not r.retried}
     return list(exporter.get_finished_spans()), hits

@@ -7,6 +7,7 @@ return whole, and between boundaries every request begins with the previous one.
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from pydantic_ai.messages import ModelMessage
@@ -43,14 +44,19 @@ async def converse(
     scripts = []
     for n, steps in enumerate(turns, start=1):
         script = Scripted(steps)
-        result = await grounded_agent(script, acme(store).capability(**options)).run(f'Question {n}?', message_history=history)
+        result = await grounded_agent(script, acme(store).capability(**options)).run(
+            f'Question {n}?', message_history=history
+        )
         history = result.all_messages()
         scripts.append(script)
     return history, scripts
 
 
 FOUR_TURNS = [
-    [search('refunds paid within 30 days', top_k=2), cited(ACME_0_ID, 'Refunds are paid within 30 days of the request.')],
+    [
+        search('refunds paid within 30 days', top_k=2),
+        cited(ACME_0_ID, 'Refunds are paid within 30 days of the request.'),
+    ],
     [search('store credit expires branch', top_k=1), cited(ACME_2_ID, 'Store credit never expires')],
     [search('cafeteria lunch noon weekdays', top_k=1), cited(CANTEEN_ID, 'The cafeteria serves lunch between noon')],
     [cited(ACME_0_ID, 'Customers must keep the original receipt.')],  # no search: shown three turns earlier
@@ -88,14 +94,17 @@ async def test_a_chunk_on_view_comes_back_as_a_reference_and_one_compacted_away_
         assert f'chunk {ACME_0_ID} | score' in second and 'its text is above' in second  # cited: still on view
         assert (ACME_1 in second) == (ACME_1_ID in whole_again), options
         ret = evidence_parts(history)[-1]
-        assert ret.metadata is not None and [h.id for h in ret.metadata['hits']] == [ACME_0_ID, ACME_1_ID]  # full records
+        assert ret.metadata is not None and [h.id for h in ret.metadata['hits']] == [
+            ACME_0_ID,
+            ACME_1_ID,
+        ]  # full records
 
 
 async def test_between_boundaries_each_request_begins_with_the_previous_one() -> None:
     store = await build_store()
     _, scripts = await converse(store, FOUR_TURNS[:3], compaction_budget=100_000)
     requests = [evidence_texts(r) for s in scripts for r in s.requests]
-    for before, after in zip(requests, requests[1:]):
+    for before, after in itertools.pairwise(requests):
         assert after[: len(before)] == before
     _, scripts = await converse(store, FOUR_TURNS[:3], compaction_budget=0)
     turn2, turn3 = scripts[1].requests, scripts[2].requests

@@ -12,7 +12,9 @@ from tests.grounded.grounded_helpers import ACME_0_ID, ACME_2_ID, Scripted, answ
 from toolish_rag import UngroundedAnswerError
 from toolish_rag.capability import EagerResultsPart
 
-GOOD = answer('answered', ('Refunds take 30 days.', [cite(ACME_0_ID, 'Refunds are paid within 30 days of the request.')]))
+GOOD = answer(
+    'answered', ('Refunds take 30 days.', [cite(ACME_0_ID, 'Refunds are paid within 30 days of the request.')])
+)
 
 
 def _mentions_a_tool(text: str) -> bool:

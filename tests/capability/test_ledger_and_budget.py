@@ -25,17 +25,25 @@ from toolish_rag import GroundedAnswer, PropertyFilter as F, ToolishRag
 from toolish_rag.capability import EvidenceLedger
 from toolish_rag.toolset._direct import direct_context
 
-REFUND = answer('answered', ('Refunds take 30 days.', [cite(ACME_0_ID, 'Refunds are paid within 30 days of the request.')]))
+REFUND = answer(
+    'answered', ('Refunds take 30 days.', [cite(ACME_0_ID, 'Refunds are paid within 30 days of the request.')])
+)
 
 
 def drop_old_returns(messages: list[ModelMessage]) -> list[ModelMessage]:
     """A user's history processor: every tool return before the latest user prompt loses its text and metadata."""
-    last_prompt = max(i for i, m in enumerate(messages) if isinstance(m, ModelRequest) and m.parts and any(
-        p.part_kind == 'user-prompt' for p in m.parts))
+    last_prompt = max(
+        i
+        for i, m in enumerate(messages)
+        if isinstance(m, ModelRequest) and m.parts and any(p.part_kind == 'user-prompt' for p in m.parts)
+    )
     out: list[ModelMessage] = []
     for i, message in enumerate(messages):
         if isinstance(message, ModelRequest) and i < last_prompt:
-            parts = [replace(p, content='(dropped)', metadata=None) if isinstance(p, ToolReturnPart) else p for p in message.parts]
+            parts = [
+                replace(p, content='(dropped)', metadata=None) if isinstance(p, ToolReturnPart) else p
+                for p in message.parts
+            ]
             message = replace(message, parts=parts)
         out.append(message)
     return out
@@ -43,7 +51,9 @@ def drop_old_returns(messages: list[ModelMessage]) -> list[ModelMessage]:
 
 async def test_grounding_holds_under_a_history_processor_that_drops_old_tool_returns() -> None:
     store = await build_store()
-    first = await grounded_agent(Scripted([search('refunds paid within 30 days'), REFUND]), acme(store).capability()).run('q1')
+    first = await grounded_agent(
+        Scripted([search('refunds paid within 30 days'), REFUND]), acme(store).capability()
+    ).run('q1')
     history = ModelMessagesTypeAdapter.validate_json(ModelMessagesTypeAdapter.dump_json(first.all_messages()))  # stored
     script = Scripted([REFUND])  # no search this turn: the chunk was shown in turn 1
     agent = grounded_agent(script, acme(store).capability(), ProcessHistory(drop_old_returns))
@@ -79,7 +89,9 @@ async def test_a_chunk_outside_the_runs_scope_never_enters_the_ledger() -> None:
     scope = acme(store).retriever().filter
     assert GLOBEX_0_ID in EvidenceLedger.from_messages(history, 'docs').shown
     assert GLOBEX_0_ID not in EvidenceLedger.from_messages(history, 'docs', scope=scope).shown
-    snapshot_only = EvidenceLedger('docs', {GLOBEX_0_ID: replace(EvidenceLedger.from_messages(history, 'docs').shown[GLOBEX_0_ID], record=None)})
+    snapshot_only = EvidenceLedger(
+        'docs', {GLOBEX_0_ID: replace(EvidenceLedger.from_messages(history, 'docs').shown[GLOBEX_0_ID], record=None)}
+    )
     assert GLOBEX_0_ID not in (await snapshot_only.within(acme(store).retriever())).shown
 
 

@@ -24,7 +24,9 @@ async def kb(tmp_path: Path) -> str:
 def spec(store: str, **options: Any) -> dict[str, Any]:
     return {
         'model': 'test',
-        'capabilities': [{SERIALIZATION_NAME: {'store': store, 'name': 'docs', 'filter': {'tenant': 'acme'}, **options}}],
+        'capabilities': [
+            {SERIALIZATION_NAME: {'store': store, 'name': 'docs', 'filter': {'tenant': 'acme'}, **options}}
+        ],
     }
 
 

@@ -46,7 +46,9 @@ async def test_each_token_gets_the_eager_results_of_its_own_scope(mode: str) -> 
         for label, tenants in [('acme', {'acme'}), ('globex', {'globex'}), ('admin', {'acme', 'globex'})]:
             scope = tokens.authenticate(TOKEN_CONFIG['tokens'][label]['token'])
             assert scope is not None
-            expected = await server_instructions(rag if scope.filter is None else rag.with_metadata_filter(scope.filter))
+            expected = await server_instructions(
+                rag if scope.filter is None else rag.with_metadata_filter(scope.filter)
+            )
             async with connect(url, label, mode=mode) as client:
                 got = client.instructions
             assert got == expected

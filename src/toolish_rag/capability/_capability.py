@@ -91,7 +91,7 @@ class RagCapability(AbstractCapability[AgentDepsT]):
         return SERIALIZATION_NAME
 
     @classmethod
-    def from_spec(  # noqa: PLR0913 (the options a spec can write, each a plain value)
+    def from_spec(
         cls,
         store: str,
         name: str = 'docs',
@@ -238,17 +238,21 @@ class RagCapability(AbstractCapability[AgentDepsT]):
         readers = self._readers()
         scope = self.rag.retriever(ctx).filter
         ledger = EvidenceLedger.from_messages(ctx.messages, self.rag.name, tools=readers, scope=scope)
-        plan = plan_compaction(ctx.messages, self.rag.name, readers, self.compaction_budget) if self.compaction else None
+        plan = (
+            plan_compaction(ctx.messages, self.rag.name, readers, self.compaction_budget) if self.compaction else None
+        )
         return with_references(result, visible_whole(ctx.messages, ledger, readers, plan), ledger.shown)
 
     def _short_name(self, full: str) -> str | None:
-        for short, name in zip(self.rag.offered_tools, self.rag.tool_names):
+        for short, name in zip(self.rag.offered_tools, self.rag.tool_names, strict=True):
             if name == full:
                 return short
         return None
 
     def _readers(self) -> frozenset[str]:
-        return frozenset(n for s, n in zip(self.rag.offered_tools, self.rag.tool_names) if s != 'verify_citations')
+        return frozenset(
+            n for s, n in zip(self.rag.offered_tools, self.rag.tool_names, strict=True) if s != 'verify_citations'
+        )
 
     # -- grounding ---------------------------------------------------------------------------
 

@@ -56,7 +56,9 @@ def _evidence_chars(messages: Sequence[ModelMessage], rag: str, readers: Collect
     return chars
 
 
-def plan_compaction(messages: Sequence[ModelMessage], rag: str, readers: Collection[str], budget: int) -> CompactionPlan:
+def plan_compaction(
+    messages: Sequence[ModelMessage], rag: str, readers: Collection[str], budget: int
+) -> CompactionPlan:
     """The boundaries of ``messages``: each turn start where the evidence carried whole since the last one passes ``budget``."""
     chars = _evidence_chars(messages, rag, readers)
     current = max((t for t, _ in turn_of_messages(messages)), default=0)

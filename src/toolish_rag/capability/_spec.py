@@ -47,7 +47,9 @@ def filter_from_spec(spec: Mapping[str, Any] | str | None) -> Filter | None:
         return parse_filter(json.dumps(dict(spec)))
     if not spec:
         raise ValueError('filter: give at least one KEY: VALUE pair, or a filter with "op"')
-    return and_(*(PropertyFilter.in_(k, v) if isinstance(v, list) else PropertyFilter.eq(k, v) for k, v in spec.items()))
+    return and_(
+        *(PropertyFilter.in_(k, v) if isinstance(v, list) else PropertyFilter.eq(k, v) for k, v in spec.items())
+    )
 
 
 def rag_from_spec(

@@ -40,7 +40,9 @@ class SearchFirst(WrapperToolset[AgentDepsT]):
         }
 
     def _shown_names(self) -> list[str]:
-        return [full for short, full in zip(self.rag.offered_tools, self.rag.tool_names) if is_search(short)]
+        return [
+            full for short, full in zip(self.rag.offered_tools, self.rag.tool_names, strict=True) if is_search(short)
+        ]
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | None:
         return self.rag.instructions_naming([t for t in self.rag.offered_tools if is_search(t)])

@@ -23,7 +23,7 @@ from ..grounded._capability import Grounding, SemanticListener
 from ..protocols import StoreCapabilities, StoreLike
 from ..rerank._base import Reranker
 from ..retriever import Retriever
-from ..search import QUERY_RULE, SearchHit
+from ..search import QUERY_RULE
 from ..stores.federated import Federated
 from ._calls import ToolCalls
 from ._direct import direct_context
