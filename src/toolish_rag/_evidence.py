@@ -15,7 +15,7 @@ import json
 import re
 from collections.abc import Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from pydantic import ValidationError
 from pydantic_ai.messages import (
@@ -40,6 +40,7 @@ __all__ = [
     'EagerResultsPart',
     'EvidenceLedger',
     'Sighting',
+    'as_chunk',
     'evidence_parts',
     'hit_records',
     'readers_of',
@@ -161,7 +162,7 @@ def readers_of(rag: str) -> frozenset[str]:
     return frozenset(tool_name(rag, t) for t in TOOL_NAMES if t != 'verify_citations')
 
 
-def evidence_parts(part: Any, rag: str, readers: Collection[str]) -> bool:
+def evidence_parts(part: object, rag: str, readers: Collection[str]) -> TypeGuard[ToolReturnPart | EagerResultsPart]:
     """Whether ``part`` is one of ``rag``'s evidence parts: a reader's tool return or an eager-results part."""
     metadata = getattr(part, 'metadata', None)
     if not isinstance(metadata, Mapping) or metadata.get('rag') != rag:
@@ -175,7 +176,8 @@ def _part_chunks(part: Any, rag: str, readers: Collection[str]) -> Iterator[tupl
     if not evidence_parts(part, rag, readers):
         return
     tool = part.tool_name if isinstance(part, ToolReturnPart) else 'eager_search'
-    for chunk_id, record in hit_records(part.metadata.get('hits')):
+    metadata = part.metadata if isinstance(part.metadata, Mapping) else {}
+    for chunk_id, record in hit_records(metadata.get('hits')):
         yield chunk_id, record, tool
 
 

@@ -114,8 +114,15 @@ class RagCapability(AbstractCapability[AgentDepsT]):
         ``int``/``float``/``str``/``bool``/``a|b|c``; ``filter`` is the hidden scope (``KEY: VALUE``
         pairs, or a filter's JSON).
         """
-        spec = {'embedder': embedder, 'filterable': filterable, 'filter': filter, 'language': language}
-        rag = rag_from_spec(store, name, description=description, **spec)
+        rag = rag_from_spec(
+            store,
+            name,
+            embedder=embedder,
+            filterable=filterable,
+            filter=filter,
+            description=description,
+            language=language,
+        )
         return cls(
             rag,
             id=id,

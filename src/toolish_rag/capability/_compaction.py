@@ -20,9 +20,9 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
+from pydantic_ai.messages import ModelMessage, ModelRequest, ModelRequestPart, ToolReturnPart
 
-from .._evidence import EvidenceLedger, as_chunk, evidence_parts, hit_records, turn_of_messages
+from .._evidence import EagerResultsPart, EvidenceLedger, as_chunk, evidence_parts, hit_records, turn_of_messages
 from .._record_text import field_text, render_record
 
 __all__ = ['CompactionPlan', 'compacted', 'plan_compaction', 'receipt', 'visible_whole']
@@ -83,11 +83,22 @@ def compacted(
             continue
         kept = {i for i, t in ledger.cited.items() if t < boundary}
         parts = [
-            replace(part, content=receipt(part, kept, turn)) if evidence_parts(part, ledger.rag, readers) else part
+            _as_receipt(part, kept, turn) if evidence_parts(part, ledger.rag, readers) else part
             for part in message.parts
         ]
         out.append(replace(message, parts=parts))
     return out
+
+
+def _as_receipt(part: ToolReturnPart | EagerResultsPart, kept: Collection[str], turn: int) -> ModelRequestPart:
+    """A copy of ``part`` whose content is its receipt (metadata, and so the records, kept)."""
+    if isinstance(part, ToolReturnPart):
+        return replace(part, content=receipt(part, kept, turn))
+    return replace(part, content=receipt(part, kept, turn))
+
+
+def _metadata(part: ToolReturnPart | EagerResultsPart) -> Mapping[str, Any]:
+    return part.metadata if isinstance(part.metadata, Mapping) else {}
 
 
 def _whole_ids(metadata: Mapping[str, Any]) -> list[str]:
@@ -96,9 +107,9 @@ def _whole_ids(metadata: Mapping[str, Any]) -> list[str]:
     return [i for i, _ in hit_records(metadata.get('hits')) if i not in referenced]
 
 
-def receipt(part: Any, kept: Collection[str], turn: int) -> str:
+def receipt(part: ToolReturnPart | EagerResultsPart, kept: Collection[str], turn: int) -> str:
     """A compacted evidence part: one line naming what it showed, with the chunks cited since kept whole."""
-    metadata = part.metadata
+    metadata = _metadata(part)
     referenced = set(metadata.get(REFERENCED) or ())
     records = [(i, r) for i, r in hit_records(metadata.get('hits')) if i not in referenced]
     whole = [(i, as_chunk(r)) for i, r in records if i in kept]
@@ -125,6 +136,6 @@ def visible_whole(
         kept = None if boundary is None else {i for i, t in ledger.cited.items() if t < boundary}
         for part in message.parts:
             if evidence_parts(part, ledger.rag, readers):
-                ids = _whole_ids(part.metadata)
+                ids = _whole_ids(_metadata(part))
                 visible.update(ids if kept is None else (i for i in ids if i in kept))
     return visible
