@@ -127,8 +127,8 @@ async def server_instructions(rag: ToolishRag[Any]) -> str | None:
 class _ScopedInstructions:
     """Server middleware: the instructions of an HTTP connection, computed for its token's scope.
 
-    The toolset's instructions are not scope-free: an eager search
-    (``rag.with_eager_search_about``) puts search results (chunk ids and text) in them.
+    The server's instructions are not scope-free: `server_instructions` appends the results
+    (chunk ids and text) of the toolset's eager searches (``rag.with_eager_search_about``).
     The SDK sends one fixed ``instructions`` string to every client, so one computed at
     start-up would show every token the results of the server's own, widest scope. This
     middleware replaces ``instructions`` in the ``initialize`` and ``server/discover``
