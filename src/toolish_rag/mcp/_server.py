@@ -132,7 +132,7 @@ class _ScopedInstructions:
     The SDK sends one fixed ``instructions`` string to every client, so one computed at
     start-up would show every token the results of the server's own, widest scope. This
     middleware replaces ``instructions`` in the ``initialize`` and ``server/discover``
-    results of an HTTP request by ``rag.with_metadata_filter(token scope).instructions()``,
+    results of an HTTP request by ``server_instructions(rag.with_metadata_filter(token scope))``,
     computed per connection (like an in-process agent's eager search, which runs per run).
     Requests without HTTP (stdio, an in-process client) keep the fixed instructions,
     computed with the toolset's own scope. An HTTP request that did not pass
