@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any, Generic, Unpack
 
 from pydantic import ValidationError
 from pydantic_ai import ModelRetry, RunContext, Tool
-from pydantic_ai.capabilities import Toolset as ToolsetCapability
+from pydantic_ai.capabilities import AbstractCapability, Toolset as ToolsetCapability
 from pydantic_ai.messages import ToolReturn
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
@@ -221,14 +221,16 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """
         return ToolsetCapability(self)
 
-    def capability(self, **options: Any) -> Any:
+    def capability(self, **options: Any) -> AbstractCapability[AgentDepsT]:
         """This collection as a pydantic-ai capability: tools, instructions, eager search, grounding, compaction.
 
         ``Agent(model, capabilities=[rag.capability()])``; the options are the fields of
         `toolish_rag.capability.RagCapability` (``compaction=``, ``grounding=``, ``search_budget=``,
-        ``defer_loading=``, ``tool_search=``, ``id=``, ``description=``...). See docs/capabilities.md.
+        ``defer_loading=``, ``tool_search=``, ``id=``, ``description=``...), which it returns. See
+        docs/capabilities.md.
         """
-        return capability_factory()(self, **options)
+        built: AbstractCapability[AgentDepsT] = capability_factory()(self, **options)
+        return built
 
     # -- introspection ----------------------------------------------------------------------
 
