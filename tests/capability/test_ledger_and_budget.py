@@ -8,7 +8,14 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.capabilities import ProcessHistory
-from pydantic_ai.messages import ModelMessage, ModelMessagesTypeAdapter, ModelRequest, ToolReturnPart
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelMessagesTypeAdapter,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturnPart,
+)
 from pydantic_ai.models.function import FunctionModel
 
 from tests.capability.cap_helpers import acme, evidence_parts, grounded_agent
@@ -127,3 +134,16 @@ async def test_a_budget_below_two_is_refused() -> None:
     rag = ToolishRag(await build_store(), name='docs').with_metadata_filter(F.eq('tenant', 'acme'))
     with pytest.raises(ValueError, match='at least 2'):
         rag.capability(search_budget=1)
+
+
+async def test_parallel_searches_count_in_order_against_the_budget() -> None:
+    store = await build_store()
+
+    def three(messages: list[ModelMessage], info: Any) -> ModelResponse:
+        calls = [ToolCallPart('docs_text_search', {'query': f'refunds {n}'}, tool_call_id=f'c{n}') for n in range(3)]
+        return ModelResponse(parts=calls)
+
+    script = Scripted([three, 'done'])
+    result = await Agent(script.model, capabilities=[acme(store).capability(search_budget=2)]).run('q')
+    texts = {p.tool_call_id: str(p.content) for p in evidence_parts(result.all_messages())}
+    assert [('budget spent' in texts[f'c{n}'].lower()) for n in range(3)] == [False, False, True]

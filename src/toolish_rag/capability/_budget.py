@@ -9,36 +9,59 @@ docs/capabilities.md#budgets.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Collection, Sequence
 
-from pydantic_ai.messages import ToolReturn
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolReturn,
+    UserPromptPart,
+)
 
-__all__ = ['BudgetState', 'budget_sentence', 'spent_return']
+__all__ = ['READING_SPENT', 'SEARCH_SPENT', 'budget_sentence', 'refusal', 'spent_return']
 
 SEARCH_SPENT = 'Search budget spent: answer from what you have (the results and passages already shown).'
 READING_SPENT = 'Budget spent: answer now from what you have; no more tool calls are served this run.'
 
 
-@dataclass
-class BudgetState:
-    """One run's counts: searches served, model requests made, and the request at which searching ran out."""
+def _turn_responses(messages: Sequence[ModelMessage]) -> list[ModelResponse]:
+    """The model responses since the latest request holding a user prompt (this question's)."""
+    start = 0
+    for n, message in enumerate(messages):
+        if isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts):
+            start = n
+    return [m for m in messages[start:] if isinstance(m, ModelResponse)]
 
-    searches: int = 0
-    requests: int = 0
-    spent_at: int | None = None
 
-    def take_search(self, limit: int) -> bool:
-        """Count a search if the budget allows it (``False``: spent)."""
-        if self.searches >= limit:
-            return False
-        self.searches += 1
-        if self.searches == limit:
-            self.spent_at = self.requests
-        return True
+def refusal(
+    messages: Sequence[ModelMessage],
+    call_id: str,
+    *,
+    searching: bool,
+    searches: Collection[str],
+    limit: int,
+    grace: int,
+) -> str | None:
+    """What a call answers instead of running when the budget is spent (``None``: it runs).
 
-    def reading_allowed(self, grace_requests: int) -> bool:
-        """Whether reading tools still work: always before searching ran out, then for ``grace_requests`` requests."""
-        return self.spent_at is None or self.requests - self.spent_at <= grace_requests
+    Counted from the history alone, so a fresh capability instance (a durable worker's) counts the
+    same: the search calls since the question's prompt, in order (parallel calls included), and the
+    response at which the ``limit``-th was made; reading tools work for ``grace`` responses after it.
+    """
+    responses = _turn_responses(messages)
+    count, position, spent_at = 0, None, None
+    for n, response in enumerate(responses):
+        for part in response.parts:
+            if isinstance(part, ToolCallPart) and part.tool_name in searches:
+                count += 1
+                position = count if part.tool_call_id == call_id else position
+                spent_at = n if count == limit and spent_at is None else spent_at
+    if searching:
+        return SEARCH_SPENT if position is not None and position > limit else None
+    spent = spent_at is not None and len(responses) - 1 - spent_at > grace
+    return READING_SPENT if spent else None
 
 
 def budget_sentence(limit: int, grace_requests: int) -> str:

@@ -9,13 +9,21 @@ agent spec (`from_spec`). See docs/capabilities.md and docs/compaction.md.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic_ai import RunContext
 from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.capabilities import AbstractCapability, CombinedCapability, WrapToolExecuteHandler
-from pydantic_ai.messages import ModelResponse, ToolCallPart, ToolResultSource
+from pydantic_ai.messages import (
+    ModelMessage,
+    ModelRequest,
+    ModelResponse,
+    ToolCallPart,
+    ToolResultSource,
+    UserPromptPart,
+)
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.output import OutputContext
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
@@ -25,7 +33,7 @@ from .._evidence import LEDGER_KEY, EagerResultsPart, EvidenceLedger
 from ..citations._quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..grounded._capability import DEFAULT_REPAIRS, Grounding, grounded_output
 from ..toolset import ToolishRag
-from ._budget import READING_SPENT, SEARCH_SPENT, BudgetState, budget_sentence, spent_return
+from ._budget import budget_sentence, refusal, spent_return
 from ._compaction import compacted, plan_compaction, visible_whole
 from ._references import with_references
 from ._spec import SERIALIZATION_NAME, rag_from_spec
@@ -38,14 +46,6 @@ DEFAULT_COMPACTION_BUDGET = 4_000
 
 
 @dataclass
-class _RunState:
-    """One run's state: the budget's counts and whether the eager searches were delivered."""
-
-    budget: BudgetState = field(default_factory=BudgetState)
-    eager_sent: bool = False
-
-
-@dataclass
 class RagCapability(AbstractCapability[AgentDepsT]):
     """A `ToolishRag` collection as a pydantic-ai capability (``rag.capability(**options)``).
 
@@ -55,7 +55,7 @@ class RagCapability(AbstractCapability[AgentDepsT]):
         compaction: shrink earlier questions' evidence to receipts in what the model is sent.
         compaction_budget: characters of evidence carried whole before a turn start compacts it.
         references: a chunk whose text is already on view comes back from a search as a one-line reference.
-        search_budget: searches per run (at least 2), announced in the instructions; ``None``: no budget.
+        search_budget: searches per question (at least 2), announced in the instructions; ``None``: no budget.
         budget_grace_requests: model requests the reading tools keep working after the searches ran out.
         tool_search: show only the search tools; the others wait behind pydantic-ai's `ToolSearch`.
         min_quote_chars, repairs: as `Grounding`'s.
@@ -73,7 +73,6 @@ class RagCapability(AbstractCapability[AgentDepsT]):
     min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS
     repairs: int = DEFAULT_REPAIRS
     _verifier: Grounding[AgentDepsT] | None = field(default=None, init=False, repr=False, compare=False)
-    _run: _RunState = field(default_factory=_RunState, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         if self.id is None:
@@ -154,7 +153,7 @@ class RagCapability(AbstractCapability[AgentDepsT]):
         return bound
 
     async def for_run(self, ctx: RunContext[AgentDepsT]) -> RagCapability[AgentDepsT]:
-        run = self._copy()  # a fresh `_run`: one run's budget and eager delivery never count in another
+        run = self._copy()  # the verifier counts its rejections per run
         if self._verifier is not None:
             run._verifier = await self._verifier.for_run(ctx)
         return run
@@ -175,9 +174,7 @@ class RagCapability(AbstractCapability[AgentDepsT]):
     async def before_model_request(
         self, ctx: RunContext[AgentDepsT], request_context: ModelRequestContext
     ) -> ModelRequestContext:
-        self._run.budget.requests += 1
-        if not self._run.eager_sent:
-            self._run.eager_sent = True
+        if not _eager_sent(request_context.messages, self.rag.name):
             await self._send_eager(ctx)
         if self.compaction:
             readers = self._readers()
@@ -223,7 +220,7 @@ class RagCapability(AbstractCapability[AgentDepsT]):
         short = self._short_name(call.tool_name)
         if short is None:
             return await handler(args)
-        refused = self._refused(call.tool_name, short)
+        refused = self._refused(ctx, call, short)
         if refused is not None:
             return refused
         result = await handler(args)
@@ -231,15 +228,19 @@ class RagCapability(AbstractCapability[AgentDepsT]):
             result = await self._referenced(ctx, result)
         return result
 
-    def _refused(self, full: str, short: str) -> Any:
+    def _refused(self, ctx: RunContext[AgentDepsT], call: ToolCallPart, short: str) -> Any:
         if self.search_budget is None:
             return None
-        budget = self._run.budget
-        if is_search(short) and not budget.take_search(self.search_budget):
-            return spent_return(self.rag.name, short, SEARCH_SPENT)
-        if not is_search(short) and not budget.reading_allowed(self.budget_grace_requests):
-            return spent_return(self.rag.name, short, READING_SPENT)
-        return None
+        searches = [n for s, n in zip(self.rag.offered_tools, self.rag.tool_names, strict=True) if is_search(s)]
+        text = refusal(
+            ctx.messages,
+            call.tool_call_id,
+            searching=is_search(short),
+            searches=searches,
+            limit=self.search_budget,
+            grace=self.budget_grace_requests,
+        )
+        return None if text is None else spent_return(self.rag.name, short, text)
 
     async def _referenced(self, ctx: RunContext[AgentDepsT], result: Any) -> Any:
         readers = self._readers()
@@ -276,3 +277,15 @@ class RagCapability(AbstractCapability[AgentDepsT]):
         if self._verifier is None:
             return output
         return await self._verifier.after_output_process(ctx, output_context=output_context, output=output)
+
+
+def _eager_sent(messages: Sequence[ModelMessage], rag: str) -> bool:
+    """Whether this question's request already holds ``rag``'s eager results (they go once per question)."""
+    for message in reversed(messages):
+        if not isinstance(message, ModelRequest):
+            continue
+        if any(isinstance(p, EagerResultsPart) and (p.metadata or {}).get('rag') == rag for p in message.parts):
+            return True
+        if any(isinstance(p, UserPromptPart) for p in message.parts):
+            return False
+    return False
