@@ -1,9 +1,9 @@
-"""The per-run search budget: after it, searches answer "budget spent" while the tool list stays the same.
+"""The search budget (per question): after it, searches answer "budget spent" while the tool list stays the same.
 
 pydantic-ai's rule is that the tools a model is shown stay stable mid-run (a changed list re-renders
 the prompt and breaks its cache), so a spent budget is an answer, not a removed tool. Reading and
 citation tools go on working for ``grace_requests`` more model requests, then answer the same way.
-The counters live in the run's own capability instance (`RagCapability.for_run`). See
+Everything is counted from the question's messages (`refusal`), never held in the process. See
 docs/capabilities.md#budgets.
 """
 
