@@ -81,7 +81,9 @@ async def main() -> int:
         return 0
     from pydantic_ai import Agent
 
-    agent = Agent(model, toolsets=[rag.with_eager_search_about(QUESTION, top_k=3)])
+    # One capability: the tools and their instructions, the eager search (sent as data before the
+    # question), grounding and evidence compaction (docs/capabilities.md).
+    agent = Agent(model, capabilities=[rag.with_eager_search_about(QUESTION, top_k=3).capability()])
     answer = await agent.run(QUESTION)
     print(f'Q: {QUESTION}\nA: {answer.output}')
     next_steps(len(sys.argv) > 1)

@@ -139,7 +139,8 @@ async def _render(make: Callable[[Path], Any], path: Path) -> str:
     out.append('## instructions\n' + ((await rag.instructions()) or '(none)'))
     offered = {d.name for d in definitions}
     eager = rag.with_eager_search_about('refund window', top_k=2)
-    out.append('## eager instructions\n' + ((await eager.instructions()) or '(none)'))
+    preloaded = '\n\n'.join(r.text for r in await eager.eager_results())  # sent before the prompt, not instructions
+    out.append('## eager results\n' + (preloaded or '(none)'))
     for tool, arguments in [*_calls(chunk_id, foreign_id), *_navigation_calls(acme, globex)]:
         if f'kb_{tool}' not in offered:
             continue

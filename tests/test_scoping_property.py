@@ -28,6 +28,7 @@ from hypothesis import HealthCheck, event, given, settings, strategies as st
 from pydantic_ai import Agent
 
 from toolish_rag import DocumentBuilder, Entity, Retriever, ToolishRag, matches, parse_filter
+from toolish_rag.capability import EagerResultsPart
 from toolish_rag.content import METADATA_KEY_PATTERN, Chunk, Document
 from toolish_rag.filters import FILTER_NODE_TYPES, EntityFilter, Filter, FilterNode, PropertyFilter
 from toolish_rag.testing import COMMON_WORD
@@ -257,12 +258,15 @@ async def check_agent(ref: Reference, store: Any, data: st.DataObject) -> None:
         Call('docs_zoom_out', {'id': section}),
     ]
     script = Script([*searches, *expansions])
-    result = await Agent(script.model, deps_type=Filter, toolsets=[rag]).run('question', deps=ref.filter)
+    agent = Agent(script.model, deps_type=Filter, capabilities=[rag.capability()])  # it runs the eager search
+    result = await agent.run('question', deps=ref.filter)
     assert result.output == FINAL
     got = returns(result.all_messages())
     assert len(got) == 7
 
-    preloaded = (script.instructions or '').split('Preloaded search results', 1)[1]
+    parts = [p for m in result.all_messages() for p in m.parts if isinstance(p, EagerResultsPart)]
+    assert 'Preloaded' not in (script.instructions or '')
+    preloaded = parts[0].content.split('Preloaded search results', 1)[1]
     assert set(block_ids(preloaded)) <= expected
     assert len(block_ids(preloaded)) == min(eager_k, len(expected))
 

@@ -41,6 +41,7 @@ from toolish_rag import (
     ToolishRag,
     matches,
 )
+from toolish_rag.capability import EagerResultsPart
 from toolish_rag.content import Chunk, Document, Entity
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.testing import selective_corpus
@@ -101,6 +102,20 @@ async def run(rag: Any, steps: list[Any], **kwargs: Any) -> tuple[Script, list[R
     result = await agent.run('question', toolsets=[rag], **kwargs)
     assert result.output == FINAL
     return script, returns(result.all_messages()), result
+
+
+async def run_capable(rag: Any, steps: list[Any], **kwargs: Any) -> tuple[Script, list[Returned], str]:
+    """As `run`, with ``rag.capability()`` (which runs eager searches); the third item is what they sent the model."""
+    script = Script(steps)
+    agent: Agent[Any, str] = Agent(script.model, deps_type=Deps)
+    result = await agent.run('question', capabilities=[rag.capability()], **kwargs)
+    assert result.output == FINAL
+    messages = result.all_messages()
+    return (
+        script,
+        returns(messages),
+        '\n\n'.join(p.content for m in messages for p in m.parts if isinstance(p, EagerResultsPart)),
+    )
 
 
 def hit_ids(r: Returned) -> list[str]:
@@ -608,9 +623,11 @@ async def test_eager_search_preloads_scoped_results_and_fires_the_listener(
     )
     for tenant, doc in (('acme', corpus[0]), ('globex', corpus[1])):
         events.clear()
-        script, got, _ = await run(rag, [Call('docs_text_search', {'query': 'shipping'})], deps=Deps(tenant))
-        instructions = script.instructions or ''
+        script, got, instructions = await run_capable(
+            rag, [Call('docs_text_search', {'query': 'shipping'})], deps=Deps(tenant)
+        )
         assert "Preloaded search results for 'refund policy':" in instructions
+        assert 'Preloaded' not in (script.instructions or '')  # data before the prompt, never instructions
         shown = block_ids(instructions[instructions.index('Preloaded search results') :])
         assert len(shown) == 3
         assert set(shown) <= {c.id for c in doc.chunks} | {'ent-alice' if tenant == 'acme' else 'ent-bob'}
@@ -625,8 +642,8 @@ async def test_eager_search_preloads_scoped_results_and_fires_the_listener(
 
 async def test_eager_search_with_no_results_says_so(store: InMemoryStore) -> None:
     rag = ToolishRag(store).with_metadata_filter(F.eq('tenant', 'nobody')).with_eager_search_about('refunds')
-    script, _, _ = await run(rag, [])
-    assert f"Preloaded search results for 'refunds': none. {NO_RESULTS}" in (script.instructions or '')
+    _, _, preloaded = await run_capable(rag, [])
+    assert f"Preloaded search results for 'refunds': none. {NO_RESULTS}" in preloaded
 
 
 def test_eager_search_rejects_bad_settings(store: InMemoryStore) -> None:
@@ -652,9 +669,9 @@ async def test_eager_search_prefers_hybrid_then_vector_then_text(
     inner = memory_store()
     await inner.upsert(corpus)
     store = compose_store(caps)(inner)
-    script, _, _ = await run(ToolishRag(store).with_eager_search_about('refunds', top_k=2), [])
+    _, _, preloaded = await run_capable(ToolishRag(store).with_eager_search_about('refunds', top_k=2), [])
     assert sorted(store.calls) == calls
-    assert len(block_ids((script.instructions or '').split('Preloaded search results', 1)[1])) == 2
+    assert len(block_ids(preloaded.split('Preloaded search results', 1)[1])) == 2
 
 
 async def test_two_eager_searches_run_once_per_run(store: InMemoryStore) -> None:
@@ -665,10 +682,13 @@ async def test_two_eager_searches_run_once_per_run(store: InMemoryStore) -> None
         .with_eager_search_about('refunds')
         .with_eager_search_about('shipping')
     )
-    agent: Agent[None, str] = Agent(Script([]).model, toolsets=[rag])
+    agent: Agent[None, str] = Agent(Script([]).model, capabilities=[rag.capability()])
     await agent.run('one')
     await agent.run('two')
     assert [e.arguments['query'] for e in events] == ['refunds', 'shipping', 'refunds', 'shipping']
+    events.clear()
+    await Agent(Script([]).model, toolsets=[rag]).run('three')  # the bare toolset sends no search results
+    assert events == []
 
 
 # -- 6. listeners and structured hits -------------------------------------------------------------------
@@ -870,16 +890,19 @@ async def test_as_capability(store: InMemoryStore, corpus: list[Document]) -> No
         .with_metadata_filter(lambda ctx: F.eq('tenant', ctx.deps.tenant))
         .with_eager_search_about('refunds', top_k=2)
     )
-    script = Script([Call('docs_text_search', {'query': 'refunds', 'top_k': 50})])
-    agent: Agent[Deps, str] = Agent(script.model, deps_type=Deps, capabilities=[rag.as_capability()])
-    result = await agent.run('question', deps=Deps('globex'))
-    assert result.output == FINAL
-    assert script.tool_names == rag.tool_names
-    instructions = script.instructions or ''
-    assert 'You have a reference collection "docs". It holds: Customer handbooks' in instructions
-    assert "Preloaded search results for 'refunds':" in instructions
-    got = returns(result.all_messages())
-    assert {h.record.metadata['tenant'] for h in got[0].metadata['hits']} == {'globex'}
+    for capability, eager in ((rag.as_capability(), False), (rag.capability(), True)):
+        script = Script([Call('docs_text_search', {'query': 'refunds', 'top_k': 50})])
+        agent: Agent[Deps, str] = Agent(script.model, deps_type=Deps, capabilities=[capability])
+        result = await agent.run('question', deps=Deps('globex'))
+        assert result.output == FINAL
+        assert script.tool_names == rag.tool_names
+        instructions = script.instructions or ''
+        assert 'You have a reference collection "docs". It holds: Customer handbooks' in instructions
+        assert 'Preloaded search results' not in instructions  # never in the system voice
+        first = result.all_messages()[0].parts
+        assert any(isinstance(p, EagerResultsPart) and 'Preloaded search results' in p.content for p in first) == eager
+        got = returns(result.all_messages())
+        assert {h.record.metadata['tenant'] for h in got[0].metadata['hits']} == {'globex'}
 
 
 async def test_toolset_on_the_agent_itself_with_deps(store: InMemoryStore) -> None:

@@ -139,7 +139,10 @@ async def _agent_run(rag: ToolishRag[None], *, include_content: bool) -> tuple[l
     provider, exporter = _provider()
     settings = InstrumentationSettings(tracer_provider=provider, include_content=include_content)
     script = _script()
-    result = await Agent(script.model, toolsets=[rag], capabilities=[Instrumentation(settings=settings)]).run('hi')
+    agent = Agent(
+        script.model, capabilities=[rag.capability(), Instrumentation(settings=settings)]
+    )  # eager search: its own
+    result = await agent.run('hi')
     hits = {r.tool: len(r.metadata['hits']) for r in returns(result.all_messages()) if not r.retried}
     return list(exporter.get_finished_spans()), hits
 
@@ -240,8 +243,10 @@ async def test_spans_nest_under_the_runs_tool_spans_and_carry_no_content_by_defa
         'toolish_rag.model_filter': False,
         'toolish_rag.top_k': 5,
     }
-    run = _parent(eager, spans)  # the eager search runs inside the agent run, not before it
-    assert run is not None and run.parent is None and _attributes(run)['gen_ai.operation.name'] == 'invoke_agent'
+    run = _parent(eager, spans)  # the eager search runs inside the agent run (its first request), not before it
+    while run is not None and run.parent is not None:
+        run = _parent(run, spans)
+    assert run is not None and _attributes(run)['gen_ai.operation.name'] == 'invoke_agent'
     assert {s.context.trace_id for s in spans if s.context is not None} == {run.context.trace_id}
 
     assert _leaks(list(ours.values()), SECRETS) == []
@@ -300,7 +305,7 @@ async def test_a_direct_tool_call_goes_to_the_global_provider(global_spans: InMe
         'toolish_rag.top_k': 5,
         'toolish_rag.hits': len(found.metadata['hits']),
     }
-    assert await rag.instructions() is not None  # the eager search, outside a run
+    assert await rag.eager_results()  # the eager search, outside a run
     eager = global_spans.get_finished_spans()[-1]
     assert eager.name == 'toolish_rag.eager_search' and eager.parent is None
     assert _leaks(global_spans.get_finished_spans(), SECRETS) == []

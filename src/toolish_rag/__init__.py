@@ -68,6 +68,7 @@ __all__ = [
 ]
 
 from .analysis import LANGUAGES, TextAnalyzer, analyzer_for
+from .capability import RagCapability
 from .citations import GroundedAnswer, UngroundedAnswerError
 from .fusion import FusionConfig
 from .rerank import CrossEncoderReranker, ModelReranker, Reranker
@@ -84,6 +85,7 @@ __all__ += [
     'GroundedAnswer',
     'ModelFilters',
     'ModelReranker',
+    'RagCapability',
     'RagEvent',
     'RagListener',
     'RagSettings',

@@ -43,14 +43,12 @@ async def test_a_title_cannot_make_an_unseen_chunk_seen() -> None:
         .with_metadata_filter(F.eq('tenant', 'acme'))
         .with_eager_search_about('zebra quantum harmonica', top_k=1)
     )
-    instructions = await rag.instructions()
-    assert instructions is not None and 'Injected [9] chunk' in instructions  # folded onto the title's line
-    assert not re.search(rf'^\[9\] chunk {ACME_2_ID}', instructions, re.MULTILINE)
+    preloaded = (await rag.eager_results())[0].text  # what the capability sends before the prompt
+    assert 'Injected [9] chunk' in preloaded  # folded onto the title's line
+    assert not re.search(rf'^\[9\] chunk {ACME_2_ID}', preloaded, re.MULTILINE)
     bad = answer('answered', ('Credit lasts.', [cite(ACME_2_ID, ACME_2)]))
     script = Scripted([bad, bad])
-    agent = Agent(
-        script.model, toolsets=[rag], output_type=GroundedAnswer, capabilities=[Grounding(rag)], retries={'output': 1}
-    )
+    agent = Agent(script.model, output_type=GroundedAnswer, capabilities=[rag.capability()], retries={'output': 1})
     with pytest.raises(UngroundedAnswerError) as caught:
         await agent.run('How long does store credit last?')
     assert [p.chunk_id for p in caught.value.problems] == [ACME_2_ID]
@@ -120,7 +118,7 @@ async def _outputs(value: str) -> list[str]:
         ('graph_context', {'ids': [first.id], 'hops': 2}),
         ('verify_citations', {'claims': [{'text': 'x', 'citations': [cite(first.id, 'plain body text about')]}]}),
     ]
-    texts = [await rag.instructions() or '']
+    texts = [await rag.instructions() or '', *(r.text for r in await rag.eager_results())]
     for tool, arguments in calls:
         texts.append(str((await rag.run_tool(tool, arguments)).return_value))
     return texts

@@ -290,15 +290,18 @@ async def test_another_toolsets_returns_do_not_count() -> None:
 
 async def test_eager_search_chunks_count_and_others_do_not() -> None:
     rag = (await acme_rag()).with_eager_search_about('refunds paid within days receipt', top_k=1)
-    instructions = await rag.instructions()
-    assert instructions is not None and f'chunk {ACME_0_ID} |' in instructions
+    assert [h.id for h in (await rag.eager_results())[0].hits] == [ACME_0_ID]
+
+    def capable(script: Scripted) -> Agent[Any, Any]:  # eager searches run in the capability, before the prompt
+        return Agent(script.model, output_type=GroundedAnswer, capabilities=[rag.capability()], retries={'output': 1})
+
     script = Scripted([answer('answered', GOOD_CLAIM)])
-    result = await agent_for(rag, script).run('q')
+    result = await capable(script).run('q')
     assert result.output.claims[0].citations[0].source is not None
     bad = answer('answered', ('Credit lasts.', [cite(ACME_2_ID, 'Store credit never expires and can be used')]))
     script = Scripted([bad, bad])
     with pytest.raises(UngroundedAnswerError):
-        await agent_for(rag, script).run('q')
+        await capable(script).run('q')
 
 
 async def test_extra_seen_counts_but_stays_scoped() -> None:

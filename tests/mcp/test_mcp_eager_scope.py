@@ -18,6 +18,7 @@ from mcp_harness import TOKEN_CONFIG, build_store, chunk_index, connect, corpus,
 
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.mcp import TokenTable, build_server, http_app
+from toolish_rag.mcp._server import server_instructions
 
 CHUNK_ID = re.compile(r'\b[0-9a-f]{16}-\d+\b')
 CHUNKS = chunk_index(corpus())
@@ -39,13 +40,15 @@ def tenants_in(instructions: str | None) -> set[str]:
 @pytest.mark.parametrize('mode', ['auto', 'legacy'])  # 2026-07-28 `server/discover`, and the `initialize` handshake
 async def test_each_token_gets_the_eager_results_of_its_own_scope(mode: str) -> None:
     rag = await eager_rag()
-    assert tenants_in(await rag.instructions()) == {'acme', 'globex'}  # the unscoped results mix tenants
+    assert tenants_in(await server_instructions(rag)) == {'acme', 'globex'}  # the unscoped results mix tenants
     tokens = TokenTable.from_mapping(TOKEN_CONFIG)
     async with serving(http_app(await build_server(rag), tokens)) as url:
         for label, tenants in [('acme', {'acme'}), ('globex', {'globex'}), ('admin', {'acme', 'globex'})]:
             scope = tokens.authenticate(TOKEN_CONFIG['tokens'][label]['token'])
             assert scope is not None
-            expected = await (rag if scope.filter is None else rag.with_metadata_filter(scope.filter)).instructions()
+            expected = await server_instructions(
+                rag if scope.filter is None else rag.with_metadata_filter(scope.filter)
+            )
             async with connect(url, label, mode=mode) as client:
                 got = client.instructions
             assert got == expected
@@ -58,7 +61,7 @@ async def test_without_tokens_the_eager_results_are_the_servers_own_scope() -> N
     """In-process (as over stdio) there is no token: the toolset's own scope applies."""
     rag = await eager_rag()
     async with Client(await build_server(rag)) as client:
-        assert client.instructions == await rag.instructions()
+        assert client.instructions == await server_instructions(rag)
         assert tenants_in(client.instructions) == {'acme', 'globex'}
 
 

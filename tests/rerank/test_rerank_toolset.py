@@ -179,8 +179,8 @@ async def test_grouping_still_gives_top_k_documents_when_the_candidates_span_few
 async def test_the_eager_search_is_reranked_in_scope(store: Any) -> None:
     reranker = Recording()
     rag: ToolishRag[Any] = ToolishRag(store, metadata_filter=SCOPE, reranker=reranker)
-    text = await rag.with_eager_search_about('refunds', top_k=2).instructions()
-    assert text is not None and "Preloaded search results for 'refunds', reranked:" in text
+    text = (await rag.with_eager_search_about('refunds', top_k=2).eager_results())[0].text
+    assert "Preloaded search results for 'refunds', reranked:" in text
     assert reranker.tenants_seen() == {'acme'}
     assert text.count('acme express') == 2
 

@@ -30,7 +30,7 @@ from ._capability import Grounding
 from ._semantic import SemanticReport, judge_claims
 
 if TYPE_CHECKING:
-    from ..toolset import ToolishRag
+    from ._source import GroundingSource
 
 _log = logging.getLogger(__name__)
 
@@ -165,7 +165,7 @@ async def _small_call(
 # -- retrieval -----------------------------------------------------------------------------------------
 
 
-def _search_tool(rag: ToolishRag[Any]) -> str:
+def _search_tool(rag: GroundingSource) -> str:
     offered = rag.offered_tools
     for tool in ('hybrid_search', 'vector_search', 'text_search'):
         if tool in offered:
@@ -175,7 +175,7 @@ def _search_tool(rag: ToolishRag[Any]) -> str:
     )
 
 
-async def _retrieve(rag: ToolishRag[Any], tool: str, query: str, top_k: int, deps: Any) -> list[Chunk]:
+async def _retrieve(rag: GroundingSource, tool: str, query: str, top_k: int, deps: Any) -> list[Chunk]:
     """The chunks a search returns, best first (entities have no source text to cite, so are dropped)."""
     result = await rag.run_tool(tool, {'query': query, 'top_k': top_k}, deps=deps)
     hits: Sequence[SearchHit] = result.metadata['hits']
@@ -213,7 +213,7 @@ def _merge(first: Sequence[Chunk], second: Sequence[Chunk]) -> list[Chunk]:
 class _Run:
     """The state of one `ask` call, and the steps that change it (kept apart so each stays short)."""
 
-    rag: ToolishRag[Any]
+    rag: GroundingSource
     question: str
     deps: Any
     top_k: int
@@ -280,7 +280,7 @@ class _Run:
 
 
 async def ask(
-    rag: ToolishRag[Any],
+    rag: GroundingSource,
     question: str,
     *,
     model: Model | str,

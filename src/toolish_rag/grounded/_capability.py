@@ -1,8 +1,9 @@
 """`Grounding`: the pydantic-ai capability that lets no unverified `GroundedAnswer` out of a run.
 
-``Agent(model, toolsets=[rag], output_type=GroundedAnswer, capabilities=[Grounding(rag)])``:
-the answer's citations are checked against the chunks ``rag`` showed the model in this
-conversation, re-read through the run's scope; a failed answer is sent back for ``repairs``
+``Agent(model, toolsets=[rag], output_type=GroundedAnswer, capabilities=[Grounding(rag)])`` (or
+``capabilities=[rag.capability()]``, which carries it): the answer's citations are checked against
+the chunks ``rag`` showed the model in this conversation (the evidence ledger, rebuilt from the
+message history), re-read through the run's scope; a failed answer is sent back for ``repairs``
 repairs, then raises `UngroundedAnswerError`. See docs/grounded.md#the-capability.
 """
 
@@ -12,31 +13,29 @@ import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.agent import AbstractAgent
 from pydantic_ai.capabilities import AbstractCapability
 from pydantic_ai.exceptions import UserError
-from pydantic_ai.messages import ModelMessage, ModelRequest, ToolReturnPart
+from pydantic_ai.messages import ModelMessage
 from pydantic_ai.models import Model
 from pydantic_ai.output import NativeOutput, OutputContext, PromptedOutput, ToolOutput
 from pydantic_ai.tools import AgentDepsT
 
-from .._tool_names import TOOL_NAMES, tool_name
+from .._evidence import EvidenceLedger
+from .._tool_names import tool_name
 from ..citations._model import GroundedAnswer
 from ..citations._quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..citations._verify import NOT_SEEN, UngroundedAnswerError, Verification, normalise_chunk_id, verify_answer
 from ..content import Chunk
 from ..errors import InvalidRequestError
 from ..retriever import Retriever
-from ..search import SearchHit
 from ._semantic import SemanticReport, judge_claims
+from ._source import GroundingSource
 
-if TYPE_CHECKING:
-    from ..toolset import ToolishRag
-
-__all__ = ['DEFAULT_REPAIRS', 'MAX_HINT_CHUNKS', 'Grounding', 'SemanticListener', 'seen_chunk_ids']
+__all__ = ['DEFAULT_REPAIRS', 'MAX_HINT_CHUNKS', 'Grounding', 'SemanticListener', 'grounded_output', 'seen_chunk_ids']
 
 DEFAULT_REPAIRS = 1
 MAX_HINT_CHUNKS = 100
@@ -74,7 +73,7 @@ class Grounding(AbstractCapability[AgentDepsT]):
             the agent is built or an output arrives, the output is not exactly a `GroundedAnswer`.
     """
 
-    rag: ToolishRag[Any]
+    rag: GroundingSource
     min_quote_chars: int = DEFAULT_MIN_QUOTE_CHARS
     repairs: int = DEFAULT_REPAIRS
     extra_seen: Sequence[Chunk] = ()
@@ -100,7 +99,7 @@ class Grounding(AbstractCapability[AgentDepsT]):
 
     def for_agent(self, agent: AbstractAgent[AgentDepsT, Any]) -> Grounding[AgentDepsT]:
         # Refuse a misconfigured agent when it is built, before any model call.
-        if not _grounded_only(agent.output_type):
+        if not grounded_output(agent.output_type):
             raise UserError(_WRONG_OUTPUT.format(got=repr(agent.output_type)))
         return self
 
@@ -144,13 +143,11 @@ class Grounding(AbstractCapability[AgentDepsT]):
     async def verify(self, ctx: RunContext[Any], answer: GroundedAnswer) -> Verification:
         """Verify ``answer`` against the chunks this conversation saw through ``rag`` (no retry, no raise)."""
         answer = _normalised(answer)
-        seen = seen_chunk_ids(ctx.messages, self.rag.name, self._tool_names())
-        for hit in self._eager_hits(ctx):
-            if isinstance(hit.record, Chunk):
-                seen.setdefault(hit.record.id, hit.record)
+        retriever = self.rag.retriever(ctx)
+        ledger = EvidenceLedger.from_messages(ctx.messages, self.rag.name, tools=self._tool_names())
+        seen: dict[str, Chunk | Mapping[str, Any] | None] = {i: s.record for i, s in ledger.shown.items()}
         for chunk in self.extra_seen:
             seen.setdefault(chunk.id, chunk)
-        retriever = self.rag.retriever(ctx)
         cited = [c.chunk_id for c in answer.citations if c.chunk_id in seen]
         chunks = await self._in_scope(retriever, seen, cited, with_neighbours=True)
         verification = verify_answer(answer, chunks, min_quote_chars=self.min_quote_chars)
@@ -188,24 +185,6 @@ class Grounding(AbstractCapability[AgentDepsT]):
             found.update((c.id, c) for c in chunks)
         return found
 
-    def _eager_hits(self, ctx: RunContext[Any]) -> list[SearchHit]:
-        """What this run's eager searches showed the model: the hits held by the run's copy of ``rag``.
-
-        Taken from the run's toolsets (the copy ``for_run`` made, which ran the searches), never parsed
-        out of the instructions' text, which a record's title could forge. No such copy: none.
-        """
-        manager = ctx.tool_manager
-        if manager is None:
-            return []
-        hits: list[SearchHit] = []
-
-        def visit(toolset: Any) -> None:
-            if isinstance(toolset, type(self.rag)) and toolset.name == self.rag.name:
-                hits.extend(toolset.eager_hits)
-
-        manager.toolset.apply(visit)
-        return hits
-
     def _tool_names(self) -> frozenset[str]:
         """The full names of this toolset's tools whose returns show the model chunks."""
         return frozenset(self.rag.tool_names) - {tool_name(self.rag.name, 'verify_citations')}
@@ -226,7 +205,7 @@ _WRONG_OUTPUT = (
 )
 
 
-def _grounded_only(spec: Any) -> bool:
+def grounded_output(spec: Any) -> bool:
     """Whether an output spec yields exactly `GroundedAnswer` (bare, or in one pydantic-ai output marker)."""
     if isinstance(spec, ToolOutput):
         spec = spec.output
@@ -274,43 +253,12 @@ def seen_chunk_ids(
     """The ids of the chunks ``rag_name`` showed the model in ``messages``, in first-seen order.
 
     Only returns of the tools named in ``tools`` count (default: every search and read tool a
-    toolset named ``rag_name`` can offer), so another tool cannot make a chunk "seen" by putting
-    ``rag_name`` in its metadata; ``verify_citations`` is never a search or read. Each id maps to
-    the record the message carried (a `Chunk`, or its dict after a JSON round trip). Only the
-    returns' structured results (their ``hits`` metadata) count, never their text or the
-    instructions' text, which a record's fields could forge; a run's eager-search results come from
-    the run itself (`Grounding` adds them). Entities are left out: they have no source text to quote.
+    toolset named ``rag_name`` can offer), and the capability's eager-search parts, so another tool
+    cannot make a chunk "seen" by putting ``rag_name`` in its metadata; ``verify_citations`` is never
+    a search or read. Each id maps to the record the message carried (a `Chunk`, or its dict after a
+    JSON round trip; ``None`` when only a ledger snapshot names it). Only structured results count
+    (the ``hits`` metadata), never any text, which a record's fields could forge. Entities are left
+    out: they have no source text to quote. The `EvidenceLedger` of ``messages``, as a dict.
     """
-    readers = frozenset(tools) if tools is not None else _readers_of(rag_name)
-    seen: dict[str, Chunk | Mapping[str, Any] | None] = {}
-    for message in messages:
-        if not isinstance(message, ModelRequest):
-            continue
-        for part in message.parts:
-            if isinstance(part, ToolReturnPart) and part.tool_name in readers:
-                for chunk_id, record in _tool_return_chunks(part.metadata, rag_name):
-                    if seen.get(chunk_id) is None:
-                        seen[chunk_id] = record
-    return seen
-
-
-def _tool_return_chunks(metadata: Any, rag_name: str) -> Iterable[tuple[str, Chunk | Mapping[str, Any]]]:
-    if not isinstance(metadata, Mapping) or metadata.get('rag') != rag_name:
-        return
-    hits = metadata.get('hits')
-    if not isinstance(hits, list):
-        return
-    for hit in hits:
-        if isinstance(hit, SearchHit):
-            if isinstance(hit.record, Chunk):
-                yield hit.record.id, hit.record
-        elif isinstance(hit, Mapping):
-            record = hit.get('record')
-            if isinstance(record, Mapping) and record.get('kind', 'chunk') == 'chunk':
-                chunk_id = record.get('id')
-                if isinstance(chunk_id, str):
-                    yield chunk_id, record
-
-
-def _readers_of(rag_name: str) -> frozenset[str]:
-    return frozenset(tool_name(rag_name, t) for t in TOOL_NAMES if t != 'verify_citations')
+    ledger = EvidenceLedger.from_messages(list(messages), rag_name, tools=tools)
+    return {i: s.record for i, s in ledger.shown.items()}

@@ -114,15 +114,25 @@ _CONNECT_METHODS = frozenset({'initialize', 'server/discover'})
 """The requests whose result carries the server's instructions (handshake era / 2026-07-28 era)."""
 
 
+async def server_instructions(rag: ToolishRag[Any]) -> str | None:
+    """The toolset's instructions, then its eager searches' results (MCP has no tool-result channel at connect).
+
+    An in-process agent gets eager results as data before its prompt (`toolish_rag.capability`);
+    an MCP client gets them here, computed in the connection's scope, as before.
+    """
+    texts = [await rag.instructions(), *(r.text for r in await rag.eager_results())]
+    return '\n\n'.join(t for t in texts if t) or None
+
+
 class _ScopedInstructions:
     """Server middleware: the instructions of an HTTP connection, computed for its token's scope.
 
-    The toolset's instructions are not scope-free: an eager search
-    (``rag.with_eager_search_about``) puts search results (chunk ids and text) in them.
+    The server's instructions are not scope-free: `server_instructions` appends the results
+    (chunk ids and text) of the toolset's eager searches (``rag.with_eager_search_about``).
     The SDK sends one fixed ``instructions`` string to every client, so one computed at
     start-up would show every token the results of the server's own, widest scope. This
     middleware replaces ``instructions`` in the ``initialize`` and ``server/discover``
-    results of an HTTP request by ``rag.with_metadata_filter(token scope).instructions()``,
+    results of an HTTP request by ``server_instructions(rag.with_metadata_filter(token scope))``,
     computed per connection (like an in-process agent's eager search, which runs per run).
     Requests without HTTP (stdio, an in-process client) keep the fixed instructions,
     computed with the toolset's own scope. An HTTP request that did not pass
@@ -138,7 +148,7 @@ class _ScopedInstructions:
             return result
         allowed, scope_filter = _request_scope(ctx)
         scoped = self.rag if scope_filter is None else self.rag.with_metadata_filter(scope_filter)
-        text = await scoped.instructions() if allowed else None
+        text = await server_instructions(scoped) if allowed else None
         out = {k: v for k, v in result.items() if k != 'instructions'}
         if text is not None:
             out['instructions'] = text
@@ -202,7 +212,7 @@ async def build_server(
         name,
         version=_version(),
         title=f'{rag.name} collection (toolish-rag)',
-        instructions=instructions if instructions is not None else await rag.instructions(),
+        instructions=instructions if instructions is not None else await server_instructions(rag),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
     )

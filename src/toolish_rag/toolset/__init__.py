@@ -3,11 +3,12 @@
 from ._events import RagEvent, RagListener
 from ._filterable import FilterableKey, ModelFilters
 from ._names import TOOL_NAMES, ToolName, tool_name
-from ._rag import EagerSearch, FilterSource, ToolishRag
+from ._rag import EagerResult, EagerSearch, FilterSource, ToolishRag
 from ._settings import RagOptions, RagSettings
 
 __all__ = [
     'TOOL_NAMES',
+    'EagerResult',
     'EagerSearch',
     'FilterSource',
     'FilterableKey',

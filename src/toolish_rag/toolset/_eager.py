@@ -1,12 +1,14 @@
-"""Eager searches: searches run at the start of every agent run, their results put in the instructions.
+"""Eager searches: searches run at the start of every agent run, their results sent as data before the prompt.
 
-See docs/concepts.md.
+The capability (`toolish_rag.capability`) delivers them as an `EagerResultsPart`, never in the
+instructions: retrieved text is untrusted, and the instructions speak in the system voice. See
+docs/capabilities.md.
 """
 
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from ..protocols import StoreCapabilities
 from ..retriever import Retriever
@@ -16,38 +18,34 @@ from ._calls import ToolCalls
 from ._render import NO_RESULTS, render_hits
 from ._tools.search import best_search, mark, ranked
 
-__all__ = ['EagerRun', 'EagerSearch', 'eager_text']
+__all__ = ['EagerResult', 'EagerSearch', 'eager_result']
 
 
 @dataclass(frozen=True, slots=True)
 class EagerSearch:
-    """A search run at the start of every agent run, its results put in the instructions."""
+    """A search run at the start of every agent run, its results sent to the model before the prompt."""
 
     query: str
     top_k: int = 5
 
 
-@dataclass(slots=True)
-class EagerRun:
-    """One run's eager searches: the run's scoped retriever, and their text and hits once searched.
+@dataclass(frozen=True, slots=True)
+class EagerResult:
+    """One eager search's outcome: the text the model reads and the hits it shows, as records.
 
-    ``hits`` are what the searches showed the model, held as records: grounding counts them as seen
-    from here, never by parsing the instructions' text (which a record's title could forge).
+    ``hits`` go in the delivering part's metadata, so grounding counts them as seen from there,
+    never by parsing ``text`` (which a record's title could forge).
     """
 
-    retriever: Retriever
-    text: str | None = None
-    hits: list[SearchHit] = field(default_factory=list)
+    search: EagerSearch
+    text: str
+    hits: tuple[SearchHit, ...]
 
 
-async def eager_text(
-    calls: ToolCalls, caps: StoreCapabilities, eager: EagerSearch, run: EagerRun, traced: Tracing
-) -> str:
-    """One eager search's text for the instructions, with its span and listener event (tool ``eager_search``).
-
-    Its hits are added to ``run.hits``.
-    """
-    retriever = run.retriever
+async def eager_result(
+    calls: ToolCalls, caps: StoreCapabilities, eager: EagerSearch, retriever: Retriever, traced: Tracing
+) -> EagerResult:
+    """One eager search in the run's scope (``retriever``), with its span and listener event (tool ``eager_search``)."""
     start = time.perf_counter()
     arguments = {'query': eager.query, 'top_k': eager.top_k}
     with calls.call_trace('eager_search', arguments, retriever).span(traced) as span:
@@ -55,7 +53,6 @@ async def eager_text(
         assert search is not None  # `with_eager_search_about` refuses a store without search
         found = await ranked(retriever, search, eager.query, eager.top_k, calls.settings)
         hits = found.hits
-        run.hits.extend(hits)
         span.set_attribute(HITS, len(hits))
         if calls.settings.reranker is not None:
             span.set_attribute(RERANKED, found.reranked)
@@ -64,4 +61,4 @@ async def eager_text(
         text = f'Preloaded search results for {eager.query!r}: none. {NO_RESULTS}'
     filtered = retriever.filter is not None
     await calls.emit(calls.event('eager_search', arguments, start, filtered, result_text=text, hits=tuple(hits)))
-    return text
+    return EagerResult(eager, text, tuple(hits))

@@ -41,14 +41,13 @@ def build_instructions(
     name: str,
     description: str | None,
     tools: Sequence[ToolName],
-    preloaded: str | None,
     filters: str | None = None,
 ) -> str | None:
     """The instructions for the RAG ``name`` offering ``tools`` (short names); ``None`` if it offers nothing.
 
     ``filters`` describes the keys the model may filter on (`ModelFilters.describe`), if any.
     """
-    if not tools and not preloaded:
+    if not tools:
         return None
     about = f' It holds: {description.strip()}' if description else ''
     searchers = [tool_name(name, t) for t in tools if t.endswith('_search')]
@@ -68,6 +67,4 @@ def build_instructions(
         'Base your answer on what the results say and cite the chunk ids you used, like [chunk <id>]. '
         'If the documents do not cover the question, say so plainly instead of guessing.',
     ]
-    if preloaded:
-        parts.append(preloaded)
     return '\n'.join(p for p in parts if p)

@@ -6,13 +6,13 @@ call path (`_calls`); each ``with_*`` returns a new toolset. See docs/concepts.m
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, Unpack
 
 from pydantic import ValidationError
 from pydantic_ai import ModelRetry, RunContext, Tool
-from pydantic_ai.capabilities import Toolset as ToolsetCapability
+from pydantic_ai.capabilities import AbstractCapability, Toolset as ToolsetCapability
 from pydantic_ai.messages import ToolReturn
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
@@ -23,12 +23,13 @@ from ..grounded._capability import Grounding, SemanticListener
 from ..protocols import StoreCapabilities, StoreLike
 from ..rerank._base import Reranker
 from ..retriever import Retriever
-from ..search import QUERY_RULE, SearchHit
+from ..search import QUERY_RULE
 from ..stores.federated import Federated
 from ._calls import ToolCalls
 from ._direct import direct_context
-from ._eager import EagerRun, EagerSearch, eager_text
+from ._eager import EagerResult, EagerSearch, eager_result
 from ._events import RagListener
+from ._factory import capability_factory
 from ._instructions import build_instructions
 from ._names import TOOL_NAMES, ToolName, tool_name
 from ._retries import BoundedArgsValidator, retry_message
@@ -39,7 +40,7 @@ from ._tools import SPECS, string_arguments
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
-__all__ = ['TOOL_NAMES', 'EagerSearch', 'FilterSource', 'RagSettings', 'ToolName', 'ToolishRag']
+__all__ = ['TOOL_NAMES', 'EagerResult', 'EagerSearch', 'FilterSource', 'RagSettings', 'ToolName', 'ToolishRag']
 
 _FILTER_DESCRIPTION = (
     'Optional: narrow the results by metadata. Keys and operators are as this schema shows: '
@@ -70,11 +71,10 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     def __init__(self, store: StoreLike, settings: RagSettings | None = None, **options: Unpack[RagOptions]) -> None:
         self._init(_State(store, (settings or RagSettings()).changed(**options)))
 
-    def _init(self, state: _State, eager_run: EagerRun | None = None) -> None:
+    def _init(self, state: _State) -> None:
         self._state = state
         settings = state.settings
         self._store_capabilities = StoreCapabilities.of(state.store)
-        self._eager_run = eager_run
         scope = tuple(f for f in (settings.metadata_filter, settings.entity_filter) if f is not None)
         listeners = (settings.listener,) if settings.listener is not None else ()
         self._calls = ToolCalls(
@@ -95,9 +95,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         self._direct_tools: dict[str, ToolsetTool[AgentDepsT]] | None = None
 
     @classmethod
-    def _from(cls, state: _State, eager_run: EagerRun | None = None) -> ToolishRag[AgentDepsT]:
+    def _from(cls, state: _State) -> ToolishRag[AgentDepsT]:
         obj = cls.__new__(cls)
-        obj._init(state, eager_run)
+        obj._init(state)
         return obj
 
     # -- immutable configuration ------------------------------------------------------------
@@ -127,9 +127,10 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self.with_metadata_filter(filter)
 
     def with_eager_search_about(self, query: str, top_k: int = 5) -> ToolishRag[AgentDepsT]:
-        """A copy that preloads the results for ``query`` into every run's instructions.
+        """A copy that searches ``query`` at the start of every run of its capability (`capability`).
 
-        Uses hybrid search when the store can, else vector, else text; the run's scope
+        The results reach the model as data before the prompt (an `EagerResultsPart`), never in the
+        instructions. Uses hybrid search when the store can, else vector, else text; the run's scope
         filters apply and listeners fire. The tools stay available.
         """
         if not self._store_capabilities.any_search:
@@ -214,8 +215,22 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         )
 
     def as_capability(self) -> ToolsetCapability[AgentDepsT]:
-        """This toolset as a pydantic-ai capability: ``Agent(capabilities=[rag.as_capability()])``."""
+        """This toolset in pydantic-ai's bare `Toolset` capability (no eager search, grounding or compaction).
+
+        `capability` is the full one.
+        """
         return ToolsetCapability(self)
+
+    def capability(self, **options: Any) -> AbstractCapability[AgentDepsT]:
+        """This collection as a pydantic-ai capability: tools, instructions, eager search, grounding, compaction.
+
+        ``Agent(model, capabilities=[rag.capability()])``; the options are the fields of
+        `toolish_rag.capability.RagCapability` (``compaction=``, ``grounding=``, ``search_budget=``,
+        ``defer_loading=``, ``tool_search=``, ``id=``, ``description=``...), which it returns. See
+        docs/capabilities.md.
+        """
+        built: AbstractCapability[AgentDepsT] = capability_factory()(self, **options)
+        return built
 
     # -- introspection ----------------------------------------------------------------------
 
@@ -258,11 +273,24 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return [t.tool_def for t in tools.values()]
 
     async def instructions(self, deps: Any = None) -> str | None:
-        """The instructions this toolset contributes to a run (eager searches included)."""
-        ctx = direct_context(deps)
-        run = await self.for_run(ctx)
-        assert isinstance(run, ToolishRag)
-        return await run.get_instructions(ctx)
+        """The instructions this toolset contributes to a run (never search results: see `eager_results`)."""
+        return await self.get_instructions(direct_context(deps))
+
+    @property
+    def eager_searches(self) -> tuple[EagerSearch, ...]:
+        """The searches `with_eager_search_about` added, run at the start of every run of the capability."""
+        return self._state.eager
+
+    async def eager_results(self, ctx: RunContext[Any] | None = None, *, deps: Any = None) -> list[EagerResult]:
+        """Run the eager searches in the run's scope (``ctx``'s, else a direct context with ``deps``).
+
+        Their spans and listener events fire as for a tool call (tool ``eager_search``).
+        """
+        ctx = ctx if ctx is not None else direct_context(deps)
+        retriever, traced = self.retriever(ctx), self._calls.tracing(ctx)
+        return [
+            await eager_result(self._calls, self._store_capabilities, e, retriever, traced) for e in self._state.eager
+        ]
 
     async def run_tool(self, tool: str, arguments: Mapping[str, Any], *, deps: Any = None) -> ToolReturn:
         """Call one tool as an agent would, outside an agent run (CLI, MCP server, tests).
@@ -301,38 +329,20 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     def tool_name_conflict_hint(self) -> str:
         return 'Give each ToolishRag on an agent its own `name` (it prefixes the tool names).'
 
-    async def for_run(self, ctx: RunContext[AgentDepsT]) -> AbstractToolset[AgentDepsT]:
-        """With eager searches, the run's own copy, holding the run's scope; they run at its first instructions.
-
-        Not here: pydantic-ai calls ``for_run`` before it opens the agent run's span, and the
-        eager searches' spans belong inside it, as every other span of the run.
-        """
-        if not self._state.eager:
-            return self
-        return self._from(self._state, EagerRun(self.retriever(ctx)))
-
-    @property
-    def eager_hits(self) -> tuple[SearchHit, ...]:
-        """The hits this run's eager searches put in its instructions (none before they ran, or outside a run)."""
-        return () if self._eager_run is None else tuple(self._eager_run.hits)
-
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | None:
+        return self.instructions_naming(self._offered())
+
+    def instructions_naming(self, tools: Sequence[ToolName]) -> str | None:
+        """The instructions as they read when the model can see only ``tools`` (short names) of this toolset.
+
+        The capability uses it when it hides tools (``tool_search=True``): no instruction names a tool
+        the model cannot see.
+        """
         settings = self._state.settings
-        offered = self._offered()
+        offered = [t for t in self._offered() if t in tools]
         takes_filter = any(s.takes_filter for s in SPECS if s.name in offered)
         filters = settings.model_filters.describe() if settings.model_filters is not None and takes_filter else None
-        return build_instructions(settings.name, settings.description, offered, await self._preloaded(ctx), filters)
-
-    async def _preloaded(self, ctx: RunContext[Any]) -> str | None:
-        """The run's eager search results, searched once per run (at its first instructions), else ``None``."""
-        run = self._eager_run
-        if run is None:
-            return None
-        if run.text is None:
-            traced, caps = self._calls.tracing(ctx), self._store_capabilities
-            texts = [await eager_text(self._calls, caps, e, run, traced) for e in self._state.eager]
-            run.text = '\n\n'.join(texts)
-        return run.text
+        return build_instructions(settings.name, settings.description, offered, filters)
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         # The tools are built by an inner FunctionToolset; stamp them as ours, as pydantic-ai's own
