@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import io
+import itertools
 import os
 import re
 import shutil
@@ -31,12 +32,16 @@ __all__ = [
     'DEFAULT_OCR',
     'INSTALL_TESSERACT',
     'NoTextFound',
+    'OcrPage',
+    'OcrWord',
     'OcrMode',
     'OcrOptions',
     'installed_languages',
     'join_hyphenated',
     'ocr_image',
     'ocr_options',
+    'ocr_page',
+    'parse_tsv',
     'reading',
     'require_tesseract',
     'tesseract_languages',
@@ -173,10 +178,71 @@ def join_hyphenated(text: str) -> str:
     return _HYPHENATED.sub(lambda m: m[1] + m[2] if m[2].islower() else m[0], text)
 
 
-def ocr_image(image: Image, dpi: float | None = None) -> str:
-    """The text Tesseract reads in ``image`` (any mode; sent as 8-bit grey), paragraphs split by blank lines.
+@dataclass(frozen=True, slots=True)
+class OcrWord:
+    """A word Tesseract read: its text, confidence and box in the page image, and where it stands in the layout."""
 
-    Raises `ReadError` when Tesseract is missing, fails, or passes the per-file time limit.
+    text: str
+    confidence: float
+    """Tesseract's word confidence, 0 to 100."""
+    box: tuple[int, int, int, int]
+    """``(x0, top, x1, bottom)`` in image pixels, origin top-left."""
+    block: int
+    paragraph: int
+    line: int
+    """Tesseract's block, paragraph (in its block) and line (in its paragraph) numbers."""
+
+    @property
+    def line_key(self) -> tuple[int, int, int]:
+        """The line this word is on: ``(block, paragraph, line)``."""
+        return self.block, self.paragraph, self.line
+
+
+@dataclass(frozen=True, slots=True)
+class OcrPage:
+    """What Tesseract read on one page image: its size in pixels and the words in reading order.
+
+    The page's text is derived from the words as Tesseract's own text output lays it out:
+    words of a line joined by spaces, lines by newlines, paragraphs by blank lines.
+    """
+
+    width: int
+    height: int
+    words: tuple[OcrWord, ...] = ()
+    languages: str = 'eng'
+    """The ``-l`` argument the page was read with (``deu+eng``)."""
+
+    def lines(self) -> list[tuple[OcrWord, ...]]:
+        """The words grouped by line, in reading order."""
+        out: list[tuple[OcrWord, ...]] = []
+        for _, group in itertools.groupby(self.words, key=lambda w: w.line_key):
+            out.append(tuple(group))
+        return out
+
+    def raw_text(self) -> str:
+        """The text as ``tesseract IMAGE -`` prints it: lines of words, paragraphs split by blank lines."""
+        parts: list[str] = []
+        previous: tuple[int, int] | None = None
+        for line in self.lines():
+            paragraph = line[0].block, line[0].paragraph
+            if previous is not None:
+                parts.append('\n\n' if paragraph != previous else '\n')
+            parts.append(' '.join(w.text for w in line))
+            previous = paragraph
+        return ''.join(parts)
+
+    @property
+    def text(self) -> str:
+        """The page's text as readers store it: `raw_text` with hyphenated line ends joined, tidied."""
+        return _tidy(join_hyphenated(self.raw_text()))
+
+
+def ocr_page(image: Image, dpi: float | None = None) -> OcrPage:
+    """What Tesseract reads in ``image`` (any mode; sent as 8-bit grey): words with boxes and confidences.
+
+    One Tesseract run (TSV output) gives both the text and the words; with no language asked for,
+    a page in another installed language is read again in it. Raises `ReadError` when Tesseract
+    is missing, fails, or passes the per-file time limit.
     """
     binary = require_tesseract()
     check_time()
@@ -184,22 +250,29 @@ def ocr_image(image: Image, dpi: float | None = None) -> str:
     grey = image if image.mode == 'L' else image.convert('L')
     buffer = io.BytesIO()
     grey.save(buffer, format='PPM')  # PGM: no compression to spend time on; Tesseract reads it from stdin
-    text = _tesseract(binary, buffer.getvalue(), tesseract_languages(requested, installed), dpi)
+    languages = tesseract_languages(requested, installed)
+    page = _tesseract(binary, buffer.getvalue(), languages, dpi, grey.size)
     if not _installed_requested(requested, installed) and installed - {'eng'}:
         # no language given (or none installed): the page's detected language, when Tesseract has it
-        better = detected_language(text, installed)
+        better = detected_language(page.raw_text(), installed)
         if better is not None:
-            text = _tesseract(binary, buffer.getvalue(), f'{better}+eng', dpi)
-    return _tidy(join_hyphenated(text))
+            page = _tesseract(binary, buffer.getvalue(), f'{better}+eng', dpi, grey.size)
+    return page
 
 
-def _tesseract(binary: str, image: bytes, languages: str, dpi: float | None) -> str:
-    """Tesseract's text for ``image`` (PGM bytes) in ``languages``, within what is left of the file's time."""
+def ocr_image(image: Image, dpi: float | None = None) -> str:
+    """The text Tesseract reads in ``image``, paragraphs split by blank lines (`ocr_page`'s text)."""
+    return ocr_page(image, dpi).text
+
+
+def _tesseract(binary: str, image: bytes, languages: str, dpi: float | None, size: tuple[int, int]) -> OcrPage:
+    """Tesseract's words in ``image`` (PGM bytes) in ``languages``, within what is left of the file's time."""
     # --psm 1: page segmentation with orientation detection (a page scanned sideways), when osd data is there
     psm = '1' if 'osd' in _list_langs(binary) else '3'
     command = [binary, 'stdin', 'stdout', '-l', languages, '--psm', psm]
     if dpi:
         command += ['--dpi', str(round(dpi))]
+    command.append('tsv')
     limit = current_limits().seconds
     left = seconds_left()  # what is left of the file's time: a page cannot overrun it
     timeout = max(left, 1.0) if left is not None else None
@@ -213,7 +286,30 @@ def _tesseract(binary: str, image: bytes, languages: str, dpi: float | None) -> 
     if done.returncode != 0:
         detail = ' '.join(done.stderr.decode('utf-8', 'replace').split())[-300:]
         raise ReadError(f'Tesseract failed (exit {done.returncode}): {detail}')
-    return done.stdout.decode('utf-8', 'replace').replace('\x0c', '')
+    return parse_tsv(done.stdout.decode('utf-8', 'replace'), size, languages)
+
+
+def parse_tsv(tsv: str, size: tuple[int, int], languages: str = 'eng') -> OcrPage:
+    """An `OcrPage` from Tesseract's TSV output (``tesseract IMAGE stdout tsv``) for an image of ``size`` pixels.
+
+    Rows of level 5 are words (others are pages, blocks, paragraphs and lines); words of no text are left out.
+    """
+    width, height = size
+    words: list[OcrWord] = []
+    for row in tsv.split('\n')[1:]:
+        cells = row.split('\t')
+        if len(cells) < 12:
+            continue
+        if cells[0] == '1':
+            width, height = int(cells[8]) or width, int(cells[9]) or height
+        text = cells[11].replace('\x0c', '').strip()
+        if cells[0] != '5' or not text:
+            continue
+        left, top, w, h = (int(c) for c in cells[6:10])
+        confidence = min(100.0, max(0.0, float(cells[10])))
+        block, paragraph, line = (int(c) for c in cells[2:5])
+        words.append(OcrWord(text, confidence, (left, top, left + w, top + h), block, paragraph, line))
+    return OcrPage(width, height, tuple(words), languages)
 
 
 def _tidy(text: str) -> str:
