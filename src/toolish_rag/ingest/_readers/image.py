@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
+from ._boxes import locate_lines, ocr_lines
 from ._ocr import NoTextFound, OcrPage, ocr_options, ocr_page, require_tesseract
 from ._ocr_noise import TextVerdict, judge_page
 from .text import paragraph_spans, title_from_path
@@ -81,14 +82,23 @@ def read_image(data: bytes, path: Path) -> ParsedDocument:
         ocr_pages.append(number)
         for start, end in paragraph_spans(text):
             outline.block(text[start:end])
+    source = outline.text()
+    ends = [*outline.page_starts[1:], len(source)]
+    boxes = [
+        box
+        for number, (page, start, end) in enumerate(zip(pages, outline.page_starts, ends, strict=True), 1)
+        if page is not None
+        for box in locate_lines(source[start:end], ocr_lines(page), number, start)
+    ]
     return ParsedDocument(
-        source=outline.text(),
+        source=source,
         title=title_from_path(path),
         root=outline.root,
         format=image.format.lower() if image.format else path.suffix.lstrip('.').lower(),
         metadata={'page_count': len(pages)},
         page_starts=outline.page_starts,
         ocr_pages=ocr_pages,
+        boxes=boxes,
     )
 
 
