@@ -52,7 +52,7 @@ async def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(source.model_dump(mode='json'), indent=2, ensure_ascii=False))
     else:
-        place = ' > '.join([source.document_title, *source.section_path])
+        place = ' > '.join([source.document_title, *(s for s in source.section_path if s != source.document_title)])
         print(f'verified: {place}{page_and_paragraph(source)} ({source.document_uri})')
         for box in source.boxes:
             print('  box (x0, top, x1, bottom):', ', '.join(f'{v:.4f}' for v in box))

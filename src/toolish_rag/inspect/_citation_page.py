@@ -100,7 +100,8 @@ async def citation_page(request: Request, viewer: Viewer, files: PageFiles) -> P
             '--page-root folders, unchanged since they were ingested.</p>',
             source.page,
         )
-    where = ' > '.join([source.document_title, *source.section_path]) + page_and_paragraph(source)
+    path = [s for s in source.section_path if s != source.document_title]
+    where = ' > '.join([source.document_title, *path]) + page_and_paragraph(source)
     body = markup(
         '<p>verified in {}: <span class="where">{}</span></p><div class="citation">{}<div>{}</div></div>',
         chunk_link(chunk.id),
