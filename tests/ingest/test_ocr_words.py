@@ -109,6 +109,9 @@ def test_the_text_is_what_plain_tesseract_prints(tmp_path: Path) -> None:
         check=True,
     ).stdout
     assert ocr_page(image).raw_text() == plain.replace('\x0c', '').strip('\n')
+    if path.is_file():  # an image file is given to Tesseract as it is: its words are plain Tesseract's
+        as_is = subprocess.run(['tesseract', str(path), 'stdout'], capture_output=True, text=True, check=True).stdout
+        assert read_file(path).source.split() == as_is.split()
 
 
 def _scribbles(seed: int) -> Image.Image:
@@ -188,3 +191,22 @@ def test_real_scans_read_as_text() -> None:
     assert verdict.is_text and verdict.read_share > 0.9 and verdict.read_words > 50
     noise = judge_page(ocr_page(_scribbles(3)))
     assert not noise.is_text and noise.read_share < 0.2
+
+
+@needs_tesseract
+def test_an_ocr_table_is_cut_between_rows_and_repeats_its_header(tmp_path: Path) -> None:
+    from toolish_rag.ingest import Chunker, parse_path
+
+    header = 'Date       Description          Amount'
+    rows = [f'{d:02d}/03      Transfer {d * 7:03d}         {d * 113.25:,.2f}' for d in range(1, 13)]
+    _text_image([header, *rows], (1300, 60 * 14 + 60)).save(tmp_path / 'statement.png')
+    parsed = read_file(tmp_path / 'statement.png')
+    kinds = [b.kind for s in parsed.root.walk() for b in s.blocks]
+    assert kinds == ['table'], kinds
+    chunks = parse_path(tmp_path / 'statement.png', chunker=Chunker(chunk_size=160, overlap=0)).chunks
+    assert len(chunks) >= 3
+    read_rows = parsed.source.split('\n')
+    for chunk in chunks:
+        assert all(line in read_rows for line in chunk.urtext.split('\n')), chunk.urtext  # whole rows only
+    first_header = read_rows[0]
+    assert all(c.text.split('\n').count(first_header) == 1 for c in chunks[1:])  # the header repeated once

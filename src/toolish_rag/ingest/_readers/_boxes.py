@@ -36,18 +36,20 @@ def fractions(box: Box, width: float, height: float) -> Box:
 
 
 def ocr_lines(page: OcrPage) -> list[LineBox]:
-    """Each line Tesseract read on ``page``: its words joined by spaces, and the box around them."""
+    """Each line of ``page``'s text (`OcrPage.laid_out`: a table row by row) and the box around its words."""
     out: list[LineBox] = []
     if page.width <= 0 or page.height <= 0:
         return out
-    for line in page.lines():
+    for text, words, _ in page.laid_out():
+        if not words:
+            continue
         box = (
-            min(w.box[0] for w in line),
-            min(w.box[1] for w in line),
-            max(w.box[2] for w in line),
-            max(w.box[3] for w in line),
+            min(w.box[0] for w in words),
+            min(w.box[1] for w in words),
+            max(w.box[2] for w in words),
+            max(w.box[3] for w in words),
         )
-        out.append((' '.join(w.text for w in line), fractions(box, page.width, page.height)))
+        out.append((text, fractions(box, page.width, page.height)))
     return out
 
 

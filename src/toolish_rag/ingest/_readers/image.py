@@ -66,7 +66,12 @@ def read_image(data: bytes, path: Path) -> ParsedDocument:
             if min(width, height) < MIN_SIDE:
                 pages.append(None)
                 continue
-            page = ocr_page(_flattened(frame), resolution if resolution and resolution >= 50 else None)
+            single = getattr(image, 'n_frames', 1) == 1 and not _has_alpha(frame)
+            page = ocr_page(
+                _flattened(frame),
+                resolution if resolution and resolution >= 50 else None,
+                source=data if single and image.format in _TESSERACT_READS else None,
+            )
             verdicts.append(judge_page(page))
             pages.append(page if verdicts[-1].is_text else None)
     except (OSError, ValueError, EOFError) as exc:
@@ -77,11 +82,13 @@ def read_image(data: bytes, path: Path) -> ParsedDocument:
         raise NoTextFound(noisy.reason())
     outline = OutlineBuilder()
     ocr_pages: list[int] = []
-    for number, text in enumerate(texts, 1):
+    for number, (text, read) in enumerate(zip(texts, pages, strict=True), 1):
         outline.start_page()
         ocr_pages.append(number)
+        headers = dict(read.tables()) if read is not None else {}
         for start, end in paragraph_spans(text):
-            outline.block(text[start:end])
+            header = headers.get(text[start:end])
+            outline.block(text[start:end], 'table' if header else 'text', header=header)
     source = outline.text()
     ends = [*outline.page_starts[1:], len(source)]
     boxes = [
@@ -102,11 +109,19 @@ def read_image(data: bytes, path: Path) -> ParsedDocument:
     )
 
 
+_TESSERACT_READS = frozenset({'PNG', 'JPEG', 'TIFF'})
+"""Formats Tesseract reads itself: a one-frame file of these is given to it as it is (as ``tesseract FILE``)."""
+
+
+def _has_alpha(frame: Image) -> bool:
+    return frame.mode in ('RGBA', 'LA', 'PA') or (frame.mode == 'P' and 'transparency' in frame.info)
+
+
 def _flattened(frame: Image) -> Image:
     """The frame in 8-bit grey, a transparent background made white (OCR reads dark on light)."""
     from PIL import Image as PILImage
 
-    if frame.mode in ('RGBA', 'LA', 'PA') or (frame.mode == 'P' and 'transparency' in frame.info):
+    if _has_alpha(frame):
         rgba = frame.convert('RGBA')
         background = PILImage.new('RGBA', rgba.size, (255, 255, 255, 255))
         return PILImage.alpha_composite(background, rgba).convert('L')

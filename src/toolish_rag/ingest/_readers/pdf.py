@@ -274,7 +274,7 @@ def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]]
                 read = ocr_page(image[0], image[1])
                 text = _clean_page(read.text)
                 if text.strip() or mode == 'always':
-                    page = _Page(text, [], ocr=True, needs_ocr=True, boxes=ocr_lines(read))
+                    page = _Page(text, [], ocr=True, needs_ocr=True, tables=read.tables(), boxes=ocr_lines(read))
             pages.append(page)
     finally:
         finder.close()
