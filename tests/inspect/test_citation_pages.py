@@ -147,3 +147,17 @@ async def _cli(main: Any, argv: list[str]) -> int:
     import asyncio
 
     return int(await asyncio.to_thread(main, argv))
+
+
+def test_an_answers_citations_are_excerpts_with_thumbnails(served: Any) -> None:
+    import json
+
+    client, chunks, _ = served
+    answer = {
+        'status': 'answered',
+        'claims': [{'text': 'The fox jumps.', 'citations': [{'chunk_id': chunks['acme'].id, 'quote': QUOTE}]}],
+    }
+    page = client.post('/citations', data={'answer': json.dumps(answer)})
+    assert page.status_code == 200 and 'id="verdict"' in page.text and 'every citation verified' in page.text
+    assert '<a class="thumb" href="/citation?' in page.text and 'src="/page-image?' in page.text
+    assert ', page 1' in page.text
