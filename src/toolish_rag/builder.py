@@ -5,10 +5,10 @@ It assigns ids, section links, ``chunk_index`` and ``sequence_number``. See docs
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from .content import Chunk, Document, Metadata, MetadataValue, Section, document_id_for
+from .content import Chunk, Document, Metadata, MetadataValue, Section, TextBox, document_id_for
 
 __all__ = ['DocumentBuilder', 'default_indexed_text']
 
@@ -79,6 +79,7 @@ class DocumentBuilder:
         start_char: int | None = None,
         end_char: int | None = None,
         page: int | None = None,
+        boxes: Sequence[TextBox] = (),
     ) -> str:
         """Append a chunk of ``section_id`` (``None``: before any heading); returns the chunk id.
 
@@ -112,6 +113,7 @@ class DocumentBuilder:
                 'start_char': start_char,
                 'end_char': end_char,
                 'page': page,
+                'boxes': tuple(boxes),
             }
         )
         return chunk_id

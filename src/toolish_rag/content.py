@@ -9,9 +9,11 @@ import hashlib
 import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Annotated, Any, Literal, TypeAlias
+from typing import Annotated, Any, Literal, NamedTuple, TypeAlias
 
 from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
+
+from ._glyph_widths import width_of
 
 __all__ = [
     'METADATA_KEY_PATTERN',
@@ -27,6 +29,7 @@ __all__ = [
     'Retrievable',
     'Scalar',
     'Section',
+    'TextBox',
     'document_id_for',
     'relation_id_for',
     'relation_type_for',
@@ -164,6 +167,53 @@ class Retrievable(_Scoped):
     """Labels for `EntityFilter`: a chunk carries its document's labels, an entity its own."""
 
 
+class TextBox(NamedTuple):
+    """Where a run of a chunk's text stands on its page: a line of a PDF page or of an OCR'd image.
+
+    ``start``/``end`` are offsets in the chunk's ``urtext``; the box is ``(x0, top, x1, bottom)`` as
+    fractions of the page's width and height, origin top-left, the page as displayed (its CropBox,
+    its rotation applied). Stored as a JSON array (``[1, 0, 57, 0.118, 0.0905, 0.882, 0.101]``),
+    so a chunk's boxes cost a few dozen bytes a line. See docs/grounded.md#where-a-quote-stands.
+    """
+
+    page: int
+    """1-based page (or image frame)."""
+    start: int
+    end: int
+    x0: float
+    top: float
+    x1: float
+    bottom: float
+
+    @property
+    def box(self) -> tuple[float, float, float, float]:
+        """``(x0, top, x1, bottom)``."""
+        return self.x0, self.top, self.x1, self.bottom
+
+    def within(self, start: int, end: int, text: str) -> TextBox | None:
+        """The part of this run between offsets ``start`` and ``end`` of ``text`` (the text the offsets are
+        in), or ``None`` when they do not meet.
+
+        A part of a line spans its share of the line's width, by the usual widths of its characters
+        (`toolish_rag._glyph_widths`); a run of several lines (a table) keeps its whole box.
+        """
+        lo, hi = max(start, self.start), min(end, self.end)
+        if hi <= lo:
+            return None
+        line = text[self.start : self.end]
+        if (lo, hi) == (self.start, self.end) or '\n' in line or len(line) != self.end - self.start:
+            return self._replace(start=lo, end=hi)
+        total = width_of(line) or 1
+        scale = (self.x1 - self.x0) / total
+        x0 = self.x0 + scale * width_of(line[: lo - self.start])
+        x1 = self.x1 - scale * width_of(line[hi - self.start :])
+        return TextBox(self.page, lo, hi, round(x0, 4), self.top, round(x1, 4), self.bottom)
+
+    def shifted(self, by: int) -> TextBox:
+        """The same box, its offsets moved by ``by`` (into another text's offsets)."""
+        return self._replace(start=self.start + by, end=self.end + by)
+
+
 class Chunk(Retrievable):
     """A piece of a document's text: the unit that is indexed, searched and cited."""
 
@@ -190,6 +240,9 @@ class Chunk(Retrievable):
     end_char: int | None = None
     page: int | None = None
     """1-based page of the source where the chunk starts, for paged formats."""
+    boxes: tuple[TextBox, ...] = ()
+    """Where its lines stand on their pages (PDF pages and OCR'd images; empty for other formats), in
+    reading order: what a citation's quote is highlighted by (docs/grounded.md#where-a-quote-stands)."""
 
     @model_validator(mode='after')
     def _aligned(self) -> Chunk:

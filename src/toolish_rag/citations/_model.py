@@ -18,6 +18,7 @@ __all__ = [
     'CitationSource',
     'Claim',
     'GroundedAnswer',
+    'page_and_paragraph',
 ]
 
 MAX_QUOTE_CHARS = 2000
@@ -43,6 +44,18 @@ class CitationSource(BaseModel):
     """Offset of the quote within the chunk's source text (``urtext``)."""
     chunk_end: int
     page: int | None = None
+    """1-based page the quote starts on (the chunk's first page when the chunk has no boxes)."""
+    boxes: tuple[tuple[float, float, float, float], ...] = ()
+    """The quote's own lines on ``page``: ``(x0, top, x1, bottom)`` as fractions of the page as displayed,
+    origin top-left (PDF pages and OCR'd images; docs/grounded.md#where-a-quote-stands)."""
+    paragraph: str | None = None
+    """The number the quote's paragraph opens with (``12``, ``3.2``, ``(a)``, ``§ 4``), where the source has one."""
+
+
+def page_and_paragraph(source: CitationSource) -> str:
+    """``, page 3, paragraph 12`` (either part only where known): how tools and answers say where a quote stands."""
+    page = f', page {source.page}' if source.page is not None else ''
+    return page + (f', paragraph {source.paragraph}' if source.paragraph else '')
 
 
 class Citation(BaseModel):

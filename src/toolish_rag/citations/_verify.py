@@ -14,6 +14,7 @@ from ..content import Chunk
 from ..errors import ToolishRagError, echo
 from ._model import MAX_QUOTE_CHARS, Citation, CitationSource, Claim, GroundedAnswer
 from ._quotes import DEFAULT_MIN_QUOTE_CHARS, QuoteMatch, closest_sentence, find_quote, normalise_quote
+from ._where import paragraph_number, quote_place
 
 __all__ = [
     'FEEDBACK_MAX_CHARS',
@@ -150,6 +151,7 @@ def _source(chunk: Chunk, match: QuoteMatch) -> CitationSource:
     ):
         start_char = chunk.start_char + match.start
         end_char = chunk.start_char + match.end
+    page, boxes = quote_place(chunk, match.start, match.end)
     return CitationSource(
         document_id=chunk.document_id,
         document_title=chunk.document_title,
@@ -159,7 +161,9 @@ def _source(chunk: Chunk, match: QuoteMatch) -> CitationSource:
         end_char=end_char,
         chunk_start=match.start,
         chunk_end=match.end,
-        page=chunk.page,
+        page=page,
+        boxes=boxes,
+        paragraph=paragraph_number(chunk.urtext, match.start),
     )
 
 

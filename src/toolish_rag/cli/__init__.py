@@ -22,6 +22,7 @@ from . import (
     _inspect_cmd,
     _mcp_cmd,
     _search_cmd,
+    _show_cmd,
     _tools_cmd,
     _upgrade_cmd,
 )
@@ -43,6 +44,7 @@ _COMMANDS = (
     _graph_cmd,
     _upgrade_cmd,
     _inspect_cmd,
+    _show_cmd,
 )
 
 

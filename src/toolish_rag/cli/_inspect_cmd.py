@@ -48,6 +48,13 @@ def register(sub: Any) -> argparse.ArgumentParser:
         default=None,
         help='the JSON report of the last ingest (toolish-rag ingest --json), whose failures the Quality page lists',
     )
+    parser.add_argument(
+        '--page-root',
+        metavar='DIR',
+        action='append',
+        default=None,
+        help='a folder whose ingested PDFs and images citation pages may be drawn from (repeatable; default: none)',
+    )
     add_filter_argument(parser, 'a scope applied to every page and call, for every visitor (and token)')
     parser.set_defaults(run=run)
     return parser
@@ -100,7 +107,14 @@ async def run(args: argparse.Namespace) -> int:
 
     from ..inspect import create_app
 
-    app = create_app(rag, tokens=tokens, eval_data=args.eval_data, eval_embedder=embedder, ingest_report=report)
+    app = create_app(
+        rag,
+        tokens=tokens,
+        eval_data=args.eval_data,
+        eval_embedder=embedder,
+        ingest_report=report,
+        page_roots=args.page_root or (),
+    )
     signed = f'{len(tokens.labels)} tokens' if tokens else 'loopback, no tokens'
     print(f'toolish-rag: inspector on http://{args.http}/ ({signed}); Ctrl-C stops', file=sys.stderr)
     config = uvicorn.Config(app, host=host, port=port, log_level='warning', lifespan='off')

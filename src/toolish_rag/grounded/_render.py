@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from ..citations._model import Citation, CitationSource, GroundedAnswer
+from ..citations._model import Citation, CitationSource, GroundedAnswer, page_and_paragraph
 from ._ask import AskResult
 
 __all__ = ['escape_markdown', 'render_markdown', 'to_json']
@@ -43,8 +43,7 @@ def _code(text: str) -> str:
 def _where(source: CitationSource) -> str:
     path = [s for s in source.section_path if s != source.document_title]
     place = ' > '.join(escape_markdown(p) for p in [source.document_title, *path])
-    page = f', page {source.page}' if source.page is not None else ''
-    return f'*{place}*{page} — {_code(source.document_uri)}'
+    return f'*{place}*{page_and_paragraph(source)} — {_code(source.document_uri)}'
 
 
 def _source_line(number: int, citation: Citation) -> str:

@@ -404,5 +404,6 @@ class Chunker:
                 start_char=piece.start,
                 end_char=piece.end,
                 page=parsed.page_at(piece.start),
+                boxes=parsed.boxes_in(piece.start, piece.end),
             )
         return builder.build()

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ..content import METADATA_KEY_PATTERN, MetadataValue
+from ..content import METADATA_KEY_PATTERN, MetadataValue, TextBox
 
 __all__ = [
     'Block',
@@ -89,12 +89,28 @@ class ParsedDocument:
     warnings: list[str] = field(default_factory=list)
     ocr_pages: list[int] = field(default_factory=list)
     """1-based pages (image frames) whose text OCR read (docs/ingestion.md#ocr)."""
+    boxes: list[TextBox] = field(default_factory=list)
+    """Where the lines of paged text stand (PDF pages, OCR'd images), in ``source`` offsets, in order."""
 
     def page_at(self, offset: int) -> int | None:
         """1-based page holding ``offset``, or ``None`` for unpaged formats."""
         if not self.page_starts:
             return None
         return max(1, bisect.bisect_right(self.page_starts, offset))
+
+    def boxes_in(self, start: int, end: int) -> tuple[TextBox, ...]:
+        """The boxes of ``source[start:end]``, cut to it, in offsets of that span (a chunk's ``urtext``)."""
+        if not self.boxes:
+            return ()
+        first = bisect.bisect_right(self.boxes, start, key=lambda b: b.end)  # boxes are in source order
+        out: list[TextBox] = []
+        for box in self.boxes[first:]:
+            if box.start >= end:
+                break
+            part = box.within(start, end, self.source)
+            if part is not None:
+                out.append(part.shifted(-start))
+        return tuple(out)
 
     def headings(self) -> list[str]:
         """Titles of every section, in document order (the root excluded)."""

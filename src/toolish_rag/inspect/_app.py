@@ -6,7 +6,7 @@ See docs/inspect.md.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,9 +18,11 @@ from starlette.routing import BaseRoute, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from ..errors import InvalidRequestError
+from ..pictures import PageFiles
 from ..toolset import ToolishRag
 from ._access import LOOPBACK_NAMES, ScopedToolsets, Sessions, Viewer, guard, viewer_for
 from ._browse import chunk_page, document_page, documents_page, section_page
+from ._citation_page import citation_page, page_image
 from ._citations import citations_page
 from ._console import console_page
 from ._graph import graph_page
@@ -50,6 +52,7 @@ def create_app(
     eval_embedder: Any = None,
     ingest_report: IngestReport | None = None,
     trusted_hosts: frozenset[str] | None = None,
+    page_roots: Sequence[str | Path] = (),
 ) -> Starlette:
     """The inspector over ``rag`` (its scope, e.g. ``rag.with_metadata_filter(...)``, applies to every page).
 
@@ -58,10 +61,11 @@ def create_app(
     new in-memory store with ``eval_embedder``, never the inspected one; not offered under tokens).
     ``ingest_report``: the last ingest's report, whose failures the Quality page lists. ``trusted_hosts``:
     the host names requests may be addressed to; default: the loopback names without tokens, any with them.
-    Without tokens only clients on this machine (a loopback address) are answered.
+    Without tokens only clients on this machine (a loopback address) are answered. ``page_roots``: the folders
+    whose ingested PDFs and images a citation's page may be drawn from (docs/inspect.md#citation-pages).
     """
     quality = Quality(eval_data, eval_embedder, ingest_report) if tokens is None else None
-    pages = _Pages(ScopedToolsets(rag), tokens, quality, _scope_note(rag, tokens))
+    pages = _Pages(ScopedToolsets(rag), tokens, quality, _scope_note(rag, tokens), PageFiles.under(*page_roots))
     app = Starlette(routes=pages.routes())
     hosts = trusted_hosts if trusted_hosts is not None else (LOOPBACK_NAMES if tokens is None else None)
     app.add_middleware(_Guard, trusted_hosts=hosts, loopback_clients=tokens is None)
@@ -77,6 +81,8 @@ class _Pages:
     quality: Quality | None
     scope_note: str
     """What the header says of the scope before the viewer's own part (no token, the app's filter)."""
+    files: PageFiles = field(default_factory=PageFiles)
+    """Where citation pages are drawn from."""
     sessions: Sessions = field(default_factory=Sessions)
 
     def routes(self) -> list[BaseRoute]:
@@ -90,6 +96,8 @@ class _Pages:
             Route('/console', self.page(self.console, 'Tool console'), methods=['GET', 'POST']),
             Route('/graph', self.page(graph_page, 'Graph')),
             Route('/citations', self.page(self.citations, 'Citations'), methods=['GET', 'POST']),
+            Route('/citation', self.page(self.citation, 'Citations')),
+            Route('/page-image', self.page(self.page_image, 'Citations')),
             Route('/quality', self.page(self.quality_page, 'Quality'), methods=['GET', 'POST']),
             Route('/quality/status', self.page(self.quality_status, 'Quality')),
             Route('/login', sign_in.login, methods=['GET', 'POST']),
@@ -138,7 +146,13 @@ class _Pages:
 
     async def citations(self, request: Request, viewer: Viewer) -> Page:
         form = await request.form() if request.method == 'POST' else None
-        return await citations_page(viewer, form)
+        return await citations_page(viewer, form, drawn=bool(self.files.roots))
+
+    async def citation(self, request: Request, viewer: Viewer) -> Page:
+        return await citation_page(request, viewer, self.files)
+
+    async def page_image(self, request: Request, viewer: Viewer) -> Response:
+        return await page_image(request, viewer, self.files)
 
     async def quality_page(self, request: Request, viewer: Viewer) -> Page | Response:
         if self.quality is None or viewer.signed_in:

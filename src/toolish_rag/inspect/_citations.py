@@ -12,12 +12,14 @@ from pydantic_ai import ModelRetry
 from starlette.datastructures import FormData
 
 from ..citations import GroundedAnswer, verify_answer
+from ..citations._model import page_and_paragraph
 from ..citations._verify import NOT_SEEN, normalise_chunk_id
 from ..content import Chunk
 from ..errors import InvalidRequestError
 from ._access import Viewer
 from ._browse import chunk_link
-from ._html import Html, join, markup
+from ._citation_page import thumbnail
+from ._html import Html, join, markup, url
 from ._page import Page
 
 __all__ = ['NOT_FOUND', 'citations_page']
@@ -51,7 +53,8 @@ def _highlighted(chunk: Chunk, start: int, end: int) -> Html:
     return markup('<pre class="text">{}<mark>{}</mark>{}</pre>', text[:start], text[start:end], text[end:])
 
 
-async def citations_page(viewer: Viewer, form: FormData | None) -> Page:
+async def citations_page(viewer: Viewer, form: FormData | None, *, drawn: bool = False) -> Page:
+    """The form, and with an answer each citation checked; ``drawn``: page thumbnails beside verified excerpts."""
     raw = str(form.get('answer', '') or '') if form is not None else ''
     entry = markup(
         '<form method="post" action="/citations"><label class="field">Draft answer (GroundedAnswer JSON)'
@@ -82,12 +85,17 @@ async def citations_page(viewer: Viewer, form: FormData | None) -> Page:
             chunk = seen.get(chunk_id)
             problem = problems_at.get((i, j))
             if citation.source is not None and chunk is not None:
+                source = citation.source
+                shown = drawn and source.page is not None
                 detail = markup(
-                    '<p class="ok">verified in {} ({} > {})</p>{}',
+                    '<p class="ok">verified in {} ({} > {}{}) <a href="{}">on its page</a></p>{}{}',
                     chunk_link(chunk.id),
-                    citation.source.document_title,
-                    ' > '.join(citation.source.section_path) or '—',
-                    _highlighted(chunk, citation.source.chunk_start, citation.source.chunk_end),
+                    source.document_title,
+                    ' > '.join(source.section_path) or '—',
+                    page_and_paragraph(source),
+                    url('/citation', chunk=chunk.id, quote=citation.quote),
+                    thumbnail(chunk.id, citation.quote, source.page) if shown else Html(''),
+                    _highlighted(chunk, source.chunk_start, source.chunk_end),
                 )
             else:
                 reason = problem.reason if problem is not None else 'not verified'

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from ..builder import DocumentBuilder
-from ..content import Document, Entity, MetadataValue
+from ..content import Document, Entity, MetadataValue, TextBox
 from ..filters import EntityFilter, Filter, PropertyFilter as F
 
 __all__ = [
@@ -54,6 +54,15 @@ def _chunk_metadata(i: int) -> dict[str, MetadataValue]:
     return md
 
 
+def _boxes(page: int, length: int) -> tuple[TextBox, ...]:
+    """Where a chunk's two lines stand on its page (as a PDF's would): kept exactly by every store."""
+    cut = length // 2
+    return (
+        TextBox(page, 0, cut, 0.1181, 0.0905, 0.8819, 0.1072),
+        TextBox(page, cut + 1, length, 0.1181, 0.1072, 0.4403, 0.1239),
+    )
+
+
 def conformance_corpus() -> list[Document]:
     """Three documents with nested sections; 24 chunks with varied typed metadata."""
     docs: list[Document] = []
@@ -67,10 +76,9 @@ def conformance_corpus() -> list[Document]:
             fingerprint=f'fp-{tenant}-1',
         )
         top = b.section('Overview')
-        for _ in range(2):
-            b.add_chunk(
-                top, f'{COMMON_WORD} overview {_TOPICS[i % 6]} for {tenant} number {i}', metadata=_chunk_metadata(i)
-            )
+        for k in range(2):
+            text = f'{COMMON_WORD} overview {_TOPICS[i % 6]} for {tenant} number {i}'
+            b.add_chunk(top, text, metadata=_chunk_metadata(i), page=k + 1, boxes=_boxes(k + 1, len(text)))
             i += 1
         details = b.section('Details', parent=top)
         for _ in range(3):

@@ -125,6 +125,31 @@ class WriteChecks(KitBase):
         )
         assert not problems, '\n'.join(problems)
 
+    @check(*_SEARCH_AND_WRITE, aspect='writes')
+    async def test_chunks_keep_their_pages_and_boxes(self, loaded: Any) -> None:
+        """A chunk's ``page`` and ``boxes`` (where its lines stand) come back as upserted, from every read."""
+        placed = {c.id: c for d in conformance_corpus() for c in d.chunks if c.boxes}
+        assert placed, 'the kit corpus changed: some chunks must carry boxes'
+        got: dict[str, list[Chunk | Entity]] = {}
+        if isinstance(loaded, ResultExpander):
+            got['get_records'] = list(await loaded.get_records(list(placed)))
+        retriever = Retriever(loaded)
+        caps = self.capabilities(loaded)
+        total = len(self.all_records())
+        if caps.text:
+            got['text_search'] = [h.record for h in await retriever.text_search(COMMON_WORD, total)]
+        if caps.vector:
+            got['vector_search'] = [h.record for h in await retriever.vector_search(COMMON_WORD, total)]
+        for how, records in got.items():
+            for record in records:
+                want = placed.get(record.id)
+                if want is None or not isinstance(record, Chunk):
+                    continue
+                assert (record.page, record.boxes) == (want.page, want.boxes), (
+                    f'{how} returned chunk {record.id} with page {record.page} and boxes {record.boxes}: '
+                    f'stored with page {want.page} and boxes {want.boxes} (keep both exactly, as JSON arrays or columns)'
+                )
+
     @check(*SEARCHES, aspect='search')
     async def test_empty_store_searches_return_nothing(self, empty: Any) -> None:
         found = await self.everything(Retriever(empty), empty, 10)

@@ -13,7 +13,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ['Piece', 'page_paragraphs', 'page_pieces']
+__all__ = ['Piece', 'page_paragraphs', 'page_pieces', 'turned']
 
 
 @dataclass(slots=True)
@@ -82,7 +82,7 @@ def _font_style(raw: Any, textpage: Any, index: int, buffer: Any, flags: Any) ->
     return bold, italic
 
 
-def _turned(box: tuple[float, float, float, float], rotation: int, width: float, height: float) -> tuple[float, ...]:
+def turned(box: tuple[float, float, float, float], rotation: int, width: float, height: float) -> tuple[float, ...]:
     """A character box ``(left, bottom, right, top)`` in the page as shown (its ``/Rotate`` applied clockwise)."""
     left, bottom, right, top = box
     if rotation == 90:
@@ -92,6 +92,19 @@ def _turned(box: tuple[float, float, float, float], rotation: int, width: float,
     if rotation == 270:
         return height - top, left, height - bottom, right
     return box
+
+
+def _char(raw: Any, textpage: Any, i: int, count: int) -> tuple[str, int]:
+    """Character ``i`` of the page and how many of pdfium's indices it takes: pdfium gives UTF-16 code
+    units, so a surrogate pair is one character of two indices; a lone surrogate is U+FFFD."""
+    code = raw.FPDFText_GetUnicode(textpage, i)
+    if 0xD800 <= code <= 0xDBFF and i + 1 < count:
+        following = raw.FPDFText_GetUnicode(textpage, i + 1)
+        if 0xDC00 <= following <= 0xDFFF:
+            return chr(0x10000 + ((code - 0xD800) << 10) + (following - 0xDC00)), 2
+    if 0xD800 <= code <= 0xDFFF or not 0 < code < 0x110000:
+        return '\ufffd', 1
+    return chr(code), 1
 
 
 def page_pieces(textpage: Any, rotation: int = 0, width: float = 0.0, height: float = 0.0) -> list[Piece]:
@@ -119,9 +132,12 @@ def page_pieces(textpage: Any, rotation: int = 0, width: float = 0.0, height: fl
             pieces.append(piece)
         current, last_right = _Builder(), None
 
+    taken = 0  # indices before this are read (the low half of a surrogate pair is read with its high half)
     for i in range(count):
-        code = raw.FPDFText_GetUnicode(textpage, i)
-        ch = chr(code) if 0 < code < 0x110000 else '\ufffd'
+        if i < taken:
+            continue
+        ch, used = _char(raw, textpage, i, count)
+        taken = i + used
         if ch in '\r\n':
             close()
             pending_space = False
@@ -131,7 +147,7 @@ def page_pieces(textpage: Any, rotation: int = 0, width: float = 0.0, height: fl
             continue
         if not raw.FPDFText_GetLooseCharBox(textpage, i, ctypes.byref(rect)):
             continue
-        box = _turned((rect.left, rect.bottom, rect.right, rect.top), rotation, width, height)
+        box = turned((rect.left, rect.bottom, rect.right, rect.top), rotation, width, height)
         size = max(box[3] - box[1], 1.0)
         if last_right is not None:
             gap = box[0] - last_right
@@ -237,6 +253,8 @@ class Line:
     bottom: float
     italic: bool = False
     table: int = -1
+    pieces: tuple[Piece, ...] = ()
+    """What it is made of, left to right (its text joins theirs with spaces): where each stands on the page."""
 
 
 def _lines(column: Iterable[Piece]) -> list[Line]:
@@ -262,6 +280,7 @@ def _lines(column: Iterable[Piece]) -> list[Line]:
                 min(p.bottom for p in group),
                 all(p.italic for p in group),
                 main.table,
+                tuple(group),
             )
         )
     return out

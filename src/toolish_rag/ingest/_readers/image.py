@@ -1,7 +1,8 @@
 """Images (PNG, JPEG, TIFF with all its frames) read by OCR: one page per frame.
 
-An image with no text in it (a logo, a photo) is skipped, not failed; with ``ocr='never'``
-images are skipped too. See docs/ingestion.md#ocr.
+An image with no text in it (a photo) or whose OCR reads as noise (a logo, an icon, an
+illustration: `judge_page`) is skipped, not failed, with the reason; a frame of noise in a
+text TIFF is left empty. With ``ocr='never'`` images are skipped too. See docs/ingestion.md#ocr.
 """
 
 from __future__ import annotations
@@ -13,7 +14,9 @@ from typing import TYPE_CHECKING
 
 from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
-from ._ocr import NoTextFound, ocr_image, ocr_options, require_tesseract
+from ._boxes import locate_lines, ocr_lines
+from ._ocr import NoTextFound, OcrPage, ocr_options, ocr_page, require_tesseract
+from ._ocr_noise import TextVerdict, judge_page
 from .text import paragraph_spans, title_from_path
 
 if TYPE_CHECKING:
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ['IMAGE_SUFFIXES', 'read_image']
 
-VERSION = 1
+VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg', '.tif', '.tiff')
@@ -52,7 +55,8 @@ def read_image(data: bytes, path: Path) -> ParsedDocument:
         raise ReadError(f'corrupt image: {exc}') from None
     dpi = image.info.get('dpi')
     resolution = float(dpi[0]) if isinstance(dpi, tuple) and dpi and dpi[0] else None
-    pages: list[str] = []
+    pages: list[OcrPage | None] = []
+    verdicts: list[TextVerdict] = []
     try:
         for frame in ImageSequence.Iterator(image):
             check_time()
@@ -60,36 +64,64 @@ def read_image(data: bytes, path: Path) -> ParsedDocument:
             if width * height > MAX_PIXELS:
                 raise ReadError(f'a frame of {width} x {height} pixels is over the {MAX_PIXELS:,}-pixel limit')
             if min(width, height) < MIN_SIDE:
-                pages.append('')
+                pages.append(None)
                 continue
-            pages.append(ocr_image(_flattened(frame), resolution if resolution and resolution >= 50 else None))
+            single = getattr(image, 'n_frames', 1) == 1 and not _has_alpha(frame)
+            page = ocr_page(
+                _flattened(frame),
+                resolution if resolution and resolution >= 50 else None,
+                source=data if single and image.format in _TESSERACT_READS else None,
+            )
+            verdicts.append(judge_page(page))
+            pages.append(page if verdicts[-1].is_text else None)
     except (OSError, ValueError, EOFError) as exc:
         raise ReadError(f'corrupt image: {exc}') from None
-    if not any(p.strip() for p in pages):
-        raise NoTextFound('no text found in the image (OCR)')
+    texts = [page.text if page is not None else '' for page in pages]
+    if not any(t.strip() for t in texts):
+        noisy = max(verdicts, key=lambda v: v.words, default=TextVerdict(0, 0, 0.0))
+        raise NoTextFound(noisy.reason())
     outline = OutlineBuilder()
     ocr_pages: list[int] = []
-    for number, text in enumerate(pages, 1):
+    for number, (text, read) in enumerate(zip(texts, pages, strict=True), 1):
         outline.start_page()
         ocr_pages.append(number)
+        headers = dict(read.tables()) if read is not None else {}
         for start, end in paragraph_spans(text):
-            outline.block(text[start:end])
+            header = headers.get(text[start:end])
+            outline.block(text[start:end], 'table' if header else 'text', header=header)
+    source = outline.text()
+    ends = [*outline.page_starts[1:], len(source)]
+    boxes = [
+        box
+        for number, (page, start, end) in enumerate(zip(pages, outline.page_starts, ends, strict=True), 1)
+        if page is not None
+        for box in locate_lines(source[start:end], ocr_lines(page), number, start)
+    ]
     return ParsedDocument(
-        source=outline.text(),
+        source=source,
         title=title_from_path(path),
         root=outline.root,
         format=image.format.lower() if image.format else path.suffix.lstrip('.').lower(),
         metadata={'page_count': len(pages)},
         page_starts=outline.page_starts,
         ocr_pages=ocr_pages,
+        boxes=boxes,
     )
+
+
+_TESSERACT_READS = frozenset({'PNG', 'JPEG', 'TIFF'})
+"""Formats Tesseract reads itself: a one-frame file of these is given to it as it is (as ``tesseract FILE``)."""
+
+
+def _has_alpha(frame: Image) -> bool:
+    return frame.mode in ('RGBA', 'LA', 'PA') or (frame.mode == 'P' and 'transparency' in frame.info)
 
 
 def _flattened(frame: Image) -> Image:
     """The frame in 8-bit grey, a transparent background made white (OCR reads dark on light)."""
     from PIL import Image as PILImage
 
-    if frame.mode in ('RGBA', 'LA', 'PA') or (frame.mode == 'P' and 'transparency' in frame.info):
+    if _has_alpha(frame):
         rgba = frame.convert('RGBA')
         background = PILImage.new('RGBA', rgba.size, (255, 255, 255, 255))
         return PILImage.alpha_composite(background, rgba).convert('L')

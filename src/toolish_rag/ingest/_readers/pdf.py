@@ -17,15 +17,16 @@ from typing import Any
 
 from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
-from ._ocr import INSTALL_TESSERACT, join_hyphenated, ocr_image, ocr_options, tesseract_path, text_is_garbage
+from ._boxes import Box, LineBox, fractions, locate_lines, ocr_lines
+from ._ocr import INSTALL_TESSERACT, join_hyphenated, ocr_options, ocr_page, tesseract_path, text_is_garbage
 from ._pdf_headings import HeadingLine, font_headings, place_headings
-from ._pdf_layout import Line, Piece, page_paragraphs, page_pieces
+from ._pdf_layout import Line, Piece, page_paragraphs, page_pieces, turned
 from ._pdf_table_pages import TableFinder, looks_tabular, with_tables
 from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']
 
-VERSION = 1
+VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 
@@ -111,6 +112,8 @@ class _Page:
     needs_ocr: bool = False
     tables: list[tuple[str, str]] = field(default_factory=list)
     """Each table's rendered text and header, as written into ``text``."""
+    boxes: list[LineBox] = field(default_factory=list)
+    """Each line's text and box on the page as displayed, in the order ``text`` has them."""
 
 
 def _open(data: bytes) -> Any:
@@ -150,6 +153,14 @@ class _Layer:
     """Places across the page where vertical rules are drawn (header and footer bands aside)."""
     horizontals: int
     """Heights at which horizontal rules are drawn (header and footer bands aside)."""
+    frame: tuple[float, float, float, float] = (0.0, 0.0, 1.0, 1.0)
+    """The page as displayed (its CropBox, turned like the pieces): ``(left, bottom, right, top)``."""
+
+    def fractions(self, piece: Piece) -> Box:
+        """``piece``'s box as fractions of the page as displayed, origin top-left."""
+        left, bottom, right, top = self.frame
+        width, height = max(right - left, 1e-6), max(top - bottom, 1e-6)
+        return fractions((piece.x0 - left, top - piece.top, piece.x1 - left, top - piece.bottom), width, height)
 
     def may_hold_table(self) -> bool:
         """Rules making a grid of two or more columns, or some rules and cells lined up, or cells lined up well."""
@@ -185,7 +196,8 @@ def _layer(page: Any) -> _Layer:
         elif x1 - x0 < 3 and y1 - y0 > 10:
             xs.add(round((x0 + x1) / 4))
     width, height = page.get_size()
-    return _Layer(pieces, width, height, rotation != 0, len(xs), len(ys))
+    frame = turned(tuple(page.get_cropbox()), rotation, right - left, top - bottom)
+    return _Layer(pieces, width, height, rotation != 0, len(xs), len(ys), (frame[0], frame[1], frame[2], frame[3]))
 
 
 def _text_of(paragraphs: list[list[Line]]) -> tuple[str, list[HeadingLine]]:
@@ -233,8 +245,10 @@ def _read_page(pdf: Any, index: int, mode: str, finder: TableFinder) -> tuple[_P
     if image is not None:
         return _Page('', [], needs_ocr=True), image
     tables = [] if needs else finder.tables(index, layer)  # pdfplumber: outside the pdfium lock
-    text, lines = _text_of(page_paragraphs(with_tables(layer.pieces, tables), layer.width))
-    return _Page(_clean_page(text), lines, needs_ocr=needs, tables=[(t[1], t[2]) for t in tables]), None
+    paragraphs = page_paragraphs(with_tables(layer.pieces, tables), layer.width)
+    text, lines = _text_of(paragraphs)
+    boxes = [(piece.text, layer.fractions(piece)) for para in paragraphs for line in para for piece in line.pieces]
+    return _Page(_clean_page(text), lines, needs_ocr=needs, tables=[(t[1], t[2]) for t in tables], boxes=boxes), None
 
 
 def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]], str | None]:
@@ -257,9 +271,10 @@ def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]]
             check_time()  # a thread cannot be killed: a long PDF stops between pages at the time limit
             page, image = _read_page(pdf, index, mode, finder)
             if image is not None:
-                text = _clean_page(ocr_image(image[0], image[1]))
+                read = ocr_page(image[0], image[1])
+                text = _clean_page(read.text)
                 if text.strip() or mode == 'always':
-                    page = _Page(text, [], ocr=True, needs_ocr=True)
+                    page = _Page(text, [], ocr=True, needs_ocr=True, tables=read.tables(), boxes=ocr_lines(read))
             pages.append(page)
     finally:
         finder.close()
@@ -343,6 +358,7 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
     for p in pages:
         page_starts.append(pos)
         pos += len(p) + 2
+    boxes = [b for i, p in enumerate(page_info) for b in locate_lines(pages[i], p.boxes, i + 1, page_starts[i])]
     placed = place_headings(source, pages, page_starts, entries)
     outline = _outline(source, page_starts, placed, _table_spans(pages, page_starts, page_info))
     first_heading = placed[0][3] if placed and placed[0][0] < 300 else None
@@ -355,4 +371,5 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
         page_starts=page_starts,
         warnings=warnings,
         ocr_pages=[i + 1 for i, p in enumerate(page_info) if p.ocr],
+        boxes=boxes,
     )

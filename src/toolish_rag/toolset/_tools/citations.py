@@ -15,7 +15,7 @@ from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
 from ..._record_text import field_text
-from ...citations._model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer
+from ...citations._model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer, page_and_paragraph
 from ...citations._quotes import DEFAULT_MIN_QUOTE_CHARS, find_quote
 from ...citations._verify import NOT_SEEN, CitationProblem, Verification, normalise_chunk_id, verify_answer
 from ...content import Chunk
@@ -145,8 +145,7 @@ def _located(source: CitationSource) -> str:
     where = f'characters {source.chunk_start}-{source.chunk_end} of the chunk'
     if source.start_char is not None and source.end_char is not None:
         where += f' ({source.start_char}-{source.end_char} of the document)'
-    page = f', page {source.page}' if source.page is not None else ''
-    return f'verified: it stands in {place} ({_cut(source.document_uri)}), {where}{page}.'
+    return f'verified: it stands in {place} ({_cut(source.document_uri)}), {where}{page_and_paragraph(source)}.'
 
 
 def _render(

@@ -1,0 +1,375 @@
+"""Provenance: are pages, quote boxes and OCR right, and how fast is a citation's page drawn.
+
+One command, every figure measured in the same run against an independent reader:
+
+* **boxes, text layers**: random exact quotes (4-14 words) of chunks of every born-digital PDF in
+  ``../shared/data/fidelity`` and ``documents``, verified with `check_quote`; the quote's boxes
+  against pdfplumber's character boxes of the same characters (IoU of the two sets of line boxes,
+  pages as displayed: pdfplumber measures from the MediaBox, so its boxes are moved into the
+  CropBox; pages turned by ``/Rotate`` are counted apart). Goal: IoU >= 0.9 on >= 95% of quotes.
+  The IoU is also given across the page only (x), since loose boxes (the full line height the
+  issue asks for) are taller than pdfplumber's glyph boxes (one font size).
+* **boxes, OCR**: the same for OCR'd pages (images, scanned PDFs) against the word boxes of a
+  separate plain ``tesseract FILE - tsv`` run.
+* **pages**: every chunk's page holds its text (its first 30 non-space characters in pdfplumber's
+  text of that page), and every quote's page holds the quote.
+* **OCR recall**: word recall against the truth for every image and scanned PDF in ``fidelity``,
+  ours and plain ``tesseract FILE -`` (a PDF page rendered at 300 dpi first), same run.
+* **render**: the inspector's citation page (`toolish_rag.inspect` page picture) of a 50-page PDF,
+  warm, median of 10 (goal 300 ms).
+
+    python benchmarks/provenance_bench.py [--data ../shared/data] [--quotes 20] [--json out.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import json
+import random
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from ingest_fidelity import normalise, words  # noqa: E402
+
+from toolish_rag.citations import CitationSource, check_quote  # noqa: E402
+from toolish_rag.content import Chunk  # noqa: E402
+from toolish_rag.ingest import parse_path  # noqa: E402
+from toolish_rag.pictures import PageFiles  # noqa: E402
+
+Box = tuple[float, float, float, float]
+IMAGES = {'.png', '.jpg', '.jpeg', '.tif', '.tiff'}
+
+
+def iou(a: list[Box], b: list[Box], *, across_only: bool = False) -> float:
+    """Area IoU of two sets of (non-overlapping) boxes; ``across_only``: of their extents across the page."""
+    if across_only:
+        a = [(x0, 0.0, x1, 1.0) for x0, _, x1, _ in a]
+        b = [(x0, 0.0, x1, 1.0) for x0, _, x1, _ in b]
+
+    def area(x: Box) -> float:
+        return max(0.0, x[2] - x[0]) * max(0.0, x[3] - x[1])
+
+    inter = sum(area((max(p[0], q[0]), max(p[1], q[1]), min(p[2], q[2]), min(p[3], q[3]))) for p in a for q in b)
+    union = sum(map(area, a)) + sum(map(area, b)) - inter
+    return inter / union if union > 0 else 0.0
+
+
+def _lines_of(items: list[tuple[Box, str]]) -> list[Box]:
+    """Boxes of characters or words grouped into lines (by their vertical middle), one union box a line."""
+    lines: list[list[Box]] = []
+    for box, _ in items:
+        middle = (box[1] + box[3]) / 2
+        if lines and abs((lines[-1][-1][1] + lines[-1][-1][3]) / 2 - middle) < (box[3] - box[1]) * 0.5:
+            lines[-1].append(box)
+        else:
+            lines.append([box])
+    return [(min(b[0] for b in g), min(b[1] for b in g), max(b[2] for b in g), max(b[3] for b in g)) for g in lines]
+
+
+def _find_run(items: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]] | None:
+    """The items spelling ``quote`` (whitespace aside), when they do so exactly once."""
+    wanted = re.sub(r'\s+', '', quote)
+    spelled, owner = [], []
+    for n, (_, text) in enumerate(items):
+        for ch in re.sub(r'\s+', '', text):
+            spelled.append(ch)
+            owner.append(n)
+    joined = ''.join(spelled)
+    at = joined.find(wanted)
+    if at < 0 or joined.find(wanted, at + 1) >= 0 or not wanted:
+        return None
+    kept = sorted(set(owner[at : at + len(wanted)]))
+    return [items[n] for n in kept]
+
+
+# -- truth readers ----------------------------------------------------------------------------------
+
+
+class PlumberPages:
+    """pdfplumber's characters of each page, as fractions of the page as displayed (its CropBox)."""
+
+    def __init__(self, path: Path) -> None:
+        import pdfplumber
+
+        self.pdf = pdfplumber.open(path)
+
+    def rotated(self, page: int) -> bool:
+        return int(self.pdf.pages[page - 1].rotation or 0) % 360 != 0
+
+    def chars(self, page: int) -> list[tuple[Box, str]]:
+        p = self.pdf.pages[page - 1]
+        x0, top, x1, bottom = (float(v) for v in p.cropbox)
+        top, bottom = float(p.mediabox[3]) - bottom, float(p.mediabox[3]) - top  # PDF y up -> from the top
+        w, h = x1 - x0, bottom - top
+        return [
+            (((c['x0'] - x0) / w, (c['top'] - top) / h, (c['x1'] - x0) / w, (c['bottom'] - top) / h), c['text'])
+            for c in p.chars
+            if c['text'].strip()
+        ]
+
+    def text(self, page: int) -> str:
+        return ''.join(t for _, t in self.chars(page))
+
+    def close(self) -> None:
+        self.pdf.close()
+
+
+def tesseract_words(image_path: Path) -> tuple[list[tuple[Box, str]], str]:
+    """Plain ``tesseract`` on a file: its words with boxes (fractions) from TSV, and its text output."""
+    from PIL import Image
+
+    with Image.open(image_path) as im:
+        width, height = im.size
+    tsv = subprocess.run(['tesseract', str(image_path), '-', 'tsv'], capture_output=True, text=True).stdout
+    text = subprocess.run(['tesseract', str(image_path), '-'], capture_output=True, text=True).stdout
+    out = []
+    for row in tsv.splitlines()[1:]:
+        cells = row.split('\t')
+        if len(cells) == 12 and cells[0] == '5' and cells[11].strip():
+            left, top, w, h = (int(c) for c in cells[6:10])
+            out.append(((left / width, top / height, (left + w) / width, (top + h) / height), cells[11]))
+    return out, text
+
+
+def rendered_pages(path: Path, folder: Path) -> list[Path]:
+    """A PDF's pages as 300-dpi PNGs (pdfium, as the reader renders them for OCR)."""
+    import pypdfium2 as pdfium
+
+    pdf = pdfium.PdfDocument(path)
+    out = []
+    for i, page in enumerate(pdf):
+        image = page.render(scale=300 / 72, grayscale=True).to_pil()
+        target = folder / f'{path.stem}-{i + 1}.png'
+        image.save(target, dpi=(300, 300))
+        out.append(target)
+    return out
+
+
+# -- quotes -------------------------------------------------------------------------------------------
+
+
+def random_quotes(chunks: list[Chunk], count: int, rng: random.Random) -> list[tuple[Chunk, str]]:
+    """Up to ``count`` exact quotes of 4-14 words from chunks with boxes."""
+    boxed = [c for c in chunks if c.boxes]
+    out: list[tuple[Chunk, str]] = []
+    for _ in range(count * 4):
+        if not boxed or len(out) >= count:
+            break
+        chunk = rng.choice(boxed)
+        spans = [m.span() for m in re.finditer(r'\S+', chunk.urtext)]
+        if len(spans) < 6:
+            continue
+        n = rng.randint(4, min(14, len(spans)))
+        i = rng.randrange(0, len(spans) - n + 1)
+        out.append((chunk, chunk.urtext[spans[i][0] : spans[i + n - 1][1]]))
+    return out
+
+
+def score_quotes(
+    quotes: list[tuple[Chunk, str]], truth_of_page: Any, rotated: Any = lambda page: False
+) -> dict[str, Any]:
+    ious, across, pages_ok, skipped, turned = [], [], 0, 0, 0
+    for chunk, quote in quotes:
+        source = check_quote(chunk, quote, min_quote_chars=1)
+        if not isinstance(source, CitationSource) or source.page is None or not source.boxes:
+            skipped += 1
+            continue
+        if rotated(source.page):
+            turned += 1
+            continue
+        run = _find_run(truth_of_page(source.page), quote)
+        if run is None:  # not spelled exactly once by the other reader (a ligature, a joined hyphen, repeated)
+            skipped += 1
+            continue
+        pages_ok += 1
+        truth = _lines_of(run)
+        ious.append(iou(list(source.boxes), truth))
+        across.append(iou(list(source.boxes), truth, across_only=True))
+    return {
+        'quotes': len(ious),
+        'skipped': skipped,
+        'rotated_pages': turned,
+        'iou_median': round(statistics.median(ious), 3) if ious else None,
+        'share_iou_0.9': round(sum(v >= 0.9 for v in ious) / len(ious), 3) if ious else None,
+        'share_iou_across_0.9': round(sum(v >= 0.9 for v in across) / len(across), 3) if across else None,
+        'quote_pages_right': pages_ok,
+    }
+
+
+def chunk_pages(chunks: list[Chunk], plumber: PlumberPages) -> tuple[int, int]:
+    """Chunks whose page is the one holding most of their first words (pdfplumber's text of each page, spaces
+    aside: reading orders differ, so words are looked up, not the chunk's opening), of those checked."""
+    texts = [plumber.text(n) for n in range(1, len(plumber.pdf.pages) + 1)]
+    right = checked = 0
+    for chunk in chunks:
+        tokens = [w.strip('.,;:()[]"\'|*') for w in chunk.urtext[:300].split()]
+        tokens = [w for w in tokens if len(w) >= 3][:6]  # its first words: a chunk may run onto the next page
+        if chunk.page is None or len(tokens) < 3:
+            continue
+        shares = [sum(w in text or w[::-1] in text for w in tokens) / len(tokens) for text in texts]  # RTL: reversed
+        checked += 1
+        right += shares[chunk.page - 1] >= 0.5 and shares[chunk.page - 1] == max(shares)
+    return right, checked
+
+
+# -- runs ---------------------------------------------------------------------------------------------
+
+
+def text_layer_boxes(files: list[Path], quotes: int, rng: random.Random) -> dict[str, Any]:
+    rows = {}
+    for path in files:
+        try:
+            doc = parse_path(path)
+        except Exception as exc:  # the encrypted and the malformed PDFs
+            rows[path.name] = {'error': str(exc)[:80]}
+            continue
+        plumber = PlumberPages(path)
+        try:
+            chunks = list(doc.chunks)
+            row = score_quotes(random_quotes(chunks, quotes, rng), plumber.chars, plumber.rotated)
+            right, checked = chunk_pages(chunks, plumber)
+            row['chunk_pages'] = f'{right}/{checked}'
+            rows[path.name] = row
+        finally:
+            plumber.close()
+    return rows
+
+
+def ocr_boxes_and_recall(files: list[Path], data: Path, quotes: int, rng: random.Random) -> dict[str, Any]:
+    manifest = {Path(m['doc']).name: m for m in json.loads((data / 'fidelity' / 'manifest.json').read_text())}
+    rows = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        for path in files:
+            doc = parse_path(path)
+            images = [path] if path.suffix.lower() in IMAGES else rendered_pages(path, Path(tmp))
+            frames = _frames(path, Path(tmp)) if path.suffix.lower() in ('.tif', '.tiff') else images
+            plain = [tesseract_words(frame) for frame in frames]
+            truth_words = [words_of for words_of, _ in plain]
+            row = score_quotes(random_quotes(list(doc.chunks), quotes, rng), lambda page, t=truth_words: t[page - 1])
+            truth = manifest.get(path.name)
+            if truth is not None and truth.get('has_text_truth'):
+                row |= _recall(doc, '\n'.join(t for _, t in plain), data / 'fidelity' / truth['truth'][0])
+            rows[path.name] = row
+    return rows
+
+
+def _frames(path: Path, folder: Path) -> list[Path]:
+    from PIL import Image, ImageSequence
+
+    out = []
+    with Image.open(path) as image:
+        for i, frame in enumerate(ImageSequence.Iterator(image)):
+            target = folder / f'{path.stem}-frame{i + 1}.png'
+            frame.convert('L').save(target, dpi=image.info.get('dpi', (300, 300)))
+            out.append(target)
+    return out
+
+
+def _recall(doc: Any, plain: str, truth_path: Path) -> dict[str, Any]:
+    truth_text = truth_path.read_text(encoding='utf-8')
+    markdown, unlv = truth_path.suffix == '.md', truth_path.name.startswith('unlv')
+    truth = Counter(words(normalise(truth_text, markdown=markdown, unlv=unlv)))
+    ours_text = '\n\n'.join(c.urtext for c in doc.chunks)
+
+    def recall(text: str) -> float:
+        found = Counter(words(normalise(text, markdown=markdown)))
+        return round(sum((found & truth).values()) / max(1, sum(truth.values())), 3)
+
+    return {'recall_ours': recall(ours_text), 'recall_tesseract': recall(plain)}
+
+
+def render_time(data: Path) -> dict[str, Any]:
+    """The inspector's citation page picture of page 25 of a 50-page PDF, warm: median of 10 runs."""
+    import pypdfium2 as pdfium
+
+    from toolish_rag.pictures import render_page
+
+    source = pdfium.PdfDocument(data / 'documents' / 'pdf_fedramp_poam_guide_rev5.pdf')
+    pdf = pdfium.PdfDocument.new()
+    while len(pdf) < 50:
+        pdf.import_pages(source, list(range(min(len(source), 50 - len(pdf)))))
+    buffer = io.BytesIO()
+    pdf.save(buffer)
+    raw = buffer.getvalue()
+    boxes = [(0.1, 0.2, 0.8, 0.22), (0.1, 0.22, 0.5, 0.24)]
+    render_page(raw, 'pdf', 25, boxes)  # cold: pdfium loaded
+    times, located, cpu = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        path = Path(tmp) / 'fifty.pdf'
+        path.write_bytes(raw)
+        files = PageFiles.under(tmp)
+        fingerprint = f'sha256:x bytes=sha256:{hashlib.sha256(raw).hexdigest()}'
+        for _ in range(10):
+            started, started_cpu = time.perf_counter(), time.process_time()
+            found = files.locate(path.as_uri(), fingerprint)  # read and check the file, as every picture does
+            located.append(time.perf_counter() - started)
+            assert found is not None
+            render_page(found[0], 'pdf', 25, boxes)
+            times.append(time.perf_counter() - started)
+            cpu.append(time.process_time() - started_cpu)
+    return {
+        'pages': len(pdf),
+        'bytes': len(raw),
+        'render_ms_median': round(statistics.median(times) * 1000, 1),
+        'render_ms_max': round(max(times) * 1000, 1),
+        'render_cpu_ms_median': round(statistics.median(cpu) * 1000, 1),
+        'of_which_file_check_ms_median': round(statistics.median(located) * 1000, 1),
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split('\n')[0])
+    parser.add_argument('--data', type=Path, default=ROOT.parent / 'shared' / 'data')
+    parser.add_argument('--quotes', type=int, default=20, help='random quotes per document')
+    parser.add_argument('--seed', type=int, default=39)
+    parser.add_argument('--json', type=Path)
+    parser.add_argument('--skip-ocr', action='store_true')
+    parser.add_argument('--only-render', action='store_true')
+    args = parser.parse_args()
+    rng = random.Random(args.seed)
+    pdfs = sorted((args.data / 'fidelity' / 'docs').glob('*.pdf')) + sorted((args.data / 'documents').glob('*.pdf'))
+    scanned = {'docling_ocr_test_rotated_90.pdf', 'pdf_scanned_linn_brochure.pdf'}
+    born_digital = [p for p in pdfs if p.name not in scanned]
+    ocr_files = [p for p in pdfs if p.name in scanned and 'fidelity' in str(p)]
+    ocr_files += [p for p in sorted((args.data / 'fidelity' / 'docs').iterdir()) if p.suffix.lower() in IMAGES]
+    result: dict[str, Any] = {}
+    if not args.only_render:
+        result['text_layers'] = text_layer_boxes(born_digital, args.quotes, rng)
+    if not args.skip_ocr and not args.only_render:
+        result['ocr'] = ocr_boxes_and_recall(ocr_files, args.data, args.quotes, rng)
+    result['render'] = render_time(args.data)
+    _print(result)
+    if args.json:
+        args.json.write_text(json.dumps(result, indent=2))
+
+
+def _print(result: dict[str, Any]) -> None:
+    for part in ('text_layers', 'ocr'):
+        rows = result.get(part, {})
+        columns = sorted({k for row in rows.values() for k in row})
+        print(f'\n## {part}\n\n| file | ' + ' | '.join(columns) + ' |\n|' + ' - |' * (len(columns) + 1))
+        for name, row in rows.items():
+            print(f'| {name} | ' + ' | '.join(str(row.get(c, '')) for c in columns) + ' |')
+        scored = [r for r in rows.values() if r.get('quotes')]
+        if scored:
+            total = sum(r['quotes'] for r in scored)
+            good = sum(r['quotes'] * r['share_iou_0.9'] for r in scored)
+            across = sum(r['quotes'] * r['share_iou_across_0.9'] for r in scored)
+            print(f'\nall quotes: {total}; IoU >= 0.9: {good / total:.3f}; across the page only: {across / total:.3f}')
+    print('\n## render\n\n', result.get('render'))
+
+
+if __name__ == '__main__':
+    main()

@@ -1,0 +1,85 @@
+"""Where each line of a page's text stands: its box found again in the text the reader wrote.
+
+Readers know a line's box where they read it (pdfium's character boxes, Tesseract's word boxes);
+the page text is then cleaned (running headers dropped, hyphenated words joined), so each line
+is found again in the final text, in order, to give `TextBox` runs in source offsets. See
+docs/grounded.md#where-a-quote-stands.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ...content import TextBox
+from ._ocr import OcrPage
+
+__all__ = ['Box', 'LineBox', 'fractions', 'locate_lines', 'ocr_lines']
+
+Box = tuple[float, float, float, float]
+"""``(x0, top, x1, bottom)`` as fractions of the page, origin top-left."""
+
+LineBox = tuple[str, Box]
+"""A line's text as the reader wrote it, and its box."""
+
+_SLACK = 2
+"""Characters that may stand between two lines found in order (the blank line between paragraphs)."""
+
+
+def _fraction(value: float) -> float:
+    return round(min(1.0, max(0.0, value)), 4)
+
+
+def fractions(box: Box, width: float, height: float) -> Box:
+    """``box`` in units of ``width`` and ``height`` (pixels, points), as fractions of the page, clamped to it."""
+    x0, top, x1, bottom = box
+    return _fraction(x0 / width), _fraction(top / height), _fraction(x1 / width), _fraction(bottom / height)
+
+
+def ocr_lines(page: OcrPage) -> list[LineBox]:
+    """Each line of ``page``'s text (`OcrPage.laid_out`: a table row by row) and the box around its words."""
+    out: list[LineBox] = []
+    if page.width <= 0 or page.height <= 0:
+        return out
+    for text, words, _ in page.laid_out():
+        if not words:
+            continue
+        box = (
+            min(w.box[0] for w in words),
+            min(w.box[1] for w in words),
+            max(w.box[2] for w in words),
+            max(w.box[3] for w in words),
+        )
+        out.append((text, fractions(box, page.width, page.height)))
+    return out
+
+
+def locate_lines(text: str, lines: Sequence[LineBox], page: int, offset: int = 0) -> list[TextBox]:
+    """The `TextBox` of each line of ``lines`` found, in order, in ``text`` (one page's final text).
+
+    A line is looked for where the previous one ended (give or take a blank line); one that is
+    not there (a running header dropped) is skipped, and one that ends in a hyphen is also found
+    without it (a hyphenated word joined). Offsets are ``text``'s plus ``offset``.
+    """
+    out: list[TextBox] = []
+    cursor = 0
+    for written, box in lines:
+        line = '\n'.join(part.rstrip() for part in written.strip().split('\n'))  # as the page text is cleaned
+        if not line:
+            continue
+        found = _find(text, line, cursor)
+        if found is None:
+            continue
+        start, end = found
+        out.append(TextBox(page, offset + start, offset + end, *box))
+        cursor = end
+    return out
+
+
+def _find(text: str, line: str, cursor: int) -> tuple[int, int] | None:
+    window = text[cursor : cursor + len(line) + _SLACK + 1]
+    for candidate in (line, line[:-1] if line.endswith('-') else None):
+        if candidate:
+            at = window.find(candidate)
+            if 0 <= at <= _SLACK and not window[:at].strip():
+                return cursor + at, cursor + at + len(candidate)
+    return None

@@ -1,0 +1,110 @@
+"""Where chunks and quotes stand: pages and line boxes from PDF text layers and OCR, cut to a quote by verification.
+
+PDFs are written here with pdfium (Helvetica text at known places, a CropBox that does not start
+at the origin); the boxes are checked against pdfplumber's character boxes, an independent reader.
+"""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+from PIL import Image, ImageDraw, ImageFont
+
+from tests.provenance_helpers import iou, plumber_box, write_pdf
+from toolish_rag.citations import CitationSource, check_quote
+from toolish_rag.citations._model import page_and_paragraph
+from toolish_rag.content import TextBox
+from toolish_rag.ingest import Chunker, parse_path
+
+SENTENCE = 'The quick brown fox jumps over the lazy dog near the river.'
+
+
+def test_line_boxes_stand_where_the_text_is_on_the_cropped_page(tmp_path: Path) -> None:
+    path = write_pdf([[(72, 700, 12, SENTENCE), (300, 300, 20, 'Lower down the page.')]], tmp_path / 'a.pdf')
+    cropped = write_pdf(
+        [[(72, 700, 12, SENTENCE), (300, 300, 20, 'Lower down the page.')]], tmp_path / 'b.pdf', (36, 36, 576, 756)
+    )
+    for pdf, crop in ((path, None), (cropped, (36.0, 36.0, 576.0, 756.0))):
+        (chunk,) = parse_path(pdf).chunks
+        assert chunk.page == 1 and [b.page for b in chunk.boxes] == [1, 1]
+        for box in chunk.boxes:
+            line = chunk.urtext[box.start : box.end]
+            assert line in (SENTENCE, 'Lower down the page.')
+            assert iou(box.box, plumber_box(pdf, line, crop=crop)) > 0.8, (pdf.name, line, box)
+    first = parse_path(cropped).chunks[0].boxes[0]
+    assert first.x0 == pytest.approx((72 - 36) / 540, abs=0.002)  # the CropBox's left edge is the page's
+
+
+def test_a_quote_has_its_own_page_and_boxes(tmp_path: Path) -> None:
+    """One chunk holding two pages: a quote on the second names page 2 and the box of its words only."""
+    pages = [
+        [(72, 700, 12, 'First page opening words stand here.')],
+        [(72, 700, 12, SENTENCE), (72, 684, 12, 'And a second line follows it below.')],
+    ]
+    pdf = write_pdf(pages, tmp_path / 'two.pdf')
+    (chunk,) = parse_path(pdf, chunker=Chunker(chunk_size=400)).chunks
+    assert chunk.page == 1 and {b.page for b in chunk.boxes} == {1, 2}
+    source = check_quote(chunk, 'brown fox jumps over the lazy dog')
+    assert isinstance(source, CitationSource)
+    assert source.page == 2 and len(source.boxes) == 1
+    assert iou(source.boxes[0], plumber_box(pdf, 'brown fox jumps over the lazy dog', page=1)) > 0.85
+    line = next(b for b in chunk.boxes if b.page == 2)
+    assert line.x0 < source.boxes[0][0] < source.boxes[0][2] < line.x1  # a part of the line, not all of it
+    spanning = check_quote(chunk, 'near the river. And a second line')
+    assert isinstance(spanning, CitationSource) and spanning.page == 2 and len(spanning.boxes) == 2
+    assert page_and_paragraph(spanning) == ', page 2'
+
+
+def test_a_box_cut_to_a_span_keeps_its_share_of_the_line() -> None:
+    box = TextBox(3, 10, 30, 0.1, 0.2, 0.5, 0.25)
+    text = 'x' * 40
+    assert box.within(0, 100, text) == box
+    assert box.within(15, 25, text) == TextBox(3, 15, 25, 0.2, 0.2, 0.4, 0.25)
+    assert box.within(30, 40, text) is None
+    assert box.within(12, 14, 'x' * 12 + 'a\nb' + 'x' * 20) == TextBox(3, 12, 14, 0.1, 0.2, 0.5, 0.25)  # a table
+    # by the letters' usual widths: 'mmmm' is wider than 'iiii'
+    narrow, wide = (
+        box.within(10, 14, 'x' * 10 + 'iiiimmmm' + 'x' * 12),
+        box.within(14, 18, 'x' * 10 + 'iiiimmmm' + 'x' * 12),
+    )
+    assert narrow is not None and wide is not None and (narrow.x1 - narrow.x0) * 3 < wide.x1 - wide.x0
+    assert box.shifted(-10) == TextBox(3, 0, 20, 0.1, 0.2, 0.5, 0.25)
+
+
+def test_paragraph_numbers_where_the_source_has_them(tmp_path: Path) -> None:
+    lines = [
+        (72, 700, 12, '11. The tenant pays the rent monthly.'),
+        (72, 660, 12, '12. The landlord repairs the roof within thirty days.'),
+        (72, 620, 12, 'In 12 cases nobody repaired anything at all.'),
+    ]
+    (chunk,) = parse_path(write_pdf([lines], tmp_path / 'lease.pdf')).chunks
+    source = check_quote(chunk, 'repairs the roof within thirty days')
+    assert isinstance(source, CitationSource) and source.paragraph == '12'
+    assert page_and_paragraph(source) == ', page 1, paragraph 12'
+    plain = check_quote(chunk, 'nobody repaired anything at all')
+    assert isinstance(plain, CitationSource) and plain.paragraph is None
+
+
+@pytest.mark.skipif(shutil.which('tesseract') is None, reason='Tesseract is not installed')
+def test_an_ocr_quote_is_boxed_where_its_words_were_drawn(tmp_path: Path) -> None:
+    image = Image.new('L', (1400, 400), 255)
+    draw = ImageDraw.Draw(image)
+    font = ImageFont.load_default(size=44)
+    draw.text((60, 60), 'Invoices are paid within thirty days', fill=0, font=font)
+    draw.text((60, 200), 'of the request reaching the billing team.', fill=0, font=font)
+    x0, top, x1, bottom = draw.textbbox((60, 200), 'of the request reaching the billing team.', font=font)
+    image.save(tmp_path / 'scan.png')
+    (chunk,) = parse_path(tmp_path / 'scan.png').chunks
+    assert chunk.page == 1 and len(chunk.boxes) == 2
+    source = check_quote(chunk, 'reaching the billing team')
+    assert isinstance(source, CitationSource) and source.page == 1 and len(source.boxes) == 1
+    qx0, qtop, qx1, qbottom = source.boxes[0]
+    assert (
+        x0 / 1400 < qx0 < qx1 <= x1 / 1400 + 0.01
+        and abs(qtop - top / 400) < 0.03
+        and abs(qbottom - bottom / 400) < 0.03
+    )
+    line = chunk.boxes[1]
+    assert iou(line.box, (x0 / 1400, top / 400, x1 / 1400, bottom / 400)) > 0.8
