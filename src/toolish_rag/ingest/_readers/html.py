@@ -13,12 +13,12 @@ from bs4.element import Comment, Declaration, Doctype, NavigableString, Processi
 
 from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError
-from ._tables import add_table
+from ._tables import SpanCell, add_span_table
 from .text import decode_text, title_from_path
 
 __all__ = ['html_into_outline', 'read_html']
 
-VERSION = 1
+VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 _DROP_TAGS = (
@@ -117,49 +117,18 @@ def _span(cell: Tag, name: str) -> int:
     return max(1, min(int(value), _MAX_SPAN)) if value.isdigit() else 1
 
 
-def _from_above(row: list[str], pending: dict[int, tuple[int, str]]) -> None:
-    """Extend ``row`` with the cells that rowspans from above cover at its end."""
-    while len(row) in pending:
-        left, text = pending.pop(len(row))
-        row.append(text)
-        if left > 1:
-            pending[len(row) - 1] = (left - 1, text)
-
-
-def _table(table: Tag) -> tuple[list[list[str]], int, str, list[Tag]]:
-    """A table's grid (a spanned cell's text in every position it covers), its header rows, caption, nested tables.
+def _table(table: Tag) -> tuple[list[list[SpanCell]], int, str, list[Tag]]:
+    """A table's cells by row (`span_grid` lays out the spans), its header rows, caption, nested tables.
 
     Header rows: the ``<thead>`` rows, else the leading rows made only of ``<th>`` cells.
     Nested tables read as text in their cell, and are returned to be written as tables after it.
     """
     trs = [tr for tr in table.find_all('tr') if tr.find_parent('table') is table]
-    grid: list[list[str]] = []
-    pending: dict[int, tuple[int, str]] = {}  # column -> (rows still covered, text) of rowspans from above
+    rows: list[list[SpanCell]] = []
     header_rows, in_header = 0, True
-    budget = current_limits().elements
     for r, tr in enumerate(trs):
-        row: list[str] = []
         cells = [c for c in tr.find_all(['th', 'td']) if c.find_parent('tr') is tr]
-        for cell in cells:
-            _from_above(row, pending)
-            text = _text(cell)
-            colspan = _span(cell, 'colspan')
-            rowspan = min(_span(cell, 'rowspan'), len(trs) - r)
-            for _ in range(colspan):
-                if rowspan > 1:
-                    pending[len(row)] = (rowspan - 1, text)
-                row.append(text)
-                _from_above(row, pending)
-        for column in sorted(c for c in pending if c >= len(row)):
-            row.extend([''] * (column - len(row)))
-            left, text = pending.pop(column)
-            row.append(text)
-            if left > 1:
-                pending[column] = (left - 1, text)
-        budget -= len(row) + 1
-        if budget < 0:
-            raise ReadError(f'an HTML table with more than the {current_limits().elements:,}-element limit of cells')
-        grid.append(row)
+        rows.append([SpanCell(_text(c), _span(c, 'colspan'), min(_span(c, 'rowspan'), len(trs) - r)) for c in cells])
         parent = tr.find_parent(['thead', 'tbody', 'tfoot', 'table'])
         is_head = parent is not None and parent.name == 'thead'
         if in_header and (is_head or (cells and all(c.name == 'th' for c in cells) and not table.find('thead'))):
@@ -169,7 +138,7 @@ def _table(table: Tag) -> tuple[list[list[str]], int, str, list[Tag]]:
     caption = table.find('caption')
     title = _text(caption) if caption is not None and caption.find_parent('table') is table else ''
     nested = [t for t in table.find_all('table') if t.find_parent('table') is table]
-    return grid, header_rows, title, nested
+    return rows, header_rows, title, nested
 
 
 def _list(lst: Tag, depth: int = 0) -> list[str]:
@@ -251,8 +220,8 @@ class _Walker:
             self.outline.block(text)
 
     def table(self, table: Tag) -> None:
-        grid, header_rows, caption, nested = _table(table)
-        add_table(self.outline, grid, header_rows or None, caption)  # no header markup: guessed
+        rows, header_rows, caption, nested = _table(table)
+        add_span_table(self.outline, rows, header_rows or None, caption)  # no header markup: guessed
         for inner in nested:
             self.table(inner)
 

@@ -16,12 +16,12 @@ from typing import Any
 from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError, normalise_metadata
 from ._containers import open_container
-from ._tables import add_table, header_rows_from_spans, normalise_grid
+from ._tables import SpanCell, add_span_table, add_table, header_rows_from_spans, normalise_grid, span_grid
 from .text import title_from_path
 
 __all__ = ['read_docx', 'read_pptx', 'read_xlsx']
 
-VERSION = 1
+VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 _HEADING_STYLE = re.compile(r'^heading\s*(\d)$', re.IGNORECASE)
@@ -206,20 +206,36 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
 
 
 def _docx_table(outline: OutlineBuilder, table: Any) -> None:
-    """A Word table: a merged cell (gridSpan, vMerge) repeated in every position it covers.
-
-    The header is the rows marked "repeat as header row" (``w:tblHeader``), else guessed.
+    """A Word table read from its XML: each ``w:tc`` once, with its ``gridSpan`` and ``vMerge``, laid out by
+    `span_grid` (python-docx's ``row.cells`` repeats a cell once per grid column it spans: a ``gridSpan``
+    of 1000 made a thousand). The header is the rows marked "repeat as header row" (``w:tblHeader``), else guessed.
     """
     from docx.oxml.ns import qn
+    from docx.table import _Cell
 
-    rows: list[list[str]] = []
+    rows: list[list[SpanCell]] = []
     marked = 0
-    for number, row in enumerate(table.rows):
-        rows.append([_clean(cell.text) for cell in row.cells])
-        props = row._tr.trPr
+    for number, tr in enumerate(table._tbl.tr_lst):
+        if number % 1024 == 0:
+            check_time()
+        before = [SpanCell('', tr.grid_before)] if tr.grid_before > 0 else []
+        rows.append(
+            [
+                *before,
+                *(
+                    SpanCell(_clean(_Cell(tc, table).text), tc.grid_span, 1, tc.vMerge == 'continue')
+                    for tc in tr.tc_lst
+                ),
+            ]
+        )
+        props = tr.trPr
         if marked == number and props is not None and props.find(qn('w:tblHeader')) is not None:
             marked += 1
-    _rows_block(outline, rows, marked or None)
+    grid = span_grid(rows)
+    if grid is None:
+        add_span_table(outline, rows)  # out of bounds: its cells as lines of text
+    else:
+        _rows_block(outline, grid, marked or None)
 
 
 def _shape_text(shape: Any, outline: OutlineBuilder, skip: Any) -> None:

@@ -27,7 +27,7 @@ from .text import decode_text, title_from_path
 
 __all__ = ['INSTALL_UNSTRUCTURED', 'SUFFIXES', 'VERSION', 'backend_key', 'read_unstructured', 'require_unstructured']
 
-VERSION = 1
+VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 INSTALL_UNSTRUCTURED = 'the unstructured reader backend is not installed: pip install "toolish-rag[unstructured]"'
