@@ -16,7 +16,7 @@ from .._model import OutlineBuilder, ParsedDocument, ReadError
 from ._tables import SpanCell, add_span_table
 from .text import decode_text, title_from_path
 
-__all__ = ['html_into_outline', 'read_html']
+__all__ = ['check_shape', 'html_into_outline', 'read_html']
 
 VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
@@ -166,13 +166,15 @@ _STRUCTURE = frozenset({'p', 'div', 'table', 'pre', 'ul', 'ol', *_HEADINGS})
 """Tags that make an inline-looking parent a block of its own when they are inside it."""
 
 
-def _check_shape(root: Tag) -> None:
-    """Refuse a page nested deeper than the ``depth`` limit or with more than ``elements`` tags, in one pass.
+def check_shape(root: Tag, depth_limit: int | None = None, whose: str = '', what: str = 'HTML') -> None:
+    """Refuse a page nested deeper than the ``depth`` limit (or ``depth_limit``, ``whose`` limit it is) or with
+    more than ``elements`` tags, in one pass; ``what`` the messages call the page.
 
     The walk below recurses once per level, so a capped depth is also what keeps it off
     Python's recursion limit.
     """
     limits = current_limits()
+    most = limits.depth if depth_limit is None else min(limits.depth, depth_limit)
     depth: dict[int, int] = {id(root): 0}
     count = 0
     for node in root.descendants:
@@ -180,10 +182,10 @@ def _check_shape(root: Tag) -> None:
             continue
         count += 1
         level = depth[id(node.parent)] + 1
-        if level > limits.depth:
-            raise ReadError(f'HTML nested deeper than the {limits.depth:,}-level limit')
+        if level > most:
+            raise ReadError(f'{what} nested deeper than the {most:,}-level limit{whose if most < limits.depth else ""}')
         if count > limits.elements:
-            raise ReadError(f'HTML with more than the {limits.elements:,}-element limit')
+            raise ReadError(f'{what} with more than the {limits.elements:,}-element limit')
         depth[id(node)] = level
 
 
@@ -270,7 +272,7 @@ def html_into_outline(
         soup = BeautifulSoup(markup, 'lxml')
     title_tag = soup.find('title')
     page_title = ' '.join(title_tag.get_text().split()) if isinstance(title_tag, Tag) else None
-    _check_shape(soup)
+    check_shape(soup)
     root = _content_root(soup)
     _clean(root)
     walker = _Walker(outline, level_offset, root)
