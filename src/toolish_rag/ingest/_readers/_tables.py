@@ -27,6 +27,7 @@ from .._model import Block, OutlineBuilder, ReadError
 __all__ = [
     'RenderedTable',
     'SpanCell',
+    'add_cells_as_text',
     'add_span_table',
     'add_table',
     'clean_cell',
@@ -277,6 +278,11 @@ def add_span_table(
     grid = span_grid(rows)
     if grid is not None:
         return add_table(outline, grid, header_rows, caption)
+    return add_cells_as_text(outline, rows, caption)
+
+
+def add_cells_as_text(outline: OutlineBuilder, rows: Sequence[Sequence[SpanCell]], caption: str = '') -> Block | None:
+    """A table out of `span_grid`'s bounds as a text block: a line per row, its cells' text apart by ``|``."""
     lines = [' | '.join(c for c in (clean_cell(cell.text) for cell in row) if c) for row in rows]
     text = '\n'.join(line for line in [clean_cell(caption), *lines] if line)
     return outline.block(text) if text else None

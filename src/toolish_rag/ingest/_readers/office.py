@@ -16,7 +16,7 @@ from typing import Any
 from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError, normalise_metadata
 from ._containers import open_container
-from ._tables import SpanCell, add_span_table, add_table, header_rows_from_spans, normalise_grid, span_grid
+from ._tables import SpanCell, add_cells_as_text, add_table, header_rows_from_spans, normalise_grid, span_grid
 from .text import title_from_path
 
 __all__ = ['XML_DEPTH_LIMIT', 'parse_failure', 'read_docx', 'read_pptx', 'read_xlsx']
@@ -247,7 +247,7 @@ def _docx_table(outline: OutlineBuilder, table: Any) -> None:
             marked += 1
     grid = span_grid(rows)
     if grid is None:
-        add_span_table(outline, rows)  # out of bounds: its cells as lines of text
+        add_cells_as_text(outline, rows)  # out of bounds: its cells as lines of text
     else:
         _rows_block(outline, grid, marked or None)
     for inner in nested:  # a table inside a cell: written after its table, as HTML's are
