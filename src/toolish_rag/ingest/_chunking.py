@@ -288,7 +288,7 @@ class Chunker:
         rows = [[line[s:e] for s, e in _cell_spans(line, 0, len(line))] for line in lines[len(captions) - 1 :]]
         best = ''
         for caption in captions:
-            for k in range(1, min(len(row) for row in rows) + 1):
+            for k in range(1, min((len(row) for row in rows), default=0) + 1):
                 candidate = '\n'.join([*caption, *(''.join(row[:k]) for row in rows)])
                 if self._length(candidate) > limit:
                     break
@@ -392,7 +392,11 @@ class Chunker:
         metadata: Mapping[str, MetadataValue] | None = None,
         labels: Iterable[str] = (),
     ) -> Document:
-        """Chunk ``parsed`` into a `Document` (sections mirror the parsed headings)."""
+        """Chunk ``parsed`` into a `Document` (sections mirror the parsed headings).
+
+        Raises `ReadError` once the text its chunks index (headings and repeated table headers
+        included) passes the ``text_chars`` limit of the file being parsed (docs/ingestion.md#bounds-per-file).
+        """
         builder = DocumentBuilder(
             uri,
             parsed.title,
