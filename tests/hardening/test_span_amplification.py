@@ -115,3 +115,12 @@ def test_a_nonsense_span_counts_as_one(bad: int) -> None:
         ['a', 'b'],
         ['c', 'd'],
     ]
+
+
+def test_a_header_of_only_a_long_caption_is_kept_once() -> None:
+    outline = OutlineBuilder()
+    add_table(outline, [[f'a{r}', 'b'] for r in range(60)], 0, caption='caption ' * 100)
+    parsed = ParsedDocument(source=outline.text(), title='t', root=outline.root, format='html')
+    document = Chunker(chunk_size=200).build(parsed, 'file:///t')
+    assert sum(c.urtext.count('caption') for c in document.chunks) == 100
+    assert _indexed(document) < 2 * len(parsed.source)
