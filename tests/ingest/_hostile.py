@@ -129,11 +129,14 @@ def epub_comment_bomb(megabytes: int) -> bytes:
 
 def docx_empty_paragraphs(megabytes: int) -> bytes:
     """A DOCX whose document.xml is ``megabytes`` MB of ``<w:p/>`` (256 MB: peak 5.8 GB)."""
+    return docx(b'<w:p><w:r><w:t>hello</w:t></w:r></w:p>' + b'<w:p/>' * (megabytes * MB // 6))
+
+
+def docx(body: bytes) -> bytes:
+    """A minimal DOCX whose ``w:body`` holds ``body`` (WordprocessingML with the ``w:`` prefix)."""
     ns = 'http://schemas.openxmlformats.org/wordprocessingml/2006/main'
-    body = b'<w:p/>' * (megabytes * MB // 6)
     document = (
         f'<?xml version="1.0" encoding="UTF-8"?><w:document xmlns:w="{ns}"><w:body>'.encode()
-        + b'<w:p><w:r><w:t>hello</w:t></w:r></w:p>'
         + body
         + b'</w:body></w:document>'
     )

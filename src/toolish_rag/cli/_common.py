@@ -47,6 +47,8 @@ def default_store_spec() -> str:
 FEDERATING = frozenset({'tools', 'search', 'mcp', 'chat', 'ask'})
 """The commands that take ``--store`` several times, each ``NAME=SPEC``, and serve the federation (docs/federation.md)."""
 _MEMBER = re.compile(r'([a-z][a-z0-9_-]{0,31})=(.+)', re.DOTALL)
+_NAMED = re.compile(r'([^:/\\=]+)=(.+)', re.DOTALL)
+"""A ``NAME=SPEC`` whatever the name's characters: a ``=`` before any ``:`` or path separator."""
 
 
 def store_members(args: argparse.Namespace) -> dict[str, str] | None:
@@ -60,6 +62,11 @@ def store_members(args: argparse.Namespace) -> dict[str, str] | None:
     if not stores or (len(stores) == 1 and named[0] is None):
         return None
     if any(m is None for m in named):
+        for bad in (s.partition('=')[0] for s in stores if _NAMED.fullmatch(s) and not _MEMBER.fullmatch(s)):
+            raise SystemExit(
+                f'toolish-rag: --store {bad!r}=...: a member name is 1 to 32 of a-z, 0-9, _ and -, starting with '
+                'a lowercase letter (e.g. --store docs=lancedb:./kb)'
+            )
         raise SystemExit(
             'toolish-rag: --store given several times: name each store, e.g. '
             '--store docs=lancedb:./kb --store code=tantivy:./idx'

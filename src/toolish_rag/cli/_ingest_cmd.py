@@ -23,7 +23,7 @@ from ._reembed import add_reembed_flag, reembedded_store
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..ingest import IngestReport
+    from ..ingest import IngestLimits, IngestReport
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -116,6 +116,14 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
         metavar='MIB',
         help='memory of a parse worker process per file, in MiB (default 2048; 0: no limit)',
     )
+    parser.add_argument(
+        '--executor',
+        choices=('process', 'thread', 'auto'),
+        default=None,
+        help='where files are parsed: process (the default while --max-seconds or --max-memory is on: a file '
+        "over either is killed with its worker), thread (the bounds hold only at the readers' checkpoints, "
+        'memory not at all), auto (processes from 64 files)',
+    )
 
 
 async def run(args: argparse.Namespace) -> int:
@@ -152,6 +160,8 @@ async def run(args: argparse.Namespace) -> int:
         from ..ingest import RayExecutor
 
         settings['executor'] = RayExecutor(None if args.ray is True else args.ray)
+    else:
+        settings['executor'] = executor_for(args.executor, limits)
     printer = _ReportPrinter(args.json, interactive, bar, watching=args.watch, verbose=args.verbose)
     if args.watch:
         return await _watch(store, args.paths, settings, printer)
@@ -167,6 +177,14 @@ async def run(args: argparse.Namespace) -> int:
             raise
     printer(report)
     return 1 if report.failed else 0
+
+
+def executor_for(chosen: str | None, limits: IngestLimits) -> str:
+    """``--executor``, else processes whenever a time or memory bound applies (the defaults do): only a
+    worker process can be stopped mid-file and have its memory measured (docs/security.md#untrusted-trees)."""
+    if chosen is not None:
+        return chosen
+    return 'process' if limits.seconds is not None or limits.memory_bytes is not None else 'auto'
 
 
 def _require_extras(args: argparse.Namespace) -> None:

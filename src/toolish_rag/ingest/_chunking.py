@@ -14,7 +14,8 @@ from pathlib import Path
 
 from ..builder import DocumentBuilder, default_indexed_text
 from ..content import Document, MetadataValue
-from ._model import Block, ParsedDocument, ParsedSection
+from ._limits import current_limits
+from ._model import Block, ParsedDocument, ParsedSection, ReadError
 
 __all__ = ['DEFAULT_CHUNK_OVERLAP', 'DEFAULT_CHUNK_SIZE', 'Chunker', 'Piece', 'token_counter']
 
@@ -23,7 +24,7 @@ DEFAULT_CHUNK_SIZE = 500
 DEFAULT_CHUNK_OVERLAP = 0
 """Characters. Overlap is off by default: the agent's ``broaden_chunk`` tool reads neighbours on demand."""
 
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 """Bumped whenever chunk boundaries change for the same input, so fingerprints change too."""
 
 
@@ -253,21 +254,46 @@ class Chunker:
     def _split_block(self, source: str, block: Block) -> list[tuple[int, int, str | None]]:
         if block.kind == 'table' and block.header_end is not None and block.header_end < block.end:
             header = source[block.start : block.header_end]
-            budget = max(self.chunk_size - self._length(header) - 1, self.chunk_size // 4)
-            rows = _line_spans(source, block.header_end, block.end)
-            pieces = self._pack_rows(source, rows, budget)
+            repeated = self._repeated_header(header)
             out: list[tuple[int, int, str | None]] = []
-            for i, (s, e) in enumerate(pieces):
-                if i == 0 and self._fits(source, block.start, e):
+            if repeated != header:  # too wide to repeat whole: its own pieces, and the rows repeat its first columns
+                head = _line_spans(source, block.start, block.header_end)
+                out.extend((s, e, None) for s, e in self._pack_rows(source, head, self.chunk_size))
+            budget = max(self.chunk_size - self._length(repeated) - 1, self.chunk_size // 4)
+            rows = _line_spans(source, block.header_end, block.end)
+            for i, (s, e) in enumerate(self._pack_rows(source, rows, budget)):
+                if i == 0 and repeated == header and self._fits(source, block.start, e):
                     out.append((block.start, e, None))  # the first piece holds the header itself
                 else:
-                    out.append((s, e, header))
+                    out.append((s, e, repeated or None))
             return out
         if block.kind in ('code', 'list', 'table'):
             units = _line_spans(source, block.start, block.end)
         else:
             units = _sentence_spans(source, block.start, block.end)
         return [(s, e, None) for s, e in self._pack(source, units, self.chunk_size)]
+
+    def _repeated_header(self, header: str) -> str:
+        """The header the pieces of a split table repeat: all of it when it leaves a quarter of a chunk for rows,
+        else its caption and first columns that do, as a pipe-table header of their own (``''``: not one column).
+
+        Each piece of a very wide table repeating all of its header made a 1 KB file hundreds of MB of
+        indexed text (docs/ingestion.md#tables).
+        """
+        limit = self.chunk_size - self.chunk_size // 4
+        if self._length(header) <= limit:
+            return header
+        lines = header.split('\n')
+        captions = [[], lines[:1]] if not lines[0].startswith('|') else [[]]
+        rows = [[line[s:e] for s, e in _cell_spans(line, 0, len(line))] for line in lines[len(captions) - 1 :]]
+        best = ''
+        for caption in captions:
+            for k in range(1, min((len(row) for row in rows), default=0) + 1):
+                candidate = '\n'.join([*caption, *(''.join(row[:k]) for row in rows)])
+                if self._length(candidate) > limit:
+                    break
+                best = candidate if len(candidate) > len(best) else best
+        return best
 
     def _overlap_start(self, source: str, floor: int, start: int) -> int:
         """Where a piece starting at ``start`` begins once it overlaps the previous one.
@@ -366,7 +392,11 @@ class Chunker:
         metadata: Mapping[str, MetadataValue] | None = None,
         labels: Iterable[str] = (),
     ) -> Document:
-        """Chunk ``parsed`` into a `Document` (sections mirror the parsed headings)."""
+        """Chunk ``parsed`` into a `Document` (sections mirror the parsed headings).
+
+        Raises `ReadError` once the text its chunks index (headings and repeated table headers
+        included) passes the ``text_chars`` limit of the file being parsed (docs/ingestion.md#bounds-per-file).
+        """
         builder = DocumentBuilder(
             uri,
             parsed.title,
@@ -390,13 +420,18 @@ class Chunker:
         for top in parsed.root.children:
             declare(top, None)
         source = parsed.source
+        budget = current_limits().text_chars  # what is indexed counts, repeated headers and headings included
         for piece in self.split(parsed):
             urtext = source[piece.start : piece.end]
             section_id = ids[id_of(piece.section)] if piece.section is not None else None
-            text = None
-            if piece.header is not None:
-                path = paths[id_of(piece.section)] if piece.section is not None else ()
-                text = _indexed_text(parsed.title, path, f'{piece.header}\n{urtext}')
+            path = paths[id_of(piece.section)] if piece.section is not None else ()
+            text = _indexed_text(parsed.title, path, urtext if piece.header is None else f'{piece.header}\n{urtext}')
+            budget -= len(text)
+            if budget < 0:
+                raise ReadError(
+                    f'more than the {current_limits().text_chars:,}-character limit of text to index '
+                    '(with the headings and table headers each chunk repeats)'
+                )
             builder.add_chunk(
                 section_id,
                 urtext,

@@ -110,21 +110,22 @@ def parse_file(
         if not data.strip():  # blank lines only (an empty __init__.py): nothing to ingest, nothing wrong
             return Parsed(path, None, 'empty file', skipped=True)
         shown = Path(displayable(p))  # what readers see: a title from a name that is not UTF-8 must be text
-        with bounded(limits), reading(ocr):
-            parsed = _read(data, shown, reader)
-        if len(parsed.source) > limits.text_chars:
-            raise ReadError(f'more than the {limits.text_chars:,}-character limit of text')
-        uri = file_uri(p)
-        source = {'path': relative_path if relative_path is not None else shown.name, 'uri': uri}
-        _warn_overridden(parsed.metadata, source, parsed.warnings)
-        extra = {'source_format': parsed.format, 'file_name': shown.name, **metadata, **source}
-        document = chunker.build(
-            parsed,
-            uri,
-            fingerprint=fingerprint(data, chunker.config_key() + reader_key(shown, reader, ocr)),
-            metadata=extra,
-            labels=labels,
-        )
+        with bounded(limits):  # the chunker counts the text it indexes against the limits too
+            with reading(ocr):
+                parsed = _read(data, shown, reader)
+            if len(parsed.source) > limits.text_chars:
+                raise ReadError(f'more than the {limits.text_chars:,}-character limit of text')
+            uri = file_uri(p)
+            source = {'path': relative_path if relative_path is not None else shown.name, 'uri': uri}
+            _warn_overridden(parsed.metadata, source, parsed.warnings)
+            extra = {'source_format': parsed.format, 'file_name': shown.name, **metadata, **source}
+            document = chunker.build(
+                parsed,
+                uri,
+                fingerprint=fingerprint(data, chunker.config_key() + reader_key(shown, reader, ocr)),
+                metadata=extra,
+                labels=labels,
+            )
     except NoTextFound as exc:  # an image without text: nothing wrong with it
         return Parsed(path, None, str(exc), skipped=True)
     except ReadError as exc:

@@ -22,6 +22,7 @@ from ._readers import READERS
 from ._report import IngestIssue, IngestReport
 from ._sync import stale_documents
 from ._walk import SKIPPED_DIRS
+from ._workers import LocalExecutor
 
 if TYPE_CHECKING:
     from watchfiles import Change
@@ -71,9 +72,10 @@ async def watch(
         initial: run `ingest` over ``paths`` before watching (default). Without it only later
             changes are applied.
         ingest_kwargs: passed to every `ingest` call (``chunker``, ``metadata``,
-            ``include_hidden``...). ``sync``, ``progress`` and ``executor`` apply to the initial run
-            only: batches remove deleted paths themselves, show no progress bar, and parse their few
-            files in process (an executor's start cost, Ray's ~9 s, would dwarf them).
+            ``include_hidden``...). ``sync``, ``progress`` and a non-local ``executor`` apply to the
+            initial run only: batches remove deleted paths themselves, show no progress bar, and parse
+            their few files with the local executor (``'process'``, ``'thread'``, ``'auto'``) given, else
+            in process (an executor's start cost, Ray's ~9 s, would dwarf them).
 
     Returns:
         The change batches' reports merged (the initial run's not included).
@@ -91,9 +93,12 @@ async def watch(
         asyncio.create_task(_feed(awatch(*targets, **options, stop_event=halt, watch_filter=scope.relevant), queue))
         for targets, options in scope.watchers(debounce_ms)
     ]
-    # The executor serves the initial run only: a batch is a few files, and an executor with a fixed
-    # start cost (Ray: actors start and load the model, ~9 s) would dwarf it; the store embeds them.
+    # An executor with a fixed start cost (Ray: actors start and load the model, ~9 s) serves the initial
+    # run only: a batch is a few files, and the store embeds them. A local one serves every batch too, so
+    # the CLI's worker processes bound each batch's files (they fork from the server the first run started).
     batch_kwargs = {k: v for k, v in ingest_kwargs.items() if k not in ('sync', 'progress', 'executor')}
+    if isinstance(ingest_kwargs.get('executor'), str | LocalExecutor):
+        batch_kwargs['executor'] = ingest_kwargs['executor']
     total = IngestReport()
     try:
         # Arms the watchers before the initial run: each task's first step creates its watcher

@@ -167,17 +167,29 @@ async def parse_files(
 
 
 def _die_with_parent(parent_pid: int) -> None:
-    """Worker initializer: end this worker when ``parent_pid`` ends, however it ends.
+    """Worker initializer: end this worker when the run (``parent_pid``) ends, however it ends.
 
-    On Linux the kernel does it: ``PR_SET_PDEATHSIG`` sends SIGKILL when the parent goes.
-    Strictly, when the parent *thread* that spawned the worker exits: each worker is spawned
-    by its supervisor thread (`supervised_parse`), which stops it before that thread ends.
-    Elsewhere a watchdog thread polls the parent pid.
+    The worker's own parent is the run's process (spawn) or the fork server the run started
+    (`_supervised._context`), which exits when the run does. On Linux the kernel does it:
+    ``PR_SET_PDEATHSIG`` sends SIGKILL when that parent goes (strictly, the parent *thread*:
+    a spawned worker's supervisor thread stops it before that thread ends). Elsewhere a
+    watchdog thread polls the parent pid.
     """
+    parent = os.getppid()
     if not _set_parent_death_signal(signal.SIGKILL):
-        watch_parent(parent_pid)
-    elif os.getppid() != parent_pid:  # the parent died before the signal was armed
+        watch_parent(parent)
+    elif os.getppid() != parent or parent == 1 or not _exists(parent_pid):  # it died before the signal was armed
         os._exit(1)
+
+
+def _exists(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _set_parent_death_signal(sig: int) -> bool:

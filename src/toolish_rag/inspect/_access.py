@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ipaddress
 import secrets
+import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, MutableMapping
 from dataclasses import dataclass
@@ -23,7 +24,9 @@ if TYPE_CHECKING:
 
 __all__ = [
     'COOKIE',
+    'IDLE_SECONDS',
     'LOOPBACK_NAMES',
+    'SESSIONS_PER_TOKEN',
     'ScopedToolsets',
     'Sessions',
     'Viewer',
@@ -78,26 +81,63 @@ class Viewer:
         return who if self.scope is None else f'{who}, filtered'
 
 
-class Sessions:
-    """Signed-in browsers: a random session id (the cookie) -> the token's scope; at most ``limit``, oldest dropped."""
+SESSIONS_PER_TOKEN = 32
+"""Signed-in browsers one token may hold; its own least recently used is signed out past it."""
+IDLE_SECONDS = 3600.0
+"""A session unused this long is signed out (`create_app`'s ``session_idle_seconds``)."""
 
-    def __init__(self, limit: int = 1000) -> None:
-        self._by_id: OrderedDict[str, TokenScope] = OrderedDict()
-        self._limit = limit
+
+class Sessions:
+    """Signed-in browsers: a random session id (the cookie) -> its token's scope, kept per token.
+
+    Each token holds at most ``per_token`` sessions, its least recently used dropped first, so
+    signing in again and again with one token signs out no one else; a session unused for
+    ``idle_seconds`` is gone. Sessions are at most the token file's tokens x ``per_token``.
+    """
+
+    def __init__(self, per_token: int = SESSIONS_PER_TOKEN, idle_seconds: float = IDLE_SECONDS) -> None:
+        if per_token < 1 or idle_seconds <= 0:
+            raise ValueError('sessions need per_token >= 1 and idle_seconds > 0')
+        self._per_token, self._idle = per_token, idle_seconds
+        self._by_token: dict[str, OrderedDict[str, tuple[TokenScope, float]]] = {}
+        """Token label -> its sessions (id -> scope, last use), least recently used first."""
+        self._label_of: dict[str, str] = {}
 
     def open(self, scope: TokenScope) -> str:
+        now = time.monotonic()
+        self._expire(now)
         session = secrets.token_urlsafe(32)
-        self._by_id[session] = scope
-        while len(self._by_id) > self._limit:
-            self._by_id.popitem(last=False)
+        held = self._by_token.setdefault(scope.label, OrderedDict())
+        held[session] = (scope, now)
+        self._label_of[session] = scope.label
+        while len(held) > self._per_token:
+            self._label_of.pop(held.popitem(last=False)[0], None)
         return session
 
     def get(self, session: str | None) -> TokenScope | None:
-        return self._by_id.get(session) if session else None
+        """The session's scope (its idle clock restarted), or ``None``: unknown, closed or idle too long."""
+        label = self._label_of.get(session) if session else None
+        if label is None or session is None:
+            return None
+        held = self._by_token[label]
+        scope, used = held[session]
+        now = time.monotonic()
+        if now - used > self._idle:
+            self.close(session)
+            return None
+        held[session] = (scope, now)
+        held.move_to_end(session)
+        return scope
 
     def close(self, session: str | None) -> None:
-        if session:
-            self._by_id.pop(session, None)
+        label = self._label_of.pop(session, None) if session else None
+        if label is not None and session is not None:
+            self._by_token[label].pop(session, None)
+
+    def _expire(self, now: float) -> None:
+        for held in self._by_token.values():
+            while held and now - next(iter(held.values()))[1] > self._idle:
+                self._label_of.pop(held.popitem(last=False)[0], None)
 
 
 def bearer(headers: Any) -> str | None:
@@ -170,7 +210,7 @@ def guard(app: ASGIApp, *, trusted_hosts: frozenset[str] | None, loopback_client
         if loopback_clients and not _loopback_client(scope.get('client')):
             await _refuse(send, 403, 'without tokens this inspector answers its own machine only')
             return
-        if scope.get('method') == 'POST' and not _same_origin(headers, host):
+        if scope.get('method') == 'POST' and not _same_origin(headers, host, str(scope.get('scheme') or 'http')):
             await _refuse(send, 403, 'a form from another origin is refused')
             return
 
@@ -193,14 +233,15 @@ def _loopback_client(client: Any) -> bool:
         return False
 
 
-def _same_origin(headers: list[tuple[bytes, bytes]], host: str) -> bool:
-    """Whether a POST comes from this app's own pages (a browser's ``Sec-Fetch-Site``, else its ``Origin``);
-    a request with neither (a script, a test client) is let through: the cookie is ``SameSite=Strict``."""
+def _same_origin(headers: list[tuple[bytes, bytes]], host: str, scheme: str) -> bool:
+    """Whether a POST comes from this app's own pages (a browser's ``Sec-Fetch-Site``, else its ``Origin``:
+    scheme and host, ``http://`` posting to ``https://`` is another origin); a request with neither (a
+    script, a test client) is let through: the cookie is ``SameSite=Strict``."""
     site = _header(headers, b'sec-fetch-site')
     if site is not None:
         return site in ('same-origin', 'none')
     origin = _header(headers, b'origin')
-    return origin is None or origin.partition('://')[2] == host
+    return origin is None or origin.lower() == f'{scheme}://{host}'.lower()
 
 
 async def _refuse(send: Callable[[MutableMapping[str, Any]], Awaitable[None]], status: int, reason: str) -> None:

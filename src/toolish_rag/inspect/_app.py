@@ -20,7 +20,7 @@ from starlette.staticfiles import StaticFiles
 from ..errors import InvalidRequestError
 from ..pictures import PageFiles
 from ..toolset import ToolishRag
-from ._access import LOOPBACK_NAMES, ScopedToolsets, Sessions, Viewer, guard, viewer_for
+from ._access import IDLE_SECONDS, LOOPBACK_NAMES, ScopedToolsets, Sessions, Viewer, guard, viewer_for
 from ._browse import chunk_page, document_page, documents_page, section_page
 from ._citation_page import citation_page, page_image
 from ._citations import citations_page
@@ -53,6 +53,7 @@ def create_app(
     ingest_report: IngestReport | None = None,
     trusted_hosts: frozenset[str] | None = None,
     page_roots: Sequence[str | Path] = (),
+    session_idle_seconds: float = IDLE_SECONDS,
 ) -> Starlette:
     """The inspector over ``rag`` (its scope, e.g. ``rag.with_metadata_filter(...)``, applies to every page).
 
@@ -61,11 +62,19 @@ def create_app(
     new in-memory store with ``eval_embedder``, never the inspected one; not offered under tokens).
     ``ingest_report``: the last ingest's report, whose failures the Quality page lists. ``trusted_hosts``:
     the host names requests may be addressed to; default: the loopback names without tokens, any with them.
+    ``session_idle_seconds``: a sign-in unused this long is signed out (each token keeps its own sessions).
     Without tokens only clients on this machine (a loopback address) are answered. ``page_roots``: the folders
     whose ingested PDFs and images a citation's page may be drawn from (docs/inspect.md#citation-pages).
     """
     quality = Quality(eval_data, eval_embedder, ingest_report) if tokens is None else None
-    pages = _Pages(ScopedToolsets(rag), tokens, quality, _scope_note(rag, tokens), PageFiles.under(*page_roots))
+    pages = _Pages(
+        ScopedToolsets(rag),
+        tokens,
+        quality,
+        _scope_note(rag, tokens),
+        PageFiles.under(*page_roots),
+        Sessions(idle_seconds=session_idle_seconds),
+    )
     app = Starlette(routes=pages.routes())
     hosts = trusted_hosts if trusted_hosts is not None else (LOOPBACK_NAMES if tokens is None else None)
     app.add_middleware(_Guard, trusted_hosts=hosts, loopback_clients=tokens is None)

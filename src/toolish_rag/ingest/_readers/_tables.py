@@ -19,17 +19,23 @@ import itertools
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
-from .._model import Block, OutlineBuilder
+from .._limits import current_limits
+from .._model import Block, OutlineBuilder, ReadError
 
 __all__ = [
     'RenderedTable',
+    'SpanCell',
+    'add_cells_as_text',
+    'add_span_table',
     'add_table',
     'clean_cell',
     'guess_header_rows',
     'header_rows_from_spans',
     'normalise_grid',
     'render_table',
+    'span_grid',
 ]
 
 _SPACE = re.compile(r'\s+')
@@ -174,3 +180,109 @@ def add_table(
         return outline.block('\n'.join([title, *lines] if title else lines))
     rendered = render_table(grid, max(0, header_rows), caption)
     return outline.block(rendered.text, 'table', header=rendered.header or None)
+
+
+@dataclass(frozen=True, slots=True)
+class SpanCell:
+    """One cell as written: its text and how many columns and rows it spans (HTML ``colspan``/``rowspan``,
+    DOCX ``gridSpan``), or (``continues``) that it carries on the cell above it (DOCX ``vMerge``)."""
+
+    text: str
+    columns: int = 1
+    rows: int = 1
+    continues: bool = False
+
+
+GRID_PER_CELL = 16
+"""A table's grid may hold this many positions per cell written (at least `GRID_FLOOR`); a larger one is read as rows of text."""
+GRID_FLOOR = 4096
+COPY_FLOOR = 65_536
+"""Characters a table's merged cells may add by repeating their text, beyond 4x the text written in it."""
+
+
+def _placed(rows: Sequence[Sequence[SpanCell]]) -> list[list[Any]]:
+    """Each cell as a box ``[row0, row1, col0, col1, text]`` (ends exclusive) in the columns as written.
+
+    HTML's rules: a cell takes the first column its row's earlier cells and the rowspans from
+    above leave free; a ``continues`` cell below a box starting in its column extends that box.
+    The work per row is its cells plus the rowspans crossing it, counted against the element limit.
+    """
+    boxes: list[list[Any]] = []
+    crossing: list[list[Any]] = []  # boxes from rows above still covering this row, by first column
+    ending: dict[int, list[Any]] = {}  # first column -> the box that ended on the row above
+    work, limit = 0, current_limits().elements
+    for r, row in enumerate(rows):
+        crossing = [box for box in crossing if box[1] > r]
+        work += len(row) + len(crossing) + 1
+        if work > limit:
+            raise ReadError(f'a table with more than the {limit:,}-element limit of cells')
+        placed: dict[int, list[Any]] = {}
+        column, k = 0, 0
+        for cell in row:
+            while k < len(crossing) and crossing[k][3] <= column:
+                k += 1
+            while k < len(crossing) and crossing[k][2] <= column:  # taken by a rowspan from above
+                column = max(column, crossing[k][3])
+                k += 1
+            above = ending.get(column) if cell.continues else None
+            if above is not None and above[3] == column + max(1, cell.columns):
+                above[1] = r + 1
+                box = above
+            else:
+                box = [r, min(len(rows), r + max(1, cell.rows)), column, column + max(1, cell.columns), cell.text]
+                boxes.append(box)
+                if box[1] > r + 1:
+                    crossing.append(box)
+            placed[column] = box
+            column = box[3]
+        crossing.sort(key=lambda box: box[2])
+        ending = placed
+    return boxes
+
+
+def span_grid(rows: Sequence[Sequence[SpanCell]]) -> list[list[str]] | None:
+    """The grid of a table with merged cells, its work bounded by the cells written; ``None``: read it as text.
+
+    The columns are those the cells' edges mark (a ``colspan=1000`` over a table of three
+    columns is one position, not a thousand); a merged cell's text is repeated in each
+    position it covers while the repeats stay within 4x the table's text plus `COPY_FLOOR`
+    characters (then the positions stay empty: the text is in its first one). A grid of more
+    than `GRID_PER_CELL` positions per cell is ``None``. See docs/ingestion.md#tables.
+    """
+    boxes = _placed(rows)
+    if not boxes:
+        return []
+    edges = sorted({edge for box in boxes for edge in (box[2], box[3])})
+    at = {edge: i for i, edge in enumerate(edges)}
+    width, height = len(edges) - 1, len(rows)
+    if width * height > max(GRID_PER_CELL * len(boxes), GRID_FLOOR):
+        return None
+    grid = [[''] * width for _ in range(height)]
+    copies = 4 * sum(len(box[4]) for box in boxes) + COPY_FLOOR
+    for r0, r1, c0, c1, text in boxes:
+        grid[r0][at[c0]] = text
+        for r in range(r0, r1):
+            for c in range(at[c0] + (r == r0), at[c1]):
+                if copies < len(text):
+                    break
+                grid[r][c] = text
+                copies -= len(text)
+    return grid
+
+
+def add_span_table(
+    outline: OutlineBuilder, rows: Sequence[Sequence[SpanCell]], header_rows: int | None = None, caption: str = ''
+) -> Block | None:
+    """`add_table` for a table with merged cells (`span_grid`); one whose grid is out of bounds is written as
+    lines of its cells' text, so nothing written is lost."""
+    grid = span_grid(rows)
+    if grid is not None:
+        return add_table(outline, grid, header_rows, caption)
+    return add_cells_as_text(outline, rows, caption)
+
+
+def add_cells_as_text(outline: OutlineBuilder, rows: Sequence[Sequence[SpanCell]], caption: str = '') -> Block | None:
+    """A table out of `span_grid`'s bounds as a text block: a line per row, its cells' text apart by ``|``."""
+    lines = [' | '.join(c for c in (clean_cell(cell.text) for cell in row) if c) for row in rows]
+    text = '\n'.join(line for line in [clean_cell(caption), *lines] if line)
+    return outline.block(text) if text else None

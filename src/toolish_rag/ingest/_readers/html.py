@@ -13,12 +13,12 @@ from bs4.element import Comment, Declaration, Doctype, NavigableString, Processi
 
 from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError
-from ._tables import add_table
+from ._tables import SpanCell, add_span_table
 from .text import decode_text, title_from_path
 
-__all__ = ['html_into_outline', 'read_html']
+__all__ = ['check_shape', 'html_into_outline', 'read_html']
 
-VERSION = 1
+VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 _DROP_TAGS = (
@@ -117,49 +117,18 @@ def _span(cell: Tag, name: str) -> int:
     return max(1, min(int(value), _MAX_SPAN)) if value.isdigit() else 1
 
 
-def _from_above(row: list[str], pending: dict[int, tuple[int, str]]) -> None:
-    """Extend ``row`` with the cells that rowspans from above cover at its end."""
-    while len(row) in pending:
-        left, text = pending.pop(len(row))
-        row.append(text)
-        if left > 1:
-            pending[len(row) - 1] = (left - 1, text)
-
-
-def _table(table: Tag) -> tuple[list[list[str]], int, str, list[Tag]]:
-    """A table's grid (a spanned cell's text in every position it covers), its header rows, caption, nested tables.
+def _table(table: Tag) -> tuple[list[list[SpanCell]], int, str, list[Tag]]:
+    """A table's cells by row (`span_grid` lays out the spans), its header rows, caption, nested tables.
 
     Header rows: the ``<thead>`` rows, else the leading rows made only of ``<th>`` cells.
     Nested tables read as text in their cell, and are returned to be written as tables after it.
     """
     trs = [tr for tr in table.find_all('tr') if tr.find_parent('table') is table]
-    grid: list[list[str]] = []
-    pending: dict[int, tuple[int, str]] = {}  # column -> (rows still covered, text) of rowspans from above
+    rows: list[list[SpanCell]] = []
     header_rows, in_header = 0, True
-    budget = current_limits().elements
     for r, tr in enumerate(trs):
-        row: list[str] = []
         cells = [c for c in tr.find_all(['th', 'td']) if c.find_parent('tr') is tr]
-        for cell in cells:
-            _from_above(row, pending)
-            text = _text(cell)
-            colspan = _span(cell, 'colspan')
-            rowspan = min(_span(cell, 'rowspan'), len(trs) - r)
-            for _ in range(colspan):
-                if rowspan > 1:
-                    pending[len(row)] = (rowspan - 1, text)
-                row.append(text)
-                _from_above(row, pending)
-        for column in sorted(c for c in pending if c >= len(row)):
-            row.extend([''] * (column - len(row)))
-            left, text = pending.pop(column)
-            row.append(text)
-            if left > 1:
-                pending[column] = (left - 1, text)
-        budget -= len(row) + 1
-        if budget < 0:
-            raise ReadError(f'an HTML table with more than the {current_limits().elements:,}-element limit of cells')
-        grid.append(row)
+        rows.append([SpanCell(_text(c), _span(c, 'colspan'), min(_span(c, 'rowspan'), len(trs) - r)) for c in cells])
         parent = tr.find_parent(['thead', 'tbody', 'tfoot', 'table'])
         is_head = parent is not None and parent.name == 'thead'
         if in_header and (is_head or (cells and all(c.name == 'th' for c in cells) and not table.find('thead'))):
@@ -169,7 +138,7 @@ def _table(table: Tag) -> tuple[list[list[str]], int, str, list[Tag]]:
     caption = table.find('caption')
     title = _text(caption) if caption is not None and caption.find_parent('table') is table else ''
     nested = [t for t in table.find_all('table') if t.find_parent('table') is table]
-    return grid, header_rows, title, nested
+    return rows, header_rows, title, nested
 
 
 def _list(lst: Tag, depth: int = 0) -> list[str]:
@@ -197,13 +166,15 @@ _STRUCTURE = frozenset({'p', 'div', 'table', 'pre', 'ul', 'ol', *_HEADINGS})
 """Tags that make an inline-looking parent a block of its own when they are inside it."""
 
 
-def _check_shape(root: Tag) -> None:
-    """Refuse a page nested deeper than the ``depth`` limit or with more than ``elements`` tags, in one pass.
+def check_shape(root: Tag, depth_limit: int | None = None, whose: str = '', what: str = 'HTML') -> None:
+    """Refuse a page nested deeper than the ``depth`` limit (or ``depth_limit``, ``whose`` limit it is) or with
+    more than ``elements`` tags, in one pass; ``what`` the messages call the page.
 
     The walk below recurses once per level, so a capped depth is also what keeps it off
     Python's recursion limit.
     """
     limits = current_limits()
+    most = limits.depth if depth_limit is None else min(limits.depth, depth_limit)
     depth: dict[int, int] = {id(root): 0}
     count = 0
     for node in root.descendants:
@@ -211,10 +182,10 @@ def _check_shape(root: Tag) -> None:
             continue
         count += 1
         level = depth[id(node.parent)] + 1
-        if level > limits.depth:
-            raise ReadError(f'HTML nested deeper than the {limits.depth:,}-level limit')
+        if level > most:
+            raise ReadError(f'{what} nested deeper than the {most:,}-level limit{whose if most < limits.depth else ""}')
         if count > limits.elements:
-            raise ReadError(f'HTML with more than the {limits.elements:,}-element limit')
+            raise ReadError(f'{what} with more than the {limits.elements:,}-element limit')
         depth[id(node)] = level
 
 
@@ -251,8 +222,8 @@ class _Walker:
             self.outline.block(text)
 
     def table(self, table: Tag) -> None:
-        grid, header_rows, caption, nested = _table(table)
-        add_table(self.outline, grid, header_rows or None, caption)  # no header markup: guessed
+        rows, header_rows, caption, nested = _table(table)
+        add_span_table(self.outline, rows, header_rows or None, caption)  # no header markup: guessed
         for inner in nested:
             self.table(inner)
 
@@ -301,7 +272,7 @@ def html_into_outline(
         soup = BeautifulSoup(markup, 'lxml')
     title_tag = soup.find('title')
     page_title = ' '.join(title_tag.get_text().split()) if isinstance(title_tag, Tag) else None
-    _check_shape(soup)
+    check_shape(soup)
     root = _content_root(soup)
     _clean(root)
     walker = _Walker(outline, level_offset, root)

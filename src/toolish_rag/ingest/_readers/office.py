@@ -16,12 +16,12 @@ from typing import Any
 from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError, normalise_metadata
 from ._containers import open_container
-from ._tables import add_table, header_rows_from_spans, normalise_grid
+from ._tables import SpanCell, add_cells_as_text, add_table, header_rows_from_spans, normalise_grid, span_grid
 from .text import title_from_path
 
-__all__ = ['read_docx', 'read_pptx', 'read_xlsx']
+__all__ = ['XML_DEPTH_LIMIT', 'parse_failure', 'read_docx', 'read_pptx', 'read_xlsx']
 
-VERSION = 1
+VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 _HEADING_STYLE = re.compile(r'^heading\s*(\d)$', re.IGNORECASE)
@@ -135,6 +135,22 @@ def _not_a_zip(data: bytes, kind: str, exc: Exception) -> ReadError:
     return ReadError(f'corrupt {kind} (not a readable ZIP container): {exc}')
 
 
+XML_DEPTH_LIMIT = 256
+"""Nesting lxml parses without ``XML_PARSE_HUGE`` (python-docx, python-pptx and openpyxl leave it off)."""
+
+
+def parse_failure(kind: str, exc: Exception) -> ReadError:
+    """Why a parser refused a container: XML nested past lxml's own limit (a valid file, e.g. 300 tables
+    one inside the other, is not corrupt), else corrupt."""
+    detail = str(exc)
+    if detail.startswith('Excessive depth in document'):
+        return ReadError(
+            f'{kind} nested deeper than the {XML_DEPTH_LIMIT}-level limit of its XML parser (lxml), as tables '
+            'inside tables so many levels deep are: not read'
+        )
+    return ReadError(f'corrupt {kind}: {detail}')
+
+
 def _open_zip(data: bytes, kind: str) -> None:
     """Check the container before a parser sees it: readable, every CRC right, within the `IngestLimits`."""
     try:
@@ -152,7 +168,7 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
     try:
         document = docx.Document(io.BytesIO(data))
     except Exception as exc:
-        raise ReadError(f'corrupt DOCX: {exc}') from None
+        raise parse_failure('DOCX', exc) from None
     outline = OutlineBuilder()
     warnings: list[str] = []
     title = _clean(document.core_properties.title or '')
@@ -206,20 +222,36 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
 
 
 def _docx_table(outline: OutlineBuilder, table: Any) -> None:
-    """A Word table: a merged cell (gridSpan, vMerge) repeated in every position it covers.
-
-    The header is the rows marked "repeat as header row" (``w:tblHeader``), else guessed.
+    """A Word table read from its XML: each ``w:tc`` once, with its ``gridSpan`` and ``vMerge``, laid out by
+    `span_grid` (python-docx's ``row.cells`` repeats a cell once per grid column it spans: a ``gridSpan``
+    of 1000 made a thousand). The header is the rows marked "repeat as header row" (``w:tblHeader``), else guessed;
+    tables inside its cells follow it.
     """
     from docx.oxml.ns import qn
+    from docx.table import _Cell
 
-    rows: list[list[str]] = []
+    rows: list[list[SpanCell]] = []
+    nested: list[Any] = []
     marked = 0
-    for number, row in enumerate(table.rows):
-        rows.append([_clean(cell.text) for cell in row.cells])
-        props = row._tr.trPr
+    for number, tr in enumerate(table._tbl.tr_lst):
+        if number % 1024 == 0:
+            check_time()
+        row = [SpanCell('', tr.grid_before)] if tr.grid_before > 0 else []
+        for tc in tr.tc_lst:
+            cell = _Cell(tc, table)
+            row.append(SpanCell(_clean(cell.text), tc.grid_span, 1, tc.vMerge == 'continue'))
+            nested.extend(cell.tables)
+        rows.append(row)
+        props = tr.trPr
         if marked == number and props is not None and props.find(qn('w:tblHeader')) is not None:
             marked += 1
-    _rows_block(outline, rows, marked or None)
+    grid = span_grid(rows)
+    if grid is None:
+        add_cells_as_text(outline, rows)  # out of bounds: its cells as lines of text
+    else:
+        _rows_block(outline, grid, marked or None)
+    for inner in nested:  # a table inside a cell: written after its table, as HTML's are
+        _docx_table(outline, inner)
 
 
 def _shape_text(shape: Any, outline: OutlineBuilder, skip: Any) -> None:
@@ -273,7 +305,7 @@ def read_pptx(data: bytes, path: Path) -> ParsedDocument:
     try:
         presentation = pptx.Presentation(io.BytesIO(data))
     except Exception as exc:
-        raise ReadError(f'corrupt PPTX: {exc}') from None
+        raise parse_failure('PPTX', exc) from None
     outline = OutlineBuilder()
     first_title = ''
     for number, slide in enumerate(presentation.slides, start=1):
@@ -313,7 +345,7 @@ def read_xlsx(data: bytes, path: Path) -> ParsedDocument:
     try:
         workbook = openpyxl.load_workbook(io.BytesIO(data), read_only=True, data_only=True)
     except Exception as exc:
-        raise ReadError(f'corrupt XLSX: {exc}') from None
+        raise parse_failure('XLSX', exc) from None
     outline = OutlineBuilder()
     try:
         budget = current_limits().elements

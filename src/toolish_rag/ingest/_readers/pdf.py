@@ -331,6 +331,15 @@ def _table_spans(pages: list[str], page_starts: list[int], info: list[_Page]) ->
     return spans
 
 
+def _no_text_hint(pages: list[_Page], mode: str) -> str:
+    """What to do about a PDF without text: advice that fits the OCR mode it was read with."""
+    if any(p.ocr or p.needs_ocr for p in pages):  # Tesseract read the pages (its absence is reported before)
+        return 'OCR found none either'
+    if mode == 'never':
+        return "ingest with ocr='auto' to OCR it"
+    return "no page looked scanned to ocr='auto' (blank, or a text layer without text): ocr='always' OCRs every page"
+
+
 def read_pdf(data: bytes, path: Path) -> ParsedDocument:
     page_info, entries, doc_title = _extract_pages(data)
     pages = [join_hyphenated(p) for p in _strip_running([p.text for p in page_info])]
@@ -344,7 +353,7 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
             )
         warnings.append(f'page(s) {listed} not read: they need OCR (no usable text layer); {INSTALL_TESSERACT}')
     if not any(p.strip() for p in pages):
-        hint = 'OCR found none either' if any(p.ocr for p in page_info) else "ingest with ocr='auto' to OCR it"
+        hint = _no_text_hint(page_info, ocr_options().mode)
         raise ReadError(
             f'no extractable text: the PDF has {len(pages)} page(s) but no text layer '
             f'(a scanned or image-only PDF); {hint}'

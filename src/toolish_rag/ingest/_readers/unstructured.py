@@ -22,12 +22,14 @@ from typing import Any
 from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError
 from ._containers import open_container
-from ._tables import add_table
+from ._tables import SpanCell, add_table, span_grid
+from .html import check_shape
+from .office import XML_DEPTH_LIMIT, parse_failure
 from .text import decode_text, title_from_path
 
 __all__ = ['INSTALL_UNSTRUCTURED', 'SUFFIXES', 'VERSION', 'backend_key', 'read_unstructured', 'require_unstructured']
 
-VERSION = 1
+VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 INSTALL_UNSTRUCTURED = 'the unstructured reader backend is not installed: pip install "toolish-rag[unstructured]"'
@@ -117,34 +119,62 @@ def read_unstructured(data: bytes, path: Path) -> ParsedDocument:
     warnings: list[str] = []
     _check_bounds(data, kind)
     try:
-        if kind in ('md', 'text', 'html'):
-            text = decode_text(data) if kind != 'html' else None
-            elements = (
-                partition(text=text, languages=['eng'])
-                if text is not None
-                else partition(file=io.BytesIO(data), languages=['eng'])
-            )
+        if kind == 'text':
+            elements = partition(text=decode_text(data), languages=['eng'])
+        elif kind == 'md':  # its HTML, checked as an HTML file is, then partitioned as partition_md would
+            markup = _markdown_html(decode_text(data))
+            elements = _partitioners()['html'](text=markup, languages=['eng'], metadata_file_type=_md_type())
+        elif kind == 'html':
+            elements = partition(file=io.BytesIO(data), languages=['eng'])
         else:
             elements = partition(file=io.BytesIO(data), languages=['eng'], infer_table_structure=True)
     except ReadError:
         raise
     except Exception as exc:  # the library's own errors on a bad file: the file fails alone, with the type
+        if kind in ('docx', 'pptx', 'xlsx') and str(exc).startswith('Excessive depth in document'):
+            raise parse_failure(kind.upper(), exc) from None
         detail = ' '.join(str(exc).split())[:200]
         raise ReadError(f'unstructured could not read the file ({type(exc).__name__}: {detail})') from None
     check_time()
     return _document(elements, path, kind, warnings)
 
 
-def _check_bounds(data: bytes, kind: str) -> None:
+def _check_bounds(data: bytes | str, kind: str) -> None:
     """The checks the default readers make before a parser sees the bytes: a container within the
-    `IngestLimits` (unpacked size, ratio, CRCs, XML tags), markup within the element limit."""
+    `IngestLimits` (unpacked size, ratio, CRCs, XML tags), markup within the element and depth limits.
+
+    Markup nested deeper than lxml's `XML_DEPTH_LIMIT` is refused: ``unstructured`` parses it with
+    lxml, which silently leaves out what is deeper (a page of 255 nested ``div`` read as no text).
+    """
     if kind in ('docx', 'pptx', 'xlsx'):
         try:
-            open_container(data, kind.upper()).close()
+            open_container(data if isinstance(data, bytes) else data.encode(), kind.upper()).close()
         except zipfile.BadZipFile as exc:
             raise ReadError(f'corrupt {kind.upper()} (not a readable ZIP container): {exc}') from None
-    elif kind == 'html' and data.count(b'<') > current_limits().elements:
-        raise ReadError(f'more than the {current_limits().elements:,}-element limit of HTML tags')
+    elif kind in ('html', 'md'):  # Markdown: the HTML partition_md makes of it
+        what = 'HTML' if kind == 'html' else 'Markdown (as HTML)'
+        tags = data.count(b'<') if isinstance(data, bytes) else data.count('<')
+        if tags > current_limits().elements:
+            raise ReadError(f'more than the {current_limits().elements:,}-element limit of {what} tags')
+        from bs4 import BeautifulSoup
+
+        check_shape(BeautifulSoup(data, 'lxml'), XML_DEPTH_LIMIT, ' of lxml, which the unstructured backend uses', what)
+
+
+def _md_type() -> Any:
+    from unstructured.file_utils.model import FileType
+
+    return FileType.MD
+
+
+def _markdown_html(text: str) -> str:
+    """Markdown as ``partition_md`` turns it into HTML (its extensions), checked as an HTML file is."""
+    import markdown  # type: ignore[import-untyped]
+    from unstructured.partition.md import _DEFAULT_MARKDOWN_EXTENSIONS
+
+    markup: str = markdown.markdown(text, extensions=list(_DEFAULT_MARKDOWN_EXTENSIONS))
+    _check_bounds(markup, 'md')
+    return markup
 
 
 def _document(elements: Sequence[Any], path: Path, kind: str, warnings: list[str]) -> ParsedDocument:
@@ -180,10 +210,11 @@ def _document(elements: Sequence[Any], path: Path, kind: str, warnings: list[str
                 pending_list.append((depth, ' '.join(text.split())))
             continue
         flush_list()
-        if category == 'Title' and text:
+        if category == 'Title' and text:  # a heading, and a line of its section: its text is indexed, never dropped
             if title is None:
                 title = ' '.join(text.split())
-            outline.heading(text, depth + (2 if kind == 'xlsx' else 1))
+            section = outline.heading(text, depth + (2 if kind == 'xlsx' else 1))
+            outline.add_span(section.start, outline.length)
         elif category == 'Table':
             rows = _html_rows(getattr(meta, 'text_as_html', None))
             if rows is None or add_table(outline, rows) is None:
@@ -205,7 +236,7 @@ def _document(elements: Sequence[Any], path: Path, kind: str, warnings: list[str
 
 
 def _html_rows(html: object) -> list[list[str]] | None:
-    """The grid of a table element's ``text_as_html``, spans repeated in every position they cover."""
+    """The grid of a table element's ``text_as_html`` (`span_grid`: merged cells within its bounds)."""
     if not isinstance(html, str) or '<t' not in html:
         return None
     from bs4 import BeautifulSoup
@@ -213,22 +244,16 @@ def _html_rows(html: object) -> list[list[str]] | None:
     table = BeautifulSoup(html, 'lxml').find('table')
     if table is None:
         return None
-    grid: dict[tuple[int, int], str] = {}
-    for r, tr in enumerate(table.find_all('tr')):
-        c = 0
-        for cell in tr.find_all(['td', 'th']):
-            while (r, c) in grid:
-                c += 1
-            text = ' '.join(cell.get_text(' ').split())
-            for dr in range(_span(cell.get('rowspan'))):
-                for dc in range(_span(cell.get('colspan'))):
-                    grid.setdefault((r + dr, c + dc), text)
-            c += _span(cell.get('colspan'))
-    if not grid:
-        return None
-    height = max(r for r, _ in grid) + 1
-    width = max(c for _, c in grid) + 1
-    return [[grid.get((r, c), '') for c in range(width)] for r in range(height)]
+    trs = table.find_all('tr')
+    rows = [
+        [
+            SpanCell(' '.join(cell.get_text(' ').split()), _span(cell.get('colspan')), _span(cell.get('rowspan')))
+            for cell in tr.find_all(['td', 'th'])
+        ]
+        for tr in trs
+    ]
+    grid = span_grid(rows)
+    return grid or None
 
 
 def _span(value: object) -> int:
