@@ -18,6 +18,7 @@ from pydantic_ai.models import Model
 
 from ..toolset import RagEvent, ToolishRag, tool_name
 from ._common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
+from ._terminal import terminal_safe
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -80,9 +81,9 @@ def tool_line(event: RagEvent) -> str:
     args = ', '.join(f'{k}={v!r}' for k, v in event.arguments.items() if v is not None)
     call = f'{tool_name(event.rag, event.tool)}({args})'
     if event.error is not None:
-        return f'↳ {call} → rejected: {event.error}'
+        return terminal_safe(f'↳ {call} → rejected: {event.error}')
     n = len(event.hits)
-    return f'↳ {call} → {n} {"hit" if n == 1 else "hits"}{" (scoped)" if event.filtered else ""}'
+    return terminal_safe(f'↳ {call} → {n} {"hit" if n == 1 else "hits"}{" (scoped)" if event.filtered else ""}')
 
 
 async def chat(
@@ -143,14 +144,14 @@ async def chat(
         if text.startswith('/'):
             if text.lower() in _EXIT_COMMANDS:
                 return 0
-            out.print(f'unknown command {text}: /exit ends the session', markup=False, highlight=False)
+            out.print(terminal_safe(f'unknown command {text}: /exit ends the session'), markup=False, highlight=False)
             continue
         if not interactive:  # a terminal shows the prompt as typed; show piped ones the same way
-            out.print(f'[bold]{prog_name} ➤[/bold] {escape(text)}', highlight=False)
+            out.print(f'[bold]{prog_name} ➤[/bold] {escape(terminal_safe(text))}', highlight=False)
         try:
             messages = await _answer(agent, text, messages, out, stream=stream)
         except Exception as e:
-            out.print(f'[red]{type(e).__name__}:[/red] {escape(str(e))}', highlight=False)
+            out.print(f'[red]{type(e).__name__}:[/red] {escape(terminal_safe(str(e)))}', highlight=False)
             if not interactive:
                 return 1
     return 0
@@ -168,7 +169,7 @@ async def _answer(
 
     if not stream:
         result = await agent.run(prompt, message_history=history)
-        out.print(Markdown(result.output))
+        out.print(Markdown(terminal_safe(result.output)))
     else:
         result = await agent.run(prompt, message_history=history, event_stream_handler=_show_text_as_it_comes(out))
     return result.all_messages()
@@ -193,7 +194,7 @@ def _show_text_as_it_comes(out: Console) -> EventStreamHandler[None]:
                 if live is None:
                     live = Live(console=out, vertical_overflow='visible')
                     live.start()
-                live.update(Markdown(text))
+                live.update(Markdown(terminal_safe(text)))
         finally:
             if live is not None:
                 live.stop()

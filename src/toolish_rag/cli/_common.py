@@ -315,6 +315,9 @@ def model_and_scoped_rag(args: argparse.Namespace, no_model: str) -> tuple[str, 
         print(no_model, file=sys.stderr)
         return None
     check_model(model)  # a missing provider library is said before the store is opened
+    import pydantic_ai
+
+    pydantic_ai.BANNER_ENABLED = False  # the command owns its output: no first-run banner above an answer
     _, rag = open_rag(args)
     rag = scoped_rag(rag, args.filter)
     return model, rag

@@ -31,6 +31,7 @@ from ..graph.builders import (
 from ..manifest import ManifestError, read_manifest, update_manifest
 from ._common import MODEL_ENV, open_rag, store_spec
 from ._filter_arg import add_filter_argument, scoped as scoped_rag
+from ._terminal import terminal_safe
 
 __all__ = ['LINKS', 'register', 'run']
 
@@ -206,7 +207,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         result = await rag.run_tool('graph_context', arguments)
     except ModelRetry as retry:
-        print(f'rejected: {retry}')
+        print(terminal_safe(f'rejected: {retry}'))
         return 2
-    print(result.return_value)
+    print(terminal_safe(str(result.return_value)))
     return 0

@@ -12,6 +12,7 @@ from ..content import Chunk
 from ..search import SearchHit
 from ._common import open_rag
 from ._filter_arg import add_filter_argument, scoped as scoped_rag
+from ._terminal import json_safe, terminal_safe
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -64,10 +65,10 @@ async def run(args: argparse.Namespace) -> int:
     try:
         result = await rag.run_tool(tool, arguments)
     except ModelRetry as retry:
-        print(f'rejected: {retry}')
+        print(terminal_safe(f'rejected: {retry}'))
         return 2
     if args.json:
-        print(json.dumps([_hit_json(h) for h in result.metadata['hits']], indent=2))
+        print(json_safe(json.dumps([_hit_json(h) for h in result.metadata['hits']], indent=2)))
     else:
-        print(result.return_value)
+        print(terminal_safe(str(result.return_value)))
     return 0
