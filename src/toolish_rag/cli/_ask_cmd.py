@@ -7,16 +7,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from pydantic_ai.models import Model
-
-from ..errors import InvalidRequestError
-from ..grounded._ask import ask
-from ..grounded._render import render_markdown, to_json
-from ..toolset import ToolishRag
 from ._common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
 from ._terminal import json_safe, print_markdown, terminal_safe
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from ..toolset import ToolishRag
 
 __all__ = ['ask_and_print', 'register', 'run']
 
@@ -79,6 +78,10 @@ async def ask_and_print(
     err: IO[str] | None = None,
 ) -> int:
     """Ask, print the result (Markdown or JSON) to ``out``; returns the exit code."""
+    from ..errors import InvalidRequestError
+    from ..grounded._ask import ask
+    from ..grounded._render import render_markdown, to_json
+
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:

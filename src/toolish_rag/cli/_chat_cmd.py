@@ -11,17 +11,17 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from pydantic_ai import Agent, RunContext
-from pydantic_ai.agent import EventStreamHandler
-from pydantic_ai.messages import AgentStreamEvent, ModelMessage, PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
-from pydantic_ai.models import Model
-
-from ..toolset import RagEvent, ToolishRag, tool_name
 from ._common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
 from ._terminal import terminal_safe
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pydantic-ai is imported when a chat starts: `toolish-rag` itself starts light
+    from pydantic_ai import Agent, RunContext
+    from pydantic_ai.agent import EventStreamHandler
+    from pydantic_ai.messages import AgentStreamEvent, ModelMessage
+    from pydantic_ai.models import Model
     from rich.console import Console
+
+    from ..toolset import RagEvent, ToolishRag
 
 __all__ = ['CHAT_INSTRUCTIONS', 'HISTORY_FILE', 'MODEL_ENV', 'build_agent', 'chat', 'register', 'run', 'tool_line']
 
@@ -73,11 +73,15 @@ def _resolve_model(model: Model | str) -> Model | str:
 
 def build_agent(rag: ToolishRag[Any], model: Model | str) -> Agent[None, str]:
     """The chat agent: ``model``, the store's toolset, and `CHAT_INSTRUCTIONS`."""
+    from pydantic_ai import Agent
+
     return Agent(model, toolsets=[rag], instructions=CHAT_INSTRUCTIONS, name='toolish-rag')
 
 
 def tool_line(event: RagEvent) -> str:
     """One line per tool call: ``↳ docs_text_search(query='refunds', top_k=5) → 3 hits``."""
+    from ..toolset import tool_name
+
     args = ', '.join(f'{k}={v!r}' for k, v in event.arguments.items() if v is not None)
     call = f'{tool_name(event.rag, event.tool)}({args})'
     if event.error is not None:
@@ -177,6 +181,7 @@ async def _answer(
 
 def _show_text_as_it_comes(out: Console) -> EventStreamHandler[None]:
     """An event handler showing each model response's text live, as Markdown, while it streams."""
+    from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
     from rich.live import Live
     from rich.markdown import Markdown
 

@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import ModelRetry
-
-from ..content import Chunk
-from ..search import SearchHit
 from ._common import open_rag
 from ._filter_arg import add_filter_argument, scoped as scoped_rag
 from ._terminal import json_safe, terminal_safe
+
+if TYPE_CHECKING:
+    from ..search import SearchHit
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -32,6 +31,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 
 def _hit_json(hit: SearchHit) -> dict[str, Any]:
+    from ..content import Chunk
+
     record = hit.record
     out: dict[str, Any] = {'id': record.id, 'score': hit.score, 'kind': record.kind, 'metadata': record.metadata}
     if isinstance(record, Chunk):
@@ -50,6 +51,8 @@ def _hit_json(hit: SearchHit) -> dict[str, Any]:
 
 
 async def run(args: argparse.Namespace) -> int:
+    from pydantic_ai import ModelRetry
+
     _, rag = open_rag(args)
     rag = scoped_rag(rag, args.filter)
     searches: list[str] = [t for t in rag.offered_tools if t.endswith('_search')]
