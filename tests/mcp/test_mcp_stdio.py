@@ -24,18 +24,23 @@ CHUNKS = chunk_index(corpus())
 
 async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -> None:
     """Twice: the first start builds the toolset before the handshake and keeps its instructions; the second
-    answers the handshake from them and builds the toolset after it (issue 40). Both serve the same."""
+    answers the handshake from the kept ones and builds the toolset after it (issue 40). Both serve the same.
+    The kept instructions are made stale before the second start: its handshake sends them (so it did not
+    build first), and its background check puts the real ones back."""
     store = await build_store(tmp_path / 'store')  # persisted; the subprocess reopens it
     rag: ToolishRag[Any] = ToolishRag(store, name='kb').with_metadata_filter(SCOPE)
     cache = tmp_path / 'cache'
-    for start in ('first', 'second'):
-        await _serve_and_compare(tmp_path, rag, cache)
-        kept = list((cache / 'mcp-handshake').glob('*.json'))
-        assert len(kept) == 1, start
-        assert json.loads(kept[0].read_text()) == {'instructions': await rag.instructions()}
+    real = await rag.instructions()
+    await _serve_and_compare(tmp_path, rag, cache, real)
+    [kept] = list((cache / 'mcp-handshake').glob('*.json'))
+    assert json.loads(kept.read_text()) == {'instructions': real}
+    kept.write_text(json.dumps({'instructions': 'stale instructions'}))
+    await _serve_and_compare(tmp_path, rag, cache, 'stale instructions')
+    assert json.loads(kept.read_text()) == {'instructions': real}
+    assert len(list((cache / 'mcp-handshake').glob('*'))) == 1
 
 
-async def _serve_and_compare(tmp_path: Path, rag: ToolishRag[Any], cache: Path) -> None:
+async def _serve_and_compare(tmp_path: Path, rag: ToolishRag[Any], cache: Path, instructions: str | None) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=[
@@ -55,7 +60,7 @@ async def _serve_and_compare(tmp_path: Path, rag: ToolishRag[Any], cache: Path) 
         cwd=str(tmp_path),
     )
     async with Client(params) as client:
-        assert client.instructions == await rag.instructions()  # naming kb_hybrid_search: key = name, see below
+        assert client.instructions == instructions  # naming kb_hybrid_search: key = name, see below
         tools = (await client.list_tools()).tools
         expected = await rag.tool_definitions()
         # Short names: a client puts its key for the server in front (`kb` + `_` + `hybrid_search`).
