@@ -89,10 +89,10 @@ def timed(command: list[str], **kwargs: Any) -> float:
     return time.perf_counter() - started
 
 
-def run(repeat: int, quick: bool) -> dict[str, Any]:
+def run(repeat: int, quick: bool, pages: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {'load_average_start': os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix='cli-startup-') as tmp:
-        store = ingest(Path(tmp), quick)
+        store = ingest(Path(tmp), quick, pages)
         out['store'] = store[1]
         out['interpreter_s'] = statistics.median(timed([sys.executable, '-c', 'pass']) for _ in range(repeat))
         for tool in ('text_search', 'hybrid_search'):
@@ -136,9 +136,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--repeat', type=int, default=5, help='runs of each measure (default: 5)')
     parser.add_argument('--quick', action='store_true', help='a few pages, memory store, hashing embedder')
+    parser.add_argument('--pages', type=int, default=None, help="how many of docs/'s pages to ingest (default: all)")
     parser.add_argument('--json', type=Path, default=None, help='also write the figures to this file')
     args = parser.parse_args()
-    result = run(args.repeat, args.quick)
+    result = run(args.repeat, args.quick, args.pages)
     print(
         f'store {result["store"]}; interpreter start {result["interpreter_s"]:.2f} s; load {result["load_average_start"]}'
     )

@@ -58,11 +58,11 @@ def toolish_command() -> list[str]:
     return [str(script)] if script.exists() else [sys.executable, '-m', 'toolish_rag.cli']
 
 
-def ingest(work: Path, quick: bool) -> list[str]:
+def ingest(work: Path, quick: bool, pages_wanted: int | None = None) -> list[str]:
     """Ingest the pages into a store under ``work``; the store options every later command takes."""
     pages = work / 'pages'
     pages.mkdir()
-    sources = sorted((ROOT / 'docs').glob('*.md'))[: 4 if quick else None]
+    sources = sorted((ROOT / 'docs').glob('*.md'))[: pages_wanted or (4 if quick else None)]
     for page in sources:
         shutil.copy(page, pages / page.name)
     store = (
@@ -92,10 +92,10 @@ def median(values: list[float]) -> float:
     return statistics.median(values) if values else float('nan')
 
 
-async def measure(repeat: int, quick: bool) -> dict[str, Any]:
+async def measure(repeat: int, quick: bool, pages: int | None) -> dict[str, Any]:
     with tempfile.TemporaryDirectory(prefix='mcp-startup-') as tmp:
         work = Path(tmp)
-        store = ingest(work, quick)
+        store = ingest(work, quick, pages)
         (work / 'minimal.py').write_text(MINIMAL_SERVER)
         cache = work / 'cache'
         env = {**os.environ, 'TOOLISH_RAG_CACHE_DIR': str(cache), 'HF_HUB_OFFLINE': '1', 'TOOLISH_RAG_STORE': ''}
@@ -130,9 +130,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--repeat', type=int, default=5, help='starts of each server (default: 5)')
     parser.add_argument('--quick', action='store_true', help='a few pages, memory store, hashing embedder')
+    parser.add_argument('--pages', type=int, default=None, help="how many of docs/'s pages to ingest (default: all)")
     parser.add_argument('--json', type=Path, default=None, help='also write the figures to this file')
     args = parser.parse_args()
-    result = asyncio.run(measure(args.repeat, args.quick))
+    result = asyncio.run(measure(args.repeat, args.quick, args.pages))
     print(f'store {result["store"]}, {result["repeat"]} starts each, load average {result["load_average"]}')
     print(f'{"server":<14} {"initialize":>11} {"x minimal":>10} {"1st call":>9} {"x minimal":>10}')
     for name, row in result['servers'].items():

@@ -86,7 +86,7 @@ def _is_loopback(host: str) -> bool:
 async def run(args: argparse.Namespace) -> int:
     require(MCP, *([MCP_HTTP] if args.http is not None else []))
     try:
-        from ..mcp import TokenLimits, load_token_table, serve_http
+        from ..mcp import TokenLimits  # the rest when used: a stdio start imports neither tokens nor filters
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         print(f'toolish-rag mcp needs the mcp extra: pip install "toolish-rag[mcp]" ({e})', file=sys.stderr)
         return 2
@@ -102,6 +102,8 @@ async def run(args: argparse.Namespace) -> int:
         if args.tokens and args.no_auth:
             raise ValueError('give either --tokens or --no-auth, not both')
         if args.tokens:
+            from ..mcp import load_token_table
+
             tokens = load_token_table(args.tokens)
         elif not args.no_auth:
             raise ValueError('--http needs --tokens FILE (see docs/mcp.md), or --no-auth on a loopback address')
@@ -113,6 +115,8 @@ async def run(args: argparse.Namespace) -> int:
 
         await serve_stdio_command(args, short_names=short_names)
         return 0
+    from ..mcp import serve_http
+
     _, rag = open_rag(args)
     rag = scoped_rag(rag, args.filter)
     count = len(tokens.labels) if tokens else 0
