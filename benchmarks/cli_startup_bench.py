@@ -7,9 +7,9 @@ Cold: each run is a new process, as a shell runs ``toolish-rag search``. A small
 does and times each phase: the interpreter itself (``python -c pass``), importing the command (``toolish_rag.cli``),
 importing the toolset and the store's package, opening the store (``open_rag``), loading the embedding model
 (hybrid only: a text search never loads it) and the tool call. The real command's wall time is measured
-beside it. Warm: ``toolish-rag search - `` answers one query per line of stdin from one process; the time per
-query after the first is ``(t(N queries) - t(1 query)) / (N - 1)``, and the same tool call repeated in one
-process (the Python API, or the MCP server's) is timed directly. The goal: a warm text search under 0.2 s.
+beside it. Warm: ``toolish-rag search - --json`` answers one query per line of stdin from one process; each
+query after the first is timed from writing its line to reading its answer's line (the median); and the same
+tool call repeated in one process (the Python API, or the MCP server's) is timed directly. The goal: a warm text search under 0.2 s.
 Medians of ``--repeat`` runs.
 """
 
@@ -89,6 +89,24 @@ def timed(command: list[str], **kwargs: Any) -> float:
     return time.perf_counter() - started
 
 
+def warm_stdin(command: list[str]) -> float:
+    """Median seconds from writing a query line to ``search -`` to reading its answer, after the first query."""
+    process = subprocess.Popen([*command, '-', '--json'], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert process.stdin is not None and process.stdout is not None
+    times = []
+    try:
+        for query in QUERIES * 2:
+            started = time.perf_counter()
+            process.stdin.write(query + '\n')
+            process.stdin.flush()
+            json.loads(process.stdout.readline())
+            times.append(time.perf_counter() - started)
+    finally:
+        process.stdin.close()
+        process.wait(60)
+    return statistics.median(times[1:])
+
+
 def run(repeat: int, quick: bool, pages: int | None) -> dict[str, Any]:
     out: dict[str, Any] = {'load_average_start': os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix='cli-startup-') as tmp:
@@ -111,9 +129,7 @@ def run(repeat: int, quick: bool, pages: int | None) -> dict[str, Any]:
             ]
             command = [*toolish_command(), 'search', '--tool', flag, *store]
             one = statistics.median(timed([*command, QUERIES[i % len(QUERIES)]]) for i in range(repeat))
-            lines = '\n'.join(QUERIES) + '\n'
-            first = statistics.median(timed([*command, '-'], input=QUERIES[0].encode()) for _ in range(repeat))
-            many = statistics.median(timed([*command, '-'], input=lines.encode()) for _ in range(repeat))
+            warm = statistics.median(warm_stdin(command) for _ in range(repeat))
             in_process = json.loads(
                 subprocess.run(
                     [sys.executable, '-c', WARM, argv, tool, json.dumps(QUERIES)],
@@ -125,7 +141,7 @@ def run(repeat: int, quick: bool, pages: int | None) -> dict[str, Any]:
             out[tool] = {
                 'cold_phases_s': {k: statistics.median(p[k] for p in phases) for k in phases[0]},
                 'cold_command_s': one,
-                'warm_per_query_stdin_s': (many - first) / (len(QUERIES) - 1),
+                'warm_per_query_stdin_s': warm,
                 'warm_per_query_in_process_s': in_process,
             }
     out['load_average_end'] = os.getloadavg()
