@@ -53,6 +53,10 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 @pytest.hookimpl(tryfirst=True)  # before pytest's tmpdir plugin reads --basetemp
 def pytest_configure(config: pytest.Config) -> None:
     config.pluginmanager.register(_RealDisk(), 'toolish-rag-real-disk')
+    if 'TOOLISH_RAG_CACHE_DIR' not in os.environ:  # `toolish-rag mcp` keeps handshakes there: never in ~/.cache
+        cache = tempfile.mkdtemp(prefix='toolish-rag-cache-')
+        os.environ['TOOLISH_RAG_CACHE_DIR'] = cache
+        config.add_cleanup(lambda: shutil.rmtree(cache, ignore_errors=True))
     worker = hasattr(config, 'workerinput')  # pytest-xdist workers get their basetemp from the controller
     if worker or config.option.basetemp is not None or os.environ.get('TOOLISH_RAG_TEST_TMP') == 'disk':
         return

@@ -20,15 +20,16 @@ GOOD_ANSWER = answer(
 )
 
 
-async def test_markdown_output_with_scripted_models() -> None:
+async def test_piped_output_is_plain_text_with_scripted_models() -> None:
     rag = ToolishRag(await build_store(), name='docs').with_metadata_filter(F.eq('tenant', 'acme'))
     grader, model = Scripted([{'sufficient': True}]), Scripted([GOOD_ANSWER])
     out = io.StringIO()
     code = await ask_and_print(rag, 'How long do refunds take?', model=model.model, grader_model=grader.model, out=out)
     assert code == 0
     text = out.getvalue()
-    assert text.startswith('Refunds are paid within 30 days\\. [1]')
-    assert '“Refunds are paid within 30 days of the request\\.”' in text and '`file:///acme/refunds.md`' in text
+    assert text.startswith('Refunds are paid within 30 days. [1]\n')  # issue 40: no Markdown escapes in a pipe
+    assert '“Refunds are paid within 30 days of the request.” — Acme refund policy > Refunds, page 2' in text
+    assert 'file:///acme/refunds.md' in text and '\\' not in text and '`' not in text and '**' not in text
 
 
 async def test_json_output_with_scripted_models() -> None:
@@ -41,9 +42,14 @@ async def test_json_output_with_scripted_models() -> None:
     assert data['answer']['claims'][0]['citations'][0]['source']['document_title'] == 'Acme refund policy'
 
 
-def test_the_command_runs_offline_with_the_test_model(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+def test_the_command_runs_offline_with_the_test_model(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     import asyncio
 
+    import pydantic_ai
+
+    monkeypatch.setattr(pydantic_ai, 'BANNER_ENABLED', True)
     asyncio.run(build_store(tmp_path))
     argv = ['ask', 'How long do refunds take?', '--model', 'test', '--store', f'memory:{tmp_path}']
     code = main([*argv, '--embedder', 'hashing', '--json', '--filter', '{"op":"eq","key":"tenant","value":"acme"}'])
@@ -53,6 +59,7 @@ def test_the_command_runs_offline_with_the_test_model(tmp_path: Path, capsys: py
     assert data['attempts'][0]['hits'] > 0 and data['model_calls'] <= 6
     # pydantic-ai's test model writes schema-shaped filler, never a quote that verifies.
     assert data['grounded'] is False and data['answer']['status'] == 'insufficient_evidence'
+    assert pydantic_ai.BANNER_ENABLED is False  # issue 40: no first-run banner in a terminal
 
 
 def test_the_command_needs_a_model(

@@ -13,6 +13,7 @@ import math
 import os
 import re
 import sys
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
@@ -32,6 +33,7 @@ __all__ = [
     'embedder_languages',
     'model_card_languages',
     'prefer_passive_openmp',
+    'preload_embedder',
     'resolve_embedder',
 ]
 
@@ -165,6 +167,7 @@ class _LazyModel(EmbeddingModel):
         super().__init__()
         self._system, _, self._name = name.partition(':')
         self._build = build
+        self._loading = threading.Lock()
         self._loaded: EmbeddingModel | None = None
         self.dimensions: int | None = None
         """The vectors' size, once one was embedded."""
@@ -183,7 +186,9 @@ class _LazyModel(EmbeddingModel):
 
     def _model(self) -> EmbeddingModel:
         if self._loaded is None:
-            self._loaded = self._build()
+            with self._loading:  # a preload in a thread and a first query: one load
+                if self._loaded is None:
+                    self._loaded = self._build()
         return self._loaded
 
     async def embed(
@@ -202,6 +207,18 @@ class _LazyModel(EmbeddingModel):
     async def count_tokens(self, text: str) -> int:
         with _quiet_loading():
             return await self._model().count_tokens(text)
+
+
+def preload_embedder(embedder: Embedder | EmbeddingModel | None) -> None:
+    """Load a lazily loaded local model now (blocking: call it in a thread) so that no query waits for it.
+
+    Anything else (a remote model, a hashing model, ``None``) is left as it is. `toolish-rag mcp` calls it
+    once the client has connected (docs/mcp.md#start-up-time).
+    """
+    model = embedder.model if isinstance(embedder, Embedder) else embedder
+    if isinstance(model, _LazyModel):
+        with _quiet_loading():
+            model._model()
 
 
 def embedder_identity(

@@ -314,3 +314,14 @@ def test_the_command_takes_the_store_options_and_refuses_eval_under_tokens(
 def test_without_tokens_only_this_machine_is_answered(rag: ToolishRag[Any]) -> None:
     with TestClient(create_app(rag), base_url=BASE, client=('203.0.113.9', 50000)) as remote:
         assert remote.get('/documents').status_code == 403
+
+
+def test_counts_read_in_the_singular_and_the_plural(open_client: TestClient) -> None:
+    """Issue 40: "1 chunks" and "1 hits" read "1 chunk" and "1 hit"."""
+    ids = ids_of('acme')
+    pages = [open_client.get(p).text for p in pages_for(ids)[1:4]]
+    one_hit = {'tool': 'docs_text_search', 'arg.query': 'refunds', 'arg.top_k': '1'}
+    pages.append(open_client.post('/console', data=one_hit).text)
+    shown = ' '.join(re.sub(r'<[^>]+>', ' ', p) for p in pages)
+    assert not re.search(r'\b1 (chunks|hits)\b', shown)
+    assert re.search(r'\b1 hit\b', shown) and re.search(r'\b\d+ chunks?\b', shown)

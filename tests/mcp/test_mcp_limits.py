@@ -155,3 +155,21 @@ async def test_a_flood_of_sessions_from_one_token_leaves_the_others_alone() -> N
             assert {r.status_code for r in got} <= {200, 429}, batch
         assert (await initialize(http, url, 'a')).status_code == 429
         assert [(await initialize(http, url, 'b')).status_code for _ in range(20)] == [200] * 20
+
+
+async def test_a_repeated_session_header_is_refused_so_no_session_escapes_its_tokens_limit() -> None:
+    """Regression (issue 41): ``Mcp-Protocol-Version`` sent twice, a handshake version first and an unknown one
+    last. The SDK read the first and opened a session; the limits read the last and did not count it, so one
+    token opened sessions past its limit up to the SDK's global cap (503 for every token)."""
+    limits = TokenLimits(max_sessions=2, idle_timeout=60)
+    async with server_url(token_table({}), limits) as url, httpx2.AsyncClient(timeout=15) as http:
+        auth = [(k, v) for k, v in headers('a').items()]
+        doubled = [*auth, ('mcp-protocol-version', '2025-06-18'), ('mcp-protocol-version', '1999-01-01')]
+        answers = [await http.post(url, headers=doubled, json=INIT) for _ in range(3)]
+        assert [r.status_code for r in answers] == [400, 400, 400], answers[-1].text
+        assert 'Mcp-Protocol-Version header sent twice' in reason(answers[0])
+        assert 'mcp-session-id' not in answers[0].headers
+        two_ids = [*auth, ('mcp-session-id', 'one'), ('mcp-session-id', 'two')]
+        assert (await http.post(url, headers=two_ids, json=LIST)).status_code == 400
+        assert [(await initialize(http, url, 'a')).status_code for _ in range(3)] == [200, 200, 429]
+        assert (await initialize(http, url, 'b')).status_code == 200

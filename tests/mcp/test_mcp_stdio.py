@@ -23,8 +23,24 @@ CHUNKS = chunk_index(corpus())
 
 
 async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -> None:
+    """Twice: the first start builds the toolset before the handshake and keeps its instructions; the second
+    answers the handshake from the kept ones and builds the toolset after it (issue 40). Both serve the same.
+    The kept instructions are made stale before the second start: its handshake sends them (so it did not
+    build first), and its background check puts the real ones back."""
     store = await build_store(tmp_path / 'store')  # persisted; the subprocess reopens it
     rag: ToolishRag[Any] = ToolishRag(store, name='kb').with_metadata_filter(SCOPE)
+    cache = tmp_path / 'cache'
+    real = await rag.instructions()
+    await _serve_and_compare(tmp_path, rag, cache, real)
+    [kept] = list((cache / 'mcp-handshake').glob('*.json'))
+    assert json.loads(kept.read_text()) == {'instructions': real}
+    kept.write_text(json.dumps({'instructions': 'stale instructions'}))
+    await _serve_and_compare(tmp_path, rag, cache, 'stale instructions')
+    assert json.loads(kept.read_text()) == {'instructions': real}
+    assert len(list((cache / 'mcp-handshake').glob('*'))) == 1
+
+
+async def _serve_and_compare(tmp_path: Path, rag: ToolishRag[Any], cache: Path, instructions: str | None) -> None:
     params = StdioServerParameters(
         command=sys.executable,
         args=[
@@ -40,17 +56,19 @@ async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -
             '--filter',
             SCOPE.to_json(),
         ],
-        env={**os.environ, 'TOOLISH_RAG_STORE': ''},
+        env={**os.environ, 'TOOLISH_RAG_STORE': '', 'TOOLISH_RAG_CACHE_DIR': str(cache)},
         cwd=str(tmp_path),
     )
     async with Client(params) as client:
+        assert client.instructions == instructions  # naming kb_hybrid_search: key = name, see below
         tools = (await client.list_tools()).tools
         expected = await rag.tool_definitions()
+        # Short names: a client puts its key for the server in front (`kb` + `_` + `hybrid_search`).
         assert [(t.name, t.description, t.input_schema) for t in tools] == [
-            (d.name, d.description, d.parameters_json_schema) for d in expected
+            (d.name.removeprefix('kb_'), d.description, d.parameters_json_schema) for d in expected
         ]
         assert len(tools) == 12
-        assert client.instructions == await rag.instructions()
+        assert (await client.list_resources()).resources == [] and (await client.list_prompts()).prompts == []
 
         calls: list[tuple[str, dict[str, Any]]] = [
             ('kb_text_search', {'query': 'refund receipt', 'top_k': 10}),
@@ -60,7 +78,7 @@ async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -
         ]
         for tool, args in calls:
             want = await rag.run_tool(tool, args)
-            got = await client.call_tool(tool, args)
+            got = await client.call_tool(tool.removeprefix('kb_'), args)
             assert not got.is_error
             assert got.content[0].text == want.return_value  # type: ignore[union-attr]
             ids = [h['id'] for h in (got.meta or {})[HITS_META_KEY]]
@@ -70,7 +88,7 @@ async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -
 
         hit = (await rag.run_tool('kb_text_search', {'query': 'refund'})).metadata['hits'][0].record
         for tool, args in [('kb_broaden_chunk', {'chunk_id': hit.id}), ('kb_zoom_out', {'id': hit.id})]:
-            got = await client.call_tool(tool, args)
+            got = await client.call_tool(tool.removeprefix('kb_'), args)
             assert got.content[0].text == (await rag.run_tool(tool, args)).return_value  # type: ignore[union-attr]
 
         for tool, args in [
@@ -80,7 +98,7 @@ async def test_stdio_server_serves_the_toolsets_tools_and_text(tmp_path: Path) -
         ]:
             with pytest.raises(ModelRetry) as retry:
                 await rag.run_tool(tool, args)
-            got = await client.call_tool(tool, args)
+            got = await client.call_tool(tool.removeprefix('kb_'), args)
             assert got.is_error and got.content[0].text == retry.value.message  # type: ignore[union-attr]
 
 

@@ -7,15 +7,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from pydantic_ai.models import Model
-
-from ..errors import InvalidRequestError
-from ..grounded._ask import ask
-from ..grounded._render import render_markdown, to_json
-from ..toolset import ToolishRag
 from ._common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
+from ._terminal import json_safe, print_markdown, terminal_safe
+
+if TYPE_CHECKING:
+    from pydantic_ai.models import Model
+
+    from ..toolset import ToolishRag
 
 __all__ = ['ask_and_print', 'register', 'run']
 
@@ -78,12 +78,16 @@ async def ask_and_print(
     err: IO[str] | None = None,
 ) -> int:
     """Ask, print the result (Markdown or JSON) to ``out``; returns the exit code."""
+    from ..errors import InvalidRequestError
+    from ..grounded._ask import ask
+    from ..grounded._render import render_markdown, to_json
+
     out = out if out is not None else sys.stdout
     err = err if err is not None else sys.stderr
     try:
         models = [_resolve(m) for m in (model, grader_model, semantic_model)]
     except ValueError as e:
-        print(f'toolish-rag ask: {e}', file=err)
+        print(terminal_safe(f'toolish-rag ask: {e}'), file=err)
         return 2
     try:
         result = await ask(
@@ -96,17 +100,12 @@ async def ask_and_print(
             evidence_chars=evidence_chars,
         )
     except InvalidRequestError as e:
-        print(f'toolish-rag ask: {e}', file=err)
+        print(terminal_safe(f'toolish-rag ask: {e}'), file=err)
         return 2
     if as_json:
-        print(to_json(result), file=out)
-    elif out is sys.stdout and out.isatty():  # a terminal: show the Markdown rendered
-        from rich.console import Console
-        from rich.markdown import Markdown
-
-        Console().print(Markdown(render_markdown(result)))
-    else:
-        print(render_markdown(result), file=out)
+        print(json_safe(to_json(result)), file=out)
+    else:  # rendered in a terminal, plain text in a pipe: never Markdown escapes
+        print_markdown(render_markdown(result), out)
     return 0
 
 

@@ -11,16 +11,17 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
-from pydantic_ai import Agent, RunContext
-from pydantic_ai.agent import EventStreamHandler
-from pydantic_ai.messages import AgentStreamEvent, ModelMessage, PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
-from pydantic_ai.models import Model
-
-from ..toolset import RagEvent, ToolishRag, tool_name
 from ._common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
+from ._terminal import terminal_safe
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pydantic-ai is imported when a chat starts: `toolish-rag` itself starts light
+    from pydantic_ai import Agent, RunContext
+    from pydantic_ai.agent import EventStreamHandler
+    from pydantic_ai.messages import AgentStreamEvent, ModelMessage
+    from pydantic_ai.models import Model
     from rich.console import Console
+
+    from ..toolset import RagEvent, ToolishRag
 
 __all__ = ['CHAT_INSTRUCTIONS', 'HISTORY_FILE', 'MODEL_ENV', 'build_agent', 'chat', 'register', 'run', 'tool_line']
 
@@ -72,17 +73,21 @@ def _resolve_model(model: Model | str) -> Model | str:
 
 def build_agent(rag: ToolishRag[Any], model: Model | str) -> Agent[None, str]:
     """The chat agent: ``model``, the store's toolset, and `CHAT_INSTRUCTIONS`."""
+    from pydantic_ai import Agent
+
     return Agent(model, toolsets=[rag], instructions=CHAT_INSTRUCTIONS, name='toolish-rag')
 
 
 def tool_line(event: RagEvent) -> str:
     """One line per tool call: ``↳ docs_text_search(query='refunds', top_k=5) → 3 hits``."""
+    from ..toolset import tool_name
+
     args = ', '.join(f'{k}={v!r}' for k, v in event.arguments.items() if v is not None)
     call = f'{tool_name(event.rag, event.tool)}({args})'
     if event.error is not None:
-        return f'↳ {call} → rejected: {event.error}'
+        return terminal_safe(f'↳ {call} → rejected: {event.error}')
     n = len(event.hits)
-    return f'↳ {call} → {n} {"hit" if n == 1 else "hits"}{" (scoped)" if event.filtered else ""}'
+    return terminal_safe(f'↳ {call} → {n} {"hit" if n == 1 else "hits"}{" (scoped)" if event.filtered else ""}')
 
 
 async def chat(
@@ -143,14 +148,14 @@ async def chat(
         if text.startswith('/'):
             if text.lower() in _EXIT_COMMANDS:
                 return 0
-            out.print(f'unknown command {text}: /exit ends the session', markup=False, highlight=False)
+            out.print(terminal_safe(f'unknown command {text}: /exit ends the session'), markup=False, highlight=False)
             continue
         if not interactive:  # a terminal shows the prompt as typed; show piped ones the same way
-            out.print(f'[bold]{prog_name} ➤[/bold] {escape(text)}', highlight=False)
+            out.print(f'[bold]{prog_name} ➤[/bold] {escape(terminal_safe(text))}', highlight=False)
         try:
             messages = await _answer(agent, text, messages, out, stream=stream)
         except Exception as e:
-            out.print(f'[red]{type(e).__name__}:[/red] {escape(str(e))}', highlight=False)
+            out.print(f'[red]{type(e).__name__}:[/red] {escape(terminal_safe(str(e)))}', highlight=False)
             if not interactive:
                 return 1
     return 0
@@ -168,7 +173,7 @@ async def _answer(
 
     if not stream:
         result = await agent.run(prompt, message_history=history)
-        out.print(Markdown(result.output))
+        out.print(Markdown(terminal_safe(result.output)))
     else:
         result = await agent.run(prompt, message_history=history, event_stream_handler=_show_text_as_it_comes(out))
     return result.all_messages()
@@ -176,6 +181,7 @@ async def _answer(
 
 def _show_text_as_it_comes(out: Console) -> EventStreamHandler[None]:
     """An event handler showing each model response's text live, as Markdown, while it streams."""
+    from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
     from rich.live import Live
     from rich.markdown import Markdown
 
@@ -193,7 +199,7 @@ def _show_text_as_it_comes(out: Console) -> EventStreamHandler[None]:
                 if live is None:
                     live = Live(console=out, vertical_overflow='visible')
                     live.start()
-                live.update(Markdown(text))
+                live.update(Markdown(terminal_safe(text)))
         finally:
             if live is not None:
                 live.stop()

@@ -6,17 +6,17 @@ import argparse
 import os
 import re
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..analysis import analyzer_for
 from ..manifest import EmbedderMismatch, ManifestError
-from ..stores import available_stores, open_store
 from ..stores._location import STORE_DIR, default_spec, missing_store, spec_with_location
 from ..stores.lock import StoreLock, StoreLocked
-from ..stores.registry import default_store_name
-from ..toolset import FilterableKey, ToolishRag
+from ..stores.registry import available_stores, default_store_name, open_store
 from ._extras import check_model
 from ._filter_arg import add_filter_argument, scoped as scoped_rag
+
+if TYPE_CHECKING:  # the toolset (pydantic-ai) is imported when a command opens its store: `toolish-rag` starts light
+    from ..toolset import FilterableKey, ToolishRag
 
 __all__ = [
     'MODEL_ENV',
@@ -246,6 +246,8 @@ _TYPES: dict[str, type[str] | type[int] | type[float] | type[bool]] = {
 
 def _language(code: str) -> str:
     """``--language``: a code the analyzer knows, normalised (``DE`` and ``german`` are ``de``)."""
+    from ..analysis import analyzer_for
+
     try:
         return analyzer_for(code).language
     except ValueError as e:
@@ -256,6 +258,8 @@ def filterable_keys(specs: list[str]) -> dict[str, FilterableKey] | None:
     """``--filterable KEY=TYPE`` options as a ``filterable=`` declaration (``None`` when there are none)."""
     if not specs:
         return None
+    from ..toolset import FilterableKey
+
     keys: dict[str, FilterableKey] = {}
     for spec in specs:
         key, sep, kind = spec.partition('=')
@@ -291,6 +295,8 @@ def reranking(args: argparse.Namespace) -> dict[str, Any]:
 
 def open_rag(args: argparse.Namespace, *, write: bool = False) -> tuple[Any, ToolishRag[Any]]:
     """The store (see `open_store_for`) and the toolset over it; argument errors come before the store's."""
+    from ..toolset import ToolishRag
+
     filterable = filterable_keys(getattr(args, 'filterable', []))
     store = open_store_for(args, write=write)
     rerank = reranking(args)
@@ -322,6 +328,9 @@ def model_and_scoped_rag(args: argparse.Namespace, no_model: str) -> tuple[str, 
         print(no_model, file=sys.stderr)
         return None
     check_model(model)  # a missing provider library is said before the store is opened
+    import pydantic_ai
+
+    pydantic_ai.BANNER_ENABLED = False  # the command owns its output: no first-run banner above an answer
     _, rag = open_rag(args)
     rag = scoped_rag(rag, args.filter)
     return model, rag

@@ -10,6 +10,8 @@ from __future__ import annotations
 import os
 import sys
 
+from ._terminal import terminal_safe
+
 __all__ = ['DEBUG_ENV', 'EXPECTED', 'debugging', 'report']
 
 DEBUG_ENV = 'TOOLISH_RAG_DEBUG'
@@ -26,7 +28,8 @@ def debugging() -> bool:
 
 def report(error: Exception) -> int:
     """Print ``error`` as one line on stderr; the exit code: 2 for an expected failure, 1 for anything else."""
-    text = '; '.join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
+    lines = terminal_safe(str(error)).splitlines()
+    text = '; '.join(line.strip() for line in lines if line.strip()) or type(error).__name__
     if isinstance(error, EXPECTED):
         print(f'toolish-rag: {text}', file=sys.stderr)
         return 2

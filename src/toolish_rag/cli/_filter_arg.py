@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import argparse
 import tomllib
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+if TYPE_CHECKING:  # the filter models are imported when a --filter is read: `toolish-rag` starts light
+    from pydantic import ValidationError
 
-from ..filters import Filter, PropertyFilter, and_, parse_filter
-from ..toolset import ToolishRag
+    from ..filters import Filter
+    from ..toolset import ToolishRag
 
 __all__ = ['EXAMPLE', 'add_filter_argument', 'parse_scope', 'scope_filter', 'scoped']
 
@@ -40,6 +41,10 @@ def _value(text: str) -> Any:
 
 def parse_scope(text: str) -> Filter:
     """One ``--filter`` value as a filter; ValueError with one human line when it is neither form."""
+    from pydantic import ValidationError
+
+    from ..filters import PropertyFilter, parse_filter
+
     stripped = text.strip()
     if not stripped.startswith('{'):
         key, sep, raw = stripped.partition('=')
@@ -85,6 +90,8 @@ def scope_filter(values: list[str] | None) -> Filter | None:
     (``main`` prints it, exit 2: a usage error)."""
     if not values:
         return None
+    from ..filters import and_
+
     return and_(*(parse_scope(v) for v in values))
 
 

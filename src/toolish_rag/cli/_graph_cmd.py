@@ -13,24 +13,15 @@ import sys
 from collections.abc import Sequence
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import ModelRetry
-
-from ..graph.builders import (
-    BuildReport,
-    CodeGraphBuilder,
-    ExactNameLinker,
-    ExtractionBuilder,
-    GraphBuilder,
-    GraphBuildStore,
-    StructureBuilder,
-    VectorLinker,
-    build_graph,
-)
 from ..manifest import ManifestError, read_manifest, update_manifest
 from ._common import MODEL_ENV, open_rag, store_spec
 from ._filter_arg import add_filter_argument, scoped as scoped_rag
+from ._terminal import terminal_safe
+
+if TYPE_CHECKING:  # the builders and pydantic-ai are imported when a graph command runs (a light `toolish-rag`)
+    from ..graph.builders import BuildReport, GraphBuilder
 
 __all__ = ['LINKS', 'register', 'run']
 
@@ -97,6 +88,8 @@ def builders_for(args: argparse.Namespace, scope_keys: Sequence[str] | None = No
 
     ``scope_keys``: the keys to build with (default: ``--scope-key``'s).
     """
+    from ..graph.builders import CodeGraphBuilder, ExactNameLinker, ExtractionBuilder, StructureBuilder, VectorLinker
+
     links = args.link or list(_DEFAULT_LINKS)
     scope = tuple(args.scope_key if scope_keys is None else scope_keys)
     chosen: list[GraphBuilder] = []
@@ -170,6 +163,10 @@ def report_line(report: BuildReport) -> str:
 
 
 async def run(args: argparse.Namespace) -> int:
+    from pydantic_ai import ModelRetry
+
+    from ..graph.builders import GraphBuildStore, build_graph
+
     store, rag = open_rag(args, write=args.action == 'build')
     if args.action == 'build':
         if args.id is not None:
@@ -206,7 +203,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         result = await rag.run_tool('graph_context', arguments)
     except ModelRetry as retry:
-        print(f'rejected: {retry}')
+        print(terminal_safe(f'rejected: {retry}'))
         return 2
-    print(result.return_value)
+    print(terminal_safe(str(result.return_value)))
     return 0

@@ -31,6 +31,13 @@ def register(sub: Any) -> argparse.ArgumentParser:
     )
     parser.add_argument('--path', default='/mcp', help='HTTP path of the MCP endpoint (default: /mcp)')
     parser.add_argument(
+        '--prefixed-names',
+        action='store_true',
+        help='list the tools under their full names (NAME_hybrid_search) rather than their short ones '
+        '(hybrid_search), for a client that does not put its key for the server in front of tool names '
+        '(docs/mcp.md#tool-names)',
+    )
+    parser.add_argument(
         '--stateless',
         action='store_true',
         help='keep no MCP session between HTTP requests, so that any of several servers behind a load balancer '
@@ -79,7 +86,7 @@ def _is_loopback(host: str) -> bool:
 async def run(args: argparse.Namespace) -> int:
     require(MCP, *([MCP_HTTP] if args.http is not None else []))
     try:
-        from ..mcp import TokenLimits, load_token_table, serve_http, serve_stdio
+        from ..mcp import TokenLimits  # the rest when used: a stdio start imports neither tokens nor filters
     except ImportError as e:  # pragma: no cover - depends on the installed extras
         print(f'toolish-rag mcp needs the mcp extra: pip install "toolish-rag[mcp]" ({e})', file=sys.stderr)
         return 2
@@ -95,19 +102,35 @@ async def run(args: argparse.Namespace) -> int:
         if args.tokens and args.no_auth:
             raise ValueError('give either --tokens or --no-auth, not both')
         if args.tokens:
+            from ..mcp import load_token_table
+
             tokens = load_token_table(args.tokens)
         elif not args.no_auth:
             raise ValueError('--http needs --tokens FILE (see docs/mcp.md), or --no-auth on a loopback address')
         elif not _is_loopback(host):
             raise ValueError(f'--no-auth is only allowed on a loopback address, not {host!r}')
+    short_names = not args.prefixed_names
+    if args.http is None:
+        from ._mcp_startup import serve_stdio_command
+
+        await serve_stdio_command(args, short_names=short_names)
+        return 0
+    from ..mcp import serve_http
+
     _, rag = open_rag(args)
     rag = scoped_rag(rag, args.filter)
-    if args.http is None:
-        await serve_stdio(rag)
-        return 0
     count = len(tokens.labels) if tokens else 0
     scoped = f'{count} token{"" if count == 1 else "s"}' if tokens else 'no authentication'
     stateless = ', stateless' if args.stateless else ''
     print(f'toolish-rag: MCP on http://{args.http}{args.path} ({scoped}{stateless}); Ctrl-C stops', file=sys.stderr)
-    await serve_http(rag, tokens, host=host, port=port, path=args.path, stateless=args.stateless, limits=limits)
+    await serve_http(
+        rag,
+        tokens,
+        host=host,
+        port=port,
+        path=args.path,
+        stateless=args.stateless,
+        limits=limits,
+        short_names=short_names,
+    )
     return 0

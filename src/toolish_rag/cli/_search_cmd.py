@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import argparse
 import json
-from typing import Any
+import sys
+from typing import TYPE_CHECKING, Any
 
-from pydantic_ai import ModelRetry
-
-from ..content import Chunk
-from ..search import SearchHit
 from ._common import open_rag
 from ._filter_arg import add_filter_argument, scoped as scoped_rag
+from ._terminal import json_safe, terminal_safe
+
+if TYPE_CHECKING:
+    from ..search import SearchHit
+    from ..toolset import ToolishRag
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
     parser: argparse.ArgumentParser = sub.add_parser('search', help='search the store through an agent tool')
-    parser.add_argument('query', help='the query (for --tool regex: the pattern)')
+    parser.add_argument(
+        'query',
+        help='the query (for --tool regex: the pattern); - reads one per line from stdin and answers each in turn '
+        'from one process, the store opened and the model loaded once (a warm path for repeated queries)',
+    )
     parser.add_argument(
         '--tool',
         choices=['hybrid', 'vector', 'text', 'regex'],
@@ -31,6 +37,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 
 def _hit_json(hit: SearchHit) -> dict[str, Any]:
+    from ..content import Chunk
+
     record = hit.record
     out: dict[str, Any] = {'id': record.id, 'score': hit.score, 'kind': record.kind, 'metadata': record.metadata}
     if isinstance(record, Chunk):
@@ -59,15 +67,29 @@ async def run(args: argparse.Namespace) -> int:
     if tool not in searches:
         print(f'{tool} is not available for this store; it offers: {", ".join(searches)}')
         return 2
+    if args.query != '-':
+        return await _search(rag, tool, args.query, args, indent=2)
+    code = 0
+    for line in sys.stdin:  # per query one JSON line (--json), or its result and a blank line; flushed at once
+        if query := line.strip():
+            code = max(code, await _search(rag, tool, query, args, indent=None))
+            print('' if args.json else '\n', end='', flush=True)
+    return code
+
+
+async def _search(rag: ToolishRag[Any], tool: str, query: str, args: argparse.Namespace, *, indent: int | None) -> int:
+    """One tool call, printed as the model reads it (or its hits as JSON); 2 when the call was rejected."""
+    from pydantic_ai import ModelRetry
+
     arguments: dict[str, Any] = {'top_k': args.top_k}
-    arguments['pattern' if tool == 'regex_search' else 'query'] = args.query
+    arguments['pattern' if tool == 'regex_search' else 'query'] = query
     try:
         result = await rag.run_tool(tool, arguments)
     except ModelRetry as retry:
-        print(f'rejected: {retry}')
+        print(terminal_safe(f'rejected: {retry}'))
         return 2
     if args.json:
-        print(json.dumps([_hit_json(h) for h in result.metadata['hits']], indent=2))
+        print(json_safe(json.dumps([_hit_json(h) for h in result.metadata['hits']], indent=indent)))
     else:
-        print(result.return_value)
+        print(terminal_safe(str(result.return_value)))
     return 0

@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from ._common import open_rag
+from ._terminal import json_safe, terminal_safe
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -23,10 +24,11 @@ async def run(args: argparse.Namespace) -> int:
         payload = [
             {'name': d.name, 'description': d.description, 'parameters': d.parameters_json_schema} for d in definitions
         ]
-        print(json.dumps(payload, indent=2))
+        print(json_safe(json.dumps(payload, indent=2)))
         return 0
-    print(f'{len(definitions)} tools for {type(rag.store).__name__}:\n')
+    lines = [f'{len(definitions)} tools for {type(rag.store).__name__}:\n']
     for d in definitions:
-        print(f'## {d.name}\n{d.description}\nparameters: {json.dumps(d.parameters_json_schema)}\n')
-    print('## instructions the toolset adds\n' + ((await rag.instructions()) or '(none)'))
+        lines.append(f'## {d.name}\n{d.description}\nparameters: {json.dumps(d.parameters_json_schema)}\n')
+    lines.append('## instructions the toolset adds\n' + ((await rag.instructions()) or '(none)'))
+    print(terminal_safe('\n'.join(lines)))  # instructions may hold eager search results
     return 0

@@ -15,7 +15,7 @@ from ..navigation import Navigator, SectionTarget
 from ..search import ID_RULE
 from ..sections import DocumentPageRequest, DocumentSummary
 from ._access import Viewer
-from ._html import Html, definitions, join, markup, pretty, table, url
+from ._html import Html, counted, definitions, join, markup, pretty, table, url
 from ._page import BadRequest, NotFound, Page
 
 __all__ = ['chunk_link', 'chunk_page', 'document_link', 'document_page', 'documents_page', 'lacks', 'section_page']
@@ -137,16 +137,16 @@ async def document_page(request: Request, viewer: Viewer) -> Page:
     )
     items = [
         markup(
-            '<li class="depth-{}"><a href="{}">{}</a> <span class="muted">({} chunks)</span></li>',
+            '<li class="depth-{}"><a href="{}">{}</a> <span class="muted">({})</span></li>',
             min(s.depth, 6),
             url('/section', document=document.id, id=s.id),
             s.title or s.id,
-            s.chunk_count,
+            counted(s.chunk_count, 'chunk'),
         )
         for s in outline.sections
     ]
     preamble = (
-        markup('<p class="muted">{} chunks before the first heading.</p>', outline.preamble_chunks)
+        markup('<p class="muted">{} before the first heading.</p>', counted(outline.preamble_chunks, 'chunk'))
         if outline.preamble_chunks
         else Html('')
     )
@@ -187,10 +187,10 @@ async def section_page(request: Request, viewer: Viewer) -> Page:
     ]
     path = ' > '.join(target.section_path) if target.section_path else '(whole document)'
     body = markup(
-        '<p>{} · {} · <span class="count">{} chunks in scope</span></p>{}{}',
+        '<p>{} · {} · <span class="count">{} in scope</span></p>{}{}',
         document_link(document.id, document.title),
         path,
-        page.total,
+        counted(page.total, 'chunk'),
         join(chunks),
         _pager('/section', offset, SECTION_PAGE, page.total, document=document.id, id=section_id),
     )

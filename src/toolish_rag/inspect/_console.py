@@ -20,7 +20,7 @@ from ..search import SearchHit
 from ..toolset import ToolishRag
 from ._access import ScopedToolsets, Viewer
 from ._browse import chunk_link, document_link
-from ._html import Html, join, markup, pretty, table
+from ._html import Html, counted, join, markup, pretty, table
 from ._page import BadRequest, Page
 
 if TYPE_CHECKING:
@@ -272,10 +272,10 @@ async def _run(
     hits = outcome.metadata.get('hits', []) if isinstance(outcome.metadata, dict) else []
     return markup(
         '{}<h2>Text the model receives</h2><pre class="model-text" id="model-text">{}</pre>'
-        '<p class="timing">{} ms · {} hits</p><h2>Hits</h2>{}',
+        '<p class="timing">{} ms · {}</p><h2>Hits</h2>{}',
         sent,
         str(outcome.return_value),
         f'{took:.1f}',
-        len(hits),
+        counted(len(hits), 'hit'),
         _hits_table(hits),
     )

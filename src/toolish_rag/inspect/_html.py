@@ -12,7 +12,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 from urllib.parse import urlencode
 
-__all__ = ['Html', 'esc', 'join', 'layout', 'markup', 'url']
+__all__ = ['Html', 'counted', 'esc', 'join', 'layout', 'markup', 'url']
 
 
 class Html(str):
@@ -26,6 +26,11 @@ def esc(value: object) -> Html:
     if isinstance(value, Html):
         return value
     return Html(html.escape(value if isinstance(value, str) else str(value), quote=True))
+
+
+def counted(n: int, noun: str) -> str:
+    """``1 chunk``, ``2 chunks``, ``0 chunks`` (``noun`` singular; the plural adds an s)."""
+    return f'{n} {noun}' if n == 1 else f'{n} {noun}s'
 
 
 def markup(template: str, *values: object) -> Html:

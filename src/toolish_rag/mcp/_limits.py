@@ -156,10 +156,16 @@ class TokenLimitsMiddleware:
         if label is None:
             await self.app(scope, receive, send)
             return
+        repeated = _repeated_header(scope)
+        if repeated is not None:
+            logger.info('refused a request of token %s: %s sent more than once', label, repeated)
+            payload = {'jsonrpc': '2.0', 'id': None, 'error': {'code': -32600, 'message': f'{repeated} sent twice'}}
+            await send_json(send, 400, payload, [])
+            return
         now = self.clock()
         tenant = self._tenant(label, now)
         await self._sweep(tenant, now)
-        headers = dict(scope.get('headers', []))
+        headers = dict(scope.get('headers', []))  # each header at most once (checked above)
         session_id = headers.get(_SESSION_HEADER, b'').decode('latin-1') or None
         method = scope.get('method', '')
         refusal = self._refusal(tenant, now, method, session_id, headers.get(_VERSION_HEADER))
@@ -219,9 +225,12 @@ class TokenLimitsMiddleware:
             nonlocal status, session
             if message['type'] == 'http.response.start':
                 status = int(message['status'])
-                opened = dict(message.get('headers', [])).get(_SESSION_HEADER)
-                if opening and status < 400 and opened:
-                    session = tenant.sessions[opened.decode('latin-1')] = _Session(self.clock(), in_flight=1)
+                named = dict(message.get('headers', [])).get(_SESSION_HEADER)
+                opened = named.decode('latin-1') if named else None
+                if status < 400 and opened is not None and opened not in tenant.sessions:
+                    # Counted when the response names a new session, whatever the request looked like: what
+                    # the SDK opened is what counts, not what this middleware predicted from the headers.
+                    session = tenant.sessions[opened] = _Session(self.clock(), in_flight=1)
             await send(message)
             if message['type'] == 'http.response.body' and not message.get('more_body', False):
                 release()
@@ -247,6 +256,26 @@ class TokenLimitsMiddleware:
             for session_id in t.expired(now):
                 del t.sessions[session_id]
                 await self.close_session(session_id)
+
+
+_SINGLE_HEADERS = {_SESSION_HEADER: 'the Mcp-Session-Id header', _VERSION_HEADER: 'the Mcp-Protocol-Version header'}
+
+
+def _repeated_header(scope: Scope) -> str | None:
+    """The name of a session header the request sends more than once, else ``None``.
+
+    The SDK reads the first value of a repeated header and a dict of the headers the last one; a
+    request whose headers mean one thing to the limits and another to the SDK could open sessions
+    its token's limit never counts (issue 41). Refused (400) rather than read one way or the other.
+    """
+    seen: set[bytes] = set()
+    for key, _ in scope.get('headers', []):
+        name = key.lower()
+        if name in _SINGLE_HEADERS:
+            if name in seen:
+                return _SINGLE_HEADERS[name]
+            seen.add(name)
+    return None
 
 
 def _ended(method: str, status: int) -> bool:

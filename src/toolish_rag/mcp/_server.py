@@ -24,30 +24,31 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Awaitable, Callable, MutableMapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import mcp_types as types
 from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
 from mcp.server.auth.provider import AccessToken
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.lowlevel import Server
-from pydantic_ai import ModelRetry
 
-from ..content import Chunk
-from ..filters import Filter
-from ..search import SearchHit
-from ..toolset import ToolishRag
 from ._limits import TokenLimits, TokenLimitsMiddleware, send_json
-from ._tokens import TokenScope, TokenTable
+
+if TYPE_CHECKING:  # the toolset (pydantic-ai) is imported by whoever builds one: a stdio server answers first
+    from ..filters import Filter
+    from ..search import SearchHit
+    from ..toolset import ToolishRag
+    from ._tokens import TokenScope, TokenTable
 
 __all__ = [
     'HITS_META_KEY',
     'SCOPE_KEY',
     'BearerScopeMiddleware',
+    'RagSource',
     'build_server',
     'http_app',
+    'lazy_server',
     'serve_http',
-    'serve_stdio',
 ]
 
 logger = logging.getLogger('toolish_rag.mcp')
@@ -77,7 +78,13 @@ def _version() -> str:
         return '0'
 
 
+RagSource = Callable[[], Awaitable['ToolishRag[Any]']]
+"""Where a server's handlers get the toolset: at once (`build_server`), or once it is built (`lazy_server`)."""
+
+
 def _hit_meta(hit: SearchHit) -> dict[str, Any]:
+    from ..content import Chunk
+
     record = hit.record
     out: dict[str, Any] = {'id': record.id, 'kind': record.kind, 'score': hit.score}
     if isinstance(record, Chunk):
@@ -158,7 +165,7 @@ class _ScopedInstructions:
 
 
 async def build_server(
-    rag: ToolishRag[Any], *, name: str = 'toolish-rag', instructions: str | None = None
+    rag: ToolishRag[Any], *, name: str = 'toolish-rag', instructions: str | None = None, short_names: bool = False
 ) -> Server[Any]:
     """An MCP ``Server`` offering ``rag``'s tools.
 
@@ -168,16 +175,49 @@ async def build_server(
     over HTTP each request's token scope is ANDed in on top, for the tool calls and for
     the instructions a client gets when it connects. Explicit ``instructions`` are sent
     as given to every client.
+
+    ``short_names`` lists the tools by their short names (``hybrid_search``): an MCP client
+    puts its own key for the server in front (pydantic-ai's ``load_mcp_toolsets`` with the key
+    ``docs`` exposes ``docs_hybrid_search``, the name the toolset's instructions use when the key
+    is its name), so nothing is named twice. See docs/mcp.md#tool-names.
     """
+
+    async def source() -> ToolishRag[Any]:
+        return rag
+
+    text = instructions if instructions is not None else await server_instructions(rag)
+    server = lazy_server(source, collection=rag.name, instructions=text, name=name, short_names=short_names)
+    if instructions is None:
+        server.middleware.append(_ScopedInstructions(rag))
+    return server
+
+
+def lazy_server(
+    rag: RagSource,
+    *,
+    collection: str,
+    instructions: str | None,
+    name: str = 'toolish-rag',
+    short_names: bool = False,
+    calls: RagSource | None = None,
+) -> Server[Any]:
+    """An MCP ``Server`` whose handlers await the toolset from ``rag`` (``calls`` for tool calls, default ``rag``).
+
+    The handshake (``initialize``, with ``instructions``) needs no toolset, so a stdio server can answer
+    it before pydantic-ai, the store and the embedding model are loaded (docs/mcp.md#start-up-time).
+    ``collection`` is the toolset's name (the server's title). Resources and prompts: none (empty lists).
+    """
+    calls = calls if calls is not None else rag
 
     async def list_tools(
         ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
     ) -> types.ListToolsResult:
-        definitions = await rag.tool_definitions()
+        toolset = await rag()
+        definitions = await toolset.tool_definitions()
         return types.ListToolsResult(
             tools=[
                 types.Tool(
-                    name=d.name,
+                    name=_listed(d.name, toolset.name, short_names),
                     description=d.description,
                     input_schema=d.parameters_json_schema,
                     annotations=_ANNOTATIONS,
@@ -192,45 +232,68 @@ async def build_server(
         allowed, scope_filter = _request_scope(ctx)
         if not allowed:
             return _error('this request is not authenticated')
-        scoped = rag if scope_filter is None else rag.with_metadata_filter(scope_filter)
-        if params.name not in scoped.tool_names:
-            return _error(f'unknown tool {params.name!r}; this server offers {", ".join(scoped.tool_names)}')
-        try:
-            result = await scoped.run_tool(params.name, params.arguments or {})
-        except ModelRetry as retry:
-            return _error(retry.message)
-        except Exception:
-            logger.exception('tool %s failed', params.name)
-            return _error(f'{params.name} failed with an internal error; try again or use another tool')
-        hits = result.metadata.get('hits', []) if isinstance(result.metadata, dict) else []
-        return types.CallToolResult(
-            content=[types.TextContent(text=str(result.return_value))],
-            meta={HITS_META_KEY: [_hit_meta(h) for h in hits]},
-        )
+        toolset = await calls()
+        return await _call(toolset, scope_filter, params, short_names)
 
-    server: Server[Any] = Server(
+    return Server(
         name,
         version=_version(),
-        title=f'{rag.name} collection (toolish-rag)',
-        instructions=instructions if instructions is not None else await server_instructions(rag),
+        title=f'{collection} collection (toolish-rag)',
+        instructions=instructions,
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        on_list_resources=_no_resources,
+        on_list_resource_templates=_no_resource_templates,
+        on_list_prompts=_no_prompts,
     )
-    if instructions is None:
-        server.middleware.append(_ScopedInstructions(rag))
-    return server
 
 
-# -- stdio -----------------------------------------------------------------------------------------
+def _listed(full: str, prefix: str, short_names: bool) -> str:
+    """The name a tool is listed under: its full name, or without the toolset's ``prefix_``."""
+    return full.removeprefix(f'{prefix}_') if short_names else full
 
 
-async def serve_stdio(rag: ToolishRag[Any], *, name: str = 'toolish-rag') -> None:
-    """Serve ``rag`` over stdin/stdout until the client closes the connection."""
-    from mcp.server.stdio import stdio_server
+async def _call(
+    rag: ToolishRag[Any], scope_filter: Filter | None, params: types.CallToolRequestParams, short_names: bool
+) -> types.CallToolResult:
+    """One ``tools/call`` through ``rag.run_tool``, narrowed by the request's scope; errors as MCP error results."""
+    from pydantic_ai import ModelRetry
 
-    server = await build_server(rag, name=name)
-    async with stdio_server() as (read_stream, write_stream):
-        await server.run(read_stream, write_stream, server.create_initialization_options())
+    scoped = rag if scope_filter is None else rag.with_metadata_filter(scope_filter)
+    offered = {_listed(full, rag.name, short_names): full for full in scoped.tool_names}
+    full = offered.get(params.name)
+    if full is None:
+        return _error(f'unknown tool {params.name!r}; this server offers {", ".join(offered)}')
+    try:
+        result = await scoped.run_tool(full, params.arguments or {})
+    except ModelRetry as retry:
+        return _error(retry.message)
+    except Exception:
+        logger.exception('tool %s failed', params.name)
+        return _error(f'{params.name} failed with an internal error; try again or use another tool')
+    hits = result.metadata.get('hits', []) if isinstance(result.metadata, dict) else []
+    return types.CallToolResult(
+        content=[types.TextContent(text=str(result.return_value))],
+        meta={HITS_META_KEY: [_hit_meta(h) for h in hits]},
+    )
+
+
+async def _no_resources(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourcesResult:
+    return types.ListResourcesResult(resources=[])
+
+
+async def _no_resource_templates(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListResourceTemplatesResult:
+    return types.ListResourceTemplatesResult(resource_templates=[])
+
+
+async def _no_prompts(
+    ctx: ServerRequestContext[Any, Any], params: types.PaginatedRequestParams | None
+) -> types.ListPromptsResult:
+    return types.ListPromptsResult(prompts=[])
 
 
 # -- HTTP ------------------------------------------------------------------------------------------
@@ -387,6 +450,7 @@ async def serve_http(
     name: str = 'toolish-rag',
     stateless: bool = False,
     limits: TokenLimits | None = None,
+    short_names: bool = False,
 ) -> None:
     """Serve ``rag`` over streamable HTTP at ``http://HOST:PORT/PATH`` until interrupted.
 
@@ -394,11 +458,11 @@ async def serve_http(
     own (with its own token's scope), so several servers behind a round-robin load balancer can
     each answer any request of a client. A session opened on one server is unknown to the others
     (404), so without it a load balancer must be sticky on the ``Mcp-Session-Id`` header.
-    ``limits``: every token's `TokenLimits` (see `http_app`).
+    ``limits``: every token's `TokenLimits` (see `http_app`). ``short_names``: see `build_server`.
     """
     import uvicorn
 
-    server = await build_server(rag, name=name)
+    server = await build_server(rag, name=name, short_names=short_names)
     app = http_app(server, tokens, host=host, path=path, stateless=stateless, limits=limits)
     config = uvicorn.Config(app, host=host, port=port, log_level='warning', lifespan='on')
     await uvicorn.Server(config).serve()
