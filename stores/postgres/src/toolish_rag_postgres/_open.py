@@ -41,7 +41,7 @@ def open_database(
         if keys:
             enable_row_security(conn, schema, keys, reader_role)
         row = conn.execute("SELECT value::text FROM meta WHERE key = 'manifest'").fetchone()
-    manifest = StoreManifest.from_json(json.loads(row[0]), f'{schema}.meta') if row is not None else None
+    manifest = StoreManifest.from_json(json.loads(str(row[0])), f'{schema}.meta') if row is not None else None
     return Opened(
         Database(
             conninfo,

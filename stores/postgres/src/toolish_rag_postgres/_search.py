@@ -99,5 +99,7 @@ def regex_rows(tx: Tx, scope: Compiled, pattern: Any, request: RegexRequest, sca
     best = ranked[: request.top_k]
     if not best:
         return []
-    bodies = dict(tx.execute('SELECT id, body FROM records WHERE id = ANY(%s::text[])', ([r[1] for r in best],)))
+    bodies: dict[str, str] = dict(
+        tx.execute('SELECT id, body FROM records WHERE id = ANY(%s::text[])', ([r[1] for r in best],))
+    )
     return [SearchHit(parse(bodies[record_id]), float(count), samples) for _, record_id, count, samples in best]

