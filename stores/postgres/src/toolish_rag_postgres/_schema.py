@@ -48,7 +48,7 @@ CREATE TABLE IF NOT EXISTS records (
     body text NOT NULL,
     regex_text text,
     tokens text[] NOT NULL,
-    tf jsonb NOT NULL,
+    counts integer[] NOT NULL,
     length integer NOT NULL,
     language text NOT NULL,
     embedding vector

@@ -24,15 +24,19 @@ K1 = 1.5
 B = 0.75
 
 _BM25 = """
-WITH q AS (SELECT t, count(*)::float8 AS reps FROM unnest(%(tokens)s::text[]) AS t GROUP BY t),
-stats AS (SELECT count(*)::float8 AS n, COALESCE(avg(length), 0)::float8 AS mean FROM records WHERE {f}),
-df AS (SELECT q.t, q.reps, (SELECT count(*) FROM records WHERE tokens @> ARRAY[q.t] AND {f})::float8 AS df FROM q),
-idf AS (SELECT df.t, df.reps * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS w FROM df, stats WHERE df.df > 0),
-hits AS (SELECT id, length, tf FROM records WHERE tokens && %(tokens)s::text[] AND {f}),
+WITH q AS MATERIALIZED (SELECT t, count(*)::float8 AS reps FROM unnest(%(tokens)s::text[]) AS t GROUP BY t),
+stats AS MATERIALIZED (SELECT count(*)::float8 AS n, COALESCE(avg(length), 0)::float8 AS mean FROM records WHERE {f}),
+df AS MATERIALIZED (
+    SELECT q.t, q.reps, (SELECT count(*) FROM records WHERE tokens @> ARRAY[q.t] AND {f})::float8 AS df FROM q
+),
+idf AS MATERIALIZED (
+    SELECT df.t, df.reps * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS w FROM df, stats WHERE df.df > 0
+),
 scored AS (
-    SELECT h.id, sum(idf.w * (h.tf ->> idf.t)::float8
-        / ((h.tf ->> idf.t)::float8 + %(k1)s * (1 - %(b)s + %(b)s * h.length / NULLIF(stats.mean, 0)))) AS score
-    FROM hits AS h CROSS JOIN stats JOIN idf ON h.tf ? idf.t
+    SELECT h.id, sum(idf.w * u.c / (u.c + %(k1)s * (1 - %(b)s + %(b)s * h.length / NULLIF(stats.mean, 0)))) AS score
+    FROM records AS h CROSS JOIN LATERAL unnest(h.tokens, h.counts) AS u(t, c)
+    JOIN idf ON idf.t = u.t CROSS JOIN stats
+    WHERE h.tokens && %(tokens)s::text[] AND {f}
     GROUP BY h.id
 )
 SELECT r.body, s.score FROM scored AS s JOIN records AS r ON r.id = s.id
@@ -71,11 +75,12 @@ def term_statistics_in(tx: Tx, scope: Compiled, request: TermStatisticsRequest, 
     held: dict[str, dict[str, int]] = {}
     if request.record_ids:
         rows = tx.execute(
-            f'SELECT id, length, tf FROM records WHERE id = ANY(%(ids)s::text[]) AND {scope.sql}',
+            f'SELECT id, length, tokens, counts FROM records WHERE id = ANY(%(ids)s::text[]) AND {scope.sql}',
             {**scope.params, 'ids': list(dict.fromkeys(request.record_ids))},
         )
-        for record_id, length, tf in rows:
+        for record_id, length, held_tokens, counts in rows:
             lengths[record_id] = int(length)
+            tf = dict(zip(held_tokens, counts, strict=True))
             held[record_id] = {t: int(tf[t]) for t in tokens if t in tf}
     return TermStatistics(
         records=int(row[0]),

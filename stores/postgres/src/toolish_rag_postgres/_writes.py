@@ -36,11 +36,11 @@ __all__ = [
 
 _RECORD_COLUMNS = (
     'id, kind, document_id, sequence_number, section_ids, section_path, metadata, labels, body, regex_text, '
-    'tokens, tf, length, language, embedding'
+    'tokens, counts, length, language, embedding'
 )
 _INSERT_RECORD = (
     f'INSERT INTO records ({_RECORD_COLUMNS}) VALUES '
-    '(%s, %s, %s, %s, %s::text[], %s::text[], %s::jsonb, %s::text[], %s, %s, %s::text[], %s::jsonb, %s, %s, %s::vector) '
+    '(%s, %s, %s, %s, %s::text[], %s::text[], %s::jsonb, %s::text[], %s, %s, %s::text[], %s::int4[], %s, %s, %s::vector) '
     'ON CONFLICT (id) DO UPDATE SET ' + ', '.join(f'{c} = EXCLUDED.{c}' for c in _RECORD_COLUMNS.split(', ')[1:])
 )
 
@@ -70,7 +70,8 @@ class Analysed:
         text = regex_text(r)
         common = (json.dumps(r.metadata), sorted(r.labels), r.model_dump_json())
         regex = None if '\x00' in text else text  # PostgreSQL text holds no NUL: such a record is matched from its body
-        tail = (regex, sorted(counts), json.dumps(counts), len(self.tokens), self.language, self.vector)
+        tokens = sorted(counts)  # distinct, with their counts alongside (what BM25 reads)
+        tail = (regex, tokens, [counts[t] for t in tokens], len(self.tokens), self.language, self.vector)
         head: tuple[Any, ...]
         if isinstance(r, Chunk):
             head = (r.id, 'chunk', r.document_id, r.sequence_number, list(r.section_ids), list(r.section_path))
