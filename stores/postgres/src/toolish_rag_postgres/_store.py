@@ -41,9 +41,9 @@ __all__ = ['PostgresStore']
 EmbedderLike = Embedder | EmbeddingModel | str | None
 
 TEXT_QUERY_SYNTAX = (
-    'Plain words; case, accents and word endings are ignored and punctuation separates words (operators are '
-    'ordinary words). A record matches when it holds any of the words; BM25 ranks those holding more of the '
-    'rarer words first.'
+    'Plain words: quotes, boolean operators and field names have no special meaning (they are read as plain '
+    'words). A passage matches when it holds any of the words; BM25 ranks those holding more of the rarer words '
+    'first.'
 )
 _EMBED_BATCH = 256
 
@@ -75,7 +75,10 @@ class PostgresStore:
         regex_scan_limit: most records one regex search scans (``None``: no limit).
     """
 
-    text_query_syntax = TEXT_QUERY_SYNTAX
+    @property
+    def text_query_syntax(self) -> str:
+        """The query syntax and how text is analysed (the core analyzer's own description)."""
+        return f'{TEXT_QUERY_SYNTAX} {self._analyzer.describe()}'
 
     def __init__(
         self,
