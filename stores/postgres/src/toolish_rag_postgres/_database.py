@@ -72,13 +72,11 @@ class Database:
     ) -> _T:
         """``work`` in one transaction on a pooled connection (see the module docstring)."""
         with _pool(self.conninfo, self.max_connections).connection() as conn, conn.transaction():
-            if not write:
-                conn.execute('SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY')
             timeout = str(timeout_ms if timeout_ms is not None else self.statement_timeout_ms)
-            conn.execute(
-                "SELECT set_config('search_path', %s, true), set_config('statement_timeout', %s, true)",
-                (self.search_path, timeout),
-            )
+            setup = sql.SQL("{}SELECT set_config('search_path', {}, true), set_config('statement_timeout', {}, true)")
+            isolation = '' if write else 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; '
+            # One round trip; both values are the store's own settings, quoted as literals.
+            conn.execute(setup.format(sql.SQL(isolation), sql.Literal(self.search_path), sql.Literal(timeout)))
             if not write and self.reader_role is not None:
                 conn.execute(sql.SQL('SET LOCAL ROLE {}').format(sql.Identifier(self.reader_role)))
                 conn.execute("SELECT set_config('toolish.scope', %s, true)", (json.dumps(dict(scope or {})),))

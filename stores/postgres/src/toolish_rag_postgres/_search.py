@@ -48,14 +48,14 @@ def vector_rows(
     params: dict[str, Any] = {**scope.params, 'q': vector, 'top_k': top_k}
     if scoped_count(tx, scope, exact_below) <= exact_below:
         plan = VectorPlan.EXACT
-        sql = (
-            'SELECT body, embedding <=> %(q)s::vector AS d FROM '
-            f'(SELECT id, body, embedding FROM records WHERE embedding IS NOT NULL AND {scope.sql} OFFSET 0) AS s '
-            'ORDER BY d, id LIMIT %(top_k)s'
+        sql = (  # the fence (OFFSET 0) keeps the index out; bodies are read for the top_k only
+            'SELECT r.body, s.d FROM (SELECT id, embedding <=> %(q)s::vector AS d FROM '
+            f'(SELECT id, embedding FROM records WHERE embedding IS NOT NULL AND {scope.sql} OFFSET 0) AS e '
+            'ORDER BY d, id LIMIT %(top_k)s) AS s JOIN records AS r ON r.id = s.id ORDER BY s.d, s.id'
         )
     else:
         plan = VectorPlan.HNSW
-        ef = ef_search if ef_search is not None else max(40, 2 * top_k)
+        ef = ef_search if ef_search is not None else max(100, 4 * top_k)
         tx.execute(
             "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'strict_order', true)",
             (str(min(ef, 1000)),),
