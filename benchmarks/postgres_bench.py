@@ -145,7 +145,7 @@ async def latency(uri: str, store: PostgresStore, words: PseudoWords, rng: rando
     embedder = store.embedder
     conn = psycopg.connect(uri, autocommit=True)
     conn.execute("SELECT set_config('search_path', %s, false)", (store._db.search_path,))
-    conn.execute('SET hnsw.ef_search = 40')
+    conn.execute('SET hnsw.ef_search = 100')  # the store's default for top_k 10
 
     async def raw_vector(args: dict[str, Any]) -> Any:
         vector = vector_literal((await embedder.embed_query(args['query'])).embeddings[0])
