@@ -58,6 +58,7 @@ CREATE INDEX IF NOT EXISTS records_metadata ON records USING gin (metadata jsonb
 CREATE INDEX IF NOT EXISTS records_labels ON records USING gin (labels);
 CREATE INDEX IF NOT EXISTS records_tokens ON records USING gin (tokens);
 CREATE INDEX IF NOT EXISTS records_sections ON records USING gin (section_ids);
+CREATE INDEX IF NOT EXISTS records_language ON records (language);
 CREATE TABLE IF NOT EXISTS relations (
     id text PRIMARY KEY,
     source text NOT NULL,
