@@ -134,3 +134,4 @@ async def test_row_security_alone_stops_an_unscoped_query(postgres_uri: str) -> 
     hits = await store.text_search(SearchRequest('words', 100, F.eq('tenant', 'acme')))
     assert hits and all(h.record.metadata['tenant'] == 'acme' for h in hits)
     assert await store.text_search(SearchRequest('words', 100)) == []  # the run named no tenant: fail closed
+    assert len(await store.list_documents()) == 6 and len(await store.list_entities()) == 6  # unscoped, as owner

@@ -223,7 +223,8 @@ class PostgresStore:
         rows = await self._db.run(
             lambda tx: tx.execute(
                 'SELECT id, uri, title, fingerprint, chunk_count, metadata::text FROM documents ORDER BY id'
-            ).fetchall()
+            ).fetchall(),
+            write=True,  # unscoped, for ingestion and the builders: as the owner in RLS mode
         )
         return [DocumentInfo(i, uri, title, fp, n, json.loads(md)) for i, uri, title, fp, n, md in rows]
 
@@ -235,7 +236,7 @@ class PostgresStore:
             'AND (%(origin)s::text IS NULL OR origin = %(origin)s::text) ORDER BY id'
         )
         params = {'docs': None if document_ids is None else list(document_ids), 'origin': origin}
-        rows = await self._db.run(lambda tx: tx.execute(sql, params).fetchall())
+        rows = await self._db.run(lambda tx: tx.execute(sql, params).fetchall(), write=True)
         return [_graph.parse_relation(body) for (body,) in rows]
 
     async def delete_relations(self, ids: Iterable[str]) -> int:
@@ -245,13 +246,14 @@ class PostgresStore:
 
     async def list_entities(self) -> Sequence[Entity]:
         rows = await self._db.run(
-            lambda tx: tx.execute("SELECT body FROM records WHERE kind = 'entity' ORDER BY id").fetchall()
+            lambda tx: tx.execute("SELECT body FROM records WHERE kind = 'entity' ORDER BY id").fetchall(),
+            write=True,  # unscoped, for ingestion and the builders: as the owner in RLS mode
         )
         return [Entity.model_validate_json(body) for (body,) in rows]
 
     async def graph_marks(self, builder: str) -> dict[str, str]:
         sql = 'SELECT key, value FROM graph_marks WHERE builder = %s'
-        return await self._db.run(lambda tx: dict(tx.execute(sql, (builder,)).fetchall()))
+        return await self._db.run(lambda tx: dict(tx.execute(sql, (builder,)).fetchall()), write=True)
 
     async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
         def write(tx: Tx) -> None:
