@@ -31,10 +31,30 @@ from toolish_rag.sections import (
 )
 from toolish_rag.writes import check_storable, graph_upsert_batch
 
-from . import _graph, _reads, _search, _text, _writes
 from ._database import Database, Tx, redacted
 from ._filters import compile_filter, scope_values, unstorable
+from ._graph import graph_nodes as hop_nodes, neighbours as hop_neighbours, parse_relation
 from ._open import Opened, open_database
+from ._reads import (
+    document_page as page_of_documents,
+    expand as expand_in,
+    outlines,
+    parse,
+    records_by_id,
+    section_page,
+)
+from ._search import regex_rows, vector_rows
+from ._text import bm25_rows, scope_languages, term_statistics_in
+from ._writes import (
+    Analysed,
+    analyse,
+    content_hash,
+    delete_documents as forget_documents,
+    insert_records,
+    replacing,
+    vector_literal,
+    write_relations,
+)
 
 __all__ = ['PostgresStore']
 
@@ -142,7 +162,7 @@ class PostgresStore:
                 result = await self.embedder.embed_query(batch)
             else:
                 result = await self.embedder.embed_documents(batch)
-            vectors.extend(_writes.vector_literal(v) for v in result.embeddings)
+            vectors.extend(vector_literal(v) for v in result.embeddings)
         return vectors
 
     # -- DocumentStore and GraphStore ----------------------------------------------------------
@@ -155,7 +175,7 @@ class PostgresStore:
         """Write documents (one transaction each), then entities, then relations (see `toolish_rag_postgres._writes`)."""
         documents, entities, relations = graph_upsert_batch(items)
         check_storable(documents, entities, lambda key, value: unstorable(value) or _key_problem(key))
-        digests = {d.id: _writes.content_hash(d) for d in documents}
+        digests = {d.id: content_hash(d) for d in documents}
         stored: dict[str, str] = await self._db.run(
             lambda tx: dict(
                 tx.execute('SELECT id, content_hash FROM documents WHERE id = ANY(%s::text[])', (list(digests),))
@@ -165,24 +185,24 @@ class PostgresStore:
         changed = [d for d in documents if stored.get(d.id) != digests[d.id]]
         records: list[Chunk | Entity] = [c for d in changed for c in d.chunks] + list(entities)
         vectors = await self._embed([r.text for r in records], query=False) if records else []
-        analysed = _writes.analyse(self._analyzer, records, vectors)
+        analysed = analyse(self._analyzer, records, vectors)
         if vectors:
             await self._settle_vectors(len(vectors[0].split(',')), analysed)
-        by_document: dict[str, list[_writes.Analysed]] = {}
+        by_document: dict[str, list[Analysed]] = {}
         for a in analysed:
             if isinstance(a.record, Chunk):
                 by_document.setdefault(a.record.document_id, []).append(a)
         changed_ids = {d.id for d in changed}
         for d in documents:
             rows = by_document.get(d.id, []) if d.id in changed_ids else None
-            await self._db.run(_writes.replacing(d, digests[d.id], rows), write=True)
+            await self._db.run(replacing(d, digests[d.id], rows), write=True)
         entity_rows = [a for a in analysed if isinstance(a.record, Entity)]
         if entity_rows:
-            await self._db.run(lambda tx: _writes.insert_records(tx, entity_rows), write=True)
+            await self._db.run(lambda tx: insert_records(tx, entity_rows), write=True)
         if relations:
-            await self._db.run(lambda tx: _writes.write_relations(tx, relations), write=True)
+            await self._db.run(lambda tx: write_relations(tx, relations), write=True)
 
-    async def _settle_vectors(self, dims: int, analysed: Sequence[_writes.Analysed]) -> None:
+    async def _settle_vectors(self, dims: int, analysed: Sequence[Analysed]) -> None:
         """Before the first vectors: fix the column's size, build the HNSW index, record the manifest."""
         if self._manifest is not None and self._manifest.embedder is not None:
             return
@@ -212,7 +232,7 @@ class PostgresStore:
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
         ids = [i for i in dict.fromkeys(document_ids) if '\x00' not in i]
-        return await self._db.run(lambda tx: _writes.delete_documents(tx, ids), write=True) if ids else 0
+        return await self._db.run(lambda tx: forget_documents(tx, ids), write=True) if ids else 0
 
     async def delete_entities(self, entity_ids: Iterable[str]) -> int:
         ids = [i for i in dict.fromkeys(entity_ids) if '\x00' not in i]
@@ -237,7 +257,7 @@ class PostgresStore:
         )
         params = {'docs': None if document_ids is None else list(document_ids), 'origin': origin}
         rows = await self._db.run(lambda tx: tx.execute(sql, params).fetchall(), write=True)
-        return [_graph.parse_relation(body) for (body,) in rows]
+        return [parse_relation(body) for (body,) in rows]
 
     async def delete_relations(self, ids: Iterable[str]) -> int:
         wanted = list(dict.fromkeys(ids))
@@ -278,13 +298,11 @@ class PostgresStore:
         scope = compile_filter(request.filter)
 
         def run(tx: Tx) -> tuple[str, list[tuple[str, float]]]:
-            return _search.vector_rows(
-                tx, scope, vector, request.top_k, exact_below=self.exact_below, ef_search=self.ef_search
-            )
+            return vector_rows(tx, scope, vector, request.top_k, exact_below=self.exact_below, ef_search=self.ef_search)
 
         plan, rows = await self._read(run, request.filter)
         self.last_vector_plan = plan
-        return [SearchHit(_reads.parse(body), score) for body, score in rows]
+        return [SearchHit(parse(body), score) for body, score in rows]
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         if request.top_k < 1:
@@ -292,12 +310,12 @@ class PostgresStore:
         scope = compile_filter(request.filter)
 
         def run(tx: Tx) -> list[tuple[str, float]]:
-            languages = _text.scope_languages(tx, scope) if self._analyzer.auto else ()
+            languages = scope_languages(tx, scope) if self._analyzer.auto else ()
             tokens = self._analyzer.query_tokens(request.query, languages)
-            return _text.bm25_rows(tx, scope, tokens, request.top_k) if tokens else []
+            return bm25_rows(tx, scope, tokens, request.top_k) if tokens else []
 
         rows = await self._read(run, request.filter)
-        return [SearchHit(_reads.parse(body), score) for body, score in rows]
+        return [SearchHit(parse(body), score) for body, score in rows]
 
     async def term_statistics(self, request: TermStatisticsRequest) -> TermStatistics | None:
         """BM25's counts in the request's scope, exact and current (`toolish_rag.protocols.TermStatisticsSource`)."""
@@ -305,7 +323,7 @@ class PostgresStore:
             return None
         scope = compile_filter(request.filter)
         result: TermStatistics = await self._read(
-            lambda tx: _text.term_statistics_in(tx, scope, request, True), request.filter
+            lambda tx: term_statistics_in(tx, scope, request, True), request.filter
         )
         return result
 
@@ -315,7 +333,7 @@ class PostgresStore:
             return []
         scope = compile_filter(request.filter)
         hits: list[SearchHit] = await self._read(
-            lambda tx: _search.regex_rows(tx, scope, pattern, request, self.regex_scan_limit), request.filter
+            lambda tx: regex_rows(tx, scope, pattern, request, self.regex_scan_limit), request.filter
         )
         return hits
 
@@ -323,33 +341,33 @@ class PostgresStore:
 
     async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Chunk | Entity]:
         scope = compile_filter(filter)
-        found: list[Chunk | Entity] = await self._read(lambda tx: _reads.records_by_id(tx, ids, scope), filter)
+        found: list[Chunk | Entity] = await self._read(lambda tx: records_by_id(tx, ids, scope), filter)
         return found
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
-        found: list[Chunk] = await self._read(lambda tx: _reads.expand(tx, request), request.filter)
+        found: list[Chunk] = await self._read(lambda tx: expand_in(tx, request), request.filter)
         return found
 
     async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
         scope = compile_filter(request.filter)
-        page: DocumentPage = await self._read(lambda tx: _reads.document_page(tx, request, scope), request.filter)
+        page: DocumentPage = await self._read(lambda tx: page_of_documents(tx, request, scope), request.filter)
         return page
 
     async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
-        found: list[ChunkOutline] = await self._read(lambda tx: _reads.outlines(tx, request), request.filter)
+        found: list[ChunkOutline] = await self._read(lambda tx: outlines(tx, request), request.filter)
         return found
 
     async def read_section(self, request: SectionReadRequest) -> SectionPage:
         scope = compile_filter(request.filter)
-        page: SectionPage = await self._read(lambda tx: _reads.section_page(tx, request, scope), request.filter)
+        page: SectionPage = await self._read(lambda tx: section_page(tx, request, scope), request.filter)
         return page
 
     async def graph_nodes(self, request: NodeRequest) -> Sequence[GraphNode]:
-        found: list[GraphNode] = await self._read(lambda tx: _graph.graph_nodes(tx, request), request.filter)
+        found: list[GraphNode] = await self._read(lambda tx: hop_nodes(tx, request), request.filter)
         return found
 
     async def neighbours(self, request: NeighbourRequest) -> Neighbours:
-        found: Neighbours = await self._read(lambda tx: _graph.neighbours(tx, request), request.filter)
+        found: Neighbours = await self._read(lambda tx: hop_neighbours(tx, request), request.filter)
         return found
 
     def __repr__(self) -> str:
