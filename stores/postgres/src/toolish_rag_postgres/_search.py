@@ -26,11 +26,17 @@ __all__ = ['VectorPlan', 'regex_rows', 'scoped_count', 'vector_rows']
 
 
 def scoped_count(tx: Tx, scope: Compiled, cap: int) -> int:
-    """How many records the scope holds, counting no further than ``cap + 1``."""
-    row = tx.execute(
-        f'SELECT count(*) FROM (SELECT 1 FROM records WHERE {scope.sql} LIMIT %(cap)s) AS s',
-        {**scope.params, 'cap': cap + 1},
-    ).fetchone()
+    """How many records the scope holds, counting no further than ``cap + 1``.
+
+    Unscoped, a table the planner's statistics put well past ``cap`` is not counted at all.
+    """
+    count = f'(SELECT count(*) FROM (SELECT 1 FROM records WHERE {scope.sql} LIMIT %(cap)s) AS s)'
+    if scope.sql == 'TRUE':
+        count = (
+            "CASE WHEN (SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s "
+            f'THEN %(cap)s ELSE {count} END'
+        )
+    row = tx.execute(f'SELECT {count}', {**scope.params, 'cap': cap + 1}).fetchone()
     return int(row[0]) if row else 0
 
 
