@@ -8,8 +8,8 @@ parameterised SQL, optionally enforced again by row-level security. See docs/sto
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
 
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
@@ -57,6 +57,8 @@ from ._writes import (
 )
 
 __all__ = ['PostgresStore']
+
+_T = TypeVar('_T')
 
 EmbedderLike = Embedder | EmbeddingModel | str | None
 
@@ -151,7 +153,8 @@ class PostgresStore:
     def _scope(self, f: Filter | None) -> dict[str, list[Any]] | None:
         return scope_values(f, self._db.scope_keys) if self._db.reader_role else None
 
-    async def _read(self, work: Any, f: Filter | None) -> Any:
+    async def _read(self, work: Callable[[Tx], _T], f: Filter | None) -> _T:
+        """``work`` in one read-only snapshot, as the reader role with ``f``'s scope in row-level-security mode."""
         return await self._db.run(work, scope=self._scope(f))
 
     async def _embed(self, texts: Sequence[str], *, query: bool) -> list[str]:
@@ -341,34 +344,27 @@ class PostgresStore:
 
     async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Chunk | Entity]:
         scope = compile_filter(filter)
-        found: list[Chunk | Entity] = await self._read(lambda tx: records_by_id(tx, ids, scope), filter)
-        return found
+        return await self._read(lambda tx: records_by_id(tx, ids, scope), filter)
 
     async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
-        found: list[Chunk] = await self._read(lambda tx: expand_in(tx, request), request.filter)
-        return found
+        return await self._read(lambda tx: expand_in(tx, request), request.filter)
 
     async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
         scope = compile_filter(request.filter)
-        page: DocumentPage = await self._read(lambda tx: page_of_documents(tx, request, scope), request.filter)
-        return page
+        return await self._read(lambda tx: page_of_documents(tx, request, scope), request.filter)
 
     async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
-        found: list[ChunkOutline] = await self._read(lambda tx: outlines(tx, request), request.filter)
-        return found
+        return await self._read(lambda tx: outlines(tx, request), request.filter)
 
     async def read_section(self, request: SectionReadRequest) -> SectionPage:
         scope = compile_filter(request.filter)
-        page: SectionPage = await self._read(lambda tx: section_page(tx, request, scope), request.filter)
-        return page
+        return await self._read(lambda tx: section_page(tx, request, scope), request.filter)
 
     async def graph_nodes(self, request: NodeRequest) -> Sequence[GraphNode]:
-        found: list[GraphNode] = await self._read(lambda tx: hop_nodes(tx, request), request.filter)
-        return found
+        return await self._read(lambda tx: hop_nodes(tx, request), request.filter)
 
     async def neighbours(self, request: NeighbourRequest) -> Neighbours:
-        found: Neighbours = await self._read(lambda tx: hop_neighbours(tx, request), request.filter)
-        return found
+        return await self._read(lambda tx: hop_neighbours(tx, request), request.filter)
 
     def __repr__(self) -> str:
         return f'PostgresStore({self.location})'
