@@ -20,7 +20,7 @@ import psycopg
 from psycopg import sql
 from psycopg_pool import ConnectionPool
 
-__all__ = ['Database', 'Tx', 'close_pools', 'redacted']
+__all__ = ['Database', 'Tx', 'close_pool', 'close_pools', 'redacted']
 
 _T = TypeVar('_T')
 Tx = psycopg.Connection[tuple[Any, ...]]
@@ -92,6 +92,14 @@ class Database:
     ) -> _T:
         """`run_sync` on a thread: psycopg's blocking calls never stall the agent's event loop."""
         return await asyncio.to_thread(self.run_sync, work, write=write, scope=scope, timeout_ms=timeout_ms)
+
+
+def close_pool(conninfo: str) -> None:
+    """Close the pool of one server, if this process opened one."""
+    with _POOLS_LOCK:
+        pool = _POOLS.pop(conninfo, None)
+    if pool is not None:
+        pool.close()
 
 
 def close_pools() -> None:

@@ -31,7 +31,7 @@ from toolish_rag.sections import (
 )
 from toolish_rag.writes import check_storable, graph_upsert_batch
 
-from ._database import Database, Tx, redacted
+from ._database import Database, Tx, close_pool, redacted
 from ._filters import compile_filter, scope_values, unstorable
 from ._graph import graph_nodes as hop_nodes, neighbours as hop_neighbours, parse_relation
 from ._open import Opened, open_database
@@ -365,6 +365,18 @@ class PostgresStore:
 
     async def neighbours(self, request: NeighbourRequest) -> Neighbours:
         return await self._read(lambda tx: hop_neighbours(tx, request), request.filter)
+
+    def close(self) -> None:
+        """Close this server's pooled connections and, for ``postgres:./folder``, release the embedded server.
+
+        The server stops when no other process uses it (it would at exit anyway: call this when the
+        folder may be gone by then, as a temporary directory is). See docs/stores/postgres.md (Starting).
+        """
+        close_pool(self._db.conninfo)
+        server, self._server = self._server, None
+        cleanup = getattr(server, 'cleanup', None)
+        if cleanup is not None:
+            cleanup()
 
     def __repr__(self) -> str:
         return f'PostgresStore({self.location})'
