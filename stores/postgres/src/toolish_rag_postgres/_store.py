@@ -1,0 +1,386 @@
+"""`PostgresStore`: a toolish-rag store on PostgreSQL with pgvector.
+
+Vector (HNSW cosine, exact under selective scopes), BM25 text search over the scope's statistics,
+regex (RE2), expansion, navigation, graph hops and term statistics, every filter compiled to
+parameterised SQL, optionally enforced again by row-level security. See docs/stores/postgres.md.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Any, TypeVar
+
+from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
+from toolish_rag import Chunk, Document, Entity, ExpansionRequest, RegexRequest, Relation, SearchHit, SearchRequest
+from toolish_rag.analysis import AUTO, TextAnalyzer
+from toolish_rag.embedding import embedder_for_store, embedder_identity
+from toolish_rag.filters import Filter
+from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
+from toolish_rag.manifest import StoreManifest
+from toolish_rag.protocols import DocumentInfo, TermStatistics, TermStatisticsRequest
+from toolish_rag.regex import compile_request
+from toolish_rag.sections import (
+    ChunkOutline,
+    DocumentPage,
+    DocumentPageRequest,
+    OutlineRequest,
+    SectionPage,
+    SectionReadRequest,
+)
+from toolish_rag.writes import check_storable, graph_upsert_batch
+
+from ._database import Database, Tx, close_pool, redacted
+from ._filters import compile_filter, scope_values, unstorable
+from ._graph import graph_nodes as hop_nodes, neighbours as hop_neighbours, parse_relation
+from ._open import Opened, open_database
+from ._reads import (
+    document_page as page_of_documents,
+    expand as expand_in,
+    outlines,
+    parse,
+    records_by_id,
+    section_page,
+)
+from ._search import regex_rows, vector_rows
+from ._text import bm25_rows, scope_languages, term_statistics_in
+from ._writes import (
+    Analysed,
+    analyse,
+    content_hash,
+    delete_documents as forget_documents,
+    insert_records,
+    replacing,
+    vector_literal,
+    write_relations,
+)
+
+__all__ = ['PostgresStore']
+
+_T = TypeVar('_T')
+
+EmbedderLike = Embedder | EmbeddingModel | str | None
+
+TEXT_QUERY_SYNTAX = (
+    'Plain words: quotes, boolean operators and field names have no special meaning (they are read as plain '
+    'words). A passage matches when it holds any of the words; BM25 ranks those holding more of the rarer words '
+    'first.'
+)
+_EMBED_BATCH = 256
+
+
+def _pushable_value(value: object) -> bool:
+    if isinstance(value, str):
+        return unstorable(value) is None
+    if isinstance(value, Mapping):
+        return all(_pushable_value(k) and _pushable_value(v) for k, v in value.items())
+    if isinstance(value, (list, tuple, set, frozenset)):
+        return all(_pushable_value(v) for v in value)
+    return True
+
+
+class PostgresStore:
+    """Chunks, entities and relations in PostgreSQL tables, searched with SQL (docs/stores/postgres.md).
+
+    Args:
+        conninfo: a libpq connection string or URI (``postgresql://user@host/db``). Its password is
+            never shown: `location` and every message use the string without it.
+        schema: the PostgreSQL schema holding the store's tables (several stores share a database).
+        embedder: model string, pydantic-ai ``EmbeddingModel`` or ``Embedder``; ``None``: the one the
+            store's manifest records, else the default.
+        language: the text analyzer's language (default ``'auto'``), fixed when the store is created.
+        row_security: metadata keys enforced by row-level security as well as by the SQL filters:
+            reads run as ``reader_role`` with the run's values of these keys in ``toolish.scope``.
+        exact_below: a vector query over at most this many in-scope records ranks them all exactly.
+        ef_search: ``hnsw.ef_search`` for index queries (``None``: ``max(100, 4 * top_k)``).
+        regex_scan_limit: most records one regex search scans (``None``: no limit).
+    """
+
+    @property
+    def text_query_syntax(self) -> str:
+        """The query syntax and how text is analysed (the core analyzer's own description)."""
+        return f'{TEXT_QUERY_SYNTAX} {self._analyzer.describe()}'
+
+    def __init__(
+        self,
+        conninfo: str,
+        *,
+        schema: str = 'toolish_rag',
+        embedder: EmbedderLike = None,
+        language: str | None = None,
+        row_security: Sequence[str] = (),
+        reader_role: str | None = None,
+        exact_below: int = 10_000,
+        ef_search: int | None = None,
+        hnsw_m: int = 16,
+        hnsw_ef_construction: int = 64,
+        regex_scan_limit: int | None = 250_000,
+        statement_timeout_ms: int = 30_000,
+        server: object | None = None,
+    ) -> None:
+        opened: Opened = open_database(
+            conninfo, schema, tuple(row_security), reader_role or f'{schema}_reader', statement_timeout_ms
+        )
+        self.location = f'postgres:{redacted(conninfo)} (schema {schema})'
+        self.schema = schema
+        self._db: Database = opened.database
+        self._server = server  # an embedded server handle, kept alive as long as the store
+        manifest = opened.manifest
+        self.embedder = embedder_for_store(manifest, embedder, self.location)
+        saved = manifest.language if manifest is not None else None
+        if saved is not None and language is not None and saved != language:
+            raise ValueError(f'{self.location} was analysed in {saved!r}, not {language!r}: open it without a language')
+        self._analyzer = TextAnalyzer(saved or language or AUTO)
+        self._manifest = manifest
+        self.exact_below = exact_below
+        self.ef_search = ef_search
+        self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
+        self.regex_scan_limit = regex_scan_limit
+        self.last_vector_plan: str | None = None
+        """How the latest vector query ran (``'exact'`` or ``'hnsw'``): for benchmarks and tests."""
+
+    # -- plumbing ------------------------------------------------------------------------------
+
+    @property
+    def manifest(self) -> StoreManifest | None:
+        return self._manifest
+
+    @property
+    def text_analyzer(self) -> TextAnalyzer:
+        return self._analyzer
+
+    def _scope(self, f: Filter | None) -> dict[str, list[Any]] | None:
+        return scope_values(f, self._db.scope_keys) if self._db.reader_role else None
+
+    async def _read(self, work: Callable[[Tx], _T], f: Filter | None) -> _T:
+        """``work`` in one read-only snapshot, as the reader role with ``f``'s scope in row-level-security mode."""
+        return await self._db.run(work, scope=self._scope(f))
+
+    async def _embed(self, texts: Sequence[str], *, query: bool) -> list[str]:
+        vectors: list[str] = []
+        for start in range(0, len(texts), _EMBED_BATCH):
+            batch = list(texts[start : start + _EMBED_BATCH])
+            if query:
+                result = await self.embedder.embed_query(batch)
+            else:
+                result = await self.embedder.embed_documents(batch)
+            vectors.extend(vector_literal(v) for v in result.embeddings)
+        return vectors
+
+    # -- DocumentStore and GraphStore ----------------------------------------------------------
+
+    def supports_filter(self, filter: Filter) -> bool:
+        """Every filter, except one holding a string PostgreSQL cannot hold (NUL, lone surrogate): the core filters that."""
+        return _pushable_value(filter.model_dump())
+
+    async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None:
+        """Write documents (one transaction each), then entities, then relations (see `toolish_rag_postgres._writes`)."""
+        documents, entities, relations = graph_upsert_batch(items)
+        check_storable(documents, entities, lambda key, value: unstorable(value) or _key_problem(key))
+        digests = {d.id: content_hash(d) for d in documents}
+        stored: dict[str, str] = await self._db.run(
+            lambda tx: dict(
+                tx.execute('SELECT id, content_hash FROM documents WHERE id = ANY(%s::text[])', (list(digests),))
+            ),
+            write=True,
+        )
+        changed = [d for d in documents if stored.get(d.id) != digests[d.id]]
+        records: list[Chunk | Entity] = [c for d in changed for c in d.chunks] + list(entities)
+        vectors = await self._embed([r.text for r in records], query=False) if records else []
+        analysed = analyse(self._analyzer, records, vectors)
+        if vectors:
+            await self._settle_vectors(len(vectors[0].split(',')), analysed)
+        by_document: dict[str, list[Analysed]] = {}
+        for a in analysed:
+            if isinstance(a.record, Chunk):
+                by_document.setdefault(a.record.document_id, []).append(a)
+        changed_ids = {d.id for d in changed}
+        for d in documents:
+            rows = by_document.get(d.id, []) if d.id in changed_ids else None
+            await self._db.run(replacing(d, digests[d.id], rows), write=True)
+        entity_rows = [a for a in analysed if isinstance(a.record, Entity)]
+        if entity_rows:
+            await self._db.run(lambda tx: insert_records(tx, entity_rows), write=True)
+        if relations:
+            await self._db.run(lambda tx: write_relations(tx, relations), write=True)
+
+    async def _settle_vectors(self, dims: int, analysed: Sequence[Analysed]) -> None:
+        """Before the first vectors: fix the column's size, build the HNSW index, record the manifest."""
+        if self._manifest is not None and self._manifest.embedder is not None:
+            return
+        languages = sorted({a.language for a in analysed if a.language and a.language != 'none'})
+        manifest = StoreManifest(
+            store='postgres',
+            embedder=embedder_identity(self.embedder, dims),
+            language=self._analyzer.language,
+            languages=tuple(languages) if self._analyzer.auto else (),
+        )
+
+        def settle(tx: Tx) -> StoreManifest:
+            tx.execute('SELECT pg_advisory_xact_lock(hashtext(%s))', (f'toolish_rag:{self.schema}',))
+            row = tx.execute("SELECT value::text FROM meta WHERE key = 'manifest'").fetchone()
+            if row is not None:
+                return StoreManifest.from_json(json.loads(row[0]), self.location)
+            from ._schema import index_vectors
+
+            index_vectors(tx, dims, self.hnsw_m, self.hnsw_ef_construction)
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('manifest', %s::jsonb)", (json.dumps(manifest.to_json()),)
+            )
+            return manifest
+
+        self._manifest = await self._db.run(settle, write=True)
+        self._manifest.checked_embedder(embedder_identity(self.embedder, dims), self.location)
+
+    async def delete_documents(self, document_ids: Iterable[str]) -> int:
+        ids = [i for i in dict.fromkeys(document_ids) if '\x00' not in i]
+        return await self._db.run(lambda tx: forget_documents(tx, ids), write=True) if ids else 0
+
+    async def delete_entities(self, entity_ids: Iterable[str]) -> int:
+        ids = [i for i in dict.fromkeys(entity_ids) if '\x00' not in i]
+        sql = "DELETE FROM records WHERE kind = 'entity' AND id = ANY(%s::text[])"
+        return await self._db.run(lambda tx: tx.execute(sql, (ids,)).rowcount, write=True) if ids else 0
+
+    async def list_documents(self) -> Sequence[DocumentInfo]:
+        rows = await self._db.run(
+            lambda tx: tx.execute(
+                'SELECT id, uri, title, fingerprint, chunk_count, metadata::text FROM documents ORDER BY id'
+            ).fetchall(),
+            write=True,  # unscoped, for ingestion and the builders: as the owner in RLS mode
+        )
+        return [DocumentInfo(i, uri, title, fp, n, json.loads(md)) for i, uri, title, fp, n, md in rows]
+
+    async def list_relations(
+        self, *, document_ids: Sequence[str] | None = None, origin: str | None = None
+    ) -> Sequence[Relation]:
+        sql = (
+            'SELECT body FROM relations WHERE (%(docs)s::text[] IS NULL OR document_id = ANY(%(docs)s::text[])) '
+            'AND (%(origin)s::text IS NULL OR origin = %(origin)s::text) ORDER BY id'
+        )
+        params = {'docs': None if document_ids is None else list(document_ids), 'origin': origin}
+        rows = await self._db.run(lambda tx: tx.execute(sql, params).fetchall(), write=True)
+        return [parse_relation(body) for (body,) in rows]
+
+    async def delete_relations(self, ids: Iterable[str]) -> int:
+        wanted = list(dict.fromkeys(ids))
+        sql = 'DELETE FROM relations WHERE id = ANY(%s::text[])'
+        return await self._db.run(lambda tx: tx.execute(sql, (wanted,)).rowcount, write=True) if wanted else 0
+
+    async def list_entities(self) -> Sequence[Entity]:
+        rows = await self._db.run(
+            lambda tx: tx.execute("SELECT body FROM records WHERE kind = 'entity' ORDER BY id").fetchall(),
+            write=True,  # unscoped, for ingestion and the builders: as the owner in RLS mode
+        )
+        return [Entity.model_validate_json(body) for (body,) in rows]
+
+    async def graph_marks(self, builder: str) -> dict[str, str]:
+        sql = 'SELECT key, value FROM graph_marks WHERE builder = %s'
+        return await self._db.run(lambda tx: dict(tx.execute(sql, (builder,)).fetchall()), write=True)
+
+    async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
+        def write(tx: Tx) -> None:
+            gone = [k for k, v in marks.items() if v is None]
+            kept = [(builder, k, v) for k, v in marks.items() if v is not None]
+            tx.execute('DELETE FROM graph_marks WHERE builder = %s AND key = ANY(%s::text[])', (builder, gone))
+            with tx.cursor() as cursor:
+                cursor.executemany(
+                    'INSERT INTO graph_marks (builder, key, value) VALUES (%s, %s, %s) '
+                    'ON CONFLICT (builder, key) DO UPDATE SET value = EXCLUDED.value',
+                    kept,
+                )
+
+        await self._db.run(write, write=True)
+
+    # -- searches --------------------------------------------------------------------------------
+
+    async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        if request.top_k < 1:
+            return []
+        (vector,) = await self._embed([request.query], query=True)
+        scope = compile_filter(request.filter)
+
+        def run(tx: Tx) -> tuple[str, list[tuple[str, float]]]:
+            return vector_rows(tx, scope, vector, request.top_k, exact_below=self.exact_below, ef_search=self.ef_search)
+
+        plan, rows = await self._read(run, request.filter)
+        self.last_vector_plan = plan
+        return [SearchHit(parse(body), score) for body, score in rows]
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        if request.top_k < 1:
+            return []
+        scope = compile_filter(request.filter)
+
+        def run(tx: Tx) -> list[tuple[str, float]]:
+            languages = scope_languages(tx, scope) if self._analyzer.auto else ()
+            tokens = self._analyzer.query_tokens(request.query, languages)
+            return bm25_rows(tx, scope, tokens, request.top_k) if tokens else []
+
+        rows = await self._read(run, request.filter)
+        return [SearchHit(parse(body), score) for body, score in rows]
+
+    async def term_statistics(self, request: TermStatisticsRequest) -> TermStatistics | None:
+        """BM25's counts in the request's scope, exact and current (`toolish_rag.protocols.TermStatisticsSource`)."""
+        if request.analyzer != self._analyzer.identity:
+            return None
+        scope = compile_filter(request.filter)
+        result: TermStatistics = await self._read(
+            lambda tx: term_statistics_in(tx, scope, request, True), request.filter
+        )
+        return result
+
+    async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
+        pattern = compile_request(request)  # RE2 first: a pattern it refuses never reaches the server
+        if request.top_k < 1:
+            return []
+        scope = compile_filter(request.filter)
+        hits: list[SearchHit] = await self._read(
+            lambda tx: regex_rows(tx, scope, pattern, request, self.regex_scan_limit), request.filter
+        )
+        return hits
+
+    # -- expansion, navigation, graph --------------------------------------------------------------
+
+    async def get_records(self, ids: Sequence[str], *, filter: Filter | None = None) -> Sequence[Chunk | Entity]:
+        scope = compile_filter(filter)
+        return await self._read(lambda tx: records_by_id(tx, ids, scope), filter)
+
+    async def expand(self, request: ExpansionRequest) -> Sequence[Chunk]:
+        return await self._read(lambda tx: expand_in(tx, request), request.filter)
+
+    async def document_page(self, request: DocumentPageRequest) -> DocumentPage:
+        scope = compile_filter(request.filter)
+        return await self._read(lambda tx: page_of_documents(tx, request, scope), request.filter)
+
+    async def chunk_outlines(self, request: OutlineRequest) -> Sequence[ChunkOutline]:
+        return await self._read(lambda tx: outlines(tx, request), request.filter)
+
+    async def read_section(self, request: SectionReadRequest) -> SectionPage:
+        scope = compile_filter(request.filter)
+        return await self._read(lambda tx: section_page(tx, request, scope), request.filter)
+
+    async def graph_nodes(self, request: NodeRequest) -> Sequence[GraphNode]:
+        return await self._read(lambda tx: hop_nodes(tx, request), request.filter)
+
+    async def neighbours(self, request: NeighbourRequest) -> Neighbours:
+        return await self._read(lambda tx: hop_neighbours(tx, request), request.filter)
+
+    def close(self) -> None:
+        """Close this server's pooled connections and, for ``postgres:./folder``, release the embedded server.
+
+        The server stops when no other process uses it (it would at exit anyway: call this when the
+        folder may be gone by then, as a temporary directory is). See docs/stores/postgres.md (Starting).
+        """
+        close_pool(self._db.conninfo)
+        server, self._server = self._server, None
+        cleanup = getattr(server, 'cleanup', None)
+        if cleanup is not None:
+            cleanup()
+
+    def __repr__(self) -> str:
+        return f'PostgresStore({self.location})'
+
+
+def _key_problem(key: str) -> str | None:
+    return unstorable(key)

@@ -1,0 +1,137 @@
+"""Scope in SQL, twice: compiled filters equal the reference evaluator (random filters, two tenants),
+hostile keys and values stay data, and row-level security alone stops a deliberately unscoped query."""
+
+from __future__ import annotations
+
+import random
+import uuid
+from typing import Any
+
+import pytest
+
+from toolish_rag import Document, DocumentBuilder, Entity, PropertyFilter as F, SearchRequest
+from toolish_rag.content import MetadataValue, Scalar
+from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.filters import EntityFilter, Filter, and_, matches, not_, or_
+from toolish_rag_postgres import PostgresStore
+from toolish_rag_postgres._filters import compile_filter
+
+_KEYS = ('tenant', 'n', 'tag', 'other', 'flag')
+_VALUES: tuple[Scalar, ...] = (0, 1, 1.0, 2.5, -3, True, False, 'a', 'b', "x'); DROP TABLE records; --", 'Ä', '', 'ab')
+
+
+def _metadata(rng: random.Random, tenant: str) -> dict[str, MetadataValue]:
+    md: dict[str, MetadataValue] = {'tenant': tenant}
+    for key in _KEYS[1:]:
+        roll = rng.random()
+        if roll < 0.25:
+            continue  # absent
+        if roll < 0.35:
+            md[key] = None
+        elif roll < 0.6:
+            md[key] = [rng.choice(_VALUES) for _ in range(rng.randint(0, 3))]
+        else:
+            md[key] = rng.choice(_VALUES)
+    return md
+
+
+def _corpus(rng: random.Random) -> tuple[list[Document], list[Entity]]:
+    docs = []
+    for d in range(6):
+        tenant = 'acme' if d % 2 else 'globex'
+        b = DocumentBuilder(f'file:///{tenant}/{d}.md', f'Doc {d}', metadata={'tenant': tenant}, labels=[tenant])
+        section = b.section('Part')
+        for i in range(8):
+            b.add_chunk(section, f'record {d} {i} words shared by every tenant', metadata=_metadata(rng, tenant))
+        docs.append(b.build())
+    entities = [
+        Entity(id=f'e{i}', name=f'E{i}', description='entity words', metadata=_metadata(rng, 'acme'), labels={'Org'})
+        for i in range(6)
+    ]
+    return docs, entities
+
+
+def _leaf(rng: random.Random) -> Filter:
+    key, value = rng.choice(_KEYS), rng.choice(_VALUES)
+    op = rng.choice(
+        ['eq', 'ne', 'gt', 'gte', 'lt', 'lte', 'in', 'nin', 'contains', 'starts', 'ends', 'exists', 'label']
+    )
+    if op in ('in', 'nin'):
+        values = [rng.choice(_VALUES) for _ in range(rng.randint(1, 3))]
+        return F.in_(key, values) if op == 'in' else F.nin(key, values)
+    if op in ('starts', 'ends'):
+        text = rng.choice(['a', '', 'x', 'Ä', "x'"])
+        return F.starts_with(key, text) if op == 'starts' else F.ends_with(key, text)
+    if op == 'exists':
+        return F.exists(key)
+    if op == 'label':
+        return EntityFilter.has_any_label(rng.choice(['acme', 'globex', 'Org', 'none']))
+    return {'eq': F.eq, 'ne': F.ne, 'gt': F.gt, 'gte': F.gte, 'lt': F.lt, 'lte': F.lte, 'contains': F.contains}[op](
+        key, value
+    )
+
+
+def _random_filter(rng: random.Random, depth: int = 2) -> Filter:
+    if depth == 0 or rng.random() < 0.4:
+        return _leaf(rng)
+    parts = [_random_filter(rng, depth - 1) for _ in range(rng.randint(1, 3))]
+    kind = rng.choice(['and', 'or', 'not'])
+    if kind == 'not':
+        return not_(parts[0])
+    return and_(*parts) if kind == 'and' else or_(*parts)
+
+
+@pytest.fixture
+async def store(postgres_uri: str) -> PostgresStore:
+    return PostgresStore(postgres_uri, schema=f'scope_{uuid.uuid4().hex[:12]}', embedder=HashingEmbeddingModel(32))
+
+
+async def test_random_scoped_filters_equal_the_reference(store: PostgresStore) -> None:
+    rng = random.Random(38)
+    docs, entities = _corpus(rng)
+    await store.upsert([*docs, *entities])
+    records: list[Any] = [c for d in docs for c in d.chunks] + entities
+    for _ in range(150):
+        tenant = rng.choice(['acme', 'globex'])
+        scoped = and_(F.eq('tenant', tenant), _random_filter(rng))
+        compiled = compile_filter(scoped)
+        got = await store._db.run(
+            lambda tx, c=compiled: {r for (r,) in tx.execute(f'SELECT id FROM records WHERE {c.sql}', c.params)}
+        )
+        expected = {r.id for r in records if matches(scoped, r)}
+        assert got == expected, f'{scoped!r}: SQL kept {sorted(got ^ expected)} unlike the reference'
+        assert all(r.metadata.get('tenant') == tenant for r in records if r.id in got)
+
+
+async def test_hostile_keys_and_values_stay_data(store: PostgresStore) -> None:
+    b = DocumentBuilder('file:///h.md', 'H', metadata={'k': 'v%s%(x)s'})
+    b.add_chunk(None, 'hostile words')
+    await store.upsert([b.build()])
+    hits = await store.text_search(SearchRequest('hostile', 5, F.eq('k', 'v%s%(x)s') & F.starts_with('z', "'")))
+    assert hits == []
+    hits = await store.text_search(SearchRequest('hostile', 5, F.eq('k', 'v%s%(x)s')))
+    assert [h.record.text for h in hits] == [b.build().chunks[0].text]
+    assert not store.supports_filter(F.eq('tenant', 'a\x00b'))  # PostgreSQL text holds no NUL: the core filters it
+
+
+async def test_row_security_alone_stops_an_unscoped_query(postgres_uri: str) -> None:
+    schema = f'rls_{uuid.uuid4().hex[:12]}'
+    store = PostgresStore(
+        postgres_uri, schema=schema, embedder=HashingEmbeddingModel(32), row_security=['tenant'], reader_role=schema
+    )
+    docs, entities = _corpus(random.Random(1))
+    await store.upsert([*docs, *entities])
+
+    def unscoped(tx: Any) -> list[tuple[str, str]]:  # a query built wrong: no WHERE at all
+        return [(str(i), str(t)) for i, t in tx.execute("SELECT id, metadata ->> 'tenant' FROM records")]
+
+    seen = await store._db.run(unscoped, scope={'tenant': ['globex']})
+    assert seen and {t for _, t in seen} == {'globex'}
+    assert await store._db.run(unscoped, scope={}) == []  # no scope value: the policy admits nothing
+    assert await store._db.run(unscoped, scope=None) == []
+    owner = await store._db.run(unscoped, write=True)  # the writer (owner) keeps every row
+    assert {t for _, t in owner} == {'acme', 'globex'}
+    hits = await store.text_search(SearchRequest('words', 100, F.eq('tenant', 'acme')))
+    assert hits and all(h.record.metadata['tenant'] == 'acme' for h in hits)
+    assert await store.text_search(SearchRequest('words', 100)) == []  # the run named no tenant: fail closed
+    assert len(await store.list_documents()) == 6 and len(await store.list_entities()) == 6  # unscoped, as owner
