@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import textwrap
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,10 +24,22 @@ def did_you_mean(unknown: Sequence[str], parser: argparse.ArgumentParser) -> str
     return '; '.join([f'unrecognized arguments: {" ".join(unknown)}', *hints])
 
 
+class _Formatter(argparse.HelpFormatter):
+    """argparse's help layout, never wrapping a line at a hyphen (paths like ``.toolish-rag/eval`` stay whole)."""
+
+    def _split_lines(self, text: str, width: int) -> list[str]:
+        return textwrap.wrap(self._whitespace_matcher.sub(' ', text).strip(), width, break_on_hyphens=False)
+
+    def _fill_text(self, text: str, width: int, indent: str) -> str:
+        text = self._whitespace_matcher.sub(' ', text).strip()
+        return textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent, break_on_hyphens=False)
+
+
 class Parser(argparse.ArgumentParser):
     """An `argparse.ArgumentParser` whose unknown options are reported by the subcommand they were given to."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
+        kwargs.setdefault('formatter_class', _Formatter)
         super().__init__(*args, **kwargs)
         self.commands: dict[str, argparse.ArgumentParser] = {}
         """The subcommands' parsers by name (filled by whoever adds them)."""
