@@ -149,8 +149,9 @@ async def test_instructions_and_description_name_the_tool() -> None:
     for needed in ('hop', 'via TYPE from X', 'truncated', 'read_section', 'broaden_chunk', 'MENTIONS', 'centrality'):
         assert needed in description, needed
     properties = definition.parameters_json_schema['properties']
-    assert properties['ids']['anyOf'][0]['items']['maxLength'] == 200
-    assert properties['edge_types']['anyOf'][0]['items']['maxLength'] == 64
+    assert properties['ids']['items']['maxLength'] == 200
+    assert properties['edge_types']['items']['maxLength'] == 64
+    assert (properties['hops']['maximum'], properties['max_nodes']['maximum']) == (3, 200)
 
 
 # -- agent runs: seeds by query and by ids ------------------------------------------------------------------

