@@ -8,20 +8,26 @@ instructions name each tool as the model sees it, through ``prefixed()``, ``rena
 
 from __future__ import annotations
 
+import asyncio
 import json
+from pathlib import Path
 from typing import Any
 
 import pytest
-from helpers import handbook_corpus
+from helpers import handbook_corpus, handbook_entities
 from pydantic_ai import Agent
 from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import AbstractToolset
 
-from toolish_rag import ToolishRag
+from toolish_rag import PropertyFilter as F, ToolishRag
+from toolish_rag.content import Relation
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.stores import InMemoryStore
+from toolish_rag.graph.builders import StructureBuilder, build_graph
+from toolish_rag.manifest import recorded_graph
+from toolish_rag.stores import Federated, InMemoryStore
 from toolish_rag.toolset._names import TOOL_NAMES
+from toolish_rag.toolset._render import NO_DOCUMENTS, NO_MATCHING_DOCUMENTS, NO_RESULTS
 
 TOKEN_BUDGET = 2_000
 """The most cl100k tokens the full tool set of an `InMemoryStore` may cost (names, descriptions, schemas)."""
@@ -43,8 +49,10 @@ def tool_tokens(definitions: list[Any]) -> int:
 
 
 async def full_rag(**options: Any) -> ToolishRag[Any]:
+    """Every tool an `InMemoryStore` offers without filterable keys: its graph built, so the graph tools too."""
     store = InMemoryStore(HashingEmbeddingModel(64))
     await store.upsert(handbook_corpus())
+    await build_graph(store, StructureBuilder())
     return ToolishRag(store, name='docs', **options)
 
 
@@ -140,3 +148,113 @@ async def test_a_pattern_is_echoed_exactly_as_sent() -> None:
         assert text.startswith(f'Regex matches for {shown}:'), text[:120]
     text = str((await rag.run_tool('text_search', {'query': r'C:\refunds'})).return_value)
     assert r"'C:\refunds'" in text.splitlines()[0] or text.startswith('No results'), text[:120]
+
+
+# -- graph tools only once a graph is built ------------------------------------------------------------------
+
+GRAPH_TOOLS = {'graph_context', 'multihop_search'}
+
+
+def _stores(tmp_path: Path) -> dict[str, Any]:
+    lancedb = pytest.importorskip('toolish_rag_lancedb', reason='needs the LanceDB adapter (stores/lancedb)')
+    return {
+        'memory': InMemoryStore(HashingEmbeddingModel(64)),
+        'memory-saved': InMemoryStore(HashingEmbeddingModel(64), path=tmp_path / 'memory'),
+        'lancedb': lancedb.LanceDBStore(tmp_path / 'lancedb', embedder=HashingEmbeddingModel(64)),
+    }
+
+
+async def test_graph_tools_come_with_a_built_graph_on_every_store(tmp_path: Path) -> None:
+    """Relations alone (a tenant's ingest may write them) never offer the graph tools; ``build_graph`` does,
+    recorded in the store manifest, so a reopened store and a federation of it agree."""
+    stores = _stores(tmp_path)
+    acme = handbook_corpus()[0]
+    relation = Relation(
+        id='r1', source=acme.id, source_kind='document', target='ent-alice', target_kind='entity', type='MENTIONS'
+    )
+    for name, store in stores.items():
+        await store.upsert([*handbook_corpus(), *handbook_entities(), relation])
+        rag = ToolishRag(store, name='kb')
+        assert GRAPH_TOOLS.isdisjoint(rag.offered_tools), name
+        assert {'hybrid_search', 'read_section', 'verify_citations'} <= set(rag.offered_tools), name
+        assert 'graph' not in ((await rag.instructions()) or ''), name
+        assert not ToolishRag(Federated({'a': store}), name='kb').store_capabilities.graph_built, name
+        await build_graph(store, StructureBuilder())
+        assert set(ToolishRag(store, name='kb').offered_tools) >= GRAPH_TOOLS, name
+        assert set(ToolishRag(Federated({'a': store}), name='kb').offered_tools) >= GRAPH_TOOLS, name
+    assert recorded_graph(tmp_path / 'memory') == recorded_graph(tmp_path / 'lancedb') == ('structure',)
+    lancedb = pytest.importorskip('toolish_rag_lancedb')
+    for reopened in (
+        InMemoryStore(HashingEmbeddingModel(64), path=tmp_path / 'memory'),
+        lancedb.LanceDBStore(tmp_path / 'lancedb', embedder=HashingEmbeddingModel(64)),
+    ):
+        assert set(ToolishRag(reopened, name='kb').offered_tools) >= GRAPH_TOOLS
+    tantivy = pytest.importorskip('toolish_rag_tantivy', reason='needs the Tantivy adapter (stores/tantivy)')
+    assert GRAPH_TOOLS.isdisjoint(ToolishRag(tantivy.TantivyStore(), name='kb').offered_tools)  # no graph at all
+
+
+async def test_the_empty_store_keeps_its_search_navigation_and_verify_tools() -> None:
+    rag = ToolishRag(InMemoryStore(HashingEmbeddingModel(64)), name='kb')
+    assert rag.offered_tools == [t for t in TOOL_NAMES if t not in (*GRAPH_TOOLS, 'list_values')]
+
+
+async def test_the_cli_build_records_the_graph_and_tools_follows(tmp_path: Path, capsys: Any) -> None:
+    from toolish_rag.cli import main
+
+    spec = f'memory:{tmp_path / "kb"}'
+    store = InMemoryStore(HashingEmbeddingModel(64), path=tmp_path / 'kb')
+    await store.upsert(handbook_corpus())
+    args = ['--store', spec, '--embedder', 'hashing:64']
+    assert await asyncio.to_thread(main, ['tools', '--json', *args]) == 0
+    before = {t['name'] for t in json.loads(capsys.readouterr().out)}
+    assert await asyncio.to_thread(main, ['graph', 'build', *args]) == 0
+    assert recorded_graph(tmp_path / 'kb') == ('exact', 'structure')
+    capsys.readouterr()
+    assert await asyncio.to_thread(main, ['tools', '--json', *args]) == 0
+    after = {t['name'] for t in json.loads(capsys.readouterr().out)}
+    assert after - before == {'docs_graph_context', 'docs_multihop_search'}
+
+
+async def test_the_inspector_says_how_to_build_a_graph() -> None:
+    from starlette.testclient import TestClient
+
+    from toolish_rag.inspect import create_app
+
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    await store.upsert(handbook_corpus())
+    app = create_app(ToolishRag(store))
+    client = TestClient(app, base_url='http://127.0.0.1:8765', client=('127.0.0.1', 50000))
+    page = await asyncio.to_thread(lambda: client.get('/graph?node=x').text)
+    assert 'has no graph built yet' in page and 'toolish-rag graph build' in page
+
+
+# -- a scope with no documents -------------------------------------------------------------------------------
+
+
+async def test_a_scope_without_documents_says_so_alike_whether_the_store_is_empty_or_not() -> None:
+    """The same words for an empty store and for one holding only another tenant's records."""
+    empty = InMemoryStore(HashingEmbeddingModel(64))
+    others = InMemoryStore(HashingEmbeddingModel(64))
+    await others.upsert(handbook_corpus(('globex',)))
+    calls = [
+        ('vector_search', {'query': 'refunds'}),
+        ('text_search', {'query': 'refunds'}),
+        ('hybrid_search', {'query': 'refunds'}),
+        ('regex_search', {'pattern': 'refund'}),
+    ]
+    for tool, arguments in calls:
+        said = [
+            str(
+                (
+                    await ToolishRag(s).with_metadata_filter(F.eq('tenant', 'acme')).run_tool(tool, arguments)
+                ).return_value
+            )
+            for s in (empty, others)
+        ]
+        assert said == [NO_DOCUMENTS, NO_DOCUMENTS], tool
+        assert 'globex' not in said[1].lower()
+    # Documents in scope, none matching: the ordinary answer; a filter leaving none: says so.
+    rag = ToolishRag(others, filterable={'tenant': str})
+    assert (await rag.run_tool('regex_search', {'pattern': 'xylophone'})).return_value == NO_RESULTS
+    narrowed = await rag.run_tool('hybrid_search', {'query': 'refunds', 'filter': {'tenant': 'initech'}})
+    assert narrowed.return_value == NO_MATCHING_DOCUMENTS

@@ -15,12 +15,23 @@ from ..content import Chunk
 from ..retriever import SectionView
 from ..search import SearchHit
 
-__all__ = ['NO_RESULTS', 'quoted', 'render_hits', 'render_neighbours', 'render_section', 'render_unavailable']
+__all__ = ['NO_DOCUMENTS', 'NO_MATCHING_DOCUMENTS', 'NO_RESULTS', 'quoted', 'render_hits', 'render_neighbours', 'render_section', 'render_unavailable']
 
 NO_RESULTS = (
     'No results: the documents do not cover this as asked. Try other words or a synonym, '
     'a broader query, or another search tool; if nothing turns up, say the documents do not cover it.'
 )
+
+NO_DOCUMENTS = (
+    'No results: there are no documents to search here. Tell the user the collection holds nothing you can '
+    'search; do not answer from the documents.'
+)
+"""A search of a scope with no documents: the same words whether the store is empty or holds only records
+outside the scope (so nothing tells that others exist)."""
+NO_MATCHING_DOCUMENTS = (
+    'No results: no document matches this filter or these sources. Try without them, or other values.'
+)
+"""A search whose filter or sources (the model's own narrowing) leave no document of the scope."""
 
 
 def quoted(sent: str) -> str:

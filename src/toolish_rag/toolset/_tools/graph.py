@@ -233,7 +233,7 @@ def _describe(store: object, settings: RagSettings) -> str:
 SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name='graph_context',
-        offered=lambda caps, settings: caps.graph,
+        offered=lambda caps, settings: caps.graph_built,
         describe=_describe,
         build=_graph_tool,
         strings=_strings,

@@ -24,10 +24,10 @@ from ...navigation import SectionTarget
 from ...retriever import Retriever
 from ...search import SearchHit
 from .._arguments import query_argument
-from .._render import NO_RESULTS, quoted
+from .._render import quoted
 from .._settings import RagSettings
 from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ._shared import ModelFilter, TopK, check_top_k, top_k_bounds
+from ._shared import ModelFilter, TopK, check_top_k, no_results, top_k_bounds
 from .search import Search, best_search
 
 __all__ = ['CANDIDATES', 'DOCUMENTS_READ', 'RANKING', 'SPECS']
@@ -80,7 +80,7 @@ async def _multihop(
     check_top_k(top_k, rag)
     hits = await settings.search(r)(query, max(settings.candidates, top_k))
     if not hits:
-        return NO_RESULTS, []
+        return await no_results(r, filter is not None), []
     ranked = await rank(r, settings.ranking, query, hits)
     shown = ranked[:top_k]
     return _render(query, shown), [p.hit for p in shown]
@@ -155,7 +155,7 @@ def _describe(store: object, s: RagSettings) -> str:
 SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name='multihop_search',
-        offered=lambda caps, settings: caps.graph and caps.expand and (caps.hybrid or caps.text),
+        offered=lambda caps, settings: caps.graph_built and caps.expand and (caps.hybrid or caps.text),
         describe=_describe,
         build=_tool,
         strings=lambda s: {'query': query_argument(s.max_query_chars)},

@@ -29,7 +29,7 @@ from .._render import quoted, render_hits
 from .._render_navigation import render_groups
 from .._settings import RagSettings
 from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ._shared import ModelFilter, TopK, check_top_k, top_k_bounds
+from ._shared import ModelFilter, TopK, check_top_k, no_results, top_k_bounds
 
 __all__ = ['SPECS', 'RankedSearch', 'Search', 'best_search', 'mark', 'ranked']
 
@@ -182,6 +182,8 @@ async def _ranked_body(
         groups, found = [], await ranked(r, kind.search, query, top_k, settings)
     if reranker is not None:
         notes[RERANKED] = found.reranked
+    if not found.hits:
+        return await no_results(r, filter is not None or sources is not None), []
     # A reranked score is absolute (the reranker's, in [0, 1]); failed open, the search's own meaning holds.
     hits = _apply_threshold(found.hits, threshold, relative=kind.relative and not found.reranked)
     heading = f'{kind.label} search results for {quoted(query)}{mark(found)}:'
@@ -213,9 +215,14 @@ def _ranked_tool(kind: RankedSearch) -> Callable[[ToolEnv], ToolFunction]:
     return build
 
 
-async def _regex_body(r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **_: Any) -> Result:
+async def _regex_body(
+    r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **narrowing: Any
+) -> Result:
+    """One regex search call; ``narrowing``: the model's ``filter`` and ``sources`` (already in ``r``), if sent."""
     check_top_k(top_k, settings)
     hits = await r.regex_search(pattern, top_k)
+    if not hits:
+        return await no_results(r, any(v is not None for v in narrowing.values())), []
     return render_hits(hits, heading=f'Regex matches for {quoted(pattern)}:'), hits
 
 
