@@ -170,7 +170,13 @@ async def test_graph_tools_come_with_a_built_graph_on_every_store(tmp_path: Path
     stores = _stores(tmp_path)
     acme = handbook_corpus()[0]
     relation = Relation(
-        id='r1', source=acme.id, source_kind='document', target='ent-alice', target_kind='entity', type='MENTIONS'
+        id='r1',
+        source=acme.id,
+        source_kind='document',
+        target='ent-alice',
+        target_kind='entity',
+        type='MENTIONS',
+        metadata={},
     )
     for name, store in stores.items():
         await store.upsert([*handbook_corpus(), *handbook_entities(), relation])

@@ -245,7 +245,7 @@ def _reranked(s: RagSettings) -> str:
     if s.reranker is None:
         return ''
     return (
-        f' Reranked: the best {s.rerank_candidates} matches (or top_k, if more) are re-scored and the top_k best '
+        f' Results are reranked: the best {s.rerank_candidates} matches (or top_k, if more) are re-scored and the top_k best '
         f'returned. When the results heading says "reranked", the score is {s.reranker.score_meaning}, from 0 to 1 '
         '(threshold 0-1); otherwise reranking was unavailable and the score is as above.'
     )
