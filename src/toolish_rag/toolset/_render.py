@@ -15,7 +15,16 @@ from ..content import Chunk
 from ..retriever import SectionView
 from ..search import SearchHit
 
-__all__ = ['NO_DOCUMENTS', 'NO_MATCHING_DOCUMENTS', 'NO_RESULTS', 'quoted', 'render_hits', 'render_neighbours', 'render_section', 'render_unavailable']
+__all__ = [
+    'NO_DOCUMENTS',
+    'NO_MATCHING_DOCUMENTS',
+    'NO_RESULTS',
+    'quoted',
+    'render_hits',
+    'render_neighbours',
+    'render_section',
+    'render_unavailable',
+]
 
 NO_RESULTS = (
     'No results: the documents do not cover this as asked. Try other words or a synonym, '

@@ -215,9 +215,7 @@ def _ranked_tool(kind: RankedSearch) -> Callable[[ToolEnv], ToolFunction]:
     return build
 
 
-async def _regex_body(
-    r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **narrowing: Any
-) -> Result:
+async def _regex_body(r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **narrowing: Any) -> Result:
     """One regex search call; ``narrowing``: the model's ``filter`` and ``sources`` (already in ``r``), if sent."""
     check_top_k(top_k, settings)
     hits = await r.regex_search(pattern, top_k)
