@@ -627,6 +627,7 @@ async def test_without_grouping_or_filters_search_schemas_are_unchanged(rag: Too
 
 @pytest.mark.parametrize('options', [{}, {'allow_grouping': True}], ids=['plain', 'grouping'])
 async def test_every_string_parameter_states_its_max_length(store: InMemoryStore, options: dict[str, Any]) -> None:
+    await store.record_graph_built(['test'])  # every tool, the graph tools included
     definitions = await ToolishRag(store, **options).tool_definitions()
     strings = 0
     for d in definitions:

@@ -87,6 +87,27 @@ async def test_schemas_state_their_bounds_and_stay_valid() -> None:
     assert (await rag.run_tool('hybrid_search', {'query': 'refund', 'threshold': None})).return_value
 
 
+async def test_a_filter_schema_said_once_admits_exactly_what_the_declared_one_does() -> None:
+    """The filterable keys' operators are defined once per tool (``$defs``), and mean what they meant."""
+    jsonschema = pytest.importorskip('jsonschema')
+    rag = await full_rag(filterable={'year': int, 'product': str})
+    declared = rag.settings.model_filters.json_schema()  # type: ignore[union-attr]
+    (hybrid,) = [d.parameters_json_schema for d in await rag.tool_definitions() if d.name == 'docs_hybrid_search']
+    assert set(hybrid['$defs']) == {'year', 'product'} and len(json.dumps(hybrid)) < 2 * len(json.dumps(declared))
+    tool, filters = jsonschema.Draft202012Validator(hybrid), jsonschema.Draft202012Validator(declared)
+    for sent in [
+        {'year': 2020},
+        {'year': {'gte': 2020, 'lt': 2024}, 'product': {'starts_with': 'a'}},
+        {'any_of': [{'year': 1}, {'product': 'b'}], 'not': {'year': {'in': [1, 2]}}},
+        {'year': 'abc'},
+        {'any_of': [{'year': {'bad': 1}}]},
+        {'not': {'product': {'starts_with': 5}}},
+        {'colour': 1},
+        {'any_of': [{'any_of': [{'year': 1}]}]},
+    ]:
+        assert tool.is_valid({'query': 'q', 'filter': sent}) == filters.is_valid(sent), sent
+
+
 # -- the names the model sees -----------------------------------------------------------------------------
 
 

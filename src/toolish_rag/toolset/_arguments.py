@@ -8,7 +8,8 @@ The schemas are also made compact (`compact_schema`): every request carries them
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+import json
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +24,7 @@ __all__ = [
     'StringArgument',
     'StringArguments',
     'compact_schema',
+    'shared_once',
     'id_argument',
     'name_argument',
     'query_argument',
@@ -123,7 +125,7 @@ class StringArguments:
         ``maxLength`` and its integer properties' ``minimum`` and ``maximum``."""
         properties = parameters.get('properties', {})
         capped = {name: self._stated(name, spec) for name, spec in properties.items()}
-        return compact_schema({**parameters, 'properties': capped})
+        return shared_once(compact_schema({**parameters, 'properties': capped}))
 
     def _stated(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
         if name in self.by_name:
@@ -193,3 +195,71 @@ def _optional(spec: dict[str, Any]) -> dict[str, Any]:
         return spec
     rest = {k: v for k, v in spec.items() if k not in ('anyOf', 'default')}
     return {**kept[0], **rest}
+
+
+_SHARED_MIN_CHARS = 200
+"""A property schema this long (as JSON, without its description) that recurs is defined once, in ``$defs``."""
+
+
+def _shape(spec: dict[str, Any]) -> str:
+    return json.dumps({k: v for k, v in spec.items() if k != 'description'}, sort_keys=True)
+
+
+def _property_schemas(node: Any) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Every property schema in ``node`` (by property name), through ``items``, ``not`` and ``anyOf``."""
+    if not isinstance(node, dict):
+        return
+    for name, spec in (node.get('properties') or {}).items():
+        if isinstance(spec, dict):
+            yield name, spec
+            yield from _property_schemas(spec)
+    for key in ('items', 'not'):
+        yield from _property_schemas(node.get(key))
+    for alternative in node.get('anyOf') or ():
+        yield from _property_schemas(alternative)
+
+
+def shared_once(schema: dict[str, Any]) -> dict[str, Any]:
+    """``schema`` with each long property schema that recurs defined once in ``$defs`` and referenced.
+
+    A filter's keys recur (at the top, inside ``any_of``, inside ``not``), each a list of operators: said
+    once, a tool's filter costs a third. A property keeps its own description beside its ``$ref``.
+    """
+    seen: dict[str, list[str]] = {}
+    first: dict[str, dict[str, Any]] = {}
+    for name, spec in _property_schemas(schema):
+        shape = _shape(spec)
+        if len(shape) >= _SHARED_MIN_CHARS:
+            seen.setdefault(shape, []).append(name)
+            first.setdefault(shape, {k: v for k, v in spec.items() if k != 'description'})
+    names: dict[str, str] = {}
+    for shape, where in seen.items():
+        if len(where) > 1:
+            taken = {*names.values(), *schema.get('$defs', {})}
+            name = where[0] if where[0] not in taken else f'{where[0]}_{len(names)}'
+            names[shape] = name
+    if not names:
+        return schema
+
+    def referenced(node: Any) -> Any:
+        if not isinstance(node, dict):
+            return node
+        out = {k: referenced(v) if k in ('items', 'not') else v for k, v in node.items()}
+        if isinstance(node.get('anyOf'), list):
+            out['anyOf'] = [referenced(a) for a in node['anyOf']]
+        if isinstance(node.get('properties'), dict):
+            out['properties'] = {
+                n: _reference(spec, names) or referenced(spec) for n, spec in node['properties'].items()
+            }
+        return out
+
+    defined = {name: referenced(first[shape]) for shape, name in names.items()}  # in the declared order
+    return {'$defs': {**schema.get('$defs', {}), **defined}, **referenced(schema)}
+
+
+def _reference(spec: Any, names: Mapping[str, str]) -> dict[str, Any] | None:
+    """``spec`` as a reference to its ``$defs`` entry (with its description), if it has one."""
+    if not isinstance(spec, dict) or (name := names.get(_shape(spec))) is None:
+        return None
+    described = {'description': spec['description']} if 'description' in spec else {}
+    return {'$ref': f'#/$defs/{name}', **described}
