@@ -168,6 +168,19 @@ def test_eager_search_refuses_a_bad_query_when_configured() -> None:
 # -- item 8: lengths capped in the schema and in every message ------------------------------------------------
 
 
+def _nested_properties(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    """The ``properties`` of every object schema inside ``spec`` (through ``items``), outermost first."""
+    found: list[dict[str, Any]] = []
+    items = spec.get('items')
+    if isinstance(items, dict):
+        if isinstance(items.get('properties'), dict):
+            found.append(items['properties'])
+            for inner in items['properties'].values():
+                found += _nested_properties(inner)
+        found += _nested_properties(items)
+    return found
+
+
 async def test_every_string_parameter_states_its_cap(store: Any) -> None:
     rag: ToolishRag[Any] = ToolishRag(store, name='kb', max_query_chars=300)
     caps = {'query': 300, 'pattern': 1000, 'chunk_id': 200, 'id': 200, 'title_contains': 300, 'document': 300}
@@ -175,8 +188,8 @@ async def test_every_string_parameter_states_its_cap(store: Any) -> None:
     with_strings = set()
     for definition in await rag.tool_definitions():
         schema = definition.parameters_json_schema
-        # The tool's own parameters, then the strings nested in its models (verify_citations' claims).
-        nested = [(d['properties'], NESTED_CAPS) for d in schema.get('$defs', {}).values()]
+        # The tool's own parameters, then the strings nested in its models (verify_citations' claims, inlined).
+        nested = [(p, NESTED_CAPS) for spec in schema['properties'].values() for p in _nested_properties(spec)]
         for properties, limits in [(schema['properties'], caps), *nested]:
             for name, spec in properties.items():
                 # A required string, or an optional one (``str | None``: a string inside ``anyOf``).

@@ -28,6 +28,7 @@ from tests.helpers import handbook_corpus
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.protocols import GraphBuiltWriter
 from toolish_rag.stores import InMemoryStore
 
 SNAPSHOTS = Path(__file__).parent / 'snapshots'
@@ -127,6 +128,8 @@ async def _render(make: Callable[[Path], Any], path: Path) -> str:
     store = make(path)
     docs = handbook_corpus()
     await store.upsert(docs)
+    if isinstance(store, GraphBuiltWriter):  # the graph tools are offered once a graph is built
+        await store.record_graph_built(['snapshot'])
     acme, globex = docs
     chunk_id = acme.chunks[1].id
     foreign_id = globex.chunks[1].id

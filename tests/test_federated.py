@@ -244,6 +244,8 @@ async def test_graph_reads_route_to_each_member_and_a_walk_stays_in_its_member()
     a, b = InMemoryStore(EMBEDDER), InMemoryStore(EMBEDDER)
     await a.upsert([acme, alice, *graph(acme, alice.id)])
     await b.upsert([globex, bob, *graph(globex, bob.id)])
+    for member in (a, b):
+        await member.record_graph_built(['test'])  # relations written directly: the operator says a graph is built
     fed = Federated({'a': a, 'b': b})
     assert StoreCapabilities.of(fed).graph and StoreCapabilities.of(fed).sections
 

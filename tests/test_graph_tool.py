@@ -98,6 +98,7 @@ async def _loaded(make: Callable[[Path], Any], path: Path, *, only_acme: bool = 
     if only_acme:
         docs, entities, relations = docs[:1], entities[:1], acme_graph
     await store.upsert([*docs, *entities, *relations])
+    await store.record_graph_built(['test'])  # relations written directly: the operator says the graph is built
     return store
 
 
@@ -125,7 +126,10 @@ async def _retry(rag: ToolishRag[Any], arguments: dict[str, Any]) -> str:
 
 
 async def test_offered_on_graph_stores_only(tmp_path: Path) -> None:
-    memory: ToolishRag[None] = ToolishRag(InMemoryStore(HashingEmbeddingModel(64)), name='kb')
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    assert 'kb_graph_context' not in ToolishRag(store, name='kb').tool_names  # no graph built yet
+    await store.record_graph_built(['test'])
+    memory: ToolishRag[None] = ToolishRag(store, name='kb')
     assert memory.store_capabilities.graph and 'kb_graph_context' in memory.tool_names
     assert 'kb_graph_context' not in memory.without_tools('graph_context').tool_names
     no_graph = compose_store(frozenset({'vector', 'text', 'expand', 'sections'}))(
@@ -149,8 +153,9 @@ async def test_instructions_and_description_name_the_tool() -> None:
     for needed in ('hop', 'via TYPE from X', 'truncated', 'read_section', 'broaden_chunk', 'MENTIONS', 'centrality'):
         assert needed in description, needed
     properties = definition.parameters_json_schema['properties']
-    assert properties['ids']['anyOf'][0]['items']['maxLength'] == 200
-    assert properties['edge_types']['anyOf'][0]['items']['maxLength'] == 64
+    assert properties['ids']['items']['maxLength'] == 200
+    assert properties['edge_types']['items']['maxLength'] == 64
+    assert (properties['hops']['maximum'], properties['max_nodes']['maximum']) == (3, 200)
 
 
 # -- agent runs: seeds by query and by ids ------------------------------------------------------------------
@@ -323,6 +328,7 @@ async def _star(spokes: int, foreign_spokes: int) -> ToolishRag[None]:
     hub = Entity(id='hub', name='Hub', metadata={'tenant': 'acme'})
     relations = [_edge((d.chunks[0].id, 'chunk'), 'MENTIONS', ('hub', 'entity'), 'acme') for d in docs]
     await store.upsert([*docs, hub, *relations])
+    await store.record_graph_built(['test'])  # relations written directly: the operator says a graph is built
     return ToolishRag(store, name='kb').with_metadata_filter(ACME)
 
 

@@ -131,9 +131,10 @@ async def test_a_page_the_seed_names_outranks_a_page_naming_the_seed() -> None:
 
 
 async def test_without_a_graph_it_ranks_like_the_search() -> None:
-    """No edges: every passage is a seed or a candidate, in the search's order."""
+    """No edges (a graph built, but empty): every passage is a seed or a candidate, in the search's order."""
     store = InMemoryStore(HashingEmbeddingModel(64))
     await store.upsert(_bridge())
+    await store.record_graph_built(['none'])
     rag: ToolishRag[None] = ToolishRag(store, name='kb')
     plain = await rag.run_tool('hybrid_search', {'query': QUESTION, 'top_k': 5})
     found = await rag.run_tool('multihop_search', {'query': QUESTION, 'top_k': 5})
@@ -274,6 +275,7 @@ async def _lancedb_case(
     )
     own = [r for r in await shared.list_relations() if r.source in acme_nodes and r.target in acme_nodes]
     await alone.upsert(own)
+    await alone.record_graph_built(['copied'])  # acme's own relations, copied: a graph all the same
     try:
         answers = await _answers(shared, queries, candidates)
         assert answers == await _answers(alone, queries, candidates)
@@ -336,7 +338,10 @@ async def test_the_model_filter_narrows_every_passage() -> None:
 
 
 async def test_offered_with_search_graph_and_lookup_only() -> None:
-    memory: ToolishRag[None] = ToolishRag(InMemoryStore(HashingEmbeddingModel(64)), name='kb')
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    assert 'kb_multihop_search' not in ToolishRag(store, name='kb').tool_names  # no graph built yet
+    await build_graph(store, StructureBuilder())
+    memory: ToolishRag[None] = ToolishRag(store, name='kb')
     assert 'kb_multihop_search' in memory.tool_names
     assert StoreCapabilities.of(memory.store).graph
     tantivy = pytest.importorskip('toolish_rag_tantivy', reason='needs the Tantivy adapter (stores/tantivy)')

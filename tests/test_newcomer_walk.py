@@ -43,9 +43,9 @@ TOOLS = [
     'docs_outline',
     'docs_read_section',
     'docs_verify_citations',
-    'docs_graph_context',
-    'docs_multihop_search',
 ]
+"""What ``toolish-rag tools`` lists before ``graph build``; after it, the graph tools too (`GRAPH_TOOLS`)."""
+GRAPH_TOOLS = ['docs_graph_context', 'docs_multihop_search']
 
 NOISE = [
     ('a traceback', re.compile(r'Traceback \(most recent call last\)')),
@@ -192,6 +192,8 @@ def test_tools_lists_what_a_model_sees(walk: Walk) -> None:
     assert step.returncode == 0, step.describe()
     for name in TOOLS:
         assert f'## {name}\n' in step.stdout, f'{name} missing from {step.describe()}'
+    for name in GRAPH_TOOLS:  # no graph built yet
+        assert f'## {name}\n' not in step.stdout, f'{name} listed before graph build: {step.describe()}'
     assert '"properties"' in step.stdout  # the JSON schema the model fills
     assert_clean(step)
 
@@ -226,6 +228,8 @@ def test_graph_build_and_show(walk: Walk) -> None:
     assert built.returncode == 0, built.describe()
     assert re.search(r'structure: 5 of 5 documents built, [1-9]\d* relations written', built.output), built.describe()
     assert_clean(built)
+    listed = walk.run('tools').stdout  # run again: step('tools') is the answer from before the build
+    assert all(f'## {name}\n' in listed for name in GRAPH_TOOLS), 'graph build did not add the graph tools'
 
     found = re.search(r'chunk (\S+) \|', walk.step('search', 'refund window', '--tool', 'text').stdout)
     assert found, 'the text search step printed no chunk id'
@@ -262,7 +266,8 @@ async def test_mcp_over_stdio_lists_and_serves_the_tools(walk: Walk) -> None:
     with tempfile.TemporaryFile('w+', encoding='utf-8') as errlog:
         async with Client(stdio_client(params, errlog=errlog)) as client:
             names = [t.name for t in (await client.list_tools()).tools]
-            assert names == [t.removeprefix('docs_') for t in TOOLS]  # short: the client puts its key in front
+            # short names (the client puts its key in front); the graph was built by an earlier step
+            assert names == [t.removeprefix('docs_') for t in [*TOOLS, *GRAPH_TOOLS]]
             got = await client.call_tool('text_search', {'query': 'how long is the pen warranty'})
             text = got.content[0].text  # type: ignore[union-attr]
             assert not got.is_error and text.startswith(HEADINGS['text']) and 'warranty.md' in text

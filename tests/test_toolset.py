@@ -46,7 +46,7 @@ from toolish_rag.content import Chunk, Document, Entity
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.testing import selective_corpus
 from toolish_rag.toolset._names import ToolName
-from toolish_rag.toolset._render import NO_RESULTS
+from toolish_rag.toolset._render import NO_DOCUMENTS, NO_RESULTS
 
 BASE_CAPABILITIES = ('vector', 'text', 'regex', 'expand', 'sections')
 SUBSETS = [
@@ -88,6 +88,7 @@ def corpus() -> list[Document]:
 async def store(corpus: list[Document]) -> InMemoryStore:
     s = memory_store()
     await s.upsert([*corpus, *handbook_entities()])
+    await s.record_graph_built(['test'])  # the full tool set, graph tools included
     return s
 
 
@@ -506,12 +507,12 @@ async def test_with_star_narrows_never_replaces_and_returns_a_new_object(store: 
     assert acme.retriever().filter == F.eq('tenant', 'acme')
     step = [Call('docs_vector_search', {'query': 'refunds', 'top_k': 50})]
     _, got, _ = await run(both, step)
-    assert got[0].text == NO_RESULTS  # acme AND globex: nothing, not globex
+    assert got[0].text == NO_DOCUMENTS  # acme AND globex: no document in scope, said as of an empty store
 
     # A per-run (deps) filter narrows a static one too.
     with_deps = acme.with_metadata_filter(lambda ctx: F.eq('tenant', ctx.deps.tenant))
     _, got, _ = await run(with_deps, step, deps=Deps('globex'))
-    assert got[0].text == NO_RESULTS
+    assert got[0].text == NO_DOCUMENTS
     _, got, _ = await run(with_deps, step, deps=Deps('acme'))
     assert {h.record.metadata['tenant'] for h in got[0].metadata['hits']} == {'acme'}
 
@@ -780,7 +781,7 @@ async def test_empty_store_answers_no_results() -> None:
             Call('docs_zoom_out', {'id': 'x'}),
         ],
     )
-    assert [r.text for r in got[:4]] == [NO_RESULTS] * 4
+    assert [r.text for r in got[:4]] == [NO_DOCUMENTS] * 4  # an empty store says so
     assert got[4].retried
 
 

@@ -31,6 +31,7 @@ from toolish_rag.toolset._direct import direct_context
 async def store() -> InMemoryStore:
     s = memory_store()
     await s.upsert(handbook_corpus())
+    await s.record_graph_built(['test'])  # the full tool set
     return s
 
 

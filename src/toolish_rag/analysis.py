@@ -240,17 +240,15 @@ class TextAnalyzer:
 
     def describe(self) -> str:
         """One sentence for the text tool's description: what the model's query words become."""
+        # Every request carries the tool descriptions: what the query's words become, in few words.
         unspaced = (
-            'Chinese, Japanese, Korean, Thai and other scripts written without spaces are cut into '
-            'overlapping two-character pieces, so a query needs no word breaks and matches any '
-            'two-character sequence it shares with a passage'
+            'scripts without spaces (Chinese, Japanese, Korean, Thai...) match by overlapping two-character pieces '
+            '(no word breaks needed)'
         )
         if self.language == AUTO:
             return (
-                'Text analysis by language, detected per passage: words lower-cased, the stop words of '
-                "each passage's language dropped and its Snowball stems taken (different endings of a word "
-                'match); a query is analysed in every language the collection holds, so a query in one '
-                f'language also matches words shared with passages in another; {unspaced}.'
+                "Text analysis in each passage's detected language (lower-cased, stop words dropped, Snowball stems: "
+                f'different endings of a word match), a query in each language the collection holds; {unspaced}.'
             )
         if self.language in _UNSTEMMED:
             return f'{self.name} text analysis: {unspaced}; other words are lower-cased and matched whole.'

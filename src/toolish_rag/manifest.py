@@ -11,7 +11,7 @@ import dataclasses
 import json
 import os
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,6 +24,8 @@ __all__ = [
     'ManifestError',
     'StoreManifest',
     'read_manifest',
+    'record_graph',
+    'recorded_graph',
     'update_manifest',
     'write_manifest',
 ]
@@ -112,6 +114,9 @@ class StoreManifest:
     reembedding: EmbedderIdentity | None = None
     """A re-embed with this embedder started and has not been recorded as done (``None``: none running).
     Its vectors are switched in one commit that names their model, so `settled` tells which ones the store holds."""
+    graph: tuple[str, ...] = ()
+    """The graph builders `toolish_rag.graph.builders.build_graph` has run on the store (empty: no graph built).
+    An operator's act, never inferred from the records: the graph tools are offered once it is recorded."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Fields a newer toolish-rag wrote that this version does not know: kept as they are on rewrite."""
 
@@ -148,6 +153,8 @@ class StoreManifest:
         )
         if self.reembedding is not None:
             data['reembedding'] = dataclasses.asdict(self.reembedding)
+        if self.graph:
+            data['graph'] = list(self.graph)
         return data
 
     @classmethod
@@ -169,6 +176,7 @@ class StoreManifest:
                 scope_keys=tuple(data.get('scope_keys') or ()),
                 languages=tuple(data.get('languages') or ()),
                 reembedding=EmbedderIdentity(**reembedding) if reembedding else None,
+                graph=tuple(str(name) for name in data.get('graph') or ()),
                 extra={k: v for k, v in data.items() if k not in known},
             )
         except (KeyError, TypeError, ValueError) as e:
@@ -230,3 +238,30 @@ def update_manifest(
     if updated != found:
         write_manifest(directory, updated)
     return updated
+
+
+def record_graph(
+    directory: str | os.PathLike[str],
+    store: str,
+    builders: Sequence[str],
+    *,
+    legacy: Callable[[], StoreManifest | None] | None = None,
+) -> StoreManifest:
+    """Record in the manifest that a graph was built with ``builders`` (added to those recorded before).
+
+    What `toolish_rag.protocols.GraphBuiltWriter.record_graph_built` writes for a store with a folder;
+    the graph tools are offered from then on (docs/graph.md#when-the-graph-tools-are-offered).
+    """
+
+    def recorded(manifest: StoreManifest) -> StoreManifest:
+        return dataclasses.replace(manifest, graph=tuple(sorted({*manifest.graph, *builders})))
+
+    return update_manifest(directory, store, recorded, legacy=legacy)
+
+
+def recorded_graph(directory: str | os.PathLike[str]) -> tuple[str, ...]:
+    """The graph builders the manifest in ``directory`` records (empty: no graph built, or no manifest).
+
+    Read afresh on each call: another process (``toolish-rag graph build``) may have built the graph."""
+    manifest = read_manifest(directory)
+    return manifest.graph if manifest is not None else ()

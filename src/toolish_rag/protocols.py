@@ -20,6 +20,8 @@ __all__ = [
     'DocumentInfo',
     'DocumentStore',
     'FilterPushdown',
+    'GraphBuilt',
+    'GraphBuiltWriter',
     'GraphSearch',
     'GraphStore',
     'HybridSearch',
@@ -141,6 +143,30 @@ class GraphSearch(Protocol):
 
 
 @runtime_checkable
+class GraphBuilt(Protocol):
+    """Optional, beside `GraphSearch`: whether a graph has been built for the store.
+
+    The graph tools are offered only once one has (an empty graph answers nothing). It is what
+    `toolish_rag.graph.builders.build_graph` recorded (`GraphBuiltWriter`), in the store manifest
+    for a store with a folder: an operator's act, never counted from the records, so no tenant's
+    data can change another's tool list. A `GraphSearch` store without it is taken to have one.
+    """
+
+    @property
+    def graph_built(self) -> bool: ...
+
+
+@runtime_checkable
+class GraphBuiltWriter(GraphBuilt, Protocol):
+    """`GraphBuilt`, recorded by `toolish_rag.graph.builders.build_graph` (see docs/graph.md)."""
+
+    async def record_graph_built(self, builders: Sequence[str]) -> None:
+        """Record that these builders built the store's graph (added to those recorded before); persisted
+        with the store (`toolish_rag.manifest.record_graph` for a folder)."""
+        ...
+
+
+@runtime_checkable
 class HybridSearch(Protocol):
     """A store's own fusion of vector and text search, used instead of the core's.
 
@@ -251,9 +277,12 @@ class StoreCapabilities:
     native_hybrid: bool
     sections: bool = False
     graph: bool = False
+    graph_built: bool = False
+    """A `GraphSearch` store whose graph has been built (`GraphBuilt`; a store that does not say has one)."""
 
     @classmethod
     def of(cls, store: object) -> StoreCapabilities:
+        graph = isinstance(store, GraphSearch)
         return cls(
             vector=isinstance(store, VectorSearch),
             text=isinstance(store, TextSearch),
@@ -261,7 +290,8 @@ class StoreCapabilities:
             expand=isinstance(store, ResultExpander),
             native_hybrid=isinstance(store, HybridSearch),
             sections=isinstance(store, SectionReader),
-            graph=isinstance(store, GraphSearch),
+            graph=graph,
+            graph_built=graph and (store.graph_built if isinstance(store, GraphBuilt) else True),
         )
 
     @property

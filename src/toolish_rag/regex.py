@@ -123,6 +123,7 @@ def scan_limit_error(total: int, limit: int) -> InvalidRequestError:
     """
     del total  # deliberately not shown; see above
     return InvalidRequestError(
-        f'a regex search here would scan more than {limit} records: '
-        'narrow it with a filter, or find candidates with text_search first'
+        f'a regex search here would scan more than {limit} records (each match is counted, to rank by it): narrow '
+        'it with a filter or a more distinctive pattern (a case-sensitive literal selects fewer records than (?i) '
+        'does), or find the passages with text_search first'
     )

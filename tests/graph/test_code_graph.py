@@ -21,6 +21,7 @@ import pytest
 from toolish_rag import Filter, PropertyFilter as F, ToolishRag
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.graph.builders import build_graph
 from toolish_rag.graph.builders.code import CodeGraphBuilder
 from toolish_rag.graph.model import Direction, NodeRequest
 from toolish_rag.graph.walk import WalkRequest, walk
@@ -239,7 +240,7 @@ async def test_entities_contains_imports_and_definitions(tmp_path: Path) -> None
     _write(tmp_path, RULES)
     store = _store()
     await _ingest(store, tmp_path)
-    await CodeGraphBuilder().build(store)
+    await build_graph(store, CodeGraphBuilder())
     entities = {e.id: e for e in await store.list_entities()}
     by_name = {e.name: e for e in entities.values()}
     assert by_name['app.core'].labels == {'module'}
@@ -445,7 +446,7 @@ async def test_a_secret_module_next_to_a_public_one_shows_nothing_under_a_negati
     store = _store()
     await _ingest(store, tmp_path, ['corp/api.py'], tenant='a', classification='public')
     await _ingest(store, tmp_path, ['corp/falcon.py'], tenant='a', classification='secret')
-    report = await CodeGraphBuilder(scope_keys=('tenant',)).build(store)
+    (report,) = await build_graph(store, CodeGraphBuilder(scope_keys=('tenant',)))
     assert report.failures == ()
     assert (await _calls(store))['corp.api.public_status'] == {'corp.falcon.close_deal'}
 

@@ -18,6 +18,7 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from toolish_rag import DocumentBuilder, Entity, EntityFilter, Filter, PropertyFilter as F, ToolishRag, matches
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.graph.builders import build_graph
 from toolish_rag.graph.builders.base import CACHE_KEY_PREFIX
 from toolish_rag.graph.builders.extract import (
     DEFAULT_MERGE_ACROSS,
@@ -107,7 +108,7 @@ async def test_entities_merge_across_documents_by_normalised_name() -> None:
     script = Script(ACME)
     store = _store()
     await store.upsert([_doc('one', 'Alice builds anvils.'), _doc('two', 'Bob sells them.')])
-    report = await ExtractionBuilder(script.model).build(store)
+    report = (await build_graph(store, ExtractionBuilder(script.model)))[0]
     assert (report.model_calls, report.documents_built, report.failures) == (2, 2, ())
     entities = {e.id: e for e in await store.list_entities()}
     acme = entities[extracted_entity_id('acme corp')]
@@ -135,7 +136,9 @@ async def test_tenants_naming_the_same_organisation_get_two_nodes() -> None:
     script = Script(ACME)
     store = _store()
     await store.upsert([_doc('one', 'Alice builds anvils.', tenant='a'), _doc('two', 'Bob sells them.', tenant='b')])
-    await ExtractionBuilder(script.model).build(store)  # no key to name: any metadata but merge_across separates
+    (await build_graph(store, ExtractionBuilder(script.model)))[
+        0
+    ]  # no key to name: any metadata but merge_across separates
     acmes = [e for e in await store.list_entities() if normalise_name(e.name) == 'acme corp']
     assert sorted(e.metadata['tenant'] for e in acmes) == ['a', 'b']  # type: ignore[type-var]
     assert acmes[0].id != acmes[1].id
@@ -156,16 +159,16 @@ async def test_the_model_is_never_asked_twice_about_unchanged_text() -> None:
         _doc('two', 'Bob sells them.', 'Alice builds anvils.', title='One'),
     ]
     await store.upsert(documents)
-    first = await ExtractionBuilder(script.model).build(store)
+    first = (await build_graph(store, ExtractionBuilder(script.model)))[0]
     assert first.model_calls == len(script.prompts) == 2  # the repeated text is asked about once
     before = sorted(r.model_dump_json() for r in await store.list_relations(origin='extract'))
 
-    again = await ExtractionBuilder(script.model).build(store)
+    again = (await build_graph(store, ExtractionBuilder(script.model)))[0]
     assert (again.model_calls, again.writes, again.documents_built) == (0, 0, 0)
 
     await store.upsert([documents[1]])  # re-ingested unchanged: its relations and mark are gone
     assert not [r for r in await store.list_relations(origin='extract') if r.document_id == 'two']
-    rebuilt = await ExtractionBuilder(script.model).build(store)
+    rebuilt = (await build_graph(store, ExtractionBuilder(script.model)))[0]
     assert (rebuilt.model_calls, rebuilt.documents_built, rebuilt.entities_written) == (0, 1, 0)
     assert len(script.prompts) == 2  # the scripted model really was not called
     assert sorted(r.model_dump_json() for r in await store.list_relations(origin='extract')) == before
@@ -187,7 +190,7 @@ async def test_a_failing_chunk_is_reported_cached_never_and_retried_alone() -> N
     await store.upsert(
         [_doc('one', 'Alice builds anvils.', 'Dave tests them.', 'Eve too.'), _doc('two', 'Bob sells them.')]
     )
-    report = await ExtractionBuilder(script.model).build(store)
+    report = (await build_graph(store, ExtractionBuilder(script.model)))[0]
     assert len(report.failures) == 2
     assert any('one: chunk one-1: ' in f and 'the model is down' in f for f in report.failures)
     assert any('one: chunk one-2: ' in f for f in report.failures)  # malformed twice (the retry included)
@@ -198,13 +201,13 @@ async def test_a_failing_chunk_is_reported_cached_never_and_retried_alone() -> N
 
     fail['now'] = False
     calls = len(script.prompts)
-    retried = await ExtractionBuilder(script.model).build(store)
+    retried = (await build_graph(store, ExtractionBuilder(script.model)))[0]
     asked = script.prompts[calls:]
     assert any('Dave' in p for p in asked) and not any('Alice' in p or 'Bob' in p for p in asked)
     assert len(retried.failures) == 1 and 'Dave' in {e.name for e in await store.list_entities()}
 
     calls = len(script.prompts)
-    third = await ExtractionBuilder(script.model).build(store)
+    third = (await build_graph(store, ExtractionBuilder(script.model)))[0]
     assert [p for p in script.prompts[calls:] if 'Dave' in p] == []  # Dave's answer is cached now
     assert third.relations_written == 0 and len(third.failures) == 1  # only Eve's malformed chunk, again
 
@@ -226,7 +229,7 @@ async def test_relation_types_are_normalised_and_unusable_ones_skipped() -> None
     )
     store = _store()
     await store.upsert([_doc('one', 'Frank runs Globex from Zurich.')])
-    report = await ExtractionBuilder(script.model).build(store)
+    report = (await build_graph(store, ExtractionBuilder(script.model)))[0]
     assert report.failures == ()
     typed = {t for t in await _triples(store) if t[1] != 'MENTIONS'}
     assert typed == {('Frank', 'IS_CEO_OF', 'Globex'), ('Globex', 'HEADQUARTERED_IN', 'Zurich')}
@@ -243,13 +246,13 @@ async def test_stored_aliases_are_kept_and_orphans_removed() -> None:
             _doc('two', 'Bob sells them.'),
         ]
     )
-    await ExtractionBuilder(script.model).build(store)
+    (await build_graph(store, ExtractionBuilder(script.model)))[0]
     acme = next(e for e in await store.list_entities() if e.id == acme_id)
     assert set(acme.aliases) == {'Acme Corporation', 'Acme', 'ACME', 'ACME corp'}  # union with the stored ones
     assert {'org', 'organisation', 'company'} == acme.labels
 
     await store.delete_documents(['two'])
-    report = await ExtractionBuilder(script.model).build(store)
+    report = (await build_graph(store, ExtractionBuilder(script.model)))[0]
     assert report.model_calls == 0
     names = {e.name for e in await store.list_entities() if e.id.startswith(EXTRACTED_ENTITY_PREFIX)}
     assert names == {'Acme Corp', 'Alice'}  # Bob and Carol were only in the deleted document
@@ -260,7 +263,7 @@ async def test_stored_aliases_are_kept_and_orphans_removed() -> None:
 async def test_a_model_that_cannot_be_resolved_fails_every_asked_chunk() -> None:
     store = _store()
     await store.upsert([_doc('one', 'Alice builds anvils.')])
-    report = await ExtractionBuilder('no-such-provider:model').build(store)
+    report = (await build_graph(store, ExtractionBuilder('no-such-provider:model')))[0]
     assert report.documents_built == 1 and report.relations_written == 0
     assert len(report.failures) == 1 and 'no-such-provider:model' in report.failures[0]
 
@@ -335,7 +338,7 @@ async def test_nothing_read_from_an_excluded_document_shows_under_a_negative_pre
             _doc('b-news', 'Acme sells widgets to everyone.', tenant='a', classification='public'),
         ]
     )
-    report = await ExtractionBuilder(Script(FALCON).model).build(store)
+    report = (await build_graph(store, ExtractionBuilder(Script(FALCON).model)))[0]
     assert (report.model_calls, report.failures) == (2, ())
 
     tenant_only = await _seen(store, F.eq('tenant', 'a'))
@@ -356,7 +359,7 @@ async def test_a_label_scope_hides_entities_of_excluded_documents_too() -> None:
     board = DocumentBuilder('file:///a/board.md', 'Board', id='a-board', metadata={'tenant': 'a'}, labels={'Secret'})
     board.add_chunk(None, 'Project Falcon: Acme will buy Globex in Q3.')
     await store.upsert([board.build(), _doc('b-news', 'Acme sells widgets to everyone.', tenant='a')])
-    await ExtractionBuilder(Script(FALCON).model).build(store)
+    (await build_graph(store, ExtractionBuilder(Script(FALCON).model)))[0]
     tenant_only = await _seen(store, F.eq('tenant', 'a'))
     assert all(word in tenant_only for word in SECRET_WORDS)
     public = await _seen(store, F.eq('tenant', 'a') & ~EntityFilter.has_any_label('Secret'))
@@ -377,7 +380,7 @@ async def test_files_differing_only_in_per_file_keys_merge_and_list_every_path(t
     store = _store()
     await store.upsert([one, two])
     builder = ExtractionBuilder(Script(ACME).model)
-    await builder.build(store)
+    await build_graph(store, builder)
     acme = next(e for e in await store.list_entities() if normalise_name(e.name) == 'acme corp')
     assert acme.metadata['tenant'] == 'a'
     assert acme.metadata['path'] == ['one.md', 'two.md']  # one node, both sources listed
@@ -412,13 +415,13 @@ async def test_files_of_other_metadata_or_merge_across_nothing_stay_apart(tmp_pa
             _ingested(tmp_path, 'two.md', 'Bob sells them.\n', tenant='a', team='y'),
         ]
     )
-    await ExtractionBuilder(Script(ACME).model).build(store)
+    (await build_graph(store, ExtractionBuilder(Script(ACME).model)))[0]
     acmes = [e for e in await store.list_entities() if normalise_name(e.name) == 'acme corp']
     assert sorted(str(e.metadata['team']) for e in acmes) == ['x', 'y']  # any other key keeps them apart
     assert sorted(str(e.metadata['path']) for e in acmes) == ["['one.md']", "['two.md']"]
 
     store = _store()
     await store.upsert([_ingested(tmp_path, 'one.md', 'Alice.\n'), _ingested(tmp_path, 'two.md', 'Bob.\n')])
-    await ExtractionBuilder(Script(ACME).model, merge_across=()).build(store)
+    (await build_graph(store, ExtractionBuilder(Script(ACME).model, merge_across=())))[0]
     acmes = [e for e in await store.list_entities() if normalise_name(e.name) == 'acme corp']
     assert sorted(str(e.metadata['path']) for e in acmes) == ['one.md', 'two.md']  # one node per file

@@ -96,6 +96,13 @@ class HonestGraphStore(InnerWrites):
     async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
         await self.inner.set_graph_marks(builder, marks)
 
+    @property
+    def graph_built(self) -> bool:
+        return self.inner.graph_built
+
+    async def record_graph_built(self, builders: Sequence[str]) -> None:
+        await self.inner.record_graph_built(builders)
+
     # For the leaky stores: the unfiltered hop, and which ids are in scope.
 
     async def unfiltered(self, request: NeighbourRequest) -> Neighbours:

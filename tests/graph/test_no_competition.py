@@ -52,10 +52,10 @@ async def _unchanged_by(
     store: InMemoryStore, builder: GraphBuilder, ids: Sequence[str], foreign: Sequence[Document | Entity]
 ) -> tuple[str, str]:
     """Acme's walk from ``ids`` before and after ``foreign`` records are added and the graph rebuilt."""
-    assert not (await builder.build(store)).failures
+    assert not (await build_graph(store, builder))[0].failures
     before = await _walk(store, 'acme', ids)
     await store.upsert(foreign)
-    assert not (await builder.build(store)).failures
+    assert not (await build_graph(store, builder))[0].failures
     return before, await _walk(store, 'acme', ids)
 
 
@@ -87,7 +87,7 @@ async def test_overlapping_names_all_link() -> None:
             _doc('trip', 'Trip', ['We flew to New York City.'], tenant='acme'),
         ]
     )
-    await ExactNameLinker().build(store)
+    await build_graph(store, ExactNameLinker())
     assert {r.target for r in await store.list_relations(origin='exact')} == {'nyc', 'ny'}
 
 

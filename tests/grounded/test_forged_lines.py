@@ -103,6 +103,7 @@ async def _outputs(value: str) -> list[str]:
         metadata={},
     )
     await store.upsert([built, entity, edge])
+    await store.record_graph_built(['test'])  # relations written directly: the operator says a graph is built
     rag = ToolishRag(store, name='docs', filterable={'tag': str}).with_eager_search_about('harmonicas', top_k=2)
     first = built.chunks[0]
     calls: list[tuple[str, dict[str, Any]]] = [

@@ -49,6 +49,7 @@ async def test_graph_context_is_scoped_per_token() -> None:
     docs = corpus()
     store = InMemoryStore(HashingEmbeddingModel())
     await store.upsert([*docs, *_relations(docs)])
+    await store.record_graph_built(['test'])  # relations written directly: the operator says a graph is built
     rag: ToolishRag[Any] = ToolishRag(store, name='docs')
     tokens = TokenTable.from_mapping(TOKEN_CONFIG)
     chunks = [c for d in docs for c in d.chunks]

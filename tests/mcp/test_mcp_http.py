@@ -65,7 +65,7 @@ async def test_an_sdk_client_without_a_token_cannot_connect(live_server: LiveSer
 @pytest.mark.parametrize('mode', ['auto', 'legacy'])
 async def test_tools_list_is_the_toolsets_definitions_for_every_token(live_server: LiveServer, mode: str) -> None:
     expected = [(d.name, d.description, d.parameters_json_schema) for d in await live_server.rag.tool_definitions()]
-    assert len(expected) == 12
+    assert len(expected) == 10  # the graph tools come once a graph is built (docs/graph.md)
     for label in TOKENS:
         async with live_server.client(label, mode=mode) as client:
             tools = (await client.list_tools()).tools
@@ -355,7 +355,11 @@ async def test_tools_list_follows_the_store_capabilities(store_name: str, tmp_pa
         names = [t.name for t in (await client.list_tools()).tools]
     assert names == rag.tool_names
     if store_name == 'memory':
-        assert len(names) == 12
+        assert len(names) == 10 and 'kb_graph_context' not in names  # no graph built: no graph tools
+        await store.record_graph_built(['test'])
+        async with Client(await build_server(ToolishRag(store, name='kb'))) as client:
+            built = [t.name for t in (await client.list_tools()).tools]
+        assert built == [*names, 'kb_graph_context', 'kb_multihop_search']  # MCP follows the toolset
     if store_name == 'tantivy':
         assert 'kb_vector_search' not in names and 'kb_text_search' in names
     assert 'kb_verify_citations' in names  # both stores fetch records by id

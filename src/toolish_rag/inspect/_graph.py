@@ -148,9 +148,18 @@ def _int(request: Request, name: str, default: int, high: int) -> int:
     return int(raw)
 
 
+_NOT_BUILT = (
+    'has no graph built yet: build one with toolish-rag graph build --store SPEC (or build_graph in Python, '
+    'docs/graph.md); the graph tools are offered to a model once it is built'
+)
+
+
 async def graph_page(request: Request, viewer: Viewer) -> Page:
-    if not viewer.rag.store_capabilities.graph:
+    capabilities = viewer.rag.store_capabilities
+    if not capabilities.graph:
         return lacks('has no graph (it is no GraphSearch): there is nothing to draw')
+    if not capabilities.graph_built:
+        return lacks(_NOT_BUILT)
     node = request.query_params.get('node', '').strip()
     hops = _int(request, 'hops', 1, MAX_HOPS)
     max_nodes = _int(request, 'max_nodes', 40, MAX_WALK_NODES)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..protocols import DocumentStore, GraphSearch, GraphStore
+from ..protocols import DocumentStore, GraphBuiltWriter, GraphSearch, GraphStore, StoreCapabilities
 from ._corpus import EDGE_FILTERS
 from ._kit import KitBase, check, report
 from .graph_contract import (
@@ -27,6 +27,30 @@ from .graph_contract import (
 )
 
 _GRAPH = (GraphSearch, GraphStore, DocumentStore)
+_NOT_RECORDING = (
+    'a graph store says whether its graph has been built (toolish_rag.protocols.GraphBuiltWriter: graph_built, '
+    'and record_graph_built, which build_graph calls); without it the graph tools are offered before any graph is'
+)
+
+
+async def _graph_built_problems(store: Any) -> list[str]:
+    """Only `record_graph_built` (what `build_graph` calls) makes a store's graph built, never its records."""
+    recording = store if isinstance(store, GraphBuiltWriter) else None
+    if recording is None:
+        return [_NOT_RECORDING]
+    problems = []
+    if StoreCapabilities.of(store).graph_built:
+        problems.append('a new store says its graph is built: only build_graph (record_graph_built) records one')
+    await store.upsert(graph_corpus().items())
+    if StoreCapabilities.of(store).graph_built:
+        problems.append(
+            'writing relations made graph_built true: a graph is built by an operator (build_graph), never '
+            "counted from the records (a tenant's records would change every tenant's tools)"
+        )
+    await recording.record_graph_built(['kit'])
+    if not StoreCapabilities.of(store).graph_built:
+        problems.append('graph_built is still false after record_graph_built: the graph tools are never offered')
+    return problems
 
 
 class GraphChecks(KitBase):
@@ -86,8 +110,10 @@ class GraphChecks(KitBase):
 
     @check(*_GRAPH, aspect='writes', every=True)
     async def test_graph_ledger(self, empty: Any) -> None:
-        """Marks set, overwritten and deleted per builder, each builder's apart."""
-        assert not (problems := await ledger_problems(empty)), report(problems)
+        """Marks set, overwritten and deleted per builder, each builder's apart; the graph built only when recorded."""
+        problems = await ledger_problems(empty)
+        problems += await _graph_built_problems(empty)
+        assert not problems, report(problems)
 
     @check(*_GRAPH, aspect='persistence', every=True)
     async def test_graph_after_reopen(self, empty: Any, store_path: Path, embedder: Any) -> None:
@@ -97,10 +123,14 @@ class GraphChecks(KitBase):
         await made.upsert(corpus.items())
         marks = {'exact': {corpus.documents[0].id: 'fp-1', 'names': 'names-1'}}
         await made.set_graph_marks('exact', marks['exact'])
+        if isinstance(made, GraphBuiltWriter):
+            await made.record_graph_built(['kit'])
         del made
         reopened = await self.reopen_store(store_path, embedder)
         reference = GraphReference.of(corpus)
         problems = await stored_problems(reopened, 'after a reopen', corpus.relations, marks)
+        if not StoreCapabilities.of(reopened).graph_built:
+            problems.append('the record that a graph was built is lost on reopening: persist it (the manifest)')
         calls = graph_scope_calls(corpus, reference, None) + graph_scope_calls(corpus, reference, GRAPH_SCOPES[1][1])
         problems += await calls.problems(reopened, reference)
         assert not problems, report(problems)

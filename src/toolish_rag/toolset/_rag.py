@@ -29,6 +29,7 @@ from ._calls import ToolCalls
 from ._direct import direct_context
 from ._eager import EagerResult, EagerSearch, eager_result
 from ._events import RagListener
+from ._exposed import exposed_names, mark
 from ._factory import capability_factory
 from ._instructions import build_instructions
 from ._names import TOOL_NAMES, ToolName, tool_name
@@ -322,6 +323,16 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self._state.settings.id or self.name
 
     @property
+    def _tool_marker(self) -> str:
+        """What marks this toolset's tool definitions (`_exposed.mark`): its id, unique on an agent."""
+        return self.id or self.name
+
+    @property
+    def _short_names(self) -> dict[str, ToolName]:
+        """Full name -> short name of the offered tools."""
+        return {tool_name(self.name, t): t for t in self._offered()}
+
+    @property
     def label(self) -> str:
         return f'ToolishRag {self.name!r}'
 
@@ -330,9 +341,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return 'Give each ToolishRag on an agent its own `name` (it prefixes the tool names).'
 
     async def get_instructions(self, ctx: RunContext[AgentDepsT]) -> str | None:
-        return self.instructions_naming(self._offered())
+        return self.instructions_naming(self._offered(), ctx)
 
-    def instructions_naming(self, tools: Sequence[ToolName]) -> str | None:
+    def instructions_naming(self, tools: Sequence[ToolName], ctx: RunContext[Any] | None = None) -> str | None:
         """The instructions as they read when the model can see only ``tools`` (short names) of this toolset.
 
         The capability uses it when it hides tools (``tool_search=True``): no instruction names a tool
@@ -342,7 +353,13 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         offered = [t for t in self._offered() if t in tools]
         takes_filter = any(s.takes_filter for s in SPECS if s.name in offered)
         filters = settings.model_filters.describe() if settings.model_filters is not None and takes_filter else None
-        return build_instructions(settings.name, settings.description, offered, filters)
+        names = self._exposed_names(ctx, offered)
+        return build_instructions(settings.name, settings.description, names, filters, settings.allow_grouping)
+
+    def _exposed_names(self, ctx: RunContext[Any] | None, offered: list[ToolName]) -> dict[ToolName, str]:
+        """The offered tools by the names the model sees this step (through any wrapper): see `_exposed`."""
+        own = {t: tool_name(self.name, t) for t in offered}
+        return own if ctx is None else exposed_names(ctx, self._tool_marker, own)
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
         # The tools are built by an inner FunctionToolset; stamp them as ours, as pydantic-ai's own
@@ -350,14 +367,18 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         # definition our `id` (durable execution names its activities after it) and errors name us.
         # Their schemas gain the string caps, and their validators bound what a bad call is told.
         tools = await self._functions.get_tools(ctx)
-        caps = self._calls.arguments
+        caps, short = self._calls.arguments, self._short_names
         return {
             name: replace(
                 tool,
                 toolset=self,
-                tool_def=replace(
-                    tool.tool_def,
-                    parameters_json_schema=caps.schema(self._optional(tool.tool_def.parameters_json_schema)),
+                tool_def=mark(
+                    replace(
+                        tool.tool_def,
+                        parameters_json_schema=caps.schema(self._optional(tool.tool_def.parameters_json_schema)),
+                    ),
+                    self._tool_marker,
+                    short[name],
                 ),
                 args_validator=BoundedArgsValidator(tool.args_validator),
             )

@@ -16,7 +16,10 @@ from ..retriever import SectionView
 from ..search import SearchHit
 
 __all__ = [
+    'NO_DOCUMENTS',
+    'NO_MATCHING_DOCUMENTS',
     'NO_RESULTS',
+    'quoted',
     'render_hits',
     'render_neighbours',
     'render_section',
@@ -28,6 +31,31 @@ NO_RESULTS = (
     'No results: the documents do not cover this as asked. Try other words or a synonym, '
     'a broader query, or another search tool; if nothing turns up, say the documents do not cover it.'
 )
+
+NO_DOCUMENTS = (
+    'No results: there are no documents to search here. Tell the user the collection holds nothing you can '
+    'search; do not answer from the documents.'
+)
+"""A search of a scope with no documents: the same words whether the store is empty or holds only records
+outside the scope (so nothing tells that others exist)."""
+NO_MATCHING_DOCUMENTS = (
+    'No results: no document matches this filter or these sources. Try without them, or other values.'
+)
+"""A search whose filter or sources (the model's own narrowing) leave no document of the scope."""
+
+
+def quoted(sent: str) -> str:
+    """What the model sent (a query, a pattern), quoted exactly as sent: ``Depends\\(`` stays ``'Depends\\('``.
+
+    Between single quotes, or double ones when it holds a single quote; its ``repr`` only when it holds
+    both, or a character that is not printable (a newline could forge the lines that follow).
+    """
+    if sent.isprintable():
+        if "'" not in sent:
+            return f"'{sent}'"
+        if '"' not in sent:
+            return f'"{sent}"'
+    return repr(sent)
 
 
 def render_hits(hits: Sequence[SearchHit], *, heading: str) -> str:

@@ -16,7 +16,7 @@ from pydantic_ai.messages import ToolReturn
 from ..protocols import StoreCapabilities, StoreLike
 from ..retriever import Retriever
 from ..search import SearchHit
-from ._arguments import StringArgument
+from ._arguments import Bounds, StringArgument
 from ._names import ToolName, tool_name
 from ._settings import RagSettings
 
@@ -60,6 +60,10 @@ def _no_strings(settings: RagSettings) -> Mapping[str, StringArgument]:
     return {}
 
 
+def _no_bounds(settings: RagSettings) -> Mapping[str, Bounds]:
+    return {}
+
+
 @dataclass(frozen=True, slots=True)
 class ToolSpec:
     """One tool: everything the toolset, its instructions, the CLI, MCP and the hardening tests need of it."""
@@ -74,6 +78,8 @@ class ToolSpec:
     """The typed tool function, each call going through ``env.run`` (the one call path) to the tool's body."""
     strings: Callable[[RagSettings], Mapping[str, StringArgument]] = _no_strings
     """The cap and check of each string parameter (for a list of strings, of each item), by parameter name."""
+    bounds: Callable[[RagSettings], Mapping[str, Bounds]] = _no_bounds
+    """The lowest and highest value of each integer parameter, by name: the schema states them, the body checks."""
     optional: frozenset[str] = field(default_factory=frozenset)
     """Parameters left out of the checked arguments (and of the listener's event) when not sent."""
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
 from ...content import Chunk, Document, Entity, Metadata, NodeKind, Relation
-from ...protocols import DocumentInfo, DocumentStore, GraphStore, ResultExpander
+from ...protocols import DocumentInfo, DocumentStore, GraphBuiltWriter, GraphStore, ResultExpander
 from ...search import ExpansionRequest
 
 __all__ = [
@@ -98,9 +98,14 @@ async def build_graph(store: GraphBuildStore, *builders: GraphBuilder) -> list[B
     """Run ``builders`` one after another, in the order given, and report each.
 
     Sequential on purpose: a later builder reads what an earlier one wrote (the exact-name
-    linker matches the entities extraction created).
+    linker matches the entities extraction created). Then the store records that its graph
+    was built (`toolish_rag.protocols.GraphBuiltWriter`, in its manifest): from then on the
+    graph tools are offered for it (docs/graph.md#when-the-graph-tools-are-offered).
     """
-    return [await builder.build(store) for builder in builders]
+    reports = [await builder.build(store) for builder in builders]
+    if builders and isinstance(store, GraphBuiltWriter):
+        await store.record_graph_built([builder.name for builder in builders])
+    return reports
 
 
 # -- reading -----------------------------------------------------------------------------

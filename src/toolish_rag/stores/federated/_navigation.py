@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ...content import Relation
 from ...graph.model import NODE_KIND_ORDER, GraphNode, NeighbourRequest, Neighbours, NodeRequest, edge_order
-from ...protocols import GraphSearch, SectionReader
+from ...protocols import GraphSearch, SectionReader, StoreCapabilities
 from ...sections import (
     MAX_PAGE_LIMIT,
     ChunkOutline,
@@ -98,6 +98,11 @@ class FederatedSections(FederationCore):
 
 class FederatedGraph(FederationCore):
     """`GraphSearch` over the members that have it: each member's graph is its own (no edge joins two)."""
+
+    @property
+    def graph_built(self) -> bool:
+        """`GraphBuilt`: whether a graph has been built for some member (each is built in its own store)."""
+        return any(StoreCapabilities.of(m.store).graph_built for m in self.serving(GraphSearch))
 
     async def graph_nodes(self, request: NodeRequest) -> Sequence[GraphNode]:
         """Every member's in-scope nodes among the ids; an id several answer for resolves by `NODE_KIND_ORDER`,

@@ -23,7 +23,7 @@ from ...content import Chunk, Document, Entity, Record, Relation
 from ...embedding import embedder_for_store, embedder_identity, resolve_embedder
 from ...filters import Filter
 from ...graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
-from ...manifest import read_manifest, update_manifest
+from ...manifest import read_manifest, record_graph, recorded_graph, update_manifest
 from ...protocols import DocumentInfo, TermStatistics, TermStatisticsRequest
 from ...regex import compile_request
 from ...search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
@@ -137,6 +137,7 @@ class InMemoryStore:
         self._manifest = legacy_manifest(self._path) if self._path is not None else None
         if self._manifest is not None and self._manifest.embedder is not None:
             self._embedder = embedder_for_store(self._manifest, embedder, str(self._path))  # refused early
+        self._graph_builders: tuple[str, ...] = ()  # a store without a path records its graph build here
         self._query_cache: Lru[str, npt.NDArray[np.float32]] = Lru(_QUERY_CACHE_SIZE)
         self._windows = windows
         self._window_key_value: tuple[str | None] | None = None
@@ -483,6 +484,21 @@ class InMemoryStore:
 
     async def graph_marks(self, builder: str) -> dict[str, str]:
         return dict(self._snapshot.graph.marks.get(builder, {}))
+
+    @property
+    def graph_built(self) -> bool:
+        """`GraphBuilt`: whether `build_graph` ran on this store (its manifest's record, or this object's)."""
+        return bool(recorded_graph(self._path) if self._path is not None else self._graph_builders)
+
+    async def record_graph_built(self, builders: Sequence[str]) -> None:
+        """`GraphBuiltWriter`: recorded in the manifest at the path (docs/graph.md), else on this object."""
+        self._graph_builders = tuple(sorted({*self._graph_builders, *builders}))
+        if self._path is not None:
+            path = self._path
+            async with self._write_lock:  # one writer of the manifest at a time (an older store's: from its files)
+                self._manifest = await asyncio.to_thread(
+                    record_graph, path, 'memory', builders, legacy=lambda: legacy_manifest(path)
+                )
 
     async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
         async with self._writing():

@@ -24,5 +24,6 @@ SPECS: tuple[ToolSpec, ...] = tuple(
 
 
 def string_arguments(settings: RagSettings) -> StringArguments:
-    """The caps and checks of every tool's string parameters, from the specs (`ToolSpec.strings`)."""
-    return StringArguments.merged(spec.strings(settings) for spec in SPECS)
+    """The caps and checks of every tool's string parameters, and their integer bounds, from the specs
+    (`ToolSpec.strings`, `ToolSpec.bounds`)."""
+    return StringArguments.merged((spec.strings(settings) for spec in SPECS), (spec.bounds(settings) for spec in SPECS))

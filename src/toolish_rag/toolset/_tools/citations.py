@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from typing import Annotated, Any, TypeAlias
 
-from pydantic import Field
+from pydantic import Field, TypeAdapter, WithJsonSchema
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
@@ -190,14 +190,44 @@ def _render(
 
 
 _CHUNK_ID = id_argument('chunk id')
+
+
+_DESCRIBED = frozenset({'quote'})
+"""The one nested field whose description says more than the tool's does (copy the quote, do not paraphrase)."""
+
+
+def _inlined(node: Any, defs: Mapping[str, Any]) -> Any:
+    """``node`` with each ``$ref`` replaced by its definition, less the model's title and description (and the
+    descriptions of fields the tool's description covers)."""
+    if isinstance(node, list):
+        return [_inlined(n, defs) for n in node]
+    if not isinstance(node, dict):
+        return node
+    if '$ref' in node:
+        target = defs[node['$ref'].rsplit('/', 1)[-1]]
+        return _inlined({k: v for k, v in target.items() if k not in ('title', 'description')}, defs)
+    inlined = {k: _inlined(v, defs) for k, v in node.items() if k != 'properties'}
+    if isinstance(node.get('properties'), dict):
+        inlined['properties'] = {
+            name: _inlined({k: v for k, v in spec.items() if name in _DESCRIBED or k != 'description'}, defs)
+            for name, spec in node['properties'].items()
+        }
+    return inlined
+
+
+def _claims_schema() -> dict[str, Any]:
+    """The ``claims`` parameter's schema: the `Claim` model's own (its fields, caps and descriptions), inlined.
+
+    The models' descriptions repeat their fields' and the tool's, and ``$defs`` costs its references:
+    every request carries this schema, so it says each thing once. Validation is still the models'.
+    """
+    schema = TypeAdapter(list[Claim]).json_schema()
+    defs = schema.pop('$defs', {})
+    return {**_inlined(schema, defs), 'maxItems': MAX_CLAIMS, 'description': "Your draft answer's claims."}
+
+
 # The claims' nested strings (chunk ids, quotes) are bounded by the `Claim` model's own ``max_length``s.
-Claims = Annotated[
-    list[Claim],
-    Field(
-        max_length=MAX_CLAIMS,
-        description='The claims of your draft answer, each with its citations (a chunk id and an exact quote).',
-    ),
-]
+Claims = Annotated[list[Claim], Field(max_length=MAX_CLAIMS), WithJsonSchema(_claims_schema())]
 
 
 def _verify_tool(env: ToolEnv) -> ToolFunction:
@@ -211,12 +241,10 @@ def _verify_tool(env: ToolEnv) -> ToolFunction:
 
 def _describe(store: object, settings: object) -> str:
     return (
-        'Check the citations of a draft answer before you give it: pass its claims, each with its citations '
-        '(a chunk id and an exact quote from that chunk). For each citation it says whether the quote stands '
-        'in that chunk (the match is exact except for whitespace, quote marks and dashes; quotes shorter than '
-        f'{DEFAULT_MIN_QUOTE_CHARS} characters do not count) and where: document, section, offsets, page; '
-        'if not, why, with the chunk to cite instead or the closest sentence in the chunk. '
-        f'At most {MAX_CITATIONS} citations per call.'
+        'Check the citations of a draft answer before you give it: for each (chunk id, exact quote) it says '
+        'whether the quote stands in that chunk and where (document, section, offsets, page), or why not, with '
+        'the chunk to cite instead or the closest sentence. Whitespace, quote marks and dashes may differ; '
+        f'quotes under {DEFAULT_MIN_QUOTE_CHARS} characters do not count. At most {MAX_CITATIONS} citations per call.'
     )
 
 

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
-from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
@@ -33,33 +32,15 @@ MAX_IDS = 20
 DEFAULT_HOPS = 2
 DEFAULT_MAX_NODES = 50
 
-# The string parameters' ``maxLength`` (on each item, for the lists) comes from `_STRINGS`.
-GraphQuery = Annotated[
-    str | None, Field(description='Optional: what to search for; the best matches are the seeds of the walk.')
-]
-Ids = Annotated[
-    list[str] | None,
-    Field(
-        description=(
-            f'Optional: node ids to start from (at most {MAX_IDS}): chunk, section, document or entity ids '
-            'exactly as earlier results show them.'
-        )
-    ),
-]
-Hops = Annotated[int, Field(description=f'How many edges away from the seeds to walk (1 to {MAX_HOPS}).')]
-EdgeTypes = Annotated[
-    list[str] | None,
-    Field(description='Optional: follow only these relation types, e.g. ["MENTIONS", "LINKS_TO"]; default all.'),
-]
-Direction = Annotated[
-    Literal['out', 'in', 'both'],
-    Field(description='Follow edges out of a node ("out"), into it ("in"), or both ways (default).'),
-]
-MaxNodes = Annotated[int, Field(description=f'The most nodes to return, seeds included (1 to {MAX_WALK_NODES}).')]
-Order = Annotated[
-    Literal['centrality'] | None,
-    Field(description='Optional: "centrality" ranks well-connected nodes first (see the tool description).'),
-]
+# The string parameters' ``maxLength`` (on each item, for the lists) comes from `_STRINGS`, the integers'
+# bounds from the spec's; what each parameter does is said in the tool's description.
+GraphQuery = str | None
+Ids = list[str] | None
+Hops = int
+EdgeTypes = list[str] | None
+Direction = Literal['out', 'in', 'both']
+MaxNodes = int
+Order = Literal['centrality'] | None
 
 
 def _strings(settings: RagSettings) -> dict[str, StringArgument]:
@@ -238,35 +219,25 @@ async def _hits(r: Retriever, shown: Sequence[WalkedNode]) -> list[SearchHit]:
 
 def _describe(store: object, settings: RagSettings) -> str:
     return (
-        'Walk the graph of connections between chunks, sections, documents and entities (people, '
-        'organisations, code symbols...): what mentions, links to, is part of, calls or imports what. '
-        'Use it for "how are A and B connected", "what calls X", or to find the other passages about '
-        f'something a result names. Start from query (its best search matches), from ids (at most {MAX_IDS} '
-        'chunk, section, document or entity ids from earlier results), or both. The walk follows edges '
-        f'breadth-first up to hops (default {DEFAULT_HOPS}, at most {MAX_HOPS}) and returns up to max_nodes '
-        f'nodes (default {DEFAULT_MAX_NODES}, at most {MAX_WALK_NODES}), nearest first. Each node shows its '
-        'id, kind and hop (0 for a seed, else the number of edges from the nearest seed) and via: '
-        '"via TYPE from X" means the edge X -TYPE-> node led to it, "via TYPE to X" the edge node -TYPE-> X, '
-        'X being one hop nearer the seeds. Then come the edges walked (source -TYPE-> target, with the '
-        'weight when it is not 1). Node ids work with the other tools: read a chunk with broaden_chunk or '
-        'zoom_out and cite it, read a section or document with read_section. edge_types (optional) keeps '
-        'only those relation types, upper-case such as MENTIONS, PART_OF, LINKS_TO, CONTAINS, CALLS or '
-        'IMPORTS; direction follows edges out of a node, into it, or both. The answer ends "complete" or '
-        '"truncated": truncated means a budget (max_nodes, or the edges one hop reads) stopped the walk and '
-        'nodes beyond it were not visited, so never conclude that something is unconnected from a truncated '
-        'walk. order="centrality" orders nodes by score = 1/(1+hop) x (1 + centrality), centrality being how '
-        'much the returned edges point at a node, from 0 to 1 (hubs first); without it nodes come by hop, '
-        'then id.'
+        'Walk the graph of what mentions, links to, is part of, calls or imports what among chunks, sections, '
+        'documents and entities (people, organisations, code symbols...): "how are A and B connected", "what '
+        f'calls X". Start from query (its best matches), ids from results (up to {MAX_IDS}), or both. '
+        'Nodes come nearest first with id, kind, hop (0: a seed) and via: "via TYPE from X": the edge '
+        'X -TYPE-> node led to it, "via TYPE to X": node -TYPE-> X; then the edges walked. Read chunks with '
+        'broaden_chunk or zoom_out, sections and documents with read_section. edge_types: e.g. MENTIONS, '
+        'PART_OF, LINKS_TO, CONTAINS, CALLS, IMPORTS. A "truncated" walk stopped at a budget: never conclude '
+        'from it that something is unconnected. order="centrality": hubs first (1/(1+hop) x (1+centrality)).'
     )
 
 
 SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name='graph_context',
-        offered=lambda caps, settings: caps.graph,
+        offered=lambda caps, settings: caps.graph_built,
         describe=_describe,
         build=_graph_tool,
         strings=_strings,
+        bounds=lambda s: {'hops': (1, MAX_HOPS), 'max_nodes': (1, MAX_WALK_NODES)},
         optional=frozenset({'query', 'ids', 'edge_types', 'order'}),
     ),
 )

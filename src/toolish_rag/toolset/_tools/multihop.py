@@ -10,9 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
@@ -25,10 +24,10 @@ from ...navigation import SectionTarget
 from ...retriever import Retriever
 from ...search import SearchHit
 from .._arguments import query_argument
-from .._render import NO_RESULTS
+from .._render import quoted
 from .._settings import RagSettings
 from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ._shared import ModelFilter, TopK, check_top_k
+from ._shared import ModelFilter, TopK, check_top_k, no_results, top_k_bounds
 from .search import Search, best_search
 
 __all__ = ['CANDIDATES', 'DOCUMENTS_READ', 'RANKING', 'SPECS']
@@ -41,7 +40,7 @@ walked nodes) are read for their first in-scope chunk, in walk order (hop, then 
 RANKING = MultihopRanking()
 """The ranking rule and its constants (measured: benchmarks/multihop_bench.py)."""
 
-Query = Annotated[str, Field(description='The question or what to search for.')]
+Query = str
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +80,7 @@ async def _multihop(
     check_top_k(top_k, rag)
     hits = await settings.search(r)(query, max(settings.candidates, top_k))
     if not hits:
-        return NO_RESULTS, []
+        return await no_results(r, filter is not None), []
     ranked = await rank(r, settings.ranking, query, hits)
     shown = ranked[:top_k]
     return _render(query, shown), [p.hit for p in shown]
@@ -128,7 +127,7 @@ def _render(query: str, passages: Sequence[Passage]) -> str:
     for i, p in enumerate(passages, start=1):
         head, _, body = render_record(SearchHit(p.hit.record, p.score), i).partition('\n')
         blocks.append(f'{head} | {_why(p, number)}\n{body}')
-    heading = f'Multi-hop search results for {query!r} (search seeds and the passages the graph joins to them):'
+    heading = f'Multi-hop search results for {quoted(query)} (search seeds and the passages the graph joins to them):'
     return heading + '\n\n' + '\n\n'.join(blocks)
 
 
@@ -145,25 +144,22 @@ def _why(p: Passage, number: Mapping[str, int]) -> str:
 
 def _describe(store: object, s: RagSettings) -> str:
     return (
-        'Multi-hop search: for questions that need two passages where only one reads like the question '
-        '("which country is the author of X from?": X\'s page names the author, whose page gives the country). '
-        'Searches like hybrid_search, then follows the graph one step from the best matches (what they mention, '
-        'and what mentions them) and ranks the passages found both ways together. '
-        f'Returns up to top_k (default {s.default_top_k}, at most {s.max_top_k}) passages, best first, each '
-        'with a chunk id and why it is listed: "seed" (a search match) or "via TYPE from [n]" (the passage [n], '
-        "or the node named, has an edge TYPE to this one, e.g. it MENTIONS this passage's document) or "
-        '"via TYPE to [n]" (this passage has that edge to [n]). Score: the share of relevance the ranking gives '
-        'the passage, from 0 to 1 (all passages together sum to at most 1).'
+        'Multi-hop search, for questions needing two linked passages of which only one reads like the question '
+        '("which country is the author of X from?"): hybrid search, then one graph step from the best matches '
+        '(what they mention and what mentions them), ranked together. Each passage says why it is listed: '
+        '"seed" (a search match) or "via TYPE from [n]" / "via TYPE to [n]" (an edge TYPE from or to passage '
+        '[n], or the node named). Score: its share of the relevance, 0 to 1 (summing to at most 1).'
     )
 
 
 SPECS: tuple[ToolSpec, ...] = (
     ToolSpec(
         name='multihop_search',
-        offered=lambda caps, settings: caps.graph and caps.expand and (caps.hybrid or caps.text),
+        offered=lambda caps, settings: caps.graph_built and caps.expand and (caps.hybrid or caps.text),
         describe=_describe,
         build=_tool,
         strings=lambda s: {'query': query_argument(s.max_query_chars)},
+        bounds=top_k_bounds,
         optional=frozenset({'filter'}),
     ),
 )

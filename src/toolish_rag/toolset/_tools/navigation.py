@@ -7,9 +7,8 @@ one message built from what the model sent alone, so the two cannot be told apar
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
@@ -42,20 +41,14 @@ MAX_VALUES = 50
 _READ_BATCH = 200
 """Chunks asked of the store per ``read_section`` call; the rendering keeps those that fit the cap."""
 
-Document = Annotated[str, Field(description='A document id, its exact title, or a part of its title.')]
-Section = Annotated[
-    str,
-    Field(description='A section id from outline, an exact section title, or a document id (the whole document).'),
-]
-SectionDocument = Annotated[
-    str | None, Field(description='Optional: the document (id or title) when several have a section with that title.')
-]
-Offset = Annotated[int, Field(description='Where to start: 0 first, then the offset the previous answer gave.')]
-Limit = Annotated[int, Field(description='How many documents per page (at most 100).')]
-TitleContains = Annotated[
-    str | None, Field(description='Optional: keep documents whose title contains this, ignoring case.')
-]
-Key = Annotated[str, Field(description='A filterable key (see the tool description).')]
+# What each parameter takes is said in its tool's description (every request carries the schemas).
+Document = str
+Section = str
+SectionDocument = str | None
+Offset = int
+Limit = int
+TitleContains = str | None
+Key = str
 
 _TITLE_CONTAINS = StringArgument(
     MAX_NAME_CHARS,
@@ -220,22 +213,21 @@ SPECS: tuple[ToolSpec, ...] = (
         name='list_documents',
         offered=lambda caps, settings: caps.sections,
         describe=lambda store, settings: (
-            'List the documents in the collection by title: each with its document id, uri, and how many '
-            f'sections and chunks it has, {DEFAULT_PAGE} per page (pass offset for the next page, limit for another '
-            'page size). title_contains (optional) keeps titles containing it, ignoring case. Use it to see what '
-            'the collection holds or to find a document to outline.'
+            'List the documents by title (id, uri, numbers of sections and chunks), limit per page, offset for the '
+            'next page; title_contains keeps titles containing it (any case). To see what the collection holds or '
+            'find a document to outline.'
         ),
         build=_list_documents_tool,
         strings=lambda s: {'title_contains': _TITLE_CONTAINS},
+        bounds=lambda s: {'limit': (1, MAX_PAGE)},
         optional=frozenset({'title_contains', 'filter'}),
     ),
     ToolSpec(
         name='outline',
         offered=lambda caps, settings: caps.sections,
         describe=lambda store, settings: (
-            "Show one document's section tree in reading order: each section's title, section id and size. "
-            'document: a document id, its exact title, or a part of its title (if several documents match, '
-            'you get a list to choose from). Use it before read_section.'
+            "A document's section tree in reading order: each section's title, id and size. document: its id, "
+            'exact title or part of its title (several matches: a list to choose from). Use it before read_section.'
         ),
         build=_outline_tool,
         strings=lambda s: {'document': _DOCUMENT},
@@ -244,10 +236,9 @@ SPECS: tuple[ToolSpec, ...] = (
         name='read_section',
         offered=lambda caps, settings: caps.sections,
         describe=lambda store, settings: (
-            'Read a whole section, every chunk of it in reading order (subsections included), with chunk ids to '
-            'cite. section: a section id from outline, or an exact section title (pass document too when several '
-            'documents have a section with that title); a document id reads the whole document. Long sections '
-            'come in pages: call again with the offset the answer gives.'
+            'Read a whole section (subsections included) in reading order, with chunk ids to cite. section: a '
+            'section id from outline, an exact title (with document if several documents have it), or a document '
+            'id (the whole document). Long sections come in pages: call again with the offset given.'
         ),
         build=_read_section_tool,
         strings=lambda s: {
@@ -260,8 +251,7 @@ SPECS: tuple[ToolSpec, ...] = (
         name='list_values',
         offered=lambda caps, settings: caps.sections and settings.filterable is not None,
         describe=lambda store, settings: (
-            'List the values a filterable key takes in this collection, with how many documents have each; '
-            'use it to choose a filter.'
+            'List the values a filterable key takes here, with how many documents have each: to choose a filter.'
         ),
         build=_list_values_tool,
         strings=lambda s: {'key': name_argument('key', 'one of the filterable keys the tool description names')},

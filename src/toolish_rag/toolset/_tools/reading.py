@@ -5,9 +5,8 @@ See docs/concepts.md.
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
@@ -23,12 +22,9 @@ from ._shared import not_found
 
 __all__ = ['SPECS']
 
-ChunkId = Annotated[str, Field(description='A chunk id from a search result.')]
-ChunksToAdd = Annotated[int, Field(description='How many chunks to add on each side of the chunk.')]
-ZoomId = Annotated[
-    str,
-    Field(description='A chunk id (gives its section) or a section id from an earlier zoom_out (gives its parent).'),
-]
+ChunkId = str
+ChunksToAdd = int
+ZoomId = str
 
 
 async def _broaden(r: Retriever, settings: RagSettings, sent: str, *, chunk_id: str, chunks_to_add: int) -> Result:
@@ -76,18 +72,19 @@ SPECS: tuple[ToolSpec, ...] = (
         name='broaden_chunk',
         offered=lambda caps, settings: caps.expand,
         describe=lambda store, settings: (
-            'Read the text around a search result: returns the chunk with chunks_to_add chunks before '
-            'and after it, in reading order. Use it when a result is cut off or lacks context.'
+            'Read around a search result that is cut off or lacks context: the chunk with chunks_to_add chunks '
+            'before and after it, in reading order.'
         ),
         build=_broaden_tool,
         strings=lambda s: {'chunk_id': id_argument('chunk id')},
+        bounds=lambda s: {'chunks_to_add': (0, s.max_chunks_to_add)},
     ),
     ToolSpec(
         name='zoom_out',
         offered=lambda caps, settings: caps.expand,
         describe=lambda store, settings: (
-            'Read the whole section a chunk belongs to (pass a chunk id), or the parent of a section '
-            '(pass a section id from an earlier zoom_out). Use it to see a topic in full.'
+            "Read a chunk's whole section (pass its chunk id), or a section's parent (pass a section id from an "
+            'earlier zoom_out), to see a topic in full.'
         ),
         build=_zoom_out_tool,
         strings=lambda s: {'id': id_argument('id')},

@@ -25,33 +25,21 @@ from ...stores.federated import Federated
 from ...tracing import RERANKED
 from .._arguments import MAX_PATTERN_CHARS, StringArgument, query_argument
 from .._names import ToolName
-from .._render import render_hits
+from .._render import quoted, render_hits
 from .._render_navigation import render_groups
 from .._settings import RagSettings
 from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ._shared import ModelFilter, TopK, check_top_k
+from ._shared import ModelFilter, TopK, check_top_k, no_results, top_k_bounds
 
 __all__ = ['SPECS', 'RankedSearch', 'Search', 'best_search', 'mark', 'ranked']
 
-Query = Annotated[str, Field(description='What to search for.')]
-Threshold = Annotated[
-    float | None,
-    Field(description='Optional minimum score; see the tool description. Omit it unless results are noisy.'),
-]
-GroupBy = Annotated[
-    Literal['document'] | None,
-    Field(
-        description=(
-            'Set to "document" for at most one result per document (its best chunk, with its other matching '
-            'chunks named): top_k documents in all.'
-        )
-    ),
-]
-Pattern = Annotated[str, Field(description='An RE2 regular expression, e.g. ERR-[0-9]{4} or (?i)refund.')]
-Sources = Annotated[
-    list[str] | None,
-    Field(description='Optional: search only these sources (names from the tool description). Omit to search all.'),
-]
+# Parameters whose name and the tool's description say it all carry no description of their own
+# (every request carries the schemas); what every search shares is said once, in the instructions.
+Query = str
+Threshold = float | None
+GroupBy = Literal['document'] | None
+Pattern = str
+Sources = Annotated[list[str] | None, Field(description='Search only these sources (see the description).')]
 
 Search: TypeAlias = Callable[[Retriever], Callable[[str, int], Awaitable[list[SearchHit]]]]
 """A ranked search, picked from a retriever (``lambda r: r.hybrid_search``)."""
@@ -194,9 +182,11 @@ async def _ranked_body(
         groups, found = [], await ranked(r, kind.search, query, top_k, settings)
     if reranker is not None:
         notes[RERANKED] = found.reranked
+    if not found.hits:
+        return await no_results(r, filter is not None or sources is not None), []
     # A reranked score is absolute (the reranker's, in [0, 1]); failed open, the search's own meaning holds.
     hits = _apply_threshold(found.hits, threshold, relative=kind.relative and not found.reranked)
-    heading = f'{kind.label} search results for {query!r}{mark(found)}:'
+    heading = f'{kind.label} search results for {quoted(query)}{mark(found)}:'
     if group_by == 'document':
         kept = {id(h) for h in hits}
         groups = [g for g in groups if id(g.best) in kept]
@@ -225,10 +215,13 @@ def _ranked_tool(kind: RankedSearch) -> Callable[[ToolEnv], ToolFunction]:
     return build
 
 
-async def _regex_body(r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **_: Any) -> Result:
+async def _regex_body(r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **narrowing: Any) -> Result:
+    """One regex search call; ``narrowing``: the model's ``filter`` and ``sources`` (already in ``r``), if sent."""
     check_top_k(top_k, settings)
     hits = await r.regex_search(pattern, top_k)
-    return render_hits(hits, heading=f'Regex matches for {pattern!r}:'), hits
+    if not hits:
+        return await no_results(r, any(v is not None for v in narrowing.values())), []
+    return render_hits(hits, heading=f'Regex matches for {quoted(pattern)}:'), hits
 
 
 def _regex_tool(env: ToolEnv) -> ToolFunction:
@@ -245,19 +238,14 @@ def _regex_tool(env: ToolEnv) -> ToolFunction:
     return regex_search
 
 
-def _returns(s: RagSettings) -> str:
-    return f'Returns up to top_k (default {s.default_top_k}, at most {s.max_top_k}) passages'
-
-
 def _reranked(s: RagSettings) -> str:
     """The sentence a ranked search's description ends with when a reranker is set."""
     if s.reranker is None:
         return ''
     return (
-        f' Results are reranked: the best {s.rerank_candidates} matches (or top_k, if more) are re-scored by a '
-        f'reranker and the top_k best of them returned. When the results heading says "reranked", the score is '
-        f'{s.reranker.score_meaning}, from 0 to 1, and threshold (optional, 0-1) drops hits scoring below it; '
-        'otherwise reranking was unavailable and the score is as described above.'
+        f' Results are reranked: the best {s.rerank_candidates} matches (or top_k, if more) are re-scored and the top_k best '
+        f'returned. When the results heading says "reranked", the score is {s.reranker.score_meaning}, from 0 to 1 '
+        '(threshold 0-1); otherwise reranking was unavailable and the score is as above.'
     )
 
 
@@ -271,40 +259,49 @@ def _query_syntax(store: StoreLike) -> str:
     return syntax
 
 
+# What every search returns, and what ``threshold`` does, is said once, in the instructions
+# (`toolish_rag.toolset._instructions`); each description says what its own score means.
 def _describe_vector(store: StoreLike, s: RagSettings) -> str:
     return (
-        'Semantic search: finds passages that mean the same as the query even in other words. '
-        'Best for questions and concepts. Write the query as a short statement or question. '
-        f'{_returns(s)}, best first, each with a chunk id. '
-        'Score: cosine similarity from -1 to 1 (above about 0.5 is usually relevant for short queries). '
-        'threshold (optional) drops hits scoring below it; omit it unless results are noisy.' + _reranked(s)
+        'Semantic search: passages that mean the same as the query, even in other words. Best for questions '
+        'and concepts; write a short statement or question. '
+        'Score: cosine similarity, -1 to 1 (above about 0.5 is usually relevant).' + _reranked(s)
     )
 
 
 def _describe_text(store: StoreLike, s: RagSettings) -> str:
     return (
-        'Keyword search (BM25): finds passages containing the query words. Best for exact names, '
-        f'identifiers, error codes and rare terms. Query syntax: {_query_syntax(store)} '
-        f'{_returns(s)}, best first. '
-        'Score: BM25 relevance, unbounded and corpus-dependent. threshold (optional, 0-1) keeps hits '
-        'scoring at least that fraction of the best hit; omit it unless results are noisy.' + _reranked(s)
+        'Keyword search (BM25): passages containing the query words. Best for exact names, identifiers, error '
+        f'codes and rare terms. Query syntax: {_query_syntax(store)} '
+        "Score: BM25, unbounded; threshold (0-1) is a fraction of the best hit's score." + _reranked(s)
     )
 
 
 def _describe_hybrid(store: StoreLike, s: RagSettings) -> str:
     return (
-        'Combined semantic and keyword search: usually the best first search for any question. '
-        f'{_returns(s)}, best first. '
-        'Score: fused relevance from 0 to 1. threshold (optional, 0-1) drops hits scoring below it.' + _reranked(s)
+        'Semantic and keyword search combined: usually the best first search. '
+        'Score: fused relevance, 0 to 1.' + _reranked(s)
     )
 
 
 def _describe_regex(store: StoreLike, s: RagSettings) -> str:
     return (
-        'Regular-expression search over the exact source text: finds every passage containing a '
-        'pattern such as an error code (ERR-[0-9]{4}), a version (v[0-9]+\\.[0-9]+) or an identifier. '
-        'RE2 syntax (like Python re without backreferences or lookaround); (?i) makes it case-insensitive. '
-        f'{_returns(s)}; passages with more matches rank first (score = number of matches).'
+        'Regular-expression search (RE2: no backreferences or lookaround) over the exact source text, for '
+        'error codes (ERR-[0-9]{4}), versions (v[0-9]+\\.[0-9]+) or identifiers; (?i) ignores case. '
+        'Score: number of matches (most first).' + _scan_limit(store, s)
+    )
+
+
+def _scan_limit(store: StoreLike, s: RagSettings) -> str:
+    """The store's regex scan limit (``regex_scan_limit``, if it declares one) and the ways under it."""
+    limit = getattr(store, 'regex_scan_limit', None)
+    if not isinstance(limit, int) or isinstance(limit, bool):
+        return ''
+    narrow = 'a filter, ' if s.filterable is not None else ''
+    return (
+        f' A pattern that selects more than {limit:,} records here is refused (matches are counted in every one): '
+        f'narrow it with {narrow}a more distinctive pattern (a case-sensitive literal selects fewer than (?i)), '
+        'or find the passages with text_search.'
     )
 
 
@@ -331,6 +328,7 @@ def _ranked_spec(kind: RankedSearch, describe: Callable[[StoreLike, RagSettings]
         describe=_with_sources(describe),
         build=_ranked_tool(kind),
         strings=lambda s: {'query': query_argument(s.max_query_chars), 'group_by': _GROUP_BY, 'sources': _SOURCE},
+        bounds=top_k_bounds,
         optional=frozenset({'filter', 'group_by', 'sources'}),
     )
 
@@ -345,6 +343,7 @@ SPECS: tuple[ToolSpec, ...] = (
         describe=_with_sources(_describe_regex),
         build=_regex_tool,
         strings=lambda s: {'pattern': _PATTERN, 'sources': _SOURCE},
+        bounds=top_k_bounds,
         optional=frozenset({'filter', 'sources'}),
     ),
 )

@@ -1,4 +1,5 @@
-"""`LanceDBStore`'s `toolish_rag.protocols.GraphStore` methods: relations, entities and graph builders' ledgers.
+"""`LanceDBStore`'s `toolish_rag.protocols.GraphStore` methods: relations, entities, graph builders' ledgers,
+and whether a graph was built (`toolish_rag.protocols.GraphBuiltWriter`).
 
 A mixin over the store's tables, ledger and upkeep; the relations' storage is `toolish_rag_lancedb._relations`.
 See docs/stores/lancedb.md (Modules).
@@ -6,12 +7,15 @@ See docs/stores/lancedb.md (Modules).
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 import toolish_rag_lancedb._relations as relations
 from toolish_rag.content import Entity, Relation
+from toolish_rag.manifest import StoreManifest, record_graph, recorded_graph
 
+from ._manifest import legacy_manifest
 from ._schema import RESULT_COLUMNS, record_from_row
 from ._settling import DocumentLedger
 from ._tables import Tables
@@ -22,6 +26,8 @@ __all__ = ['GraphStoreMethods']
 class _Host(Protocol):
     _tables: Tables
     _ledger: DocumentLedger
+    _local: bool
+    _manifest: StoreManifest | None
 
     async def _maintain(self) -> None: ...
 
@@ -55,6 +61,24 @@ class GraphStoreMethods:
         rows = await table.query().where("kind = 'entity'").select(RESULT_COLUMNS).to_arrow()
         entities = [r for r in map(record_from_row, rows.to_pylist()) if isinstance(r, Entity)]
         return sorted(entities, key=lambda e: e.id)
+
+    @property
+    def graph_built(self: _Host) -> bool:
+        """`GraphBuilt`: whether `build_graph` ran on this store: a local store's manifest records it (read afresh:
+        another process may have built it), a remote one keeps it on this object."""
+        if self._local:
+            return bool(recorded_graph(self._tables.uri))
+        return bool(getattr(self, '_graph_builders', ()))
+
+    async def record_graph_built(self: _Host, builders: Sequence[str]) -> None:
+        """`GraphBuiltWriter`: in a local store's manifest (docs/graph.md), else on this object."""
+        if not self._local:
+            setattr(self, '_graph_builders', (*getattr(self, '_graph_builders', ()), *builders))  # noqa: B010
+            return
+        tables = self._tables
+        async with tables.write_lock:
+            legacy = lambda: legacy_manifest(tables)  # noqa: E731
+            self._manifest = await asyncio.to_thread(record_graph, tables.uri, 'lancedb', builders, legacy=legacy)
 
     async def graph_marks(self: _Host, builder: str) -> dict[str, str]:
         """The ledger of ``builder``: key -> value (see `toolish_rag.protocols.GraphStore`)."""
