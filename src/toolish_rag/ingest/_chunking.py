@@ -352,7 +352,21 @@ class Chunker:
         for child in parsed.root.children:
             if child.has_text():
                 self._section(parsed.source, child, out)
-        return out
+        return out or self._headings_only(parsed)
+
+    def _headings_only(self, parsed: ParsedDocument) -> list[Piece]:
+        """A document of headings with no text under any (a template's ``<h1>``): its heading lines, one piece
+        when they fit, else one each, so the file is stored and found by what it does say."""
+        source = parsed.source
+        lines: list[Piece] = []
+        for section in parsed.root.walk()[1:]:
+            nl = source.find('\n', section.start)
+            s, e = _trim(source, section.start, len(source) if nl < 0 else nl)
+            if e > s:
+                lines.append(Piece(section, s, e))
+        if len(lines) > 1 and self._fits(source, lines[0].start, lines[-1].end):
+            return [Piece(lines[0].section, lines[0].start, lines[-1].end)]
+        return lines
 
     # -- documents -------------------------------------------------------------------
 

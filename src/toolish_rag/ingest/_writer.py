@@ -18,13 +18,24 @@ from ._report import IngestIssue, IngestReport
 
 __all__ = ['BatchWriter']
 
+FIRST_BATCH_CHUNKS = 1
+"""The first write of a run is its first document: a run stopped early keeps what it finished."""
+MAX_WAIT_SECONDS = 5.0
+"""A document waits at most about this long for its batch to fill (checked as the next one arrives)."""
+
 _Pending = list[tuple[Document, bool, int]]
 """Documents waiting to be written, each with whether it replaces a stored one and when it was taken (ns)."""
 
 
 @dataclass(slots=True)
 class BatchWriter:
-    """Upserts documents once at least ``batch_chunks`` chunks are waiting (and on `flush`)."""
+    """Upserts documents in batches that start small and grow to ``batch_chunks`` chunks (and on `flush`).
+
+    The first batch is one document and each next one may be twice as big, up to ``batch_chunks``;
+    a batch is also written once its first document has waited `MAX_WAIT_SECONDS`. So an
+    interrupted run (Ctrl-C, a crash) has kept nearly all it finished, while a long run still
+    writes in big batches (docs/ingestion.md#reports).
+    """
 
     store: DocumentStore
     report: IngestReport
@@ -35,13 +46,15 @@ class BatchWriter:
     """Called once per document settled by a write, stored or failed (the progress bar)."""
     _batch: _Pending = field(default_factory=list, init=False)
     _chunks: int = field(default=0, init=False)
+    _threshold: int = field(default=FIRST_BATCH_CHUNKS, init=False)
     _refused: list[tuple[Document, int, UnsupportedValueError]] = field(default_factory=list, init=False)
     """Documents the store refused during a flush, traced once its upsert span has ended (as siblings)."""
 
     async def add(self, document: Document) -> None:
         self._batch.append((document, document.id in self.stored_ids, time.time_ns()))
         self._chunks += len(document.chunks)
-        if self._chunks >= self.batch_chunks:
+        waited = (time.time_ns() - self._batch[0][2]) / 1e9
+        if self._chunks >= min(self._threshold, self.batch_chunks) or waited >= MAX_WAIT_SECONDS:
             await self.flush()
 
     async def flush(self) -> None:
@@ -59,6 +72,7 @@ class BatchWriter:
             self._trace(document, 'updated' if is_update else 'added', taken)
             self.on_written()
         self._batch, self._chunks, self._refused = [], 0, []
+        self._threshold = min(self._threshold * 2, max(self.batch_chunks, 1))
 
     async def _write(self, batch: _Pending) -> _Pending:
         """Upsert ``batch``, setting aside each document the store refuses a value of; what was stored.
