@@ -23,7 +23,7 @@ DEFAULT_CHUNK_SIZE = 500
 DEFAULT_CHUNK_OVERLAP = 0
 """Characters. Overlap is off by default: the agent's ``broaden_chunk`` tool reads neighbours on demand."""
 
-CHUNKER_VERSION = 2
+CHUNKER_VERSION = 3
 """Bumped whenever chunk boundaries change for the same input, so fingerprints change too."""
 
 
@@ -134,6 +134,11 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     while end > start and text[end - 1].isspace():
         end -= 1
     return start, end
+
+
+def _leads_in(source: str, before: Block, block: Block) -> bool:
+    """Whether ``before`` is a sentence introducing ``block`` (a list, code or a table): it ends with a colon."""
+    return before.kind == 'text' and block.kind != 'text' and source[before.start : before.end].rstrip().endswith(':')
 
 
 def _indexed_text(title: str, path: tuple[str, ...], urtext: str) -> str:
@@ -269,6 +274,22 @@ class Chunker:
             units = _sentence_spans(source, block.start, block.end)
         return [(s, e, None) for s, e in self._pack(source, units, self.chunk_size)]
 
+    def _lead_in(
+        self, source: str, lead: tuple[int, int, str | None], first: tuple[int, int, str | None]
+    ) -> tuple[list[tuple[int, int, str | None]], tuple[int, int, str | None]]:
+        """A lead-in (``... will be:``) and the first piece of what it introduces, made one atom where they fit.
+
+        When the whole lead-in block does not fit with it, its last sentence does, and the rest
+        stays behind; else nothing changes. Returns what replaces ``lead``, and ``first``'s replacement.
+        """
+        if self._fits(source, lead[0], first[1]):
+            return [], (lead[0], first[1], None)
+        sentences = _sentence_spans(source, lead[0], lead[1])
+        last = sentences[-1][0]
+        if len(sentences) > 1 and self._fits(source, last, first[1]):
+            return [(lead[0], sentences[-2][1], lead[2])], (last, first[1], None)
+        return [lead], first
+
     def _overlap_start(self, source: str, floor: int, start: int) -> int:
         """Where a piece starting at ``start`` begins once it overlaps the previous one.
 
@@ -298,11 +319,12 @@ class Chunker:
 
     def _body(self, source: str, section: ParsedSection | None, blocks: list[Block]) -> list[Piece]:
         atoms: list[tuple[int, int, str | None]] = []
-        for block in blocks:
-            if self._fits(source, block.start, block.end):
-                atoms.append((block.start, block.end, None))
-            else:
-                atoms.extend(self._split_block(source, block))
+        for i, block in enumerate(blocks):
+            split = [(block.start, block.end, None)] if self._fits(source, block.start, block.end) else None
+            split = split or self._split_block(source, block)
+            if atoms and i and _leads_in(source, blocks[i - 1], block) and split[0][2] is None:
+                atoms[-1:], split[0] = self._lead_in(source, atoms[-1], split[0])
+            atoms.extend(split)
         spans: list[tuple[int, int, str | None]] = []
         group: list[tuple[int, int]] = []
         for s, e, header in atoms:
@@ -411,10 +433,12 @@ class Chunker:
             if piece.header is not None:
                 path = paths[id_of(piece.section)] if piece.section is not None else ()
                 text = _indexed_text(parsed.title, path, f'{piece.header}\n{urtext}')
+            anchor = piece.section.anchor if piece.section is not None else None
             builder.add_chunk(
                 section_id,
                 urtext,
                 text=text,
+                metadata={'anchor': anchor} if anchor else None,
                 start_char=piece.start,
                 end_char=piece.end,
                 page=parsed.page_at(piece.start),

@@ -17,6 +17,7 @@ from ._limits import DEFAULT_LIMITS, IngestLimits, bounded
 from ._model import Block, ParsedDocument, ParsedSection, ReadError
 from ._names import displayable
 from ._readers import read_bytes
+from ._readers._mkdocs import including
 from ._readers._ocr import DEFAULT_OCR, NoTextFound, OcrOptions, reading
 from ._readers._versions import ReaderBackend, reader_key
 from ._readers.text import title_from_path
@@ -100,6 +101,7 @@ def parse_file(
     limits: IngestLimits = DEFAULT_LIMITS,
     ocr: OcrOptions = DEFAULT_OCR,
     reader: ReaderBackend = 'default',
+    roots: tuple[str, ...] = (),
 ) -> Parsed:
     """Read, parse, chunk and fingerprint ``path``; every failure becomes a `Parsed` with a reason.
 
@@ -107,6 +109,8 @@ def parse_file(
     readers check ``limits`` as they go (`bounded`); the worker running this enforces the rest.
     ``ocr``: when and in which languages readers OCR pages and images (docs/ingestion.md#ocr).
     ``reader``: ``'unstructured'`` reads the formats it takes with that library (docs/ingestion.md#the-unstructured-backend).
+    ``roots``: the files and folders being ingested: a page's includes are read only from inside them
+    (docs/ingestion.md#markdown).
     """
     p = Path(path)
     try:
@@ -114,7 +118,7 @@ def parse_file(
         if not data.strip():  # blank lines only (an empty __init__.py): nothing to ingest, nothing wrong
             return Parsed(path, None, 'empty file', skipped=True)
         shown = Path(displayable(p))  # what readers see: a title from a name that is not UTF-8 must be text
-        with bounded(limits), reading(ocr):
+        with bounded(limits), reading(ocr), including(roots):
             parsed = _read(data, shown, reader)
         if len(parsed.source) > limits.text_chars:
             raise ReadError(f'more than the {limits.text_chars:,}-character limit of text')

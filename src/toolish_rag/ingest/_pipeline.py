@@ -110,14 +110,15 @@ async def ingest(
     _check_reader(reader)
     chunker = chunker or Chunker()
     runner = LocalExecutor(executor, concurrency) if isinstance(executor, str) else executor
-    settings = _Settings(
-        chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits, ocr_options, reader
-    )
     items: list[Source] = (
         [sources] if isinstance(sources, str | os.PathLike | Document) else list(sources)  # type: ignore[list-item]
     )
     documents = [s for s in items if isinstance(s, Document)]
     paths = [Path(s) for s in items if not isinstance(s, Document)]
+    roots = tuple(dict.fromkeys(str(p.expanduser().absolute()) for p in paths))
+    settings = _Settings(
+        chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits, ocr_options, reader, roots
+    )
     walked = walk_paths(
         paths,
         max_file_bytes=max_file_bytes,
@@ -192,6 +193,8 @@ class _Settings:
     limits: IngestLimits
     ocr: OcrOptions
     reader: ReaderBackend
+    roots: tuple[str, ...]
+    """The given files and folders: a page's includes are read from inside them only."""
 
 
 @dataclass(slots=True)
@@ -301,7 +304,7 @@ class _Run:
         chunks' vectors is not embedded again.
         """
         s, vectors = self.settings, self.vectors
-        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits, s.ocr, s.reader)
+        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits, s.ocr, s.reader, s.roots)
         parsed = s.executor.parse(files, job, vectors.embedding if vectors is not None else None)
         with vectors.serving(self.store) if vectors is not None else nullcontext():
             async with aclosing(parsed) as results:
