@@ -320,8 +320,11 @@ class Chunker:
     def _body(self, source: str, section: ParsedSection | None, blocks: list[Block]) -> list[Piece]:
         atoms: list[tuple[int, int, str | None]] = []
         for i, block in enumerate(blocks):
-            split = [(block.start, block.end, None)] if self._fits(source, block.start, block.end) else None
-            split = split or self._split_block(source, block)
+            split: list[tuple[int, int, str | None]] = (
+                [(block.start, block.end, None)]
+                if self._fits(source, block.start, block.end)
+                else self._split_block(source, block)
+            )
             if atoms and i and _leads_in(source, blocks[i - 1], block) and split[0][2] is None:
                 atoms[-1:], split[0] = self._lead_in(source, atoms[-1], split[0])
             atoms.extend(split)

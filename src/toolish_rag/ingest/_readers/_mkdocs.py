@@ -125,10 +125,11 @@ class _Includes:
             return
         lines = text.split('\n')
         if section is not None:
-            lines = _section(lines, section)
-            if lines is None:
+            inside = _section(lines, section)
+            if inside is None:
                 self._warn(f'include {spec!r}: no section {section!r} in {target}')
                 return
+            lines = inside
         if ranges is not None:
             lines = _pick(lines, ranges)
         resolved = self._resolve(target, source)
