@@ -203,17 +203,20 @@ class _StopsAfter:
         await asyncio.Event().wait()
 
 
-async def test_an_interrupted_ingest_keeps_the_documents_it_finished(tmp_path: Path) -> None:
+@pytest.mark.parametrize('finished', [7, 2])
+async def test_an_interrupted_ingest_keeps_the_documents_it_finished(tmp_path: Path, finished: int) -> None:
+    """7: batches of 1, 2 and 4 documents are written as they fill; 2: the second document, alone in its
+    batch while the next file takes long, is written once it has waited MAX_WAIT_SECONDS (5 s)."""
     _write(tmp_path, {f'page{i:02}.md': f'# Page {i}\n\nText of page {i}.\n' for i in range(50)})
     store = _store()
-    run = asyncio.create_task(ingest(store, tmp_path, progress=False, executor=_StopsAfter(7)))
-    for _ in range(500):
-        if len(await store.list_documents()) >= 7:
+    run = asyncio.create_task(ingest(store, tmp_path, progress=False, executor=_StopsAfter(finished)))
+    for _ in range(1500):
+        if len(await store.list_documents()) >= finished:
             break
         await asyncio.sleep(0.01)
     run.cancel()
     with pytest.raises(IngestInterrupted) as stopped:
         await run
     kept = sorted(info.uri for info in await store.list_documents())
-    assert kept == sorted(file_uri(tmp_path / f'page{i:02}.md') for i in range(7))
+    assert kept == sorted(file_uri(tmp_path / f'page{i:02}.md') for i in range(finished))
     assert stopped.value.report.interrupted and sorted(stopped.value.report.added) == kept

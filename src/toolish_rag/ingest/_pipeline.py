@@ -308,7 +308,7 @@ class _Run:
         parsed = s.executor.parse(files, job, vectors.embedding if vectors is not None else None)
         with vectors.serving(self.store) if vectors is not None else nullcontext():
             async with aclosing(parsed) as results:
-                async for result in results:
+                while (result := await self.writer.meanwhile(anext(results, None))) is not None:
                     self.report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
                     if result.ocr_pages:
                         self.report.ocr.append(IngestIssue(result.path, ocr_pages_text(result.ocr_pages)))
