@@ -9,7 +9,7 @@
 4. counts the stored documents by kind, and how many are image noise: an image document most of
    whose words are not words of the tree's own text (each one is listed, for a human to check);
 5. asks the questions of ``--questions`` (written before ingesting; JSON: ``{"questions": [{"q",
-   "pages"}]}``, pages relative to the common folder of PATH) through the toolset's retriever,
+   "pages"}]}``, pages relative to ``--base``, default the common folder of PATH) through the toolset's retriever,
    text / vector / hybrid, and reports precision@3 (answering chunks among the top 3), success@3
    (an answering page among them) and image documents in any top 3;
 6. times ``toolish-rag search`` cold, per phase, from the differences of nested commands run in
@@ -257,6 +257,7 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument('paths', nargs='+', type=Path)
     parser.add_argument('--questions', type=Path, required=True)
+    parser.add_argument('--base', type=Path, default=None, help="the folder the questions' pages are relative to")
     parser.add_argument('--exclude', action='append', default=[])
     parser.add_argument('--ocr', choices=('auto', 'never'), default='auto')
     parser.add_argument('--repeats', type=int, default=3, help='cold starts per command (median)')
@@ -264,7 +265,7 @@ async def main() -> None:
     parser.add_argument('--no-cold-start', action='store_true', help='skip the CLI cold-start timings')
     args = parser.parse_args()
     paths = [p.resolve() for p in args.paths]
-    base = Path(os.path.commonpath(paths)) if len(paths) > 1 else paths[0]
+    base = args.base.resolve() if args.base is not None else Path(os.path.commonpath(paths))
     questions = json.loads(args.questions.read_text())['questions']
     with tempfile.TemporaryDirectory(prefix='doctree-') as tmp:
         _say('ingesting')
@@ -278,6 +279,7 @@ async def main() -> None:
         result['stored'] = await stored_kinds(store, vocabulary_of(files))
         _say('asking the questions')
         result['quality'] = await quality(store, questions, base.parent if base.is_file() else base)
+        result['pages_missing'] = [p for q in questions for p in q['pages'] if not (base / p).is_file()]
         if not args.no_cold_start:
             _say('timing CLI cold starts')
             result['cli_cold_start'] = cold_start(Path(tmp) / 'store', questions[0]['q'], args.repeats)
