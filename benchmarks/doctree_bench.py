@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import json
 import os
 import re
@@ -104,7 +105,7 @@ def parse_by_kind(found: Sequence[Found], roots: Sequence[Path], ocr: OcrOptions
     chunker = Chunker()
     for item in found:
         started = time.perf_counter()
-        result = parse_file(str(item.path), chunker, {}, (), item.relative_path, ocr=ocr, roots=tuple(map(str, roots)))
+        result = parse_file(str(item.path), chunker, {}, (), item.relative_path, ocr=ocr, **_roots(roots))
         row = out.setdefault(_kind(str(item.path)), {'files': 0, 'seconds': 0.0, 'stored': 0, 'skipped': 0})
         row['files'] += 1
         row['seconds'] += time.perf_counter() - started
@@ -112,14 +113,24 @@ def parse_by_kind(found: Sequence[Found], roots: Sequence[Path], ocr: OcrOptions
     return {k: {**v, 'seconds': round(v['seconds'], 2)} for k, v in sorted(out.items())}
 
 
+def _roots(roots: Sequence[Path]) -> dict[str, Any]:
+    """``roots=`` for `parse_file` where it takes them: the bench also runs on trees from before it did (a baseline)."""
+    return {'roots': tuple(map(str, roots))} if 'roots' in inspect.signature(parse_file).parameters else {}
+
+
+def _excluding(patterns: Sequence[str]) -> dict[str, Any]:
+    """``exclude=`` where given (a baseline from before it existed runs without it)."""
+    return {'exclude': list(patterns)} if patterns else {}
+
+
 async def run_ingest(paths: Sequence[Path], store_dir: Path, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
-    found = list(walk_paths(paths, suffixes=frozenset(READERS), exclude=args.exclude))
+    found = list(walk_paths(paths, suffixes=frozenset(READERS), **_excluding(args.exclude)))
     walk_seconds = time.perf_counter() - started
     store = _TimedStore(store_dir)
     executor = _TimedExecutor()
     started = time.perf_counter()
-    report = await ingest(store, paths, progress=False, executor=executor, ocr=args.ocr, exclude=args.exclude)
+    report = await ingest(store, paths, progress=False, executor=executor, ocr=args.ocr, **_excluding(args.exclude))
     total = time.perf_counter() - started
     return {
         'found_by_kind': dict(Counter(_kind(str(f.path)) for f in found if f.reason is None).most_common()),
