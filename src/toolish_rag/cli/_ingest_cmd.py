@@ -74,11 +74,29 @@ def register(sub: Any) -> argparse.ArgumentParser:
         help='unstructured: read DOCX, PPTX, XLSX, HTML, Markdown and text with the unstructured library '
         '(needs toolish-rag[unstructured]; the default readers read the rest; docs/ingestion.md)',
     )
+    _walk_flags(parser)
     _ocr_flags(parser)
     _limit_flags(parser)
     add_reembed_flag(parser)
     parser.set_defaults(run=run)
     return parser
+
+
+def _walk_flags(parser: argparse.ArgumentParser) -> None:
+    """``--exclude`` and ``--no-ignore``: which files of the walked folders are read (docs/ingestion.md#what-is-read)."""
+    parser.add_argument(
+        '--exclude',
+        action='append',
+        default=[],
+        metavar='GLOB',
+        help="leave out files and folders matching GLOB, as in .gitignore ('*.png', 'img/', 'docs/**/drafts'), "
+        'matched against the path under each given folder (repeatable)',
+    )
+    parser.add_argument(
+        '--no-ignore',
+        action='store_true',
+        help="also read what the tree's .gitignore files ignore (honoured by default)",
+    )
 
 
 def _ocr_flags(parser: argparse.ArgumentParser) -> None:
@@ -155,6 +173,8 @@ async def run(args: argparse.Namespace) -> int:
         'reader': args.reader,
         'ocr': args.ocr,
         'ocr_languages': args.ocr_language,
+        'exclude': tuple(args.exclude),
+        'gitignore': not args.no_ignore,
     }
     if args.ray is not None:
         from ..ingest import RayExecutor

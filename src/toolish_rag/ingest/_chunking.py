@@ -137,6 +137,11 @@ def _trim(text: str, start: int, end: int) -> tuple[int, int]:
     return start, end
 
 
+def _leads_in(source: str, before: Block, block: Block) -> bool:
+    """Whether ``before`` is a sentence introducing ``block`` (a list, code or a table): it ends with a colon."""
+    return before.kind == 'text' and block.kind != 'text' and source[before.start : before.end].rstrip().endswith(':')
+
+
 def _indexed_text(title: str, path: tuple[str, ...], urtext: str) -> str:
     """`default_indexed_text`, without repeating a title that is also the first heading."""
     if path and path[0] == title:
@@ -295,6 +300,22 @@ class Chunker:
                 best = candidate if len(candidate) > len(best) else best
         return best
 
+    def _lead_in(
+        self, source: str, lead: tuple[int, int, str | None], first: tuple[int, int, str | None]
+    ) -> tuple[list[tuple[int, int, str | None]], tuple[int, int, str | None]]:
+        """A lead-in (``... will be:``) and the first piece of what it introduces, made one atom where they fit.
+
+        When the whole lead-in block does not fit with it, its last sentence does, and the rest
+        stays behind; else nothing changes. Returns what replaces ``lead``, and ``first``'s replacement.
+        """
+        if self._fits(source, lead[0], first[1]):
+            return [], (lead[0], first[1], None)
+        sentences = _sentence_spans(source, lead[0], lead[1])
+        last = sentences[-1][0]
+        if len(sentences) > 1 and self._fits(source, last, first[1]):
+            return [(lead[0], sentences[-2][1], lead[2])], (last, first[1], None)
+        return [lead], first
+
     def _overlap_start(self, source: str, floor: int, start: int) -> int:
         """Where a piece starting at ``start`` begins once it overlaps the previous one.
 
@@ -324,11 +345,15 @@ class Chunker:
 
     def _body(self, source: str, section: ParsedSection | None, blocks: list[Block]) -> list[Piece]:
         atoms: list[tuple[int, int, str | None]] = []
-        for block in blocks:
-            if self._fits(source, block.start, block.end):
-                atoms.append((block.start, block.end, None))
-            else:
-                atoms.extend(self._split_block(source, block))
+        for i, block in enumerate(blocks):
+            split: list[tuple[int, int, str | None]] = (
+                [(block.start, block.end, None)]
+                if self._fits(source, block.start, block.end)
+                else self._split_block(source, block)
+            )
+            if atoms and i and _leads_in(source, blocks[i - 1], block) and split[0][2] is None:
+                atoms[-1:], split[0] = self._lead_in(source, atoms[-1], split[0])
+            atoms.extend(split)
         spans: list[tuple[int, int, str | None]] = []
         group: list[tuple[int, int]] = []
         for s, e, header in atoms:
@@ -378,7 +403,21 @@ class Chunker:
         for child in parsed.root.children:
             if child.has_text():
                 self._section(parsed.source, child, out)
-        return out
+        return out or self._headings_only(parsed)
+
+    def _headings_only(self, parsed: ParsedDocument) -> list[Piece]:
+        """A document of headings with no text under any (a template's ``<h1>``): its heading lines, one piece
+        when they fit, else one each, so the file is stored and found by what it does say."""
+        source = parsed.source
+        lines: list[Piece] = []
+        for section in parsed.root.walk()[1:]:
+            nl = source.find('\n', section.start)
+            s, e = _trim(source, section.start, len(source) if nl < 0 else nl)
+            if e > s:
+                lines.append(Piece(section, s, e))
+        if len(lines) > 1 and self._fits(source, lines[0].start, lines[-1].end):
+            return [Piece(lines[0].section, lines[0].start, lines[-1].end)]
+        return lines
 
     # -- documents -------------------------------------------------------------------
 
@@ -425,17 +464,20 @@ class Chunker:
             urtext = source[piece.start : piece.end]
             section_id = ids[id_of(piece.section)] if piece.section is not None else None
             path = paths[id_of(piece.section)] if piece.section is not None else ()
-            text = _indexed_text(parsed.title, path, urtext if piece.header is None else f'{piece.header}\n{urtext}')
-            budget -= len(text)
+            indexed = _indexed_text(parsed.title, path, urtext if piece.header is None else f'{piece.header}\n{urtext}')
+            budget -= len(indexed)
             if budget < 0:
                 raise ReadError(
                     f'more than the {current_limits().text_chars:,}-character limit of text to index '
                     '(with the headings and table headers each chunk repeats)'
                 )
+            text = indexed if piece.header is not None else None
+            anchor = piece.section.anchor if piece.section is not None else None
             builder.add_chunk(
                 section_id,
                 urtext,
                 text=text,
+                metadata={'anchor': anchor} if anchor else None,
                 start_char=piece.start,
                 end_char=piece.end,
                 page=parsed.page_at(piece.start),

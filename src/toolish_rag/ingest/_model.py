@@ -53,6 +53,9 @@ class ParsedSection:
     """Offset of the heading in ``source`` (for the root: 0)."""
     blocks: list[Block] = field(default_factory=list)
     children: list[ParsedSection] = field(default_factory=list)
+    anchor: str | None = None
+    """The heading's own link target when the file names one (mkdocs ``## Title { #anchor }``): the
+    ``anchor`` metadata of the section's chunks."""
 
     @property
     def end(self) -> int:

@@ -7,20 +7,25 @@ from __future__ import annotations
 
 import os
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from ..content import Document, MetadataValue
 from ._chunking import Chunker
 from ._fingerprint import fingerprint
 from ._limits import DEFAULT_LIMITS, IngestLimits, bounded
-from ._model import ParsedDocument, ReadError
+from ._model import Block, ParsedDocument, ParsedSection, ReadError
 from ._names import displayable
 from ._readers import read_bytes
+from ._readers._mkdocs import including
 from ._readers._ocr import DEFAULT_OCR, NoTextFound, OcrOptions, reading
 from ._readers._versions import ReaderBackend, reader_key
+from ._readers.text import title_from_path
 
 __all__ = ['SOURCE_KEYS', 'Parsed', 'check_caller_metadata', 'file_uri', 'parse_file', 'parse_path']
+
+NO_TEXT = 'no text to index (only markup, whitespace or pictures)'
+"""Why a file that reads fine but holds no text is skipped (not failed): nothing is wrong with it."""
 
 SOURCE_KEYS = ('path', 'uri')
 """Metadata keys ingestion records on every file's document (and so on its chunks)."""
@@ -96,6 +101,7 @@ def parse_file(
     limits: IngestLimits = DEFAULT_LIMITS,
     ocr: OcrOptions = DEFAULT_OCR,
     reader: ReaderBackend = 'default',
+    roots: tuple[str, ...] = (),
 ) -> Parsed:
     """Read, parse, chunk and fingerprint ``path``; every failure becomes a `Parsed` with a reason.
 
@@ -103,6 +109,8 @@ def parse_file(
     readers check ``limits`` as they go (`bounded`); the worker running this enforces the rest.
     ``ocr``: when and in which languages readers OCR pages and images (docs/ingestion.md#ocr).
     ``reader``: ``'unstructured'`` reads the formats it takes with that library (docs/ingestion.md#the-unstructured-backend).
+    ``roots``: the files and folders being ingested: a page's includes are read only from inside them
+    (docs/ingestion.md#markdown).
     """
     p = Path(path)
     try:
@@ -111,10 +119,11 @@ def parse_file(
             return Parsed(path, None, 'empty file', skipped=True)
         shown = Path(displayable(p))  # what readers see: a title from a name that is not UTF-8 must be text
         with bounded(limits):  # the chunker counts the text it indexes against the limits too
-            with reading(ocr):
+            with reading(ocr), including(roots):
                 parsed = _read(data, shown, reader)
             if len(parsed.source) > limits.text_chars:
                 raise ReadError(f'more than the {limits.text_chars:,}-character limit of text')
+            parsed = _title_only(parsed, shown) or parsed
             uri = file_uri(p)
             source = {'path': relative_path if relative_path is not None else shown.name, 'uri': uri}
             _warn_overridden(parsed.metadata, source, parsed.warnings)
@@ -134,9 +143,21 @@ def parse_file(
         return Parsed(path, None, f'cannot read file: {exc.strerror or exc}')
     except Exception as exc:  # a reader bug on one odd file must not stop the run
         return Parsed(path, None, f'reader error: {type(exc).__name__}: {exc}')
-    if not document.chunks:
-        return Parsed(path, None, 'no extractable text', tuple(parsed.warnings))
+    if not document.chunks:  # markup or whitespace only, or a picture: nothing wrong, nothing to store
+        return Parsed(path, None, NO_TEXT, tuple(parsed.warnings), skipped=True)
     return Parsed(path, document, None, tuple(parsed.warnings), ocr_pages=tuple(parsed.ocr_pages))
+
+
+def _title_only(parsed: ParsedDocument, path: Path) -> ParsedDocument | None:
+    """A document whose only text is its own title (an HTML ``<title>``, a front matter ``title:``): the title as its text.
+
+    ``None`` when the document has text, or its title is only the file's name.
+    """
+    title = ' '.join(parsed.title.split())
+    if parsed.source.strip() or not title or title == title_from_path(path):
+        return None
+    root = ParsedSection('', 0, 0, blocks=[Block(0, len(title))])
+    return replace(parsed, source=title, root=root, page_starts=None)
 
 
 def _read(data: bytes, path: Path, reader: ReaderBackend) -> ParsedDocument:

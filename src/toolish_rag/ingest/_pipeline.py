@@ -26,7 +26,7 @@ from ._progress import IngestProgress
 from ._readers import READERS, UNSUPPORTED
 from ._readers._ocr import INSTALL_TESSERACT, OcrMode, OcrOptions, tesseract_path
 from ._readers._versions import READER_BACKENDS, ReaderBackend, reader_key
-from ._report import IngestInterrupted, IngestIssue, IngestReport, ocr_pages_text
+from ._report import IngestInterrupted, IngestIssue, IngestReport, naming_the_limit, ocr_pages_text
 from ._sync import stale_documents, stored_under
 from ._walk import DEFAULT_MAX_FILE_BYTES, LEAVES_ROOT, Found, walk_paths
 from ._workers import ExecutorKind, IngestExecutor, LocalExecutor, ParseJob
@@ -65,6 +65,8 @@ async def ingest(
     ocr: OcrMode = 'auto',
     ocr_languages: str | Sequence[str] | None = None,
     reader: ReaderBackend = 'default',
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
 ) -> IngestReport:
     """Ingest files, folders and/or `Document` objects into ``store``; returns an `IngestReport`.
 
@@ -98,22 +100,36 @@ async def ingest(
             ``unstructured`` library's offline partitioners (the default readers read the rest);
             without ``toolish-rag[unstructured]`` it raises ``RuntimeError`` before any work
             (docs/ingestion.md#the-unstructured-backend).
+        exclude: gitignore-style globs (``'*.png'``, ``'img/**'``) matched against each file's path
+            under its given folder: what they match is never read (docs/ingestion.md#what-is-read).
+        gitignore: honour the ``.gitignore`` files of the walked folders (and of the git work tree
+            they are in); ``False`` (``--no-ignore``) reads what they ignore too.
     """
     check_caller_metadata(metadata or {})
     ocr_options = _ocr_options(store, ocr, ocr_languages)
     _check_reader(reader)
     chunker = chunker or Chunker()
     runner = LocalExecutor(executor, concurrency) if isinstance(executor, str) else executor
-    settings = _Settings(
-        chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits, ocr_options, reader
-    )
     items: list[Source] = (
         [sources] if isinstance(sources, str | os.PathLike | Document) else list(sources)  # type: ignore[list-item]
     )
     documents = [s for s in items if isinstance(s, Document)]
     paths = [Path(s) for s in items if not isinstance(s, Document)]
-    found = _walk(paths, max_file_bytes, include_hidden, follow_symlinks)
-    report = IngestReport()
+    roots = tuple(dict.fromkeys(str(p.expanduser().absolute()) for p in paths))
+    settings = _Settings(
+        chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits, ocr_options, reader, roots
+    )
+    walked = walk_paths(
+        paths,
+        max_file_bytes=max_file_bytes,
+        include_hidden=include_hidden,
+        suffixes=frozenset(READERS),
+        follow_symlinks=follow_symlinks,
+        exclude=exclude,
+        gitignore=gitignore,
+    )
+    found = list(walked)
+    report = IngestReport(warnings=_empty_folders(paths, found))
     started = time.perf_counter()
     run: _Run | None = None
     try:  # a cancellation anywhere in here is an IngestInterrupted carrying what was done
@@ -157,17 +173,11 @@ def _ocr_language_list(store: DocumentStore, languages: str | Sequence[str] | No
     return (languages,) if isinstance(languages, str) else tuple(languages)
 
 
-def _walk(paths: Sequence[Path], max_file_bytes: int, include_hidden: bool, follow_symlinks: bool) -> list[Found]:
-    """Every file under ``paths`` that a reader may take, and the paths set aside with their reasons."""
-    return list(
-        walk_paths(
-            paths,
-            max_file_bytes=max_file_bytes,
-            include_hidden=include_hidden,
-            suffixes=frozenset(READERS),
-            follow_symlinks=follow_symlinks,
-        )
-    )
+def _empty_folders(paths: Sequence[Path], found: Sequence[Found]) -> list[IngestIssue]:
+    """A warning for each given folder in which the walk found no file a reader takes (an empty folder, a typo'd one)."""
+    with_files = {item.root for item in found if item.reason is None}
+    roots = (Path(p).expanduser().absolute() for p in paths)
+    return [IngestIssue(str(r), f'no supported files under {r}') for r in roots if r.is_dir() and r not in with_files]
 
 
 @dataclass(frozen=True, slots=True)
@@ -183,6 +193,8 @@ class _Settings:
     limits: IngestLimits
     ocr: OcrOptions
     reader: ReaderBackend
+    roots: tuple[str, ...]
+    """The given files and folders: a page's includes are read from inside them only."""
 
 
 @dataclass(slots=True)
@@ -292,17 +304,17 @@ class _Run:
         chunks' vectors is not embedded again.
         """
         s, vectors = self.settings, self.vectors
-        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits, s.ocr, s.reader)
+        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits, s.ocr, s.reader, s.roots)
         parsed = s.executor.parse(files, job, vectors.embedding if vectors is not None else None)
         with vectors.serving(self.store) if vectors is not None else nullcontext():
             async with aclosing(parsed) as results:
-                async for result in results:
+                while (result := await self.writer.meanwhile(anext(results, None))) is not None:
                     self.report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
                     if result.ocr_pages:
                         self.report.ocr.append(IngestIssue(result.path, ocr_pages_text(result.ocr_pages)))
                     if result.document is None:
                         outcome = self.report.skipped if result.skipped else self.report.failed
-                        self._settle(outcome, IngestIssue(result.path, result.reason or 'unreadable'))
+                        self._settle(outcome, IngestIssue(result.path, naming_the_limit(result.reason or 'unreadable')))
                     else:
                         await self._write(result.document, result.vectors)
             await self.writer.flush()

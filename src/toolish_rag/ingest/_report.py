@@ -21,6 +21,7 @@ __all__ = [
     'IngestReport',
     'format_lines',
     'format_report',
+    'naming_the_limit',
     'ocr_pages_text',
     'render_report',
 ]
@@ -101,6 +102,27 @@ def ocr_pages_text(pages: Iterable[int]) -> str:
             runs.append([page])
     text = ', '.join(f'{r[0]}-{r[-1]}' if len(r) > 1 else str(r[0]) for r in runs)
     return f'page{"s" if len(ordered) > 1 else ""} {text}'
+
+
+_LIMITS = (
+    (re.compile(r'-second limit'), '--max-seconds S; IngestLimits(seconds=...)'),
+    (re.compile(r'-byte memory limit'), '--max-memory MIB; IngestLimits(memory_bytes=...)'),
+    (re.compile(r'-character limit'), 'IngestLimits(text_chars=...)'),
+    (re.compile(r'-element limit'), 'IngestLimits(elements=...)'),
+    (re.compile(r'unpacks to more than|-byte limit \(a zip bomb'), 'IngestLimits(unpacked_bytes=...)'),
+)
+"""A per-file bound's message (by its readers' wording) -> the flag or option that raises it (docs/ingestion.md#bounds-per-file)."""
+
+
+def naming_the_limit(reason: str) -> str:
+    """``reason``, followed by the flag that raises the limit it names, when it is a per-file bound's message.
+
+    The readers and workers say which bound a file passed; this says where to change it, in one place.
+    """
+    for pattern, flag in _LIMITS:
+        if pattern.search(reason):
+            return f'{reason} (raise it with {flag})'
+    return reason
 
 
 class IngestInterrupted(asyncio.CancelledError):

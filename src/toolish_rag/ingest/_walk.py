@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ._ignore import IgnoreRules, exclude_spec
 from ._names import displayable
 
 __all__ = ['DEFAULT_MAX_FILE_BYTES', 'LEAVES_ROOT', 'SKIPPED_DIRS', 'Found', 'walk_paths']
@@ -56,6 +57,8 @@ def walk_paths(
     include_hidden: bool = False,
     suffixes: frozenset[str] | None = None,
     follow_symlinks: bool = False,
+    exclude: Sequence[str] = (),
+    gitignore: bool = True,
 ) -> Iterator[Found]:
     """Yield every file under ``paths`` in a stable (sorted) order.
 
@@ -65,7 +68,12 @@ def walk_paths(
     ``reason`` (`LEAVES_ROOT`) unless ``follow_symlinks``. Files larger than
     ``max_file_bytes``, broken links and (in folders) files whose suffix is not in
     ``suffixes`` come back with a ``reason`` too.
+
+    ``exclude``: gitignore-style globs matched against the path under each given folder (a
+    named file: its name); what they match is left out silently, as are the paths the tree's
+    ``.gitignore`` files ignore unless ``gitignore=False`` (docs/ingestion.md#what-is-read).
     """
+    excluded = exclude_spec(exclude)
     seen_dirs: set[tuple[int, int]] = set()
     seen_files: set[str] = set()
     for given in paths:
@@ -74,12 +82,13 @@ def walk_paths(
             yield Found(root, root, reason='no such file or directory' if not root.is_symlink() else 'broken symlink')
             continue
         if root.is_file():
-            yield from _file(root, root, max_file_bytes, seen_files, None)
+            if excluded is None or not excluded.match_file(root.name):
+                yield from _file(root, root, max_file_bytes, seen_files, None)
             continue
         inside = None if follow_symlinks else os.path.realpath(root)
-        stack = [root]
+        stack = [(root, IgnoreRules.at_root(root, excluded, gitignore))]
         while stack:
-            folder = stack.pop()
+            folder, rules = stack.pop()
             try:
                 st = folder.stat()
             except OSError as exc:
@@ -93,7 +102,8 @@ def walk_paths(
             except OSError as exc:
                 yield Found(folder, root, reason=f'unreadable directory: {exc.strerror}')
                 continue
-            subdirs: list[Path] = []
+            rules = rules.entering(folder) if folder != root else rules
+            subdirs: list[tuple[Path, IgnoreRules]] = []
             for entry in entries:
                 hidden = entry.name.startswith('.')
                 if hidden and not include_hidden:
@@ -107,9 +117,11 @@ def walk_paths(
                     is_dir = entry.is_dir(follow_symlinks=True)
                 except OSError:
                     is_dir = False
+                if rules.ignores(path, is_dir):
+                    continue
                 if is_dir:
                     if entry.name not in SKIPPED_DIRS:
-                        subdirs.append(path)
+                        subdirs.append((path, rules))
                     continue
                 yield from _file(path, root, max_file_bytes, seen_files, suffixes)
             stack.extend(reversed(subdirs))
@@ -138,6 +150,11 @@ def _file(path: Path, root: Path, max_bytes: int, seen: set[str], suffixes: froz
     if suffixes is not None and path.suffix.lower() not in suffixes:
         yield Found(path, root, size, reason=f'unsupported file type {path.suffix or "(no extension)"!r}')
     elif size > max_bytes:
-        yield Found(path, root, size, reason=f'larger than the {max_bytes:,}-byte limit ({size:,} bytes)')
+        yield Found(
+            path,
+            root,
+            size,
+            reason=f'larger than the {max_bytes:,}-byte limit ({size:,} bytes; raise it with ingest(max_file_bytes=...))',
+        )
     else:
         yield Found(path, root, size)

@@ -50,6 +50,8 @@ class ParseJob:
     """When and in which languages pages and images are OCR'd (docs/ingestion.md#ocr)."""
     reader: ReaderBackend = 'default'
     """Which readers read the files (docs/ingestion.md#the-unstructured-backend)."""
+    roots: tuple[str, ...] = ()
+    """The files and folders being ingested: where a page's includes may be read from (docs/ingestion.md#markdown)."""
 
 
 class IngestExecutor(Protocol):
@@ -96,6 +98,7 @@ class LocalExecutor:
             limits=job.limits,
             ocr=job.ocr,
             reader=job.reader,
+            roots=job.roots,
         )
         async with contextlib.aclosing(results) as parsed:
             async for result in parsed:
@@ -123,6 +126,7 @@ async def parse_files(
     limits: IngestLimits = DEFAULT_LIMITS,
     ocr: OcrOptions = DEFAULT_OCR,
     reader: ReaderBackend = 'default',
+    roots: tuple[str, ...] = (),
 ) -> AsyncGenerator[Parsed, None]:
     """Parse ``files`` in workers, yielding each result as soon as it is ready (in no set order).
 
@@ -140,7 +144,9 @@ async def parse_files(
     use_processes = executor == 'process' or (
         executor == 'auto' and workers > 1 and len(files) >= PROCESS_POOL_MIN_FILES
     )
-    jobs = [(str(found.path), chunker, metadata, labels, found.relative_path, limits, ocr, reader) for found in files]
+    jobs = [
+        (str(found.path), chunker, metadata, labels, found.relative_path, limits, ocr, reader, roots) for found in files
+    ]
     if use_processes:
         supervised = supervised_parse(
             jobs, parse_file, limits, workers, workers * IN_FLIGHT_PER_WORKER, _die_with_parent

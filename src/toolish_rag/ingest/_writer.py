@@ -5,9 +5,12 @@ See docs/ingestion.md#how-the-pipeline-is-built.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import time
-from collections.abc import Callable, Collection
+from collections.abc import Awaitable, Callable, Collection
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from .._uris import local_path
 from ..content import Document
@@ -18,13 +21,27 @@ from ._report import IngestIssue, IngestReport
 
 __all__ = ['BatchWriter']
 
+FIRST_BATCH_CHUNKS = 1
+"""The first write of a run is its first document: a run stopped early keeps what it finished."""
+MAX_WAIT_SECONDS = 5.0
+"""A document waits at most about this long for its batch to fill (checked as the next one arrives)."""
+
+_T = TypeVar('_T')
+
 _Pending = list[tuple[Document, bool, int]]
 """Documents waiting to be written, each with whether it replaces a stored one and when it was taken (ns)."""
 
 
 @dataclass(slots=True)
 class BatchWriter:
-    """Upserts documents once at least ``batch_chunks`` chunks are waiting (and on `flush`)."""
+    """Upserts documents in batches that start small and grow to ``batch_chunks`` chunks (and on `flush`).
+
+    The first batch is one document and each next one may be twice as big, up to ``batch_chunks``;
+    a batch is also written once its first document has waited `MAX_WAIT_SECONDS`, even while no
+    other document comes (`meanwhile`: a slow PDF being parsed holds nothing back). So an
+    interrupted run (Ctrl-C, a crash) has kept nearly all it finished, while a long run still
+    writes in big batches (docs/ingestion.md#reports).
+    """
 
     store: DocumentStore
     report: IngestReport
@@ -35,14 +52,36 @@ class BatchWriter:
     """Called once per document settled by a write, stored or failed (the progress bar)."""
     _batch: _Pending = field(default_factory=list, init=False)
     _chunks: int = field(default=0, init=False)
+    _threshold: int = field(default=FIRST_BATCH_CHUNKS, init=False)
     _refused: list[tuple[Document, int, UnsupportedValueError]] = field(default_factory=list, init=False)
     """Documents the store refused during a flush, traced once its upsert span has ended (as siblings)."""
 
     async def add(self, document: Document) -> None:
         self._batch.append((document, document.id in self.stored_ids, time.time_ns()))
         self._chunks += len(document.chunks)
-        if self._chunks >= self.batch_chunks:
+        waited = (time.time_ns() - self._batch[0][2]) / 1e9
+        if self._chunks >= min(self._threshold, self.batch_chunks) or waited >= MAX_WAIT_SECONDS:
             await self.flush()
+
+    async def meanwhile(self, step: Awaitable[_T]) -> _T:
+        """``await step`` (the next parsed file), writing what is waiting if that takes `MAX_WAIT_SECONDS`.
+
+        Cancelled (Ctrl-C), it cancels ``step`` too and waits for it to end, so that the parse
+        workers' generator is not left running when the run closes it.
+        """
+        if not self._batch:
+            return await step
+        task = asyncio.ensure_future(step)
+        try:
+            done, _ = await asyncio.wait({task}, timeout=MAX_WAIT_SECONDS)
+            if not done:
+                await self.flush()
+            return await task
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def flush(self) -> None:
         """Write what is waiting, then record it in the report."""
@@ -59,6 +98,7 @@ class BatchWriter:
             self._trace(document, 'updated' if is_update else 'added', taken)
             self.on_written()
         self._batch, self._chunks, self._refused = [], 0, []
+        self._threshold = min(self._threshold * 2, max(self.batch_chunks, 1))
 
     async def _write(self, batch: _Pending) -> _Pending:
         """Upsert ``batch``, setting aside each document the store refuses a value of; what was stored.

@@ -30,7 +30,9 @@ TEXTS_PER_CALL = 256
 def parse_batch(batch: Mapping[str, Any], job: ParseJob) -> dict[str, list[bytes]]:
     """Ray Data ``map_batches``: each file of the batch read, parsed and chunked (`parse_file`, which never raises)."""
     parsed = [
-        parse_file(str(path), job.chunker, job.metadata, job.labels, str(relative), job.limits, job.ocr, job.reader)
+        parse_file(
+            str(path), job.chunker, job.metadata, job.labels, str(relative), job.limits, job.ocr, job.reader, job.roots
+        )
         for path, relative in zip(batch['path'], batch['relative_path'], strict=True)
     ]
     return {PAYLOAD: [pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL) for p in parsed]}
