@@ -42,10 +42,6 @@ async def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest
 AWAIT_NOTE = '> The examples on this page run in order as one program, with top-level `await`'
 """What a page says before its first example when they use top-level ``await`` (issue 40: unannounced)."""
 
-AWAIT_NOTE_PENDING = {'grounded.md', 'mcp.md'}
-"""Pages rewritten on other branches at the time the note was added: drop them from here once they carry it."""
-
-
 def _needs_top_level_await(source: str) -> bool:
     try:
         compile(source, 'block', 'exec')
@@ -62,7 +58,7 @@ def test_pages_copied_in_order_run_as_a_script(page: Path) -> None:
     blocks = [m.group(2) for m in BLOCK.finditer(text) if not m.group(1)]
     script = 'import asyncio\n\nasync def main():\n' + textwrap.indent('\n'.join(blocks), '    ')
     compile(script + '\n    pass\n\nasyncio.run(main())\n', f'{page.name} as a script', 'exec')
-    if any(_needs_top_level_await(b) for b in blocks) and page.name not in AWAIT_NOTE_PENDING:
+    if any(_needs_top_level_await(b) for b in blocks):
         first = BLOCK.search(text)
         assert first is not None and AWAIT_NOTE in text[: first.start()], f'{page.name}: top-level await unannounced'
 

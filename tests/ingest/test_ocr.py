@@ -260,7 +260,9 @@ async def test_ocr_stays_within_the_time_limit_per_file(documents_dir: Path) -> 
     )
     assert not report.added  # without the subprocess's timeout the page would be read, late
     # on a loaded machine the render itself may use up the 2 s: then the check before OCR says so
-    assert [i.reason.removeprefix('OCR ') for i in report.failed] == ['took longer than the 2-second limit per file']
+    assert [i.reason.removeprefix('OCR ') for i in report.failed] == [
+        'took longer than the 2-second limit per file (raise it with --max-seconds S; IngestLimits(seconds=...))'
+    ]
 
 
 def test_cli_ocr_always_without_tesseract_stops_before_opening_the_store(
