@@ -300,10 +300,10 @@ class Traffic:
 
 async def _keep_calling(client: Any, traffic: Traffic, stop: asyncio.Event) -> None:
     calls = [
-        ('docs_hybrid_search', {'query': 'notice refunds paid within days', 'top_k': 10}),
-        ('docs_text_search', {'query': 'refunds round', 'top_k': 10}),
-        ('docs_regex_search', {'pattern': 'sm[0-9]+[a-z]+', 'top_k': 50}),
-        ('docs_list_documents', {}),
+        ('hybrid_search', {'query': 'notice refunds paid within days', 'top_k': 10}),
+        ('text_search', {'query': 'refunds round', 'top_k': 10}),
+        ('regex_search', {'pattern': 'sm[0-9]+[a-z]+', 'top_k': 50}),
+        ('list_documents', {}),
     ]
     while not stop.is_set():
         tool, args = calls[traffic.calls % len(calls)]
@@ -330,7 +330,7 @@ async def _seen_at(client: Any, tenant: str, round_: int, committed: float) -> f
     expected = {f'/{tenant}/round-{round_}.md'}
     while time.time() < committed + INTERVAL + SLACK:
         sent = time.time()
-        result = await client.call_tool('docs_regex_search', {'pattern': f'sm{round_}[a-z]+', 'top_k': 10})
+        result = await client.call_tool('regex_search', {'pattern': f'sm{round_}[a-z]+', 'top_k': 10})
         assert not result.is_error, result.content[0].text
         uris = _uris(result)
         assert not _foreign(uris, tenant), uris
@@ -357,10 +357,10 @@ async def _rounds(writer: asyncio.subprocess.Process, pollers: list[Any], tenant
 
 async def _check_everything_in_scope(client: Any, tenant: str) -> None:
     """Once every round is visible: the token lists and finds all its tenant's documents, no other's."""
-    listing = (await client.call_tool('docs_list_documents', {})).content[0].text
+    listing = (await client.call_tool('list_documents', {})).content[0].text
     assert all(f'{tenant} round {r} notice' in listing for r in range(1, ROUNDS + 1)), listing
     assert next(t for t in TENANTS if t != tenant) not in listing
-    everything = await client.call_tool('docs_regex_search', {'pattern': 'sm[0-9]+[a-z]+', 'top_k': 50})
+    everything = await client.call_tool('regex_search', {'pattern': 'sm[0-9]+[a-z]+', 'top_k': 50})
     assert len(_uris(everything)) == ROUNDS and not _foreign(_uris(everything), tenant)
 
 
