@@ -133,6 +133,7 @@ class PostgresStore:
             raise ValueError(f'{self.location} was analysed in {saved!r}, not {language!r}: open it without a language')
         self._analyzer = TextAnalyzer(saved or language or AUTO)
         self._manifest = manifest
+        self._graph_builders: tuple[str, ...] = self._db.run_sync(_read_graph_builders)
         self.exact_below = exact_below
         self.ef_search = ef_search
         self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
@@ -274,6 +275,27 @@ class PostgresStore:
         )
         return [Entity.model_validate_json(body) for (body,) in rows]
 
+    @property
+    def graph_built(self) -> bool:
+        """`GraphBuilt`: whether `build_graph` ran on this store, as its ``meta`` table recorded it when the store
+        was opened (or this object recorded since): an operator's act, never counted from records (docs/graph.md)."""
+        return bool(self._graph_builders)
+
+    async def record_graph_built(self, builders: Sequence[str]) -> None:
+        """`GraphBuiltWriter`: the builders added to those the ``meta`` table records, in one transaction."""
+
+        def write(tx: Tx) -> tuple[str, ...]:
+            tx.execute('SELECT pg_advisory_xact_lock(hashtext(%s))', (f'toolish_rag:{self.schema}:graph',))
+            names = tuple(sorted({*_read_graph_builders(tx), *builders}))
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('graph', %s::jsonb) "
+                'ON CONFLICT (key) DO UPDATE SET value = EXCLUDED.value',
+                (json.dumps(list(names)),),
+            )
+            return names
+
+        self._graph_builders = await self._db.run(write, write=True)
+
     async def graph_marks(self, builder: str) -> dict[str, str]:
         sql = 'SELECT key, value FROM graph_marks WHERE builder = %s'
         return await self._db.run(lambda tx: dict(tx.execute(sql, (builder,)).fetchall()), write=True)
@@ -384,3 +406,9 @@ class PostgresStore:
 
 def _key_problem(key: str) -> str | None:
     return unstorable(key)
+
+
+def _read_graph_builders(tx: Tx) -> tuple[str, ...]:
+    """The graph builders the ``meta`` table records (empty: no graph built)."""
+    row = tx.execute("SELECT value::text FROM meta WHERE key = 'graph'").fetchone()
+    return tuple(str(name) for name in json.loads(row[0])) if row is not None else ()
