@@ -176,18 +176,26 @@ class Replay:
         self.stats.kept.extend(indent(chunk_body(c)) in text for c in earlier)
 
 
-def agent_for(arm: str, rag: ToolishRag[Any], model: FunctionModel) -> Agent[Any, GroundedAnswer]:
+def agent_for(
+    arm: str, rag: ToolishRag[Any], model: FunctionModel, budget: int | None = None
+) -> Agent[Any, GroundedAnswer]:
+    """The agent of one arm; ``budget``: the compacting arm's ``compaction_budget`` (``None``: the default)."""
     if arm == 'toolset':
         return Agent(model, toolsets=[rag], output_type=GroundedAnswer, capabilities=[rag.grounding()])
-    return Agent(model, output_type=GroundedAnswer, capabilities=[rag.capability(compaction=arm.endswith('True)'))])
+    if not arm.endswith('True)'):
+        return Agent(model, output_type=GroundedAnswer, capabilities=[rag.capability(compaction=False)])
+    options = {} if budget is None else {'compaction_budget': budget}
+    return Agent(model, output_type=GroundedAnswer, capabilities=[rag.capability(compaction=True, **options)])
 
 
-async def replay(arm: str, rag: ToolishRag[Any], turns: list[Turn], stats: ArmStats, encoder: Any) -> None:
+async def replay(
+    arm: str, rag: ToolishRag[Any], turns: list[Turn], stats: ArmStats, encoder: Any, budget: int | None = None
+) -> None:
     script = Replay(arm, stats, encoder)
     history: list[ModelMessage] = []
     for n, turn in enumerate(turns, start=1):
         script.turn, script.turn_spec = n, turn
-        agent = agent_for(arm, rag, FunctionModel(script.respond))
+        agent = agent_for(arm, rag, FunctionModel(script.respond), budget)
         before = len(stats.tokens)
         try:
             result = await agent.run(turn.query, message_history=history)
@@ -231,6 +239,9 @@ async def main() -> None:
     parser.add_argument('--quick', action='store_true', help='the first 3 conversations')
     parser.add_argument('--limit', type=int, default=None, help='the first N conversations')
     parser.add_argument('--embedder', default=None, help='an embedding model string (default: the hashing embedder)')
+    parser.add_argument(
+        '--compaction-budget', type=int, default=None, help="the compacting arm's compaction_budget (default: its own)"
+    )
     parser.add_argument('--json-out', type=Path, default=None)
     args = parser.parse_args()
     start = time.perf_counter()
@@ -244,7 +255,7 @@ async def main() -> None:
     stats = {arm: ArmStats() for arm in ARMS}
     for turns in conversations:
         for arm in ARMS:
-            await replay(arm, rag, turns, stats[arm], encoder)
+            await replay(arm, rag, turns, stats[arm], encoder, args.compaction_budget)
     turns = sum(len(c) for c in conversations)
     print(report(stats, len(conversations), turns, time.perf_counter() - start))
     if args.json_out is not None:

@@ -42,6 +42,7 @@ async def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest
 AWAIT_NOTE = '> The examples on this page run in order as one program, with top-level `await`'
 """What a page says before its first example when they use top-level ``await`` (issue 40: unannounced)."""
 
+
 def _needs_top_level_await(source: str) -> bool:
     try:
         compile(source, 'block', 'exec')
