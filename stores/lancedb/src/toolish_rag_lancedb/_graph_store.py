@@ -35,6 +35,8 @@ class _Host(Protocol):
 class GraphStoreMethods:
     """The graph's reads and writes that `LanceDBStore` offers beside its documents' (unscoped, by id)."""
 
+    _manifest: StoreManifest | None
+
     async def list_relations(
         self: _Host, *, document_ids: Sequence[str] | None = None, origin: str | None = None
     ) -> Sequence[Relation]:
