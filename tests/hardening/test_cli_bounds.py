@@ -47,6 +47,7 @@ def test_the_memory_bound_stops_a_file_by_default(
     report = _ingest(tmp_path / 'docs', capsys, '--max-memory', '1')
     assert [f['reason'] for f in report['failed']] == [  # type: ignore[attr-defined]
         'stopped: used more than the 1,048,576-byte memory limit per file'
+        ' (raise it with --max-memory MIB; IngestLimits(memory_bytes=...))'
     ]
     threads = _ingest(tmp_path / 'docs', capsys, '--max-memory', '1', '--executor', 'thread')
     assert not threads['failed'] and len(threads['added']) == 1  # type: ignore[arg-type]  # nothing measured it
@@ -87,7 +88,11 @@ async def test_watch_batches_parse_with_the_local_executor_given(tmp_path: Path)
         stop.set()
         await asyncio.wait_for(task, 120)
     assert [(Path(f.path).name, f.reason) for f in reports[1].failed] == [
-        ('big.html', 'stopped: used more than the 1,048,576-byte memory limit per file')
+        (
+            'big.html',
+            'stopped: used more than the 1,048,576-byte memory limit per file'
+            ' (raise it with --max-memory MIB; IngestLimits(memory_bytes=...))',
+        )
     ]
 
 
