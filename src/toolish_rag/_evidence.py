@@ -37,12 +37,15 @@ from .search import ID_RULE, SearchHit
 
 __all__ = [
     'LEDGER_KEY',
+    'NOT_A_READER',
     'EagerResultsPart',
     'EvidenceLedger',
     'Sighting',
     'as_chunk',
     'evidence_parts',
     'hit_records',
+    'offered_readers',
+    'opens_turn',
     'readers_of',
     'turn_of_messages',
 ]
@@ -148,18 +151,31 @@ class EvidenceLedger:
         }
 
 
+def opens_turn(message: ModelMessage) -> bool:
+    """Whether ``message`` starts a question: a request holding a user prompt."""
+    return isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts)
+
+
 def turn_of_messages(messages: Iterable[ModelMessage]) -> Iterator[tuple[int, ModelMessage]]:
     """Each message with its turn: 1 from the first request holding a user prompt, +1 at every further one."""
     turn = 0
     for message in messages:
-        if isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts):
-            turn += 1
+        turn += opens_turn(message)
         yield turn, message
+
+
+NOT_A_READER = 'verify_citations'
+"""The one tool whose return shows the model no chunk (it checks quotes): never evidence."""
 
 
 def readers_of(rag: str) -> frozenset[str]:
     """The full names of every tool a collection named ``rag`` can offer that shows chunks (not ``verify_citations``)."""
-    return frozenset(tool_name(rag, t) for t in TOOL_NAMES if t != 'verify_citations')
+    return frozenset(tool_name(rag, t) for t in TOOL_NAMES if t != NOT_A_READER)
+
+
+def offered_readers(offered: Sequence[str], names: Sequence[str]) -> frozenset[str]:
+    """Of a collection's offered tools (short names, and their full names in the same order), those showing chunks."""
+    return frozenset(n for s, n in zip(offered, names, strict=True) if s != NOT_A_READER)
 
 
 def evidence_parts(part: object, rag: str, readers: Collection[str]) -> TypeGuard[ToolReturnPart | EagerResultsPart]:

@@ -11,14 +11,9 @@ from __future__ import annotations
 
 from collections.abc import Collection, Sequence
 
-from pydantic_ai.messages import (
-    ModelMessage,
-    ModelRequest,
-    ModelResponse,
-    ToolCallPart,
-    ToolReturn,
-    UserPromptPart,
-)
+from pydantic_ai.messages import ModelMessage, ModelResponse, ToolCallPart, ToolReturn
+
+from .._evidence import opens_turn
 
 __all__ = ['READING_SPENT', 'SEARCH_SPENT', 'budget_sentence', 'refusal', 'spent_return']
 
@@ -30,7 +25,7 @@ def _turn_responses(messages: Sequence[ModelMessage]) -> list[ModelResponse]:
     """The model responses since the latest request holding a user prompt (this question's)."""
     start = 0
     for n, message in enumerate(messages):
-        if isinstance(message, ModelRequest) and any(isinstance(p, UserPromptPart) for p in message.parts):
+        if opens_turn(message):
             start = n
     return [m for m in messages[start:] if isinstance(m, ModelResponse)]
 

@@ -22,14 +22,13 @@ from pydantic_ai.messages import (
     ModelResponse,
     ToolCallPart,
     ToolResultSource,
-    UserPromptPart,
 )
 from pydantic_ai.models import ModelRequestContext
 from pydantic_ai.output import OutputContext
 from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset
 
-from .._evidence import LEDGER_KEY, EagerResultsPart, EvidenceLedger
+from .._evidence import LEDGER_KEY, EagerResultsPart, EvidenceLedger, offered_readers, opens_turn
 from ..citations._quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..grounded._capability import DEFAULT_REPAIRS, Grounding, grounded_output
 from ..toolset import ToolishRag
@@ -258,9 +257,7 @@ class RagCapability(AbstractCapability[AgentDepsT]):
         return None
 
     def _readers(self) -> frozenset[str]:
-        return frozenset(
-            n for s, n in zip(self.rag.offered_tools, self.rag.tool_names, strict=True) if s != 'verify_citations'
-        )
+        return offered_readers(self.rag.offered_tools, self.rag.tool_names)
 
     # -- grounding ---------------------------------------------------------------------------
 
@@ -286,6 +283,6 @@ def _eager_sent(messages: Sequence[ModelMessage], rag: str) -> bool:
             continue
         if any(isinstance(p, EagerResultsPart) and (p.metadata or {}).get('rag') == rag for p in message.parts):
             return True
-        if any(isinstance(p, UserPromptPart) for p in message.parts):
+        if opens_turn(message):
             return False
     return False

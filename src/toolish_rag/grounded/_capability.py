@@ -24,8 +24,7 @@ from pydantic_ai.models import Model
 from pydantic_ai.output import NativeOutput, OutputContext, PromptedOutput, ToolOutput
 from pydantic_ai.tools import AgentDepsT
 
-from .._evidence import EvidenceLedger
-from .._tool_names import tool_name
+from .._evidence import EvidenceLedger, offered_readers
 from ..citations._model import GroundedAnswer
 from ..citations._quotes import DEFAULT_MIN_QUOTE_CHARS
 from ..citations._verify import NOT_SEEN, UngroundedAnswerError, Verification, normalise_chunk_id, verify_answer
@@ -187,7 +186,7 @@ class Grounding(AbstractCapability[AgentDepsT]):
 
     def _tool_names(self) -> frozenset[str]:
         """The full names of this toolset's tools whose returns show the model chunks."""
-        return frozenset(self.rag.tool_names) - {tool_name(self.rag.name, 'verify_citations')}
+        return offered_readers(self.rag.offered_tools, self.rag.tool_names)
 
     async def _semantic(self, ctx: RunContext[Any], answer: GroundedAnswer) -> None:
         if self.semantic_model is None or not answer.claims:
