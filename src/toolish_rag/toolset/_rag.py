@@ -72,10 +72,12 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     def __init__(self, store: StoreLike, settings: RagSettings | None = None, **options: Unpack[RagOptions]) -> None:
         self._init(_State(store, (settings or RagSettings()).changed(**options)))
 
-    def _init(self, state: _State) -> None:
+    def _init(self, state: _State, capabilities: StoreCapabilities | None = None) -> None:
         self._state = state
         settings = state.settings
-        self._store_capabilities = StoreCapabilities.of(state.store)
+        # Detected once per store: a `with_*` copy keeps its original's (the same store), so a scoped copy
+        # per request reads no manifest, and every copy offers the tools its original lists.
+        self._store_capabilities = capabilities if capabilities is not None else StoreCapabilities.of(state.store)
         scope = tuple(f for f in (settings.metadata_filter, settings.entity_filter) if f is not None)
         listeners = (settings.listener,) if settings.listener is not None else ()
         self._calls = ToolCalls(
@@ -95,10 +97,10 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         # `prepare` function, and a direct context carries no retries), so they are built once.
         self._direct_tools: dict[str, ToolsetTool[AgentDepsT]] | None = None
 
-    @classmethod
-    def _from(cls, state: _State) -> ToolishRag[AgentDepsT]:
-        obj = cls.__new__(cls)
-        obj._init(state)
+    def _from(self, state: _State) -> ToolishRag[AgentDepsT]:
+        """A copy of this toolset with ``state`` (the same store: its detected capabilities are kept)."""
+        obj = type(self).__new__(type(self))
+        obj._init(state, self._store_capabilities)
         return obj
 
     # -- immutable configuration ------------------------------------------------------------
