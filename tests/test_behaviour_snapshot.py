@@ -154,8 +154,9 @@ async def _render(make: Callable[[Path], Any], path: Path) -> str:
             out.append(f'{heading}\nRETRY: {e}')
         else:
             out.append(f'{heading}\n{result.return_value}')
-    # pydantic's error links carry its version; the rest of the message is ours to keep stable
-    return re.sub(r'errors\.pydantic\.dev/[0-9.]+/', 'errors.pydantic.dev/<version>/', '\n\n'.join(out) + '\n')
+    # pydantic's error links carry its version (or 'latest', when pydantic-core could not read it: another test in
+    # the same worker may have hidden pydantic from imports); the rest of the message is ours to keep stable
+    return re.sub(r'errors\.pydantic\.dev/[^/\s]+/', 'errors.pydantic.dev/<version>/', '\n\n'.join(out) + '\n')
 
 
 @pytest.mark.parametrize('store_name', sorted(STORES))
