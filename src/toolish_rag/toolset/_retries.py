@@ -6,6 +6,7 @@ validation errors (at most `MAX_ERRORS`, inputs shortened). See docs/toolset.md.
 
 from __future__ import annotations
 
+import re
 import reprlib
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -38,6 +39,11 @@ def _cut(text: str, limit: int = ECHO_CHARS) -> str:
     return text if len(text) <= limit else text[:limit] + _ELLIPSIS
 
 
+_PYDANTIC_LINK = re.compile(r'\n *For further information visit https://errors\.pydantic\.dev/\S+')
+"""pydantic's link under each validation error: nothing a model can act on, and it carries whatever version
+pydantic-core read (``latest`` when it could not), so one call's retry text would differ between processes."""
+
+
 def retry_message(message: str, echoed: Iterable[str] = ()) -> str:
     """``message`` with each long argument in ``echoed`` shortened wherever it is quoted, capped in length.
 
@@ -45,6 +51,7 @@ def retry_message(message: str, echoed: Iterable[str] = ()) -> str:
     (``f'cannot run {pattern!r}'``), so its quotes are shortened here, the one place every retry
     passes. The final cap keeps the start (what is wrong) and the end (what to do instead).
     """
+    message = _PYDANTIC_LINK.sub('', message)
     for value in sorted({v for v in echoed if len(v) > ECHO_CHARS}, key=len, reverse=True):
         message = message.replace(repr(value), echo(value)).replace(value, _cut(value))
     if len(message) <= MAX_RETRY_CHARS:
