@@ -14,6 +14,7 @@ needs one (`create_relations`, `create_marks`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 from collections.abc import Mapping
 from datetime import timedelta
@@ -229,7 +230,8 @@ class Tables:
             if RECORDS_TABLE in names:
                 async with self.open_lock:
                     if self.records is None:
-                        self.records = await self.db.open_table(RECORDS_TABLE)
+                        with contextlib.suppress(ValueError):  # listed while another process still creates it
+                            self.records = await self.db.open_table(RECORDS_TABLE)
         if self.records is not None and self.read_consistency_interval is not None:
             await self.refresh_schema()  # another process may have added columns
         return self.records
@@ -240,7 +242,10 @@ class Tables:
         if self.documents is None:
             if self.read_consistency_interval is None or DOCUMENTS_TABLE not in (await self.db.list_tables()).tables:
                 return None
-            self.documents = await self.db.open_table(DOCUMENTS_TABLE)
+            try:
+                self.documents = await self.db.open_table(DOCUMENTS_TABLE)
+            except ValueError:  # listed while another process is still creating it: not there yet
+                return None
         return self.documents
 
     async def relations_for_read(self) -> Any:
