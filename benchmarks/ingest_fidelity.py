@@ -91,10 +91,9 @@ def _convert(converter: str, path: Path) -> dict[str, Any] | None:
     if converter in ('default', 'unstructured'):
         from toolish_rag.ingest._limits import DEFAULT_LIMITS, bounded
         from toolish_rag.ingest._readers import read_bytes
-        from toolish_rag.ingest._readers._ocr import DEFAULT_OCR, reading
 
         data = path.read_bytes()
-        with bounded(DEFAULT_LIMITS), reading(DEFAULT_OCR):
+        with bounded(DEFAULT_LIMITS):  # read_bytes' default OCR options are `DEFAULT_OCR`
             if converter == 'default':
                 return _parsed_result(read_bytes(data, path))
             from toolish_rag.ingest._readers.unstructured import SUFFIXES, read_unstructured

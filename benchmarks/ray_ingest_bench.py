@@ -20,7 +20,7 @@
   model load, pipeline start) and the measured run on the N documents. The steady rate is
   ``(N - 8) / (measured - warm-up)``.
 * Single writer: the N parsed documents upserted into a fresh LanceDBStore, 256 chunks a batch
-  as `ingest` does, their vectors served from a `VectorCache` (what the driver does on Ray;
+  as `ingest` does, their vectors handed over from a `VectorCache` with `upsert_with_vectors` (what the driver does on Ray;
   random unit vectors of the model's size: what they hold does not change the cost): the
   writes alone, the ceiling of one driver.
 * Sizing: 10M documents in 24 h is 10,000,000 / 86,400 = 115.7 documents/s. Cores = that /
@@ -59,8 +59,7 @@ import torch  # noqa: E402
 from common import cpu_model, data_dir, memory_gib, peak_rss_mib  # noqa: E402
 
 from toolish_rag.content import Document  # noqa: E402
-from toolish_rag.ingest import Chunker, RayExecutor, ingest, parse_path  # noqa: E402
-from toolish_rag.ingest.distributed import StoreEmbedding, VectorCache  # noqa: E402
+from toolish_rag.ingest import Chunker, RayExecutor, StoreEmbedding, VectorCache, ingest, parse_path  # noqa: E402  # noqa: E402
 from toolish_rag_lancedb import LanceDBStore  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -134,24 +133,23 @@ async def embed_rate(store: LanceDBStore, texts: list[str], threads: int) -> flo
 
 
 async def single_writer(folder: Path, documents: list[Document], vectors: list[list[list[float]]]) -> float:
-    """Seconds to upsert ``documents`` with their vectors served from a cache: the driver's own work on Ray."""
+    """Seconds to upsert ``documents`` with their vectors from a cache (`upsert_with_vectors`): the driver's own work on Ray."""
     store = LanceDBStore(str(folder))
     embedding = await StoreEmbedding.of(store)
     assert embedding is not None
     cache = VectorCache(embedding)
     started = time.perf_counter()
-    with cache.serving(store):
-        batch: list[Document] = []
-        for document, vecs in zip(documents, vectors, strict=True):
-            cache.add(document, vecs)
-            batch.append(document)
-            if sum(len(d.chunks) for d in batch) >= 256:
-                await store.upsert(batch)
-                for _ in batch:
-                    cache.settled()
-                batch = []
-        if batch:
-            await store.upsert(batch)
+    batch: list[Document] = []
+    for document, vecs in zip(documents, vectors, strict=True):
+        cache.add(document, vecs)
+        batch.append(document)
+        if sum(len(d.chunks) for d in batch) >= 256:
+            await store.upsert_with_vectors(batch, cache.for_documents(batch))
+            for _ in batch:
+                cache.settled()
+            batch = []
+    if batch:
+        await store.upsert_with_vectors(batch, cache.for_documents(batch))
     return time.perf_counter() - started
 
 

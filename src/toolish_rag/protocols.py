@@ -25,6 +25,8 @@ __all__ = [
     'GraphSearch',
     'GraphStore',
     'HybridSearch',
+    'PrecomputedVectors',
+    'PrecomputedVectorsWriter',
     'RegexSearch',
     'ResultExpander',
     'ScopedTextRanking',
@@ -376,3 +378,23 @@ class GraphStore(Protocol):
     async def set_graph_marks(self, builder: str, marks: Mapping[str, str | None]) -> None:
         """Set (or, with ``None``, delete) ledger keys of ``builder``."""
         ...
+
+
+# -- Precomputed vectors: an optional write protocol beside `DocumentStore` ---------------------------------
+
+PrecomputedVectors: TypeAlias = Mapping[str, Sequence[float]]
+"""Document texts -> their vectors, made elsewhere with the store's own embedding (`embedder.embed_documents`)."""
+
+
+@runtime_checkable
+class PrecomputedVectorsWriter(Protocol):
+    """A store that embeds in ``upsert`` and can take the vectors of some texts made elsewhere (Ray workers).
+
+    ``upsert_with_vectors`` is ``upsert``, except that a record (or window) whose text is a key of
+    ``vectors`` takes that vector instead of being embedded; every other text is embedded as
+    ``upsert`` would (`toolish_rag.writes.embed_documents` does both). The vectors were made with
+    the store's ``embedder`` and the settings it applies (what `ingest` reads before the run), so
+    the stored result is the one ``upsert`` would have written. See docs/custom-store.md.
+    """
+
+    async def upsert_with_vectors(self, items: Iterable[Document | Entity], vectors: PrecomputedVectors) -> None: ...

@@ -14,6 +14,9 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
+from .protocols import PrecomputedVectors
+from .writes import embed_documents
+
 __all__ = [
     'DEFAULT_WINDOWS',
     'EmbeddingWindows',
@@ -236,21 +239,27 @@ async def window_texts(
 
 
 async def embed_windows(
-    embedder: Embedder | EmbeddingModel, texts: Sequence[str], config: EmbeddingWindows, *, batch_size: int = _BATCH
+    embedder: Embedder | EmbeddingModel,
+    texts: Sequence[str],
+    config: EmbeddingWindows,
+    *,
+    batch_size: int = _BATCH,
+    known: PrecomputedVectors | None = None,
 ) -> list[npt.NDArray[np.float32]]:
     """Per text a ``(rows, dims)`` float32 array: its own embedding, then its windows' (see docs/multivector.md).
 
     Every row of every text goes through ``embed_documents`` together, ``batch_size`` texts per
     call, so a write makes as few embedding calls as it would without windows for the same
-    number of texts. Rows are the embedder's vectors as returned (not re-normalised).
+    number of texts. Rows are the embedder's vectors as returned (not re-normalised); a row whose
+    text is in ``known`` takes that vector instead (`toolish_rag.writes.embed_documents`).
     """
     plan = await plan_windows(embedder, texts, config)
     model = _as_embedder(embedder)
     flat = [t for rows in plan.texts for t in rows]
     parts: list[npt.NDArray[np.float32]] = []
     for start in range(0, len(flat), batch_size):
-        result = await model.embed_documents(flat[start : start + batch_size])
-        parts.append(np.asarray(result.embeddings, dtype=np.float32))
+        vectors = await embed_documents(model, flat[start : start + batch_size], known)
+        parts.append(np.asarray(vectors, dtype=np.float32))
     matrix = np.vstack(parts) if parts else np.zeros((0, 0), dtype=np.float32)
     out: list[npt.NDArray[np.float32]] = []
     offset = 0

@@ -8,8 +8,11 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterable, Sequence
 
+from pydantic_ai.embeddings import Embedder
+
 from .content import Document, Entity, Metadata, Relation, Scalar, dedupe_last, split_graph_items, split_items
 from .errors import UnsupportedValueError
+from .protocols import PrecomputedVectors
 
 __all__ = [
     'INT64_MAX',
@@ -17,6 +20,7 @@ __all__ = [
     'ValueProblem',
     'check_storable',
     'describe_int',
+    'embed_documents',
     'graph_upsert_batch',
     'int64_problem',
     'upsert_batch',
@@ -48,6 +52,23 @@ def graph_upsert_batch(
     Relations are a third id space. Raises ``TypeError`` for anything else.
     """
     return split_graph_items(dedupe_last(list(items)))
+
+
+async def embed_documents(
+    embedder: Embedder, texts: Sequence[str], known: PrecomputedVectors | None = None
+) -> list[Sequence[float]]:
+    """``embedder.embed_documents(texts)``'s vectors, in order, each text in ``known`` taken from there.
+
+    What a `PrecomputedVectorsWriter`'s ``upsert_with_vectors`` embeds with: the texts ``known``
+    lacks go to the embedder in one call (none when it has them all).
+    """
+    found: list[Sequence[float] | None] = [known.get(t) if known else None for t in texts]
+    missing = [i for i, vector in enumerate(found) if vector is None]
+    if missing:
+        result = await embedder.embed_documents([texts[i] for i in missing])
+        for i, vector in zip(missing, result.embeddings, strict=True):
+            found[i] = vector
+    return [vector for vector in found if vector is not None]
 
 
 def describe_int(value: int) -> str:

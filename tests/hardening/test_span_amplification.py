@@ -17,7 +17,7 @@ from toolish_rag._record_text import chunk_body
 from toolish_rag.content import Document
 from toolish_rag.ingest import Chunker, IngestLimits, parse_path
 from toolish_rag.ingest._model import OutlineBuilder, ParsedDocument
-from toolish_rag.ingest._parse import parse_file
+from toolish_rag.ingest._parse import ParseJob, parse_file
 from toolish_rag.ingest._readers._tables import SpanCell, add_table, span_grid
 
 
@@ -103,10 +103,10 @@ def test_indexed_text_counts_against_the_text_limit(tmp_path: Path) -> None:
     path.write_text(f'# {heading}\n\n{body}\n')
     source_chars = len(path.read_text())
     limits = IngestLimits(text_chars=source_chars * 2)
-    result = parse_file(str(path), Chunker(chunk_size=200), {}, (), limits=limits)
+    result = parse_file(str(path), ParseJob(Chunker(chunk_size=200), {}, (), limits))
     assert result.document is None and result.reason is not None
     assert 'limit of text to index' in result.reason
-    assert parse_file(str(path), Chunker(chunk_size=200), {}, ()).document is not None  # within the default
+    assert parse_file(str(path), ParseJob(Chunker(chunk_size=200), {}, ())).document is not None  # within the default
 
 
 @pytest.mark.parametrize('bad', [0, -3])

@@ -18,7 +18,7 @@ import pytest
 from tests.ingest import _hostile as hostile
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.ingest import Chunker, IngestLimits, IngestReport, ReadError, ingest, parse_path
-from toolish_rag.ingest._parse import parse_file
+from toolish_rag.ingest._parse import ParseJob, parse_file
 from toolish_rag.ingest._supervised import supervised_parse
 from toolish_rag.stores import InMemoryStore
 
@@ -90,9 +90,9 @@ def test_each_limit_is_configurable(
     limits: IngestLimits, name: str, data: Callable[[], bytes], reason: str, tmp_path: Path
 ) -> None:
     path = hostile.write(tmp_path, name, data())
-    result = parse_file(str(path), Chunker(), {}, (), None, limits)
+    result = parse_file(str(path), ParseJob(Chunker(), {}, (), limits))
     assert result.document is None and reason in (result.reason or ''), result.reason
-    assert parse_file(str(path), Chunker(), {}, ()).document is not None  # within the defaults
+    assert parse_file(str(path), ParseJob(Chunker(), {}, ())).document is not None  # within the defaults
 
 
 def test_xlsx_rows_and_cells_count_against_the_element_limit(tmp_path: Path) -> None:
@@ -105,9 +105,9 @@ def test_xlsx_rows_and_cells_count_against_the_element_limit(tmp_path: Path) -> 
         '</sheetData></worksheet>'
     )
     path = hostile.write(tmp_path, 'rows.xlsx', hostile._xlsx(sheet))
-    result = parse_file(str(path), Chunker(), {}, (), None, IngestLimits(elements=100_000))
+    result = parse_file(str(path), ParseJob(Chunker(), {}, (), IngestLimits(elements=100_000)))
     assert result.reason is not None and 'rows and cells' in result.reason, result.reason
-    assert parse_file(str(path), Chunker(), {}, ()).document is not None
+    assert parse_file(str(path), ParseJob(Chunker(), {}, ())).document is not None
     bad = bytearray(hostile._xlsx(sheet))
     at = bad.find(b'xl/worksheets/sheet1.xml') + 60  # inside that member's compressed data
     bad[at : at + 8] = b'\xff' * 8
@@ -121,7 +121,7 @@ async def test_process_workers_over_time_or_memory_are_killed_and_replaced(tmp_p
     for name in names:
         (tmp_path / name).write_text(f'# {name}\n\ntext of {name}\n')
     limits = IngestLimits(seconds=2, memory_bytes=400 * 2**20)
-    jobs = [(str(tmp_path / n), Chunker(), {}, (), n, limits) for n in names]
+    jobs = [(str(tmp_path / n), ParseJob(Chunker(), {}, (), limits), n) for n in names]
     started = time.perf_counter()
     results = {Path(r.path).name: r async for r in supervised_parse(jobs, hostile.misbehaving_parse, limits, 1, 2)}
     assert time.perf_counter() - started < 40

@@ -199,7 +199,7 @@ class _StopsAfter:
 
     async def parse(self, files: Sequence[Found], job: ParseJob, embedding: object) -> AsyncGenerator[Parsed, None]:
         for found in files[: self.count]:
-            yield parse_file(str(found.path), job.chunker, job.metadata, job.labels, found.relative_path)
+            yield parse_file(str(found.path), job, found.relative_path)
         await asyncio.Event().wait()
 
 

@@ -22,7 +22,6 @@ from toolish_rag.ingest import Chunker, IngestLimits, ReadError, ingest, parse_p
 from toolish_rag.ingest._readers._ocr import (
     OcrOptions,
     detected_language,
-    reading,
     tesseract_languages,
     text_is_garbage,
     text_quality,
@@ -159,8 +158,8 @@ def test_page_scanned_sideways_is_read(fidelity_dir: Path) -> None:
 
 @pytest.mark.shared_data
 def test_ocr_never_leaves_a_scan_unread(documents_dir: Path) -> None:
-    with reading(OcrOptions('never')), pytest.raises(ReadError, match=r"no extractable text.*ocr='auto'"):
-        read_file(documents_dir / 'pdf_scanned_linn_brochure.pdf')
+    with pytest.raises(ReadError, match=r"no extractable text.*ocr='auto'"):
+        read_file(documents_dir / 'pdf_scanned_linn_brochure.pdf', ocr=OcrOptions('never'))
     # a text layer is read the same with OCR off
     doc = parse_path(documents_dir / 'pdf_nics_background_checks_2015-11.pdf', ocr=OcrOptions('never'))
     assert doc.chunks

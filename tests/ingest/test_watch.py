@@ -23,13 +23,11 @@ import pytest
 from watchfiles import Change
 
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.ingest import file_uri, ingest
+from toolish_rag.ingest import LocalExecutor, ParseJob, StoreEmbedding, file_uri, ingest
 from toolish_rag.ingest._parse import Parsed
 from toolish_rag.ingest._report import IngestReport
 from toolish_rag.ingest._walk import Found
 from toolish_rag.ingest._watch import WatchScope, watch
-from toolish_rag.ingest._workers import LocalExecutor, ParseJob
-from toolish_rag.ingest.distributed._embedding import StoreEmbedding
 from toolish_rag.protocols import DocumentInfo
 from toolish_rag.stores import InMemoryStore, open_store
 

@@ -6,17 +6,21 @@ See docs/ingestion.md.
 """
 
 from ._chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunker, Piece, token_counter
+from ._embedding import StoreEmbedding
+from ._executor import ExecutorKind, IngestExecutor
 from ._fingerprint import fingerprint
 from ._limits import IngestLimits
 from ._model import Block, OutlineBuilder, ParsedDocument, ParsedSection, ReadError, normalise_metadata
-from ._parse import file_uri, parse_path
+from ._options import IngestKeywords, IngestOptions
+from ._parse import ParseJob, file_uri, parse_path
 from ._pipeline import ingest
 from ._readers import READERS, UNSUPPORTED, read_bytes, read_file
 from ._readers._ocr import OcrOptions
 from ._report import IngestInterrupted, IngestIssue, IngestReport, format_lines, format_report, render_report
+from ._vectors import VectorCache
 from ._walk import DEFAULT_MAX_FILE_BYTES, SKIPPED_DIRS, walk_paths
 from ._watch import watch
-from ._workers import IngestExecutor, LocalExecutor, ParseJob
+from ._workers import LocalExecutor
 from .distributed import RayExecutor
 
 __all__ = [
@@ -28,10 +32,13 @@ __all__ = [
     'UNSUPPORTED',
     'Block',
     'Chunker',
+    'ExecutorKind',
     'IngestExecutor',
     'IngestInterrupted',
     'IngestIssue',
+    'IngestKeywords',
     'IngestLimits',
+    'IngestOptions',
     'IngestReport',
     'LocalExecutor',
     'OcrOptions',
@@ -42,6 +49,8 @@ __all__ = [
     'Piece',
     'RayExecutor',
     'ReadError',
+    'StoreEmbedding',
+    'VectorCache',
     'file_uri',
     'fingerprint',
     'format_lines',

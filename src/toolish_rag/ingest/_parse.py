@@ -18,11 +18,11 @@ from ._model import Block, ParsedDocument, ParsedSection, ReadError
 from ._names import displayable
 from ._readers import read_bytes
 from ._readers._mkdocs import including
-from ._readers._ocr import DEFAULT_OCR, NoTextFound, OcrOptions, reading
+from ._readers._ocr import DEFAULT_OCR, NoTextFound, OcrOptions
 from ._readers._versions import ReaderBackend, reader_key
 from ._readers.text import title_from_path
 
-__all__ = ['SOURCE_KEYS', 'Parsed', 'check_caller_metadata', 'file_uri', 'parse_file', 'parse_path']
+__all__ = ['SOURCE_KEYS', 'ParseJob', 'Parsed', 'check_caller_metadata', 'file_uri', 'parse_file', 'parse_path']
 
 NO_TEXT = 'no text to index (only markup, whitespace or pictures)'
 """Why a file that reads fine but holds no text is skipped (not failed): nothing is wrong with it."""
@@ -48,6 +48,23 @@ def check_caller_metadata(metadata: Mapping[str, MetadataValue]) -> None:
             f'metadata key(s) {", ".join(map(repr, clash))} are recorded by ingestion for each file '
             '(its path under the ingested root and its uri): they cannot be passed in metadata='
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ParseJob:
+    """How every file of a run is parsed: plain, picklable data shipped whole to each worker (`parse_file`)."""
+
+    chunker: Chunker
+    metadata: dict[str, MetadataValue]
+    labels: tuple[str, ...]
+    limits: IngestLimits = DEFAULT_LIMITS
+    """The bounds each file is parsed within (docs/ingestion.md#bounds-per-file)."""
+    ocr: OcrOptions = DEFAULT_OCR
+    """When and in which languages pages and images are OCR'd (docs/ingestion.md#ocr)."""
+    reader: ReaderBackend = 'default'
+    """Which readers read the files (docs/ingestion.md#the-unstructured-backend)."""
+    roots: tuple[str, ...] = ()
+    """The files and folders being ingested: where a page's includes may be read from (docs/ingestion.md#markdown)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,31 +103,21 @@ def parse_path(
     ``metadata`` sets ``path`` or ``uri``.
     """
     check_caller_metadata(metadata or {})
-    result = parse_file(str(path), chunker or Chunker(), dict(metadata or {}), tuple(labels), ocr=ocr, reader=reader)
+    result = parse_file(
+        str(path), ParseJob(chunker or Chunker(), dict(metadata or {}), tuple(labels), ocr=ocr, reader=reader)
+    )
     if result.document is None:
         raise ReadError(result.reason or 'unreadable')
     return result.document
 
 
-def parse_file(
-    path: str,
-    chunker: Chunker,
-    metadata: dict[str, MetadataValue],
-    labels: tuple[str, ...],
-    relative_path: str | None = None,
-    limits: IngestLimits = DEFAULT_LIMITS,
-    ocr: OcrOptions = DEFAULT_OCR,
-    reader: ReaderBackend = 'default',
-    roots: tuple[str, ...] = (),
-) -> Parsed:
-    """Read, parse, chunk and fingerprint ``path``; every failure becomes a `Parsed` with a reason.
+def parse_file(path: str, job: ParseJob, relative_path: str | None = None) -> Parsed:
+    """Read, parse, chunk and fingerprint ``path`` as ``job`` says; every failure becomes a `Parsed` with a reason.
 
     ``relative_path`` is the ``path`` metadata to record (default: the file's name). The
-    readers check ``limits`` as they go (`bounded`); the worker running this enforces the rest.
-    ``ocr``: when and in which languages readers OCR pages and images (docs/ingestion.md#ocr).
-    ``reader``: ``'unstructured'`` reads the formats it takes with that library (docs/ingestion.md#the-unstructured-backend).
-    ``roots``: the files and folders being ingested: a page's includes are read only from inside them
-    (docs/ingestion.md#markdown).
+    readers check ``job.limits`` as they go (`bounded`); the worker running this enforces the rest.
+    ``job.ocr`` goes to the readers that OCR (docs/ingestion.md#ocr); ``job.roots``: a page's
+    includes are read only from inside them (docs/ingestion.md#markdown).
     """
     p = Path(path)
     try:
@@ -118,22 +125,23 @@ def parse_file(
         if not data.strip():  # blank lines only (an empty __init__.py): nothing to ingest, nothing wrong
             return Parsed(path, None, 'empty file', skipped=True)
         shown = Path(displayable(p))  # what readers see: a title from a name that is not UTF-8 must be text
+        limits, chunker = job.limits, job.chunker
         with bounded(limits):  # the chunker counts the text it indexes against the limits too
-            with reading(ocr), including(roots):
-                parsed = _read(data, shown, reader)
+            with including(job.roots):
+                parsed = _read(data, shown, job.reader, job.ocr)
             if len(parsed.source) > limits.text_chars:
                 raise ReadError(f'more than the {limits.text_chars:,}-character limit of text')
             parsed = _title_only(parsed, shown) or parsed
             uri = file_uri(p)
             source = {'path': relative_path if relative_path is not None else shown.name, 'uri': uri}
             _warn_overridden(parsed.metadata, source, parsed.warnings)
-            extra = {'source_format': parsed.format, 'file_name': shown.name, **metadata, **source}
+            extra = {'source_format': parsed.format, 'file_name': shown.name, **job.metadata, **source}
             document = chunker.build(
                 parsed,
                 uri,
-                fingerprint=fingerprint(data, chunker.config_key() + reader_key(shown, reader, ocr)),
+                fingerprint=fingerprint(data, chunker.config_key() + reader_key(shown, job.reader, job.ocr)),
                 metadata=extra,
-                labels=labels,
+                labels=job.labels,
             )
     except NoTextFound as exc:  # an image without text: nothing wrong with it
         return Parsed(path, None, str(exc), skipped=True)
@@ -160,14 +168,14 @@ def _title_only(parsed: ParsedDocument, path: Path) -> ParsedDocument | None:
     return replace(parsed, source=title, root=root, page_starts=None)
 
 
-def _read(data: bytes, path: Path, reader: ReaderBackend) -> ParsedDocument:
+def _read(data: bytes, path: Path, reader: ReaderBackend, ocr: OcrOptions) -> ParsedDocument:
     """``data`` through the backend's reader for ``path`` (the default readers where the backend takes no such file)."""
     if reader == 'unstructured':
         from ._readers.unstructured import SUFFIXES, read_unstructured
 
         if path.suffix.lower() in SUFFIXES:
             return read_unstructured(data, path)
-    return read_bytes(data, path)
+    return read_bytes(data, path, ocr=ocr)
 
 
 def _warn_overridden(found: dict[str, MetadataValue], source: dict[str, str], warnings: list[str]) -> None:

@@ -8,31 +8,29 @@ from __future__ import annotations
 import asyncio
 import os
 import time
-from collections.abc import Iterable, Mapping, Sequence
-from contextlib import aclosing, nullcontext
+from collections.abc import Iterable, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import TypeVar, Unpack
 
-from rich.console import Console
-
-from ..content import Document, MetadataValue, document_id_for
-from ..protocols import DocumentInfo, DocumentStore
-from ._chunking import Chunker
+from ..content import Document, document_id_for
+from ..protocols import DocumentInfo, DocumentStore, PrecomputedVectorsWriter
+from ._embedding import StoreEmbedding
+from ._executor import IngestExecutor
 from ._fingerprint import document_fingerprint, file_fingerprint
-from ._limits import DEFAULT_LIMITS, IngestLimits
-from ._parse import check_caller_metadata, file_uri, parse_path
+from ._options import IngestKeywords, IngestOptions
+from ._parse import ParseJob, file_uri, parse_path
 from ._progress import IngestProgress
 from ._readers import READERS, UNSUPPORTED
-from ._readers._ocr import INSTALL_TESSERACT, OcrMode, OcrOptions, tesseract_path
-from ._readers._versions import READER_BACKENDS, ReaderBackend, reader_key
+from ._readers._ocr import INSTALL_TESSERACT, OcrOptions, tesseract_path
+from ._readers._versions import reader_key
 from ._report import IngestInterrupted, IngestIssue, IngestReport, naming_the_limit, ocr_pages_text
 from ._sync import stale_documents, stored_under
-from ._walk import DEFAULT_MAX_FILE_BYTES, LEAVES_ROOT, Found, walk_paths
-from ._workers import ExecutorKind, IngestExecutor, LocalExecutor, ParseJob
+from ._vectors import VectorCache
+from ._walk import LEAVES_ROOT, Found, walk_paths
+from ._workers import LocalExecutor
 from ._writer import BatchWriter
-from .distributed._embedding import StoreEmbedding
-from .distributed._vectors import VectorCache
 
 __all__ = ['file_uri', 'ingest', 'parse_path']
 
@@ -49,95 +47,48 @@ _KEPT_LINKED = (
 async def ingest(
     store: DocumentStore,
     sources: Source | Iterable[Source],
-    *,
-    chunker: Chunker | None = None,
-    sync: bool = False,
-    progress: bool | Console = True,
-    concurrency: int | None = None,
-    executor: ExecutorKind | IngestExecutor = 'auto',
-    batch_chunks: int = 256,
-    max_file_bytes: int = DEFAULT_MAX_FILE_BYTES,
-    include_hidden: bool = False,
-    metadata: Mapping[str, MetadataValue] | None = None,
-    labels: Iterable[str] = (),
-    limits: IngestLimits = DEFAULT_LIMITS,
-    follow_symlinks: bool = False,
-    ocr: OcrMode = 'auto',
-    ocr_languages: str | Sequence[str] | None = None,
-    reader: ReaderBackend = 'default',
-    exclude: Sequence[str] = (),
-    gitignore: bool = True,
+    options: IngestOptions | None = None,
+    **changes: Unpack[IngestKeywords],
 ) -> IngestReport:
     """Ingest files, folders and/or `Document` objects into ``store``; returns an `IngestReport`.
 
-    Args:
-        store: any `DocumentStore`; it embeds what it is given.
-        sources: paths (files or folders, walked recursively) and/or ready `Document` objects.
-        chunker: how to split (default `Chunker()`); part of every file's fingerprint.
-        sync: also delete stored documents whose files under the given paths no longer exist.
-        progress: show a progress bar and a summary (``True``: on stderr; or a rich ``Console``).
-        concurrency: parse workers of the local pools (default: CPU count).
-        executor: ``'process'`` parses in a process pool (spawned), ``'thread'`` in threads,
-            ``'auto'`` picks processes when there are many files to parse; or an
-            `IngestExecutor` such as ``RayExecutor(address)``, which parses and embeds on a
-            Ray cluster (its own arguments say how many workers; ``concurrency`` is unused).
-        batch_chunks: upsert once at least this many chunks are waiting.
-        max_file_bytes: larger files are skipped with a reason.
-        include_hidden: descend into hidden folders and read hidden files.
-        limits: the bounds each file is parsed within (time, memory, unpacked bytes, elements,
-            nesting, text): a file over one fails alone with the reason (docs/ingestion.md#bounds-per-file).
-        follow_symlinks: also ingest files that symlinks lead to outside the given folders (by
-            default they are skipped and reported; links inside the given folders are followed).
-        metadata / labels: added to every file's document (front matter keys win over nothing:
-            explicit ``metadata`` overrides what the reader found). ``path`` and ``uri`` are
-            recorded by ingestion itself: passing them raises ``ValueError``.
-        ocr: ``'auto'`` reads PDF pages without a usable text layer and image files with Tesseract;
-            ``'always'`` every page; ``'never'`` none (docs/ingestion.md#ocr). ``'always'`` without
-            Tesseract raises ``RuntimeError`` before any work; ``'auto'`` reports each file that needed it.
-        ocr_languages: OCR languages (``'de'``, ``['deu', 'eng']``); default the store's ``language``;
-            those without installed Tesseract data are left out, English when none is left.
-        reader: ``'unstructured'`` reads DOCX, PPTX, XLSX, HTML, Markdown and text with the
-            ``unstructured`` library's offline partitioners (the default readers read the rest);
-            without ``toolish-rag[unstructured]`` it raises ``RuntimeError`` before any work
-            (docs/ingestion.md#the-unstructured-backend).
-        exclude: gitignore-style globs (``'*.png'``, ``'img/**'``) matched against each file's path
-            under its given folder: what they match is never read (docs/ingestion.md#what-is-read).
-        gitignore: honour the ``.gitignore`` files of the walked folders (and of the git work tree
-            they are in); ``False`` (``--no-ignore``) reads what they ignore too.
+    ``store`` is any `DocumentStore` (it embeds what it is given); ``sources`` are paths (files or
+    folders, walked recursively) and/or ready `Document` objects. How: an `IngestOptions`, and/or
+    its fields as keywords (``ingest(store, 'docs', sync=True, ocr='never')``; keywords change a
+    copy of ``options``). The options are documented on `IngestOptions` (docs/ingestion.md#options).
+    ``ValueError`` for a bad option; ``RuntimeError`` before any work when ``ocr='always'`` lacks
+    Tesseract or ``reader='unstructured'`` its extra; `IngestInterrupted` (with the report) on cancel.
     """
-    check_caller_metadata(metadata or {})
-    ocr_options = _ocr_options(store, ocr, ocr_languages)
-    _check_reader(reader)
-    chunker = chunker or Chunker()
-    runner = LocalExecutor(executor, concurrency) if isinstance(executor, str) else executor
+    o = (options or IngestOptions()).changed(**changes) if changes else (options or IngestOptions())
+    ocr = o.ocr_options(getattr(store, 'language', None))
+    _check_environment(ocr, o)
+    runner = LocalExecutor(o.executor, o.concurrency) if isinstance(o.executor, str) else o.executor
     items: list[Source] = (
         [sources] if isinstance(sources, str | os.PathLike | Document) else list(sources)  # type: ignore[list-item]
     )
     documents = [s for s in items if isinstance(s, Document)]
     paths = [Path(s) for s in items if not isinstance(s, Document)]
     roots = tuple(dict.fromkeys(str(p.expanduser().absolute()) for p in paths))
-    settings = _Settings(
-        chunker, chunker.config_key(), runner, dict(metadata or {}), tuple(labels), limits, ocr_options, reader, roots
-    )
+    job = ParseJob(o.chunker, dict(o.metadata), tuple(o.labels), o.limits, ocr, o.reader, roots)
     walked = walk_paths(
         paths,
-        max_file_bytes=max_file_bytes,
-        include_hidden=include_hidden,
+        max_file_bytes=o.max_file_bytes,
+        include_hidden=o.include_hidden,
         suffixes=frozenset(READERS),
-        follow_symlinks=follow_symlinks,
-        exclude=exclude,
-        gitignore=gitignore,
+        follow_symlinks=o.follow_symlinks,
+        exclude=o.exclude,
+        gitignore=o.gitignore,
     )
     found = list(walked)
     report = IngestReport(warnings=_empty_folders(paths, found))
     started = time.perf_counter()
     run: _Run | None = None
     try:  # a cancellation anywhere in here is an IngestInterrupted carrying what was done
-        run = await _Run.open(store, settings, report, progress, batch_chunks)
+        run = await _Run.open(store, _Settings(job, job.chunker.config_key(), runner), report, o)
         run.ui.start(len(found) + len(documents))
         await run.take_documents(documents)
         await run.parse_and_write(await run.select_files(found))
-        if sync:
+        if o.sync:
             await run.remove_stale(paths)
     except asyncio.CancelledError as cancelled:  # Ctrl-C: the summary says so, the caller gets what was done
         report.interrupted = True
@@ -148,29 +99,14 @@ async def ingest(
     return report
 
 
-def _ocr_options(store: DocumentStore, mode: OcrMode, languages: str | Sequence[str] | None) -> OcrOptions:
-    """The run's `OcrOptions`; ``'always'`` without Tesseract fails here, before any work."""
-    options = OcrOptions(mode, _ocr_language_list(store, languages))
-    if mode == 'always' and tesseract_path() is None:
+def _check_environment(ocr: OcrOptions, options: IngestOptions) -> None:
+    """``ocr='always'`` without Tesseract, ``reader='unstructured'`` without its extra: ``RuntimeError``, before any work."""
+    if ocr.mode == 'always' and tesseract_path() is None:
         raise RuntimeError(f"ocr='always': {INSTALL_TESSERACT}")
-    return options
-
-
-def _check_reader(reader: ReaderBackend) -> None:
-    """An unknown backend raises ``ValueError``; ``'unstructured'`` without its extra ``RuntimeError``, before any work."""
-    if reader not in READER_BACKENDS:
-        raise ValueError(f'reader must be one of {", ".join(map(repr, READER_BACKENDS))}, not {reader!r}')
-    if reader == 'unstructured':
+    if options.reader == 'unstructured':
         from ._readers.unstructured import require_unstructured
 
         require_unstructured()
-
-
-def _ocr_language_list(store: DocumentStore, languages: str | Sequence[str] | None) -> tuple[str, ...]:
-    if languages is None:  # the store's configured text language, when it names one
-        configured = getattr(store, 'language', None)
-        return (configured,) if isinstance(configured, str) and configured not in ('auto', 'none') else ()
-    return (languages,) if isinstance(languages, str) else tuple(languages)
 
 
 def _empty_folders(paths: Sequence[Path], found: Sequence[Found]) -> list[IngestIssue]:
@@ -182,19 +118,12 @@ def _empty_folders(paths: Sequence[Path], found: Sequence[Found]) -> list[Ingest
 
 @dataclass(frozen=True, slots=True)
 class _Settings:
-    """How the caller asked to parse and fingerprint, fixed for the whole run."""
+    """How the run parses and fingerprint, fixed for the whole run."""
 
-    chunker: Chunker
+    job: ParseJob
     config_key: str
-    """``chunker.config_key()``: part of every fingerprint, computed once."""
+    """``job.chunker.config_key()``: part of every fingerprint, computed once."""
     executor: IngestExecutor
-    metadata: dict[str, MetadataValue]
-    labels: tuple[str, ...]
-    limits: IngestLimits
-    ocr: OcrOptions
-    reader: ReaderBackend
-    roots: tuple[str, ...]
-    """The given files and folders: a page's includes are read from inside them only."""
 
 
 @dataclass(slots=True)
@@ -214,25 +143,22 @@ class _Run:
 
     @classmethod
     async def open(
-        cls,
-        store: DocumentStore,
-        settings: _Settings,
-        report: IngestReport,
-        progress: bool | Console,
-        batch_chunks: int,
+        cls, store: DocumentStore, settings: _Settings, report: IngestReport, options: IngestOptions
     ) -> _Run:
-        """A run over ``store`` as it is now: its documents listed, its embedding read when the executor embeds."""
+        """A run over ``store`` as it is now: its documents listed; its embedding read when the executor
+        embeds and the store takes precomputed vectors (`PrecomputedVectorsWriter`)."""
         existing = {info.id: info for info in await store.list_documents()}
-        embedding = await StoreEmbedding.of(store) if settings.executor.embeds else None
+        takes = settings.executor.embeds and isinstance(store, PrecomputedVectorsWriter)
+        embedding = await StoreEmbedding.of(store) if takes else None
         vectors = VectorCache(embedding) if embedding is not None else None
-        ui = IngestProgress(progress, report)
+        ui = IngestProgress(options.progress, report)
 
         def written() -> None:
             ui.advance()
             if vectors is not None:
                 vectors.settled()
 
-        writer = BatchWriter(store, report, existing.keys(), batch_chunks, written)
+        writer = BatchWriter(store, report, existing.keys(), options.batch_chunks, written, vectors)
         return cls(store, settings, existing, report, ui, writer, vectors)
 
     async def take_documents(self, documents: Sequence[Document]) -> None:
@@ -287,7 +213,7 @@ class _Run:
         if info.metadata and (info.metadata.get('path'), info.metadata.get('uri')) != (item.relative_path, info.uri):
             return False
         try:
-            key = self.settings.config_key + reader_key(path, self.settings.reader, self.settings.ocr)
+            key = self.settings.config_key + reader_key(path, self.settings.job.reader, self.settings.job.ocr)
             fp = await asyncio.to_thread(file_fingerprint, path, key)
         except OSError as exc:
             self._settle(self.report.failed, IngestIssue(str(path), f'cannot read file: {exc.strerror or exc}'))
@@ -300,27 +226,25 @@ class _Run:
     async def parse_and_write(self, files: Sequence[Found]) -> None:
         """Parse ``files`` in workers and write each document as it comes back, then the last batch.
 
-        The store's upserts embed from `vectors` meanwhile: a document that came with its
-        chunks' vectors is not embedded again.
+        A document that came with its chunks' vectors is written with them (`BatchWriter`): the
+        store does not embed those texts again.
         """
         s, vectors = self.settings, self.vectors
-        job = ParseJob(s.chunker, s.metadata, s.labels, s.limits, s.ocr, s.reader, s.roots)
-        parsed = s.executor.parse(files, job, vectors.embedding if vectors is not None else None)
-        with vectors.serving(self.store) if vectors is not None else nullcontext():
-            async with aclosing(parsed) as results:
-                while (result := await self.writer.meanwhile(anext(results, None))) is not None:
-                    self.report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
-                    if result.ocr_pages:
-                        self.report.ocr.append(IngestIssue(result.path, ocr_pages_text(result.ocr_pages)))
-                    if result.document is None:
-                        outcome = self.report.skipped if result.skipped else self.report.failed
-                        self._settle(outcome, IngestIssue(result.path, naming_the_limit(result.reason or 'unreadable')))
-                    else:
-                        await self._write(result.document, result.vectors)
-            await self.writer.flush()
+        parsed = s.executor.parse(files, s.job, vectors.embedding if vectors is not None else None)
+        async with aclosing(parsed) as results:
+            while (result := await self.writer.meanwhile(anext(results, None))) is not None:
+                self.report.warnings.extend(IngestIssue(result.path, w) for w in result.warnings)
+                if result.ocr_pages:
+                    self.report.ocr.append(IngestIssue(result.path, ocr_pages_text(result.ocr_pages)))
+                if result.document is None:
+                    outcome = self.report.skipped if result.skipped else self.report.failed
+                    self._settle(outcome, IngestIssue(result.path, naming_the_limit(result.reason or 'unreadable')))
+                else:
+                    await self._write(result.document, result.vectors)
+        await self.writer.flush()
 
     async def _write(self, document: Document, vectors: Sequence[Sequence[float]] | None = None) -> None:
-        """Hand ``document`` to the writer (its vectors, if any, to the cache the store's upserts read)."""
+        """Hand ``document`` to the writer (its vectors, if any, to the cache the writer hands the store)."""
         if self.vectors is not None:
             self.vectors.add(document, vectors)
         await self.writer.add(document)

@@ -17,60 +17,14 @@ import time
 from collections.abc import AsyncGenerator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal, Protocol
 
-from ..content import MetadataValue
-from ._chunking import Chunker
-from ._limits import DEFAULT_LIMITS, IngestLimits
+from ._embedding import StoreEmbedding
+from ._executor import ExecutorKind, ParseJob
 from ._parse import Parsed, parse_file
-from ._readers._ocr import DEFAULT_OCR, OcrOptions
-from ._readers._versions import ReaderBackend
 from ._supervised import supervised_parse
 from ._walk import Found
 
-if TYPE_CHECKING:
-    from .distributed._embedding import StoreEmbedding
-
-__all__ = ['ExecutorKind', 'IngestExecutor', 'LocalExecutor', 'ParseJob', 'parse_files', 'watch_parent']
-
-ExecutorKind = Literal['auto', 'process', 'thread']
-"""The local pools by name: `ingest`'s ``executor=`` shorthand for a `LocalExecutor`."""
-
-
-@dataclass(frozen=True, slots=True)
-class ParseJob:
-    """How every file of a run is parsed: plain, picklable data shipped to each worker."""
-
-    chunker: Chunker
-    metadata: dict[str, MetadataValue]
-    labels: tuple[str, ...]
-    limits: IngestLimits = DEFAULT_LIMITS
-    """The bounds each file is parsed within (docs/ingestion.md#bounds-per-file)."""
-    ocr: OcrOptions = DEFAULT_OCR
-    """When and in which languages pages and images are OCR'd (docs/ingestion.md#ocr)."""
-    reader: ReaderBackend = 'default'
-    """Which readers read the files (docs/ingestion.md#the-unstructured-backend)."""
-    roots: tuple[str, ...] = ()
-    """The files and folders being ingested: where a page's includes may be read from (docs/ingestion.md#markdown)."""
-
-
-class IngestExecutor(Protocol):
-    """Where `ingest` parses (and, if it can, embeds) the files that must be written.
-
-    ``parse`` yields one `Parsed` per file, in any order, as each is ready, and never raises
-    for one bad file (`parse_file` turns that into a reason). It is used inside
-    ``contextlib.aclosing``: when the run stops early, closing the generator must stop the work.
-    """
-
-    @property
-    def embeds(self) -> bool:
-        """Whether ``parse`` also embeds chunks: it is then given the store's embedding (or ``None``
-        when the store has none to give) and returns `Parsed.vectors` made with it."""
-        ...
-
-    def parse(
-        self, files: Sequence[Found], job: ParseJob, embedding: StoreEmbedding | None
-    ) -> AsyncGenerator[Parsed, None]: ...
+__all__ = ['LocalExecutor', 'parse_files', 'watch_parent']
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,18 +42,7 @@ class LocalExecutor:
     async def parse(
         self, files: Sequence[Found], job: ParseJob, embedding: StoreEmbedding | None
     ) -> AsyncGenerator[Parsed, None]:
-        results = parse_files(
-            files,
-            job.chunker,
-            job.metadata,
-            job.labels,
-            concurrency=self.concurrency,
-            executor=self.kind,
-            limits=job.limits,
-            ocr=job.ocr,
-            reader=job.reader,
-            roots=job.roots,
-        )
+        results = parse_files(files, job, concurrency=self.concurrency, executor=self.kind)
         async with contextlib.aclosing(results) as parsed:
             async for result in parsed:
                 yield result
@@ -116,23 +59,13 @@ _PR_SET_PDEATHSIG = 1  # from <linux/prctl.h>
 
 
 async def parse_files(
-    files: Sequence[Found],
-    chunker: Chunker,
-    metadata: dict[str, MetadataValue],
-    labels: tuple[str, ...],
-    *,
-    concurrency: int | None,
-    executor: ExecutorKind,
-    limits: IngestLimits = DEFAULT_LIMITS,
-    ocr: OcrOptions = DEFAULT_OCR,
-    reader: ReaderBackend = 'default',
-    roots: tuple[str, ...] = (),
+    files: Sequence[Found], job: ParseJob, *, concurrency: int | None, executor: ExecutorKind
 ) -> AsyncGenerator[Parsed, None]:
-    """Parse ``files`` in workers, yielding each result as soon as it is ready (in no set order).
+    """Parse ``files`` as ``job`` says in workers, yielding each result as soon as it is ready (in no set order).
 
-    Processes are supervised (`supervised_parse`): a file over ``limits.seconds`` or
-    ``limits.memory_bytes`` gets its worker killed and fails alone. Threads cannot be
-    killed: there the readers' own checks enforce ``limits``.
+    Processes are supervised (`supervised_parse`): a file over ``job.limits.seconds`` or
+    ``job.limits.memory_bytes`` gets its worker killed and fails alone. Threads cannot be
+    killed: there the readers' own checks enforce the limits.
 
     Use it inside ``contextlib.aclosing``: when the caller stops early (a write failed), the
     pool is shut down and its workers joined right away rather than whenever the generator is
@@ -144,12 +77,10 @@ async def parse_files(
     use_processes = executor == 'process' or (
         executor == 'auto' and workers > 1 and len(files) >= PROCESS_POOL_MIN_FILES
     )
-    jobs = [
-        (str(found.path), chunker, metadata, labels, found.relative_path, limits, ocr, reader, roots) for found in files
-    ]
+    jobs = [(str(found.path), job, found.relative_path) for found in files]
     if use_processes:
         supervised = supervised_parse(
-            jobs, parse_file, limits, workers, workers * IN_FLIGHT_PER_WORKER, _die_with_parent
+            jobs, parse_file, job.limits, workers, workers * IN_FLIGHT_PER_WORKER, _die_with_parent
         )
         async with contextlib.aclosing(supervised) as results:
             async for result in results:
@@ -161,8 +92,8 @@ async def parse_files(
     pending: set[asyncio.Future[Parsed]] = set()
     try:
         while True:
-            for job in itertools.islice(queued, workers * IN_FLIGHT_PER_WORKER - len(pending)):
-                pending.add(loop.run_in_executor(pool, parse_file, *job))
+            for args in itertools.islice(queued, workers * IN_FLIGHT_PER_WORKER - len(pending)):
+                pending.add(loop.run_in_executor(pool, parse_file, *args))
             if not pending:
                 return
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)

@@ -15,9 +15,10 @@ from typing import TypeVar
 from .._uris import local_path
 from ..content import Document
 from ..errors import UnsupportedValueError
-from ..protocols import DocumentStore
+from ..protocols import DocumentStore, PrecomputedVectorsWriter
 from ..tracing import CHUNKS, DOCUMENT_ID, DOCUMENTS, OUTCOME, STORE, Attributes, current, ended_span, span
 from ._report import IngestIssue, IngestReport
+from ._vectors import VectorCache
 
 __all__ = ['BatchWriter']
 
@@ -50,6 +51,8 @@ class BatchWriter:
     batch_chunks: int
     on_written: Callable[[], None]
     """Called once per document settled by a write, stored or failed (the progress bar)."""
+    vectors: VectorCache | None = None
+    """The executor's vectors of waiting documents: handed to a `PrecomputedVectorsWriter` with each batch."""
     _batch: _Pending = field(default_factory=list, init=False)
     _chunks: int = field(default=0, init=False)
     _threshold: int = field(default=FIRST_BATCH_CHUNKS, init=False)
@@ -109,7 +112,7 @@ class BatchWriter:
         """
         while batch:
             try:
-                await self.store.upsert([document for document, _, _ in batch])
+                await self._upsert([document for document, _, _ in batch])
             except UnsupportedValueError as exc:
                 named = [entry for entry in batch if entry[0].id == exc.document_id]
                 if named:
@@ -124,6 +127,14 @@ class BatchWriter:
             else:
                 return batch
         return []
+
+    async def _upsert(self, documents: list[Document]) -> None:
+        """``store.upsert``, or ``upsert_with_vectors`` with the executor's vectors of these documents' chunks."""
+        known = self.vectors.for_documents(documents) if self.vectors is not None else None
+        if known and isinstance(self.store, PrecomputedVectorsWriter):
+            await self.store.upsert_with_vectors(documents, known)
+        else:
+            await self.store.upsert(documents)
 
     def _fail(self, entries: _Pending, exc: UnsupportedValueError) -> None:
         for document, _, taken in entries:

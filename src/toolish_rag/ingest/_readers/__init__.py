@@ -1,6 +1,7 @@
 """Format readers: bytes of a file in, a `ParsedDocument` (source text + section outline) out.
 
-`read_file` picks the reader by file extension. Every reader raises `ReadError` with a
+`read_file` picks the reader by file extension; the readers that OCR (`OCR_READERS`) are also
+handed the run's `OcrOptions`. Every reader raises `ReadError` with a
 human-readable reason for a file it cannot ingest (corrupt, encrypted, scanned, binary).
 """
 
@@ -8,8 +9,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
+from typing import Protocol
 
 from .._model import ParsedDocument, ReadError
+from ._ocr import DEFAULT_OCR, OcrOptions
 from .epub import read_epub
 from .html import read_html
 from .image import read_image
@@ -20,9 +23,16 @@ from .python import read_python
 from .rtf import read_rtf
 from .text import read_text
 
-__all__ = ['READERS', 'UNSUPPORTED', 'Reader', 'read_bytes', 'read_file', 'reader_for']
+__all__ = ['OCR_READERS', 'READERS', 'UNSUPPORTED', 'OcrReader', 'Reader', 'read_bytes', 'read_file', 'reader_for']
 
 Reader = Callable[[bytes, Path], ParsedDocument]
+
+
+class OcrReader(Protocol):
+    """A reader that may OCR: it takes the run's `OcrOptions` as the keyword ``ocr``."""
+
+    def __call__(self, data: bytes, path: Path, *, ocr: OcrOptions = DEFAULT_OCR) -> ParsedDocument: ...
+
 
 READERS: dict[str, Reader] = {
     '.md': read_markdown,
@@ -61,20 +71,26 @@ UNSUPPORTED: dict[str, str] = {
 }
 
 
+OCR_READERS: tuple[OcrReader, ...] = (read_pdf, read_image)
+"""The readers `read_bytes` hands the run's `OcrOptions` to (``ocr=``); others are called with the bytes and path."""
+
+
 def reader_for(path: Path) -> Reader | None:
     return READERS.get(path.suffix.lower())
 
 
-def read_bytes(data: bytes, path: Path) -> ParsedDocument:
-    """Parse ``data`` as the file ``path`` (the extension picks the reader)."""
+def read_bytes(data: bytes, path: Path, *, ocr: OcrOptions = DEFAULT_OCR) -> ParsedDocument:
+    """Parse ``data`` as the file ``path`` (the extension picks the reader; ``ocr`` goes to `OCR_READERS`)."""
     reader = reader_for(path)
     if reader is None:
         reason = UNSUPPORTED.get(path.suffix.lower(), f'unsupported file type {path.suffix or "(no extension)"!r}')
         raise ReadError(reason)
+    if reader in OCR_READERS:
+        return reader(data, path, ocr=ocr)
     return reader(data, path)
 
 
-def read_file(path: str | Path) -> ParsedDocument:
-    """Read and parse one file."""
+def read_file(path: str | Path, *, ocr: OcrOptions = DEFAULT_OCR) -> ParsedDocument:
+    """Read and parse one file (``ocr``: when and in which languages PDF pages and images are OCR'd)."""
     p = Path(path)
-    return read_bytes(p.read_bytes(), p)
+    return read_bytes(p.read_bytes(), p, ocr=ocr)

@@ -1,7 +1,7 @@
 """OCR with Tesseract: the run's OCR settings, page images to text, and when a PDF text layer is garbage.
 
-Readers see the settings of the file being parsed through `ocr_options` (set by `reading`, as
-`bounded` sets the limits). Tesseract runs as a subprocess (one thread, a timeout from the
+The readers that OCR (PDF, images) are handed the run's `OcrOptions` (`ParseJob.ocr`, through
+`read_bytes`). Tesseract runs as a subprocess (one thread, a timeout from the
 per-file limit); a missing binary is a `ReadError` naming the package to install.
 See docs/ingestion.md#ocr.
 """
@@ -17,9 +17,7 @@ import shutil
 import statistics
 import subprocess
 import unicodedata
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
-from contextvars import ContextVar
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -43,10 +41,8 @@ __all__ = [
     'join_hyphenated',
     'looks_tabular',
     'ocr_image',
-    'ocr_options',
     'ocr_page',
     'parse_tsv',
-    'reading',
     'require_tesseract',
     'tesseract_languages',
     'tesseract_path',
@@ -82,23 +78,6 @@ class OcrOptions:
 
 
 DEFAULT_OCR = OcrOptions()
-
-_options: ContextVar[OcrOptions] = ContextVar('toolish_rag_ingest_ocr', default=DEFAULT_OCR)
-
-
-@contextmanager
-def reading(options: OcrOptions) -> Iterator[None]:
-    """Parse within ``options``: readers see them through `ocr_options`."""
-    token = _options.set(options)
-    try:
-        yield
-    finally:
-        _options.reset(token)
-
-
-def ocr_options() -> OcrOptions:
-    """The OCR settings of the file being parsed (`DEFAULT_OCR` outside `reading`)."""
-    return _options.get()
 
 
 def tesseract_path() -> str | None:
@@ -407,11 +386,13 @@ def looks_tabular(lines: Sequence[tuple[OcrWord, ...]]) -> bool:
     return sum(map(row, lines)) >= max(TABLE_ROWS, 0.7 * len(lines))
 
 
-def ocr_page(image: Image, dpi: float | None = None, *, source: bytes | None = None) -> OcrPage:
+def ocr_page(
+    image: Image, dpi: float | None = None, *, source: bytes | None = None, languages: Sequence[str] = ()
+) -> OcrPage:
     """What Tesseract reads in ``image`` (any mode; sent as 8-bit grey): words with boxes and confidences.
 
-    One Tesseract run (TSV output) gives both the text and the words; with no language asked for,
-    a page in another installed language is read again in it. ``source``: the image file's own bytes
+    One Tesseract run (TSV output) gives both the text and the words, in the installed ``languages``
+    (`OcrOptions.languages`); with none of them installed, a page in another installed language is read again in it. ``source``: the image file's own bytes
     (one frame, nothing to flatten), read first exactly as ``tesseract FILE -`` reads them, so OCR is
     never worse than plain Tesseract on the same file; a weak reading of them (few sure words) is read
     again with orientation detection, and the surer reading kept. Raises `ReadError` when Tesseract
@@ -419,7 +400,7 @@ def ocr_page(image: Image, dpi: float | None = None, *, source: bytes | None = N
     """
     binary = require_tesseract()
     check_time()
-    requested, installed = ocr_options().languages, installed_languages(binary)
+    requested, installed = tuple(languages), installed_languages(binary)
     grey = image if image.mode == 'L' else image.convert('L')
     buffer = io.BytesIO()
     grey.save(buffer, format='PPM')  # PGM: no compression to spend time on; Tesseract reads it from stdin
@@ -457,9 +438,9 @@ def _read(
     return turned if _sure_characters(turned) > sure else plain
 
 
-def ocr_image(image: Image, dpi: float | None = None) -> str:
+def ocr_image(image: Image, dpi: float | None = None, languages: Sequence[str] = ()) -> str:
     """The text Tesseract reads in ``image``, paragraphs split by blank lines (`ocr_page`'s text)."""
-    return ocr_page(image, dpi).text
+    return ocr_page(image, dpi, languages=languages).text
 
 
 def _tesseract(

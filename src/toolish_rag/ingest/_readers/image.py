@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING
 from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
 from ._boxes import locate_lines, ocr_lines
-from ._ocr import NoTextFound, OcrPage, ocr_options, ocr_page, require_tesseract
+from ._ocr import DEFAULT_OCR, NoTextFound, OcrOptions, OcrPage, ocr_page, require_tesseract
 from ._ocr_noise import TextVerdict, judge_page
 from .text import paragraph_spans, title_from_path
 
@@ -36,10 +36,11 @@ MIN_SIDE = 24
 """Frames smaller than this (pixels) on either side are icons: no text to read."""
 
 
-def read_image(data: bytes, path: Path) -> ParsedDocument:
+def read_image(data: bytes, path: Path, *, ocr: OcrOptions = DEFAULT_OCR) -> ParsedDocument:
+    """An image file's text as Tesseract reads it in ``ocr``'s languages; ``ocr='never'``: skipped (`NoTextFound`)."""
     from PIL import Image, ImageSequence, UnidentifiedImageError
 
-    if ocr_options().mode == 'never':
+    if ocr.mode == 'never':
         raise NoTextFound("an image is read only by OCR, which is off (ocr='never')")
     require_tesseract()
     try:
@@ -71,6 +72,7 @@ def read_image(data: bytes, path: Path) -> ParsedDocument:
                 _flattened(frame),
                 resolution if resolution and resolution >= 50 else None,
                 source=data if single and image.format in _TESSERACT_READS else None,
+                languages=ocr.languages,
             )
             verdicts.append(judge_page(page))
             pages.append(page if verdicts[-1].is_text else None)

@@ -18,7 +18,15 @@ from typing import Any
 from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
 from ._boxes import Box, LineBox, fractions, locate_lines, ocr_lines
-from ._ocr import INSTALL_TESSERACT, join_hyphenated, ocr_options, ocr_page, tesseract_path, text_is_garbage
+from ._ocr import (
+    DEFAULT_OCR,
+    INSTALL_TESSERACT,
+    OcrOptions,
+    join_hyphenated,
+    ocr_page,
+    tesseract_path,
+    text_is_garbage,
+)
 from ._pdf_headings import HeadingLine, font_headings, place_headings
 from ._pdf_layout import Line, Piece, page_paragraphs, page_pieces, turned
 from ._pdf_table_pages import TableFinder, looks_tabular, with_tables
@@ -251,13 +259,13 @@ def _read_page(pdf: Any, index: int, mode: str, finder: TableFinder) -> tuple[_P
     return _Page(_clean_page(text), lines, needs_ocr=needs, tables=[(t[1], t[2]) for t in tables], boxes=boxes), None
 
 
-def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]], str | None]:
+def _extract_pages(data: bytes, ocr: OcrOptions) -> tuple[list[_Page], list[tuple[int, int, str]], str | None]:
     """Open the PDF and take each page's text: its text layer in reading order, or OCR's.
 
     Returns the pages, the outline entries and the document title; a damaged or locked file
     is a `ReadError` with its reason.
     """
-    mode = ocr_options().mode
+    mode = ocr.mode
     with _PDFIUM:
         pdf = _open(data)
     try:
@@ -271,7 +279,7 @@ def _extract_pages(data: bytes) -> tuple[list[_Page], list[tuple[int, int, str]]
             check_time()  # a thread cannot be killed: a long PDF stops between pages at the time limit
             page, image = _read_page(pdf, index, mode, finder)
             if image is not None:
-                read = ocr_page(image[0], image[1])
+                read = ocr_page(image[0], image[1], languages=ocr.languages)
                 text = _clean_page(read.text)
                 if text.strip() or mode == 'always':
                     page = _Page(text, [], ocr=True, needs_ocr=True, tables=read.tables(), boxes=ocr_lines(read))
@@ -340,8 +348,9 @@ def _no_text_hint(pages: list[_Page], mode: str) -> str:
     return "no page looked scanned to ocr='auto' (blank, or a text layer without text): ocr='always' OCRs every page"
 
 
-def read_pdf(data: bytes, path: Path) -> ParsedDocument:
-    page_info, entries, doc_title = _extract_pages(data)
+def read_pdf(data: bytes, path: Path, *, ocr: OcrOptions = DEFAULT_OCR) -> ParsedDocument:
+    """A PDF's text, pages and outline; pages without a usable text layer OCR'd as ``ocr`` says (docs/ingestion.md#ocr)."""
+    page_info, entries, doc_title = _extract_pages(data, ocr)
     pages = [join_hyphenated(p) for p in _strip_running([p.text for p in page_info])]
     warnings: list[str] = []
     unread = [i + 1 for i, p in enumerate(page_info) if p.needs_ocr and not p.ocr]
@@ -353,7 +362,7 @@ def read_pdf(data: bytes, path: Path) -> ParsedDocument:
             )
         warnings.append(f'page(s) {listed} not read: they need OCR (no usable text layer); {INSTALL_TESSERACT}')
     if not any(p.strip() for p in pages):
-        hint = _no_text_hint(page_info, ocr_options().mode)
+        hint = _no_text_hint(page_info, ocr.mode)
         raise ReadError(
             f'no extractable text: the PDF has {len(pages)} page(s) but no text layer '
             f'(a scanned or image-only PDF); {hint}'

@@ -1,10 +1,10 @@
 """Ingestion beyond one machine: `RayExecutor` parses and embeds on a Ray cluster (``toolish-rag[ray]``).
 
-Nothing here imports Ray until a `RayExecutor` runs. See docs/ingestion.md#how-the-pipeline-is-built.
+Nothing here imports Ray until a `RayExecutor` runs. The store's embedding it ships (`StoreEmbedding`)
+and the vectors it hands back (`VectorCache`) live beside the executor protocol in `toolish_rag.ingest`.
+See docs/ingestion.md#how-the-pipeline-is-built.
 """
 
-from ._embedding import StoreEmbedding
 from ._ray_executor import RayExecutor
-from ._vectors import PrecomputedEmbeddingModel, VectorCache
 
-__all__ = ['PrecomputedEmbeddingModel', 'RayExecutor', 'StoreEmbedding', 'VectorCache']
+__all__ = ['RayExecutor']

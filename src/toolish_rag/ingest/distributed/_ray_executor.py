@@ -16,10 +16,9 @@ from dataclasses import KW_ONLY, dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
-from .._parse import Parsed
+from .._embedding import StoreEmbedding
+from .._parse import Parsed, ParseJob
 from .._walk import Found
-from .._workers import ParseJob
-from ._embedding import StoreEmbedding
 from ._ray_stages import PAYLOAD, ParseAndEmbed, parse_batch
 
 if TYPE_CHECKING:

@@ -14,9 +14,8 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ...embedding import prefer_passive_openmp
-from .._parse import Parsed, parse_file
-from .._workers import ParseJob
-from ._embedding import StoreEmbedding
+from .._embedding import StoreEmbedding
+from .._parse import Parsed, ParseJob, parse_file
 
 __all__ = ['PAYLOAD', 'ParseAndEmbed', 'parse_batch']
 
@@ -29,12 +28,8 @@ TEXTS_PER_CALL = 256
 
 def parse_batch(batch: Mapping[str, Any], job: ParseJob) -> dict[str, list[bytes]]:
     """Ray Data ``map_batches``: each file of the batch read, parsed and chunked (`parse_file`, which never raises)."""
-    parsed = [
-        parse_file(
-            str(path), job.chunker, job.metadata, job.labels, str(relative), job.limits, job.ocr, job.reader, job.roots
-        )
-        for path, relative in zip(batch['path'], batch['relative_path'], strict=True)
-    ]
+    paths = zip(batch['path'], batch['relative_path'], strict=True)
+    parsed = [parse_file(str(path), job, str(relative)) for path, relative in paths]
     return {PAYLOAD: [pickle.dumps(p, protocol=pickle.HIGHEST_PROTOCOL) for p in parsed]}
 
 

@@ -24,7 +24,7 @@ from ...embedding import embedder_for_store, embedder_identity, resolve_embedder
 from ...filters import Filter
 from ...graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from ...manifest import read_manifest, record_graph, recorded_graph, update_manifest
-from ...protocols import DocumentInfo, TermStatistics, TermStatisticsRequest
+from ...protocols import DocumentInfo, PrecomputedVectors, TermStatistics, TermStatisticsRequest
 from ...regex import compile_request
 from ...search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from ...sections import (
@@ -36,7 +36,7 @@ from ...sections import (
     SectionReadRequest,
 )
 from ...windows import DEFAULT_WINDOWS, EmbeddingWindows
-from ...writes import graph_upsert_batch
+from ...writes import embed_documents, graph_upsert_batch
 from ..lock import write_turn
 from ._caches import Lru
 from ._graph import GraphState, entities_of, neighbours_of, nodes_of
@@ -62,6 +62,8 @@ __all__ = ['InMemoryStore']
 _logger = logging.getLogger('toolish_rag.stores.memory')
 
 _EMBED_BATCH = 256
+Matrix = npt.NDArray[np.float32]
+Known = PrecomputedVectors | None
 _QUERY_CACHE_SIZE = 256
 
 _COMPACT_SHARE = 4
@@ -364,11 +366,11 @@ class InMemoryStore:
             self._snapshot = snapshot
             return len(snapshot)
 
-    async def _embed(self, texts: list[str], embedder: Embedder | None = None) -> npt.NDArray[np.float32]:
+    async def _embed(self, texts: list[str], embedder: Embedder | None = None, known: Known = None) -> Matrix:
         parts: list[npt.NDArray[np.float32]] = []
         for start in range(0, len(texts), _EMBED_BATCH):
-            result = await (embedder or self.embedder).embed_documents(texts[start : start + _EMBED_BATCH])
-            parts.append(np.asarray(result.embeddings, dtype=np.float32))
+            vectors = await embed_documents(embedder or self.embedder, texts[start : start + _EMBED_BATCH], known)
+            parts.append(np.asarray(vectors, dtype=np.float32))
         matrix = np.vstack(parts)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
@@ -382,6 +384,10 @@ class InMemoryStore:
         are written after that). A batch of relations alone touches no record: it embeds nothing
         and indexes no text, the next version shares them all with this one.
         """
+        await self.upsert_with_vectors(items, {})
+
+    async def upsert_with_vectors(self, items: Iterable[Document | Entity | Relation], vectors: Known) -> None:
+        """`upsert`, a record or window whose text is in ``vectors`` taking that vector (`PrecomputedVectorsWriter`)."""
         documents, entities, relations = graph_upsert_batch(items)
         async with self._writing():
             old = self._snapshot
@@ -391,10 +397,10 @@ class InMemoryStore:
                     await self._commit(old.with_graph(graph))
                 return
             graph = old.graph.without_documents({d.id for d in documents}).with_relations(relations)
-            await self._commit(await self._with_records(old, documents, entities, graph))
+            await self._commit(await self._with_records(old, documents, entities, graph, vectors))
 
     async def _with_records(
-        self, old: Snapshot, documents: list[Document], entities: list[Entity], graph: GraphState
+        self, old: Snapshot, documents: list[Document], entities: list[Entity], graph: GraphState, known: Known
     ) -> Snapshot:
         """The next version with these documents and entities written: vectors of unchanged text reused.
 
@@ -420,7 +426,7 @@ class InMemoryStore:
         base = aligned(old.windows, await self._window_key())
         plan = await plan_write(self.embedder, self._windows, base, [r.text for r in new_records], same)
         texts = [new_records[j].text for j in to_embed] + plan.texts
-        embedded = await self._embed(texts) if texts else None
+        embedded = await self._embed(texts, known=known) if texts else None
         fresh = embedded[: len(to_embed)] if embedded is not None and to_embed else None
         width = fresh.shape[1] if fresh is not None else old.rows.width
         new_vectors = np.zeros((len(new_records), width), dtype=np.float32)

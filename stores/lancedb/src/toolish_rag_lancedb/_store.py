@@ -24,7 +24,7 @@ from toolish_rag.content import Chunk, Document, Entity, Record, Relation
 from toolish_rag.embedding import embedder_for_store, embedder_identity, resolve_embedder
 from toolish_rag.filters import Filter
 from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
-from toolish_rag.protocols import DocumentInfo
+from toolish_rag.protocols import DocumentInfo, PrecomputedVectors
 from toolish_rag.regex import compile_request
 from toolish_rag.search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from toolish_rag.sections import (
@@ -400,21 +400,27 @@ class LanceDBStore(GraphStoreMethods):
         surrogate: see `check_storable`) raises `UnsupportedValueError` before anything is
         embedded or written.
         """
+        await self.upsert_with_vectors(items, {})
+
+    async def upsert_with_vectors(
+        self, items: Iterable[Document | Entity | Relation], vectors: PrecomputedVectors
+    ) -> None:
+        """`upsert`, a record or window whose text is in ``vectors`` taking that vector (`PrecomputedVectorsWriter`)."""
         documents, entities, new_relations = graph_upsert_batch(items)
         if not documents and not entities and not new_relations:
             return
         check_storable(documents, entities)  # before any embedding or write: a refused batch changes nothing
         relations.check_relations(new_relations)
         records = writes.records_to_write(documents, entities)
-        vectors, rows = None, None
+        embedded, rows = None, None
         if records:
             await self._tables.connect()
             config = await self._window_use.for_write(self.embedder, self._tables.records, self._tables.columns)
-            vectors, rows = await embed_records(self.embedder, [r.text for r in records], config)
+            embedded, rows = await embed_records(self.embedder, [r.text for r in records], config, vectors)
         async with self._tables.write_lock:
             # Another process's commit in between is retried a few times on the latest versions (bounded).
             await writes.retry_conflicts(
-                self._tables, lambda: self._write(documents, entities, new_relations, vectors, rows)
+                self._tables, lambda: self._write(documents, entities, new_relations, embedded, rows)
             )
             await self._maintain()
 

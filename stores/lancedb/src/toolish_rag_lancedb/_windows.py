@@ -14,7 +14,9 @@ import numpy as np
 import pyarrow as pa
 from pydantic_ai.embeddings import Embedder
 
+from toolish_rag.protocols import PrecomputedVectors
 from toolish_rag.windows import EmbeddingWindows, embed_windows, window_budget
+from toolish_rag.writes import embed_documents
 
 __all__ = [
     'REBUILD_HINT',
@@ -51,14 +53,14 @@ async def windows_apply(embedder: Embedder, config: EmbeddingWindows | None) -> 
 
 
 async def embed_records(
-    embedder: Embedder, texts: Sequence[str], config: EmbeddingWindows | None
+    embedder: Embedder, texts: Sequence[str], config: EmbeddingWindows | None, known: PrecomputedVectors | None = None
 ) -> tuple[np.ndarray[Any, np.dtype[np.float32]], list[np.ndarray[Any, np.dtype[np.float32]]] | None]:
-    """Each text's first vector, and (with ``config``) all its rows, from one embedding call."""
+    """Each text's first vector, and (with ``config``) all its rows, from one embedding call (texts in ``known``: none)."""
     if config is None:
-        result = await embedder.embed_documents(list(texts))
-        vectors = np.asarray(result.embeddings, dtype=np.float32).reshape(len(texts), -1)
+        embedded = await embed_documents(embedder, texts, known)
+        vectors = np.asarray(embedded, dtype=np.float32).reshape(len(texts), -1)
         return vectors, None
-    rows = await embed_windows(embedder, texts, config, batch_size=sys.maxsize)
+    rows = await embed_windows(embedder, texts, config, batch_size=sys.maxsize, known=known)
     return np.stack([r[0] for r in rows]).astype(np.float32), rows
 
 

@@ -19,7 +19,7 @@ from toolish_rag.embedding import embedder_for_store, embedder_identity
 from toolish_rag.filters import Filter
 from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from toolish_rag.manifest import StoreManifest
-from toolish_rag.protocols import DocumentInfo, TermStatistics, TermStatisticsRequest
+from toolish_rag.protocols import DocumentInfo, PrecomputedVectors, TermStatistics, TermStatisticsRequest
 from toolish_rag.regex import compile_request
 from toolish_rag.sections import (
     ChunkOutline,
@@ -29,7 +29,7 @@ from toolish_rag.sections import (
     SectionPage,
     SectionReadRequest,
 )
-from toolish_rag.writes import check_storable, graph_upsert_batch
+from toolish_rag.writes import check_storable, embed_documents, graph_upsert_batch
 
 from ._database import Database, Tx, close_pool, redacted
 from ._filters import compile_filter, scope_values, unstorable
@@ -158,15 +158,15 @@ class PostgresStore:
         """``work`` in one read-only snapshot, as the reader role with ``f``'s scope in row-level-security mode."""
         return await self._db.run(work, scope=self._scope(f))
 
-    async def _embed(self, texts: Sequence[str], *, query: bool) -> list[str]:
+    async def _embed(self, texts: Sequence[str], *, query: bool, known: PrecomputedVectors | None = None) -> list[str]:
         vectors: list[str] = []
         for start in range(0, len(texts), _EMBED_BATCH):
             batch = list(texts[start : start + _EMBED_BATCH])
             if query:
-                result = await self.embedder.embed_query(batch)
+                embedded = (await self.embedder.embed_query(batch)).embeddings
             else:
-                result = await self.embedder.embed_documents(batch)
-            vectors.extend(vector_literal(v) for v in result.embeddings)
+                embedded = await embed_documents(self.embedder, batch, known)
+            vectors.extend(vector_literal(v) for v in embedded)
         return vectors
 
     # -- DocumentStore and GraphStore ----------------------------------------------------------
@@ -177,6 +177,12 @@ class PostgresStore:
 
     async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None:
         """Write documents (one transaction each), then entities, then relations (see `toolish_rag_postgres._writes`)."""
+        await self.upsert_with_vectors(items, {})
+
+    async def upsert_with_vectors(
+        self, items: Iterable[Document | Entity | Relation], vectors: PrecomputedVectors
+    ) -> None:
+        """`upsert`, a record whose text is in ``vectors`` taking that vector (`PrecomputedVectorsWriter`)."""
         documents, entities, relations = graph_upsert_batch(items)
         check_storable(documents, entities, lambda key, value: unstorable(value) or _key_problem(key))
         digests = {d.id: content_hash(d) for d in documents}
@@ -188,10 +194,10 @@ class PostgresStore:
         )
         changed = [d for d in documents if stored.get(d.id) != digests[d.id]]
         records: list[Chunk | Entity] = [c for d in changed for c in d.chunks] + list(entities)
-        vectors = await self._embed([r.text for r in records], query=False) if records else []
-        analysed = analyse(self._analyzer, records, vectors)
-        if vectors:
-            await self._settle_vectors(len(vectors[0].split(',')), analysed)
+        literals = await self._embed([r.text for r in records], query=False, known=vectors) if records else []
+        analysed = analyse(self._analyzer, records, literals)
+        if literals:
+            await self._settle_vectors(len(literals[0].split(',')), analysed)
         by_document: dict[str, list[Analysed]] = {}
         for a in analysed:
             if isinstance(a.record, Chunk):
