@@ -20,6 +20,7 @@ from pydantic_ai.embeddings import EmbeddingResult
 from toolish_rag import Document, DocumentBuilder, PropertyFilter as F, RegexRequest, SearchRequest
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import InvalidRequestError
+from toolish_rag.protocols import PrecomputedVectorsWriter
 from toolish_rag.stores import open_store
 from toolish_rag_postgres import PostgresStore
 
@@ -182,3 +183,25 @@ def test_a_killed_command_does_not_keep_the_embedded_server_running(tmp_path: Pa
     handles.write_text(f'[{os.getpid()}, {dead.pid}]')
     _forget_dead_handles(tmp_path)
     assert handles.read_text() == f'[{os.getpid()}]'  # the last live process now stops the server
+
+
+async def test_upsert_with_vectors_stores_the_given_vectors_and_embeds_only_the_rest(postgres_uri: str) -> None:
+    """`PrecomputedVectorsWriter`: the texts given a vector are not embedded; the ranking is the plain upsert's."""
+    model, reference = CountingEmbedder(), HashingEmbeddingModel(32)
+    given = PostgresStore(postgres_uri, embedder=model, schema=_schema())
+    plain = PostgresStore(postgres_uri, embedder=reference, schema=_schema())
+    documents = [_doc(f'file:///v/{n}.md', n, 4) for n in range(3)]
+    texts = [c.text for d in documents[:2] for c in d.chunks]  # the third document's come without vectors
+    known = dict(zip(texts, (await reference.embed(texts, input_type='document')).embeddings, strict=True))
+    assert isinstance(given, PrecomputedVectorsWriter)
+
+    await given.upsert_with_vectors(documents, known)
+    await plain.upsert(documents)
+
+    assert model.embedded == 4
+    for query in ('version 1 chunk 2', 'chunk 3 words'):
+        ranked = [
+            [(h.record.id, round(h.score, 5)) for h in await s.vector_search(SearchRequest(query=query, top_k=6))]
+            for s in (given, plain)
+        ]
+        assert ranked[0] == ranked[1] and ranked[0]
