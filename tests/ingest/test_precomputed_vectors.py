@@ -15,10 +15,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai.embeddings import Embedder, EmbeddingResult, EmbeddingSettings
-from pydantic_ai.embeddings.result import EmbedInputType
+from pydantic_ai.embeddings import Embedder
 
-from toolish_rag.embedding import HashingEmbeddingModel
+from tests.ingest._counting import CountingModel, UpsertOnly
 from toolish_rag.ingest import LocalExecutor, ParseJob, StoreEmbedding, ingest
 from toolish_rag.ingest._parse import Parsed
 from toolish_rag.ingest._walk import Found
@@ -28,21 +27,6 @@ from toolish_rag.stores import InMemoryStore
 from toolish_rag.writes import embed_documents
 
 DIMS = 32
-
-
-class CountingModel(HashingEmbeddingModel):
-    """The hashing embedder, counting the document texts this very instance embedded."""
-
-    def __init__(self) -> None:
-        super().__init__(DIMS)
-        self.document_texts = 0
-
-    async def embed(
-        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
-    ) -> EmbeddingResult:
-        if input_type == 'document':
-            self.document_texts += 1 if isinstance(inputs, str) else len(inputs)
-        return await super().embed(inputs, input_type=input_type, settings=settings)
 
 
 @dataclasses.dataclass
@@ -93,7 +77,7 @@ def _lancedb(path: Path, model: CountingModel) -> Any:
 @pytest.mark.parametrize('kind', ['memory', 'lancedb'])
 async def test_the_executors_vectors_are_stored_and_the_store_embeds_only_the_rest(kind: str, tmp_path: Path) -> None:
     docs = _files(tmp_path / 'docs')
-    models = CountingModel(), CountingModel()
+    models = CountingModel(DIMS), CountingModel(DIMS)
     plain, given = (
         (InMemoryStore(m) if kind == 'memory' else _lancedb(tmp_path / f'store{i}', m)) for i, m in enumerate(models)
     )
@@ -114,8 +98,8 @@ async def test_the_executors_vectors_are_stored_and_the_store_embeds_only_the_re
 
 async def test_a_store_without_the_write_protocol_gets_no_embedding_and_embeds_itself(tmp_path: Path) -> None:
     docs = _files(tmp_path / 'docs', 3)
-    model = CountingModel()
-    store = _UpsertOnly(InMemoryStore(model))
+    model = CountingModel(DIMS)
+    store = UpsertOnly(InMemoryStore(model), embedder=model)
     executor = EmbeddingExecutor()
 
     report = await ingest(store, docs, progress=False, executor=executor)
@@ -125,7 +109,7 @@ async def test_a_store_without_the_write_protocol_gets_no_embedding_and_embeds_i
 
 
 async def test_embed_documents_takes_the_known_and_embeds_the_rest_in_one_call() -> None:
-    model = CountingModel()
+    model = CountingModel(DIMS)
     embedder = Embedder(model)
     known = {'b': [9.0] * DIMS}
     mixed = await embed_documents(embedder, ['a', 'b', 'c'], known)
@@ -133,23 +117,3 @@ async def test_embed_documents_takes_the_known_and_embeds_the_rest_in_one_call()
     assert mixed[1] == known['b'] and model.document_texts == 4  # 'a' and 'c', twice
     assert await embed_documents(embedder, ['b', 'b'], known) == [known['b'], known['b']]
     assert model.document_texts == 4  # all known: no call
-
-
-class _UpsertOnly:
-    """A store as a third party might write one: `DocumentStore` and an ``embedder``, no ``upsert_with_vectors``."""
-
-    def __init__(self, inner: InMemoryStore) -> None:
-        self.inner = inner
-        self.embedder = inner.embedder
-
-    async def upsert(self, items: Any) -> None:
-        await self.inner.upsert(items)
-
-    async def delete_documents(self, document_ids: Any) -> int:
-        return await self.inner.delete_documents(document_ids)
-
-    async def delete_entities(self, entity_ids: Any) -> int:
-        return await self.inner.delete_entities(entity_ids)
-
-    async def list_documents(self) -> Any:
-        return await self.inner.list_documents()

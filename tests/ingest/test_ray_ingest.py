@@ -12,15 +12,14 @@ from __future__ import annotations
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic_ai.embeddings import EmbeddingResult, EmbeddingSettings
-from pydantic_ai.embeddings.result import EmbedInputType
 
-from toolish_rag.embedding import HashingEmbeddingModel
+from tests.ingest import _counting
+from tests.ingest._counting import CountingModel, UpsertOnly
 from toolish_rag.ingest import IngestReport, RayExecutor, file_uri, ingest
 from toolish_rag.protocols import DocumentStore
 from toolish_rag.search import ExpansionRequest, SearchRequest
@@ -33,29 +32,19 @@ toolish_rag_lancedb = pytest.importorskip('toolish_rag_lancedb', reason='toolish
 DIMS = 64
 
 
-class DriverCountingModel(HashingEmbeddingModel):
-    """The hashing embedder, counting the document texts embedded by this very instance."""
-
-    def __init__(self) -> None:
-        super().__init__(DIMS)
-        self.document_texts = 0
-
-    async def embed(
-        self, inputs: str | Sequence[str], *, input_type: EmbedInputType, settings: EmbeddingSettings | None = None
-    ) -> EmbeddingResult:
-        if input_type == 'document':
-            self.document_texts += 1 if isinstance(inputs, str) else len(inputs)
-        return await super().embed(inputs, input_type=input_type, settings=settings)
+def DriverCountingModel() -> CountingModel:
+    """A `CountingModel` of this module's size: the workers get a copy, so its count is the driver's own."""
+    return CountingModel(DIMS)
 
 
 @pytest.fixture(scope='module', autouse=True)
 def ray_cluster() -> Iterator[None]:
-    # The workers get `DriverCountingModel` by value: they cannot import a test module.
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    # The workers get `CountingModel` by value: they cannot import a test module.
+    ray.cloudpickle.register_pickle_by_value(_counting)
     ray.init(num_cpus=2, include_dashboard=False)
     yield
     ray.shutdown()
-    ray.cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    ray.cloudpickle.unregister_pickle_by_value(_counting)
 
 
 def _executor() -> RayExecutor:
@@ -120,14 +109,14 @@ async def test_same_store_as_in_process_failures_too_and_reruns_skip(documents_d
     assert ray_model.document_texts == 0
 
 
-async def test_store_without_embedder_embeds_itself(tmp_path: Path) -> None:
-    """A store exposing no ``embedder`` gets no vectors from Ray, parses there all the same, and is right."""
+async def test_store_without_the_vectors_protocol_embeds_itself(tmp_path: Path) -> None:
+    """A store without ``upsert_with_vectors`` gets no vectors from Ray, parses there all the same, and is right."""
     folder = tmp_path / 'docs'
     folder.mkdir()
     for n in range(3):
         (folder / f'page{n}.md').write_text(f'# Page {n}\n\nShipping to zone {n} takes a week.\n')
     model = DriverCountingModel()
-    store = _NoEmbedderAttribute(InMemoryStore(model))
+    store = UpsertOnly(InMemoryStore(model))
 
     report = await ingest(store, folder, progress=False, executor=_executor())
 
@@ -136,25 +125,6 @@ async def test_store_without_embedder_embeds_itself(tmp_path: Path) -> None:
     [info] = [i for i in await store.list_documents() if i.uri == file_uri(folder / 'page1.md')]
     chunks = await store.inner.expand(ExpansionRequest(document_id=info.id, limit=10))
     assert 'zone 1' in chunks[0].text
-
-
-class _NoEmbedderAttribute:
-    """A store as a third party might write one: the protocol, and no ``embedder`` attribute."""
-
-    def __init__(self, inner: InMemoryStore) -> None:
-        self.inner = inner
-
-    async def upsert(self, items: Any) -> None:
-        await self.inner.upsert(items)
-
-    async def delete_documents(self, document_ids: Any) -> int:
-        return await self.inner.delete_documents(document_ids)
-
-    async def delete_entities(self, entity_ids: Any) -> int:
-        return await self.inner.delete_entities(entity_ids)
-
-    async def list_documents(self) -> Any:
-        return await self.inner.list_documents()
 
 
 def test_no_ray_import_until_it_runs_and_a_clear_error_without_it(tmp_path: Path) -> None:
