@@ -24,7 +24,7 @@ from ...embedding import embedder_for_store, embedder_identity, resolve_embedder
 from ...filters import Filter
 from ...graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from ...manifest import read_manifest, record_graph, recorded_graph, update_manifest
-from ...protocols import DocumentInfo, PrecomputedVectors, TermStatistics, TermStatisticsRequest
+from ...protocols import DocumentInfo, PrecomputedVectors as Vectors, TermStatistics, TermStatisticsRequest
 from ...regex import compile_request
 from ...search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from ...sections import (
@@ -36,7 +36,7 @@ from ...sections import (
     SectionReadRequest,
 )
 from ...windows import DEFAULT_WINDOWS, EmbeddingWindows
-from ...writes import embed_documents, graph_upsert_batch
+from ...writes import graph_upsert_batch
 from ..lock import write_turn
 from ._caches import Lru
 from ._graph import GraphState, entities_of, neighbours_of, nodes_of
@@ -55,15 +55,13 @@ from ._search import regex_hits, text_scores, top, vector_scores
 from ._settings import STATISTICS, Statistics, save_setting, saved_analyzer, saved_statistics
 from ._snapshot import Snapshot
 from ._term_statistics import term_statistics
+from ._vectors import embed_normalised
 from ._windows import WindowVectors, aligned, plan_write, window_key
 
 __all__ = ['InMemoryStore']
 
 _logger = logging.getLogger('toolish_rag.stores.memory')
 
-_EMBED_BATCH = 256
-Matrix = npt.NDArray[np.float32]
-Known = PrecomputedVectors | None
 _QUERY_CACHE_SIZE = 256
 
 _COMPACT_SHARE = 4
@@ -304,7 +302,7 @@ class InMemoryStore:
             texts = [r.text for r in old.records]
             plan = await plan_write(self.embedder, self._windows, base, texts, list(range(len(texts))))
             width = old.vectors.shape[1]
-            extra = await self._embed(plan.texts) if plan.texts else np.zeros((0, width), dtype=np.float32)
+            extra = await embed_normalised(self.embedder, plan.texts, width=width)
             # Every record's windows change: one new segment, saved whole.
             snapshot = await asyncio.to_thread(old.compacted, self._analyzer, plan.assemble(extra, width))
             await self._commit(snapshot)
@@ -347,7 +345,7 @@ class InMemoryStore:
             identity = embedder_identity(new)
             if self._path is not None:
                 self._manifest = await asyncio.to_thread(record_reembed, self._path, identity, done=False)
-            snapshot = await reembedded(old, new, self._windows, self._analyzer, lambda t: self._embed(t, new))
+            snapshot = await reembedded(old, new, self._windows, self._analyzer, lambda t: embed_normalised(new, t))
             if self._path is not None:
                 dims = snapshot.vectors.shape[1] if len(snapshot) else None
                 await asyncio.to_thread(
@@ -366,17 +364,6 @@ class InMemoryStore:
             self._snapshot = snapshot
             return len(snapshot)
 
-    async def _embed(self, texts: list[str], embedder: Embedder | None = None, known: Known = None) -> Matrix:
-        parts: list[npt.NDArray[np.float32]] = []
-        for start in range(0, len(texts), _EMBED_BATCH):
-            vectors = await embed_documents(embedder or self.embedder, texts[start : start + _EMBED_BATCH], known)
-            parts.append(np.asarray(vectors, dtype=np.float32))
-        matrix = np.vstack(parts)
-        norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        norms[norms == 0] = 1.0
-        normalised: npt.NDArray[np.float32] = (matrix / norms).astype(np.float32)
-        return normalised
-
     async def upsert(self, items: Iterable[Document | Entity | Relation]) -> None:
         """Insert or replace documents (whole), entities and relations; embeds only changed text.
 
@@ -386,7 +373,7 @@ class InMemoryStore:
         """
         await self.upsert_with_vectors(items, {})
 
-    async def upsert_with_vectors(self, items: Iterable[Document | Entity | Relation], vectors: Known) -> None:
+    async def upsert_with_vectors(self, items: Iterable[Document | Entity | Relation], vectors: Vectors) -> None:
         """`upsert`, a record or window whose text is in ``vectors`` taking that vector (`PrecomputedVectorsWriter`)."""
         documents, entities, relations = graph_upsert_batch(items)
         async with self._writing():
@@ -400,7 +387,7 @@ class InMemoryStore:
             await self._commit(await self._with_records(old, documents, entities, graph, vectors))
 
     async def _with_records(
-        self, old: Snapshot, documents: list[Document], entities: list[Entity], graph: GraphState, known: Known
+        self, old: Snapshot, documents: list[Document], entities: list[Entity], graph: GraphState, known: Vectors
     ) -> Snapshot:
         """The next version with these documents and entities written: vectors of unchanged text reused.
 
@@ -426,7 +413,7 @@ class InMemoryStore:
         base = aligned(old.windows, await self._window_key())
         plan = await plan_write(self.embedder, self._windows, base, [r.text for r in new_records], same)
         texts = [new_records[j].text for j in to_embed] + plan.texts
-        embedded = await self._embed(texts, known=known) if texts else None
+        embedded = await embed_normalised(self.embedder, texts, known) if texts else None
         fresh = embedded[: len(to_embed)] if embedded is not None and to_embed else None
         width = fresh.shape[1] if fresh is not None else old.rows.width
         new_vectors = np.zeros((len(new_records), width), dtype=np.float32)
