@@ -8,11 +8,21 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from pydantic_ai.embeddings import Embedder
+
 from ..builder import DocumentBuilder
 from ..content import Chunk, Document, Entity
 from ..filters import EntityFilter, PropertyFilter as F
-from ..protocols import DocumentStore, ResultExpander, StoreCapabilities, TextSearch
+from ..protocols import (
+    DocumentStore,
+    PrecomputedVectorsWriter,
+    ResultExpander,
+    StoreCapabilities,
+    TextSearch,
+    VectorSearch,
+)
 from ..retriever import Retriever
+from ..search import SearchRequest
 from ._corpus import COMMON_WORD, conformance_corpus, conformance_entities
 from ._kit import PROTOCOLS, SEARCHES, KitBase, check, differences
 
@@ -191,6 +201,21 @@ class WriteChecks(KitBase):
         listed = {d.id for d in await reopened.list_documents()}
         expected = {d.id for d in conformance_corpus()}
         assert listed == expected, f'reopened, list_documents() lists {sorted(listed)}: expected {sorted(expected)}'
+
+    @check(PrecomputedVectorsWriter, VectorSearch, aspect='writes', every=True)
+    async def test_upsert_with_vectors_stores_the_given_vectors(self, empty: Any, embedder: Any) -> None:
+        """A chunk given a vector is stored with it (a probe's vector: the probe finds it); the others are embedded."""
+        corpus = conformance_corpus()
+        given, other = corpus[0].chunks[0], corpus[1].chunks[0]
+        probe = 'a probe sentence no chunk of the corpus holds'
+        [vector] = (await Embedder(embedder).embed_documents([probe])).embeddings
+        await empty.upsert_with_vectors(corpus, {given.text: vector})
+        for query, want in ((probe, given), (other.text, other)):
+            hits = await empty.vector_search(SearchRequest(query=query, top_k=1))
+            assert [h.record.id for h in hits] == [want.id], (
+                f'vector_search({query!r}) found {[h.record.id for h in hits]} after upsert_with_vectors: expected '
+                f'{want.id}, whose vector was ' + ('given' if want is given else 'not given (the store embeds it)')
+            )
 
     async def _ranked(self, store: Any) -> dict[str, list[tuple[str, float]]]:
         retriever = Retriever(store, F.ne('tenant', 'initech'))
