@@ -23,7 +23,7 @@ from ._reembed import add_reembed_flag, reembedded_store
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from ..ingest import IngestLimits, IngestReport
+    from ..ingest import IngestLimits, IngestOptions, IngestReport
 
 
 def register(sub: Any) -> argparse.ArgumentParser:
@@ -145,7 +145,7 @@ def _limit_flags(parser: argparse.ArgumentParser) -> None:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from ..ingest import Chunker, IngestLimits, ingest
+    from ..ingest import Chunker, IngestLimits, IngestOptions, ingest
     from ..ingest._report import IngestInterrupted
 
     _require_extras(args)
@@ -164,30 +164,31 @@ async def run(args: argparse.Namespace) -> int:
         limits = replace(limits, seconds=args.max_seconds or None)
     if args.max_memory is not None:
         limits = replace(limits, memory_bytes=args.max_memory * 2**20 or None)
-    settings: dict[str, Any] = {
-        'chunker': Chunker(**options),
-        'sync': args.sync,
-        'progress': bar,
-        'limits': limits,
-        'follow_symlinks': args.follow_symlinks,
-        'reader': args.reader,
-        'ocr': args.ocr,
-        'ocr_languages': args.ocr_language,
-        'exclude': tuple(args.exclude),
-        'gitignore': not args.no_ignore,
-    }
     if args.ray is not None:
         from ..ingest import RayExecutor
 
-        settings['executor'] = RayExecutor(None if args.ray is True else args.ray)
+        executor: Any = RayExecutor(None if args.ray is True else args.ray)
     else:
-        settings['executor'] = executor_for(args.executor, limits)
+        executor = executor_for(args.executor, limits)
+    settings = IngestOptions(
+        chunker=Chunker(**options),
+        sync=args.sync,
+        progress=bar,
+        executor=executor,
+        limits=limits,
+        follow_symlinks=args.follow_symlinks,
+        reader=args.reader,
+        ocr=args.ocr,
+        ocr_languages=args.ocr_language,
+        exclude=tuple(args.exclude),
+        gitignore=not args.no_ignore,
+    )
     printer = _ReportPrinter(args.json, interactive, bar, watching=args.watch, verbose=args.verbose)
     if args.watch:
         return await _watch(store, args.paths, settings, printer)
     with interruptible(release_store_locks) as interrupt:
         try:
-            report = await ingest(store, args.paths, **settings)
+            report = await ingest(store, args.paths, settings)
         except IngestInterrupted as stopped:  # Ctrl-C: what was done, then exit 130 at once
             printer(stopped.report)
             interrupt.stopped()
@@ -227,7 +228,7 @@ def _require_extras(args: argparse.Namespace) -> None:
             raise SystemExit(f'toolish-rag: --reader unstructured: {exc}') from None
 
 
-async def _watch(store: Any, paths: list[str], settings: dict[str, Any], printer: _ReportPrinter) -> int:
+async def _watch(store: Any, paths: list[str], settings: IngestOptions, printer: _ReportPrinter) -> int:
     """The initial run, then the change batches, each printed as it comes; a summary once stopped."""
     from rich.console import Console
 
@@ -236,7 +237,7 @@ async def _watch(store: Any, paths: list[str], settings: dict[str, Any], printer
     stop = asyncio.Event()
     console = Console(stderr=True)
     with _stopping_on_signals(stop, console):
-        total = await watch(store, paths, stop_event=stop, on_report=printer, **settings)
+        total = await watch(store, paths, settings, stop_event=stop, on_report=printer)
     console.print(
         f'watch stopped after {printer.printed - 1} change batch(es): {total.summary()}',
         highlight=False,

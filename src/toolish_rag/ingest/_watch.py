@@ -13,9 +13,10 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Unpack
 
 from ..protocols import DocumentStore
+from ._options import IngestKeywords, IngestOptions
 from ._parse import file_uri
 from ._pipeline import ingest
 from ._readers import READERS
@@ -52,12 +53,13 @@ OnReport = Callable[[IngestReport], Awaitable[None] | None]
 async def watch(
     store: DocumentStore,
     paths: str | os.PathLike[str] | Iterable[str | os.PathLike[str]],
+    options: IngestOptions | None = None,
     *,
     debounce_ms: int = DEFAULT_DEBOUNCE_MS,
     stop_event: asyncio.Event | None = None,
     on_report: OnReport | None = None,
     initial: bool = True,
-    **ingest_kwargs: Any,
+    **changes: Unpack[IngestKeywords],
 ) -> IngestReport:
     """Ingest ``paths``, then re-ingest what changes and remove what is deleted, until ``stop_event`` is set.
 
@@ -71,9 +73,9 @@ async def watch(
             one per batch, narrowed to the paths that changed plus what was written or removed.
         initial: run `ingest` over ``paths`` before watching (default). Without it only later
             changes are applied.
-        ingest_kwargs: passed to every `ingest` call (``chunker``, ``metadata``,
-            ``include_hidden``...). ``sync``, ``progress`` and a non-local ``executor`` apply to the
-            initial run only: batches remove deleted paths themselves, show no progress bar, and parse
+        options / changes: the `IngestOptions` of every `ingest` call, or their fields as keywords
+            (``chunker``, ``metadata``, ``include_hidden``...; keywords change a copy of ``options``).
+            ``sync``, ``progress`` and a non-local ``executor`` apply to the initial run only: batches remove deleted paths themselves, show no progress bar, and parse
             their few files with the local executor (``'process'``, ``'thread'``, ``'auto'``) given, else
             in process (an executor's start cost, Ray's ~9 s, would dwarf them).
 
@@ -85,7 +87,8 @@ async def watch(
         FileNotFoundError: a path does not exist.
     """
     awatch = _awatch()
-    scope = WatchScope.of(paths, include_hidden=bool(ingest_kwargs.get('include_hidden', False)))
+    run = (options or IngestOptions()).changed(**changes)
+    scope = WatchScope.of(paths, include_hidden=run.include_hidden)
     stop = stop_event or asyncio.Event()
     halt = asyncio.Event()  # ends the watchers; ``stop`` is the caller's and is left as it is
     queue: asyncio.Queue[set[Path]] = asyncio.Queue()
@@ -96,9 +99,8 @@ async def watch(
     # An executor with a fixed start cost (Ray: actors start and load the model, ~9 s) serves the initial
     # run only: a batch is a few files, and the store embeds them. A local one serves every batch too, so
     # the CLI's worker processes bound each batch's files (they fork from the server the first run started).
-    batch_kwargs = {k: v for k, v in ingest_kwargs.items() if k not in ('sync', 'progress', 'executor')}
-    if isinstance(ingest_kwargs.get('executor'), str | LocalExecutor):
-        batch_kwargs['executor'] = ingest_kwargs['executor']
+    local = run.executor if isinstance(run.executor, str | LocalExecutor) else 'auto'
+    batch = run.changed(sync=False, progress=False, executor=local)
     total = IngestReport()
     try:
         # Arms the watchers before the initial run: each task's first step creates its watcher
@@ -109,9 +111,9 @@ async def watch(
             if feeder.done():
                 feeder.result()  # a watcher that could not start (the path just went, no inotify watches left)
         if initial:
-            await _emit(on_report, await ingest(store, scope.roots, **ingest_kwargs))
+            await _emit(on_report, await ingest(store, scope.roots, run))
         while (changed := await _next_batch(queue, stop, feeders, debounce_ms / 1000)) is not None:
-            report = await _apply(store, scope, changed, batch_kwargs)
+            report = await _apply(store, scope, changed, batch)
             if report.files_seen or report.removed or report.warnings:  # else only folders or untracked paths moved
                 _merge(total, report)
                 await _emit(on_report, report)
@@ -238,14 +240,14 @@ async def _first_change(
     return get.result()
 
 
-async def _apply(store: DocumentStore, scope: WatchScope, changed: set[Path], kwargs: dict[str, Any]) -> IngestReport:
+async def _apply(store: DocumentStore, scope: WatchScope, changed: set[Path], batch: IngestOptions) -> IngestReport:
     """One batch: re-ingest the roots holding what exists, remove what is gone; the report narrowed to ``changed``."""
     started = time.perf_counter()
     present = sorted(p for p in changed if p.exists())
     gone = sorted(p for p in changed if not p.exists())
     report = IngestReport()
     if present:
-        report = _narrowed(await ingest(store, scope.holding(present), sync=False, progress=False, **kwargs), present)
+        report = _narrowed(await ingest(store, scope.holding(present), batch), present)
     if gone:
         stale = stale_documents(await store.list_documents(), frozenset(), gone)
         if stale:
