@@ -76,7 +76,7 @@ def _lancedb(path: Path, model: CountingModel) -> Any:
 
 @pytest.mark.parametrize('kind', ['memory', 'lancedb'])
 async def test_the_executors_vectors_are_stored_and_the_store_embeds_only_the_rest(kind: str, tmp_path: Path) -> None:
-    docs = _files(tmp_path / 'docs')
+    docs = _files(tmp_path / 'docs', 3)
     models = CountingModel(DIMS), CountingModel(DIMS)
     plain, given = (
         (InMemoryStore(m) if kind == 'memory' else _lancedb(tmp_path / f'store{i}', m)) for i, m in enumerate(models)
