@@ -53,19 +53,25 @@ class IngestOptions:
     limits: IngestLimits = DEFAULT_LIMITS
     """The bounds each file is parsed within: a file over one fails alone (docs/ingestion.md#bounds-per-file)."""
     follow_symlinks: bool = False
-    """Also ingest files that symlinks lead to outside the given folders (else skipped and reported)."""
+    """Also ingest files that symlinks lead to outside the given folders (else skipped and reported; links
+    inside the given folders are always followed)."""
     ocr: OcrMode = 'auto'
-    """``'auto'``: pages without a usable text layer and image files; ``'always'``: every page (without
-    Tesseract it raises ``RuntimeError`` before any work); ``'never'``: none (docs/ingestion.md#ocr)."""
+    """``'auto'``: pages without a usable text layer and image files (each file that needed OCR is reported);
+    ``'always'``: every page (without Tesseract it raises ``RuntimeError`` before any work); ``'never'``: none
+    (docs/ingestion.md#ocr)."""
     ocr_languages: str | Sequence[str] | None = None
-    """OCR languages (``'de'``, ``['deu', 'eng']``); default the store's ``language``; kept as a tuple."""
+    """OCR languages (``'de'``, ``['deu', 'eng']``); default the store's ``language``; those without installed
+    Tesseract data are left out, English when none is left. A list is kept as a tuple."""
     reader: ReaderBackend = 'default'
-    """``'unstructured'``: that library's partitioners where they read the format; without
-    ``toolish-rag[unstructured]`` it raises ``RuntimeError`` before any work."""
+    """``'unstructured'``: that library's offline partitioners read DOCX, PPTX, XLSX, HTML, Markdown and text
+    (the default readers the rest); without ``toolish-rag[unstructured]`` it raises ``RuntimeError`` before
+    any work (docs/ingestion.md#the-unstructured-backend)."""
     exclude: Sequence[str] = ()
-    """Gitignore-style globs matched against each file's path under its given folder: never read."""
+    """Gitignore-style globs (``'*.png'``, ``'img/**'``) matched against each file's path under its given
+    folder: what they match is never read (docs/ingestion.md#what-is-read)."""
     gitignore: bool = True
-    """Honour the walked folders' ``.gitignore`` files; ``False`` (``--no-ignore``) reads what they ignore."""
+    """Honour the ``.gitignore`` files of the walked folders (and of the git work tree they are in);
+    ``False`` (``--no-ignore``) reads what they ignore too."""
 
     def __post_init__(self) -> None:
         if self.chunker is None:  # accepted, as `ingest(chunker=None)` always has

@@ -59,7 +59,7 @@ async def ingest(
     ``ValueError`` for a bad option; ``RuntimeError`` before any work when ``ocr='always'`` lacks
     Tesseract or ``reader='unstructured'`` its extra; `IngestInterrupted` (with the report) on cancel.
     """
-    o = (options or IngestOptions()).changed(**changes) if changes else (options or IngestOptions())
+    o = (options or IngestOptions()).changed(**changes)
     ocr = o.ocr_options(getattr(store, 'language', None))
     _check_environment(ocr, o)
     runner = LocalExecutor(o.executor, o.concurrency) if isinstance(o.executor, str) else o.executor
@@ -118,7 +118,7 @@ def _empty_folders(paths: Sequence[Path], found: Sequence[Found]) -> list[Ingest
 
 @dataclass(frozen=True, slots=True)
 class _Settings:
-    """How the run parses and fingerprint, fixed for the whole run."""
+    """How the run parses and fingerprints, fixed for the whole run."""
 
     job: ParseJob
     config_key: str
