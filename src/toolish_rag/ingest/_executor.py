@@ -13,7 +13,7 @@ from ._embedding import StoreEmbedding
 from ._parse import Parsed, ParseJob
 from ._walk import Found
 
-__all__ = ['ExecutorKind', 'IngestExecutor', 'ParseJob']
+__all__ = ['ExecutorKind', 'IngestExecutor']
 
 ExecutorKind = Literal['auto', 'process', 'thread']
 """The local pools by name: `ingest`'s ``executor=`` shorthand for a `LocalExecutor`."""
@@ -23,7 +23,9 @@ class IngestExecutor(Protocol):
     """Where `ingest` parses (and, if it can, embeds) the files that must be written.
 
     ``parse`` yields one `Parsed` per file, in any order, as each is ready, and never raises
-    for one bad file (`parse_file` turns that into a reason). It is used inside
+    for one bad file (`parse_file` turns that into a reason). The run's `ParseJob` is plain,
+    picklable data: ship it whole to the workers and hand it whole to ``parse_file(path, job,
+    relative_path)``. It is used inside
     ``contextlib.aclosing``: when the run stops early, closing the generator must stop the work.
     """
 
