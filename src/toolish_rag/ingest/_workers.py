@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 from ._embedding import StoreEmbedding
-from ._executor import ExecutorKind, ParseJob
-from ._parse import Parsed, parse_file
+from ._executor import ExecutorKind
+from ._parse import Parsed, ParseJob, parse_file
 from ._supervised import supervised_parse
 from ._walk import Found
 
