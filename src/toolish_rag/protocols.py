@@ -394,7 +394,9 @@ class PrecomputedVectorsWriter(Protocol):
     ``vectors`` takes that vector instead of being embedded; every other text is embedded as
     ``upsert`` would (`toolish_rag.writes.embed_documents` does both). The vectors were made with
     the store's ``embedder`` and the settings it applies (what `ingest` reads before the run), so
-    the stored result is the one ``upsert`` would have written. See docs/ingestion.md#how-the-pipeline-is-built.
+    the stored result is the one ``upsert`` would have written; a store whose ``embedder`` is not a
+    pydantic-ai ``Embedder`` is given none (it embeds everything itself). See
+    docs/ingestion.md#how-the-pipeline-is-built.
     """
 
     async def upsert_with_vectors(self, items: Iterable[Document | Entity], vectors: PrecomputedVectors) -> None: ...
