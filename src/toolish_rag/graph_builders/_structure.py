@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urljoin
 
-from ..._uris import local_path
-from ...content import Chunk, NodeKind, Relation
-from ...protocols import DocumentInfo
+from .._uris import local_path
+from ..content import Chunk, NodeKind, Relation
+from ..protocols import DocumentInfo
 from .base import (
     DERIVED_SCOPE_VERSION,
     BuildReport,
