@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from tests.helpers import bm25s_english
 from toolish_rag import LANGUAGES, TextAnalyzer, analyzer_for
-from toolish_rag.analysis import _unspaced_pattern
+from toolish_rag._tokens import _unspaced_pattern
 
 SCIFACT = Path(__file__).resolve().parents[1] / '..' / 'shared' / 'data' / 'scifact' / 'corpus.jsonl'
 
