@@ -24,7 +24,7 @@ class MissingExtraError(ImportError):
     """What needs an extra that is not installed: one line naming the extra and its install command."""
 
     def __init__(self, what: str, extra: str, missing: str) -> None:
-        super().__init__(f'{what} needs the {extra!r} extra ({missing} is not installed): {install_command(extra)}')
+        super().__init__(f'{what} needs the {extra!r} extra (not installed: {missing}): {install_command(extra)}')
         self.extra = extra
 
 
