@@ -31,22 +31,22 @@ def test_eval_without_pytrec_eval_stops_before_ingesting(here: Path, monkeypatch
     folder = write_beir(here / 'mini')
     monkeypatch.setitem(sys.modules, 'pytrec_eval', None)
     said = _refusal(['eval', str(folder), '--embedder', 'hashing'])
-    assert said == 'toolish-rag: eval needs pytrec_eval: pip install "toolish-rag[eval]"'
+    assert said == 'toolish-rag: eval needs pytrec_eval: pip install "toolish-rag-slim[eval]"'
     assert not (here / '.toolish-rag').exists(), 'eval opened (and filled) its store before checking'
 
 
 @pytest.mark.parametrize(
     ('argv', 'module', 'said'),
     [
-        (['mcp'], 'mcp', 'toolish-rag: mcp needs mcp: pip install "toolish-rag[mcp]"'),
-        (['mcp', '--http', '127.0.0.1:0', '--no-auth'], 'uvicorn', 'toolish-rag[mcp]'),
+        (['mcp'], 'mcp', 'toolish-rag: mcp needs mcp: pip install "toolish-rag-slim[mcp]"'),
+        (['mcp', '--http', '127.0.0.1:0', '--no-auth'], 'uvicorn', 'toolish-rag-slim[mcp]'),
         (
             ['ingest', 'docs', '--watch'],
             'watchfiles',
-            'toolish-rag: --watch needs watchfiles: pip install "toolish-rag[watch]"',
+            'toolish-rag: --watch needs watchfiles: pip install "toolish-rag-slim[watch]"',
         ),
-        (['ingest', 'docs', '--ray'], 'ray', 'pip install "toolish-rag[ray]"'),
-        (['ingest', 'docs', '--tokenizer', 'tiktoken:cl100k_base'], 'tiktoken', 'pip install "toolish-rag[tokens]"'),
+        (['ingest', 'docs', '--ray'], 'ray', 'pip install "toolish-rag-slim[ray]"'),
+        (['ingest', 'docs', '--tokenizer', 'tiktoken:cl100k_base'], 'tiktoken', 'pip install "toolish-rag-slim[tokens]"'),
     ],
 )
 def test_each_missing_extra_is_named_before_the_store_is_touched(
@@ -66,7 +66,7 @@ def test_each_missing_extra_is_named_before_the_store_is_touched(
             'anthropic',
             'pip install "pydantic-ai-slim[anthropic]"',
         ),
-        (['chat', '--model', 'openai:gpt-5-mini'], 'openai', 'pip install "toolish-rag[openai]"'),
+        (['chat', '--model', 'openai:gpt-5-mini'], 'openai', 'pip install "toolish-rag-slim[openai]"'),
     ],
 )
 def test_a_missing_model_provider_is_named_before_the_store_is_opened(
