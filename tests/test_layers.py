@@ -56,7 +56,9 @@ def test_every_unit_has_a_layer() -> None:
     units = {unit_of(m) for m in import_graph(source_roots(REPO))}
     layer = _design_layers()
     assert not units - set(layer), f'place these in docs/design.md#layers: {sorted(units - set(layer))}'
-    assert not set(layer) - units, f'docs/design.md#layers names modules that do not exist: {sorted(set(layer) - units)}'
+    assert not set(layer) - units, (
+        f'docs/design.md#layers names modules that do not exist: {sorted(set(layer) - units)}'
+    )
 
 
 def test_no_import_runs_up_a_layer() -> None:
@@ -78,7 +80,9 @@ def test_the_check_sees_a_function_local_import_up_a_layer(tmp_path: Path) -> No
         path = tmp_path / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(textwrap.dedent(text), encoding='utf-8')
-    design = '# x\n\n## Layers\n\n1. **a**: `toolish_rag`, `content`\n2. **b**: `toolset` (a note: `cli`)\n3. **c**: `cli`\n'
+    design = (
+        '# x\n\n## Layers\n\n1. **a**: `toolish_rag`, `content`\n2. **b**: `toolset` (a note: `cli`)\n3. **c**: `cli`\n'
+    )
     layer = layers(design)
     assert layer == {'toolish_rag': 1, 'content': 1, 'toolset': 2, 'cli': 3}
     graph = import_graph({tmp_path: 'toolish_rag'})
