@@ -10,7 +10,15 @@ from dataclasses import dataclass
 
 from ._language_codes import UNSTEMMED
 from ._language_vote import _FALLBACK, _analysable, _detected_languages
-from ._tokens import _NONE, _WORDS, AUTO, LANGUAGES, _algorithm, _stop_words, tokenize
+from ._tokens import (  # _stop_words: also read by the OCR noise check (ingest._readers._ocr_noise)
+    _NONE,
+    _WORDS,
+    AUTO,
+    LANGUAGES,
+    _algorithm,
+    _stop_words as _stop_words,
+    tokenize,
+)
 from .languages import detect_language
 
 __all__ = ['AUTO', 'LANGUAGES', 'Analysis', 'TextAnalyzer', 'analyzer_for']
