@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -157,6 +158,18 @@ def test_the_quick_starts_capability_part_runs_without_torch_or_readers(tmp_path
     assert out['embedder'].endswith('pip install "toolish-rag-slim[embeddings]"'), out['embedder']
     assert "needs the 'embeddings' extra" in out['embedder']
     assert out['readers'].endswith('pip install "toolish-rag-slim[documents]"'), out['readers']
+
+
+def test_the_full_distribution_is_the_slim_one_with_all_of_the_same_version() -> None:
+    slim = tomllib.loads((REPO / 'pyproject.toml').read_text(encoding='utf-8'))['project']
+    full = tomllib.loads((REPO / 'packaging' / 'toolish-rag' / 'pyproject.toml').read_text(encoding='utf-8'))['project']
+    assert (slim['name'], full['name']) == ('toolish-rag-slim', 'toolish-rag')
+    assert full['version'] == slim['version']
+    assert full['dependencies'] == [f'toolish-rag-slim[all]=={slim["version"]}']
+    extras = slim['optional-dependencies']
+    for extra, requirement in full['optional-dependencies'].items():
+        assert requirement == [f'toolish-rag-slim[{extra}]=={slim["version"]}'] and extra in extras
+    assert set(slim['dependencies']) == {'pydantic-ai-slim>=2.60', 'numpy>=1.26', 'PyStemmer>=2.2', 'google-re2>=1.1'}
 
 
 def _resolved(target: str, tmp_path: Path) -> set[str]:
