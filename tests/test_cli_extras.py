@@ -46,7 +46,11 @@ def test_eval_without_pytrec_eval_stops_before_ingesting(here: Path, monkeypatch
             'toolish-rag: --watch needs watchfiles: pip install "toolish-rag-slim[watch]"',
         ),
         (['ingest', 'docs', '--ray'], 'ray', 'pip install "toolish-rag-slim[ray]"'),
-        (['ingest', 'docs', '--tokenizer', 'tiktoken:cl100k_base'], 'tiktoken', 'pip install "toolish-rag-slim[tokens]"'),
+        (
+            ['ingest', 'docs', '--tokenizer', 'tiktoken:cl100k_base'],
+            'tiktoken',
+            'pip install "toolish-rag-slim[tokens]"',
+        ),
     ],
 )
 def test_each_missing_extra_is_named_before_the_store_is_touched(
