@@ -98,6 +98,20 @@ def test_each_stemmed_language_folds_its_own_inflections(language: str) -> None:
 # -- English is bm25s, exactly ----------------------------------------------------------
 
 
+def test_the_vendored_stop_word_lists_are_bm25s_lists() -> None:
+    # Kept as data so the core does not install bm25s (docs/design.md): the same words, in each language.
+    from bm25s import stopwords
+
+    from toolish_rag._tokens import _stop_words
+
+    names = {'en': 'EN', 'de': 'GERMAN', 'nl': 'DUTCH', 'fr': 'FRENCH', 'es': 'SPANISH', 'pt': 'PORTUGUESE'}
+    names |= {'it': 'ITALIAN', 'ru': 'RUSSIAN', 'sv': 'SWEDISH', 'no': 'NORWEGIAN', 'zh': 'CHINESE', 'tr': 'TURKISH'}
+    names |= {'ko': 'KOREAN', 'da': 'DANISH'}
+    for code, name in names.items():
+        assert _stop_words(code) == frozenset(getattr(stopwords, f'STOPWORDS_{name}')), code
+    assert _stop_words('fi') == frozenset()
+
+
 def test_english_equals_bm25s_on_scifact() -> None:
     if not SCIFACT.is_file():
         pytest.skip(f'SciFact is not at {SCIFACT}')

@@ -124,7 +124,21 @@ async def main():
     out['agent'] = (await agent.run('What is the refund window?')).output
     out['loaded'] = sorted(m for m in sys.modules if m.partition('.')[0] in BLOCKED)
 
+    import warnings
+
+    from toolish_rag import SearchRequest
+    from toolish_rag.languages import detect_language
     from toolish_rag.stores import InMemoryStore
+
+    with warnings.catch_warnings(record=True) as said:  # no lingua: a script still names a language
+        warnings.simplefilter('always')
+        out['detected'] = [detect_language('Das ist ein ganz normaler deutscher Satz.'), detect_language('Καλημέρα κόσμε')]
+        auto = InMemoryStore(HashingEmbeddingModel())  # language='auto', a new store's default
+        german = DocumentBuilder('mem://de', 'Rückgabe')
+        german.add_chunk(german.section('Rückgabe'), 'Das Rückgaberecht gilt dreißig Tage lang.')
+        await auto.upsert([german.build()])
+        out['auto'] = [h.record.urtext for h in await auto.text_search(SearchRequest('Rückgaberecht', 1))]
+    out['warnings'] = [str(w.message) for w in said]
 
     builder = DocumentBuilder('mem://x', 'x')
     builder.add_chunk(builder.section('A'), 'Some text to embed.')
@@ -146,7 +160,7 @@ asyncio.run(main())
 def test_the_quick_starts_capability_part_runs_without_torch_or_readers(tmp_path: Path) -> None:
     script = tmp_path / 'slim.py'
     script.write_text(textwrap.dedent(_SCRIPT.format(blocked=BLOCKED)), encoding='utf-8')
-    env = {**os.environ, 'HF_HUB_OFFLINE': '1', 'PYTHONWARNINGS': 'ignore'}
+    env = {**os.environ, 'HF_HUB_OFFLINE': '1'}
     done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, env=env, timeout=120)
     assert done.returncode == 0, done.stderr[-3000:]
     out = json.loads(done.stdout.strip().splitlines()[-1])
@@ -158,6 +172,9 @@ def test_the_quick_starts_capability_part_runs_without_torch_or_readers(tmp_path
     assert out['embedder'].endswith('pip install "toolish-rag-slim[embeddings]"'), out['embedder']
     assert "needs the 'embeddings' extra" in out['embedder']
     assert out['readers'].endswith('pip install "toolish-rag-slim[documents]"'), out['readers']
+    assert out['detected'] == [None, 'el']
+    assert out['auto'] == ['Das Rückgaberecht gilt dreißig Tage lang.']
+    assert len(out['warnings']) == 1 and out['warnings'][0].endswith('pip install "toolish-rag-slim[languages]"')
 
 
 def test_the_full_distribution_is_the_slim_one_with_all_of_the_same_version() -> None:
