@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -187,6 +188,19 @@ def test_the_full_distribution_is_the_slim_one_with_all_of_the_same_version() ->
     for extra, requirement in full['optional-dependencies'].items():
         assert requirement == [f'toolish-rag-slim[{extra}]=={slim["version"]}'] and extra in extras
     assert set(slim['dependencies']) == {'pydantic-ai-slim>=2.60', 'numpy>=1.26', 'PyStemmer>=2.2', 'google-re2>=1.1'}
+
+
+def test_the_readers_check_names_the_documents_extras_libraries() -> None:
+    # toolish_rag.ingest checks these modules before any reader runs: each comes from the `documents` extra.
+    from importlib.metadata import packages_distributions
+
+    from toolish_rag.ingest._requires import DOCUMENTS
+
+    slim = tomllib.loads((REPO / 'pyproject.toml').read_text(encoding='utf-8'))['project']
+    wanted = {re.split(r'[<>=\[ ]', r, maxsplit=1)[0].lower() for r in slim['optional-dependencies']['documents']}
+    installed = packages_distributions()
+    for module in DOCUMENTS:
+        assert {d.lower() for d in installed[module]} & wanted, f'{module} is not installed by the documents extra'
 
 
 def _resolved(target: str, tmp_path: Path) -> set[str]:
