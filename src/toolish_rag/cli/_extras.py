@@ -29,7 +29,7 @@ class Extra:
         return not missing_modules(self.module)
 
 
-CLI = Extra('rich', 'cli', 'toolish-rag')
+CLI = Extra('rich', 'cli', 'the command line')
 EVAL = Extra('pytrec_eval', 'eval', 'eval')
 MCP = Extra('mcp', 'mcp', 'mcp')
 MCP_HTTP = Extra('uvicorn', 'mcp', 'mcp --http')
