@@ -94,3 +94,16 @@ def test_without_split_the_error_names_the_splits_there(here: Path, capsys: pyte
     assert main(['eval', str(folder), '--embedder', 'hashing']) == 2
     err = capsys.readouterr().err
     assert "split 'test'" in err and 'its splits: train (pass --split train)' in err
+
+
+def test_a_missing_extra_raised_inside_a_command_is_one_line_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    # The library's own check (the readers, the default embedder) reaches the command as MissingExtraError.
+    from toolish_rag._extras import MissingExtraError
+    from toolish_rag.cli._errors import report
+
+    assert report(MissingExtraError('toolish_rag.ingest (the document readers)', 'documents', 'bs4')) == 2
+    said = capsys.readouterr().err
+    assert said == (
+        "toolish-rag: toolish_rag.ingest (the document readers) needs the 'documents' extra (not installed: bs4): "
+        'pip install "toolish-rag-slim[documents]"\n'
+    )
