@@ -96,8 +96,8 @@ from common import (  # noqa: E402
 )
 
 from toolish_rag.content import Document  # noqa: E402
-from toolish_rag.graph.builders import BuildReport, ExactNameLinker, build_graph  # noqa: E402
 from toolish_rag.graph.walk import GraphWalk, WalkRequest, walk  # noqa: E402
+from toolish_rag.graph_builders import BuildReport, ExactNameLinker, build_graph  # noqa: E402
 from toolish_rag.retriever import Retriever  # noqa: E402
 from toolish_rag.stores import InMemoryStore  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402

@@ -59,7 +59,7 @@ import numpy as np  # noqa: E402
 from common import build_documents, cpu_model, hit_doc_ids, memory_gib, pct, peak_rss_mib  # noqa: E402
 from graph_bench import MissingData, Question, load  # noqa: E402
 
-from toolish_rag.graph.builders import ExactNameLinker, build_graph  # noqa: E402
+from toolish_rag.graph_builders import ExactNameLinker, build_graph  # noqa: E402
 from toolish_rag.stores import InMemoryStore  # noqa: E402
 from toolish_rag.toolset import ToolishRag  # noqa: E402
 from toolish_rag.toolset._tools.multihop import CANDIDATES, DOCUMENTS_READ, RANKING  # noqa: E402

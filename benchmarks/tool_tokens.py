@@ -27,7 +27,7 @@ from helpers import handbook_corpus
 
 from toolish_rag import ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.graph.builders import StructureBuilder, build_graph
+from toolish_rag.graph_builders import StructureBuilder, build_graph
 from toolish_rag.stores import InMemoryStore
 
 OPTIONS: dict[str, dict[str, Any]] = {

@@ -17,7 +17,7 @@ from hypothesis import given, settings, strategies as st
 
 from tests.helpers import bm25s_english
 from toolish_rag import LANGUAGES, TextAnalyzer, analyzer_for
-from toolish_rag.analysis import _unspaced_pattern
+from toolish_rag._tokens import _unspaced_pattern
 
 SCIFACT = Path(__file__).resolve().parents[1] / '..' / 'shared' / 'data' / 'scifact' / 'corpus.jsonl'
 
@@ -96,6 +96,20 @@ def test_each_stemmed_language_folds_its_own_inflections(language: str) -> None:
 
 
 # -- English is bm25s, exactly ----------------------------------------------------------
+
+
+def test_the_vendored_stop_word_lists_are_bm25s_lists() -> None:
+    # Kept as data so the core does not install bm25s (docs/design.md): the same words, in each language.
+    from bm25s import stopwords
+
+    from toolish_rag._tokens import _stop_words
+
+    names = {'en': 'EN', 'de': 'GERMAN', 'nl': 'DUTCH', 'fr': 'FRENCH', 'es': 'SPANISH', 'pt': 'PORTUGUESE'}
+    names |= {'it': 'ITALIAN', 'ru': 'RUSSIAN', 'sv': 'SWEDISH', 'no': 'NORWEGIAN', 'zh': 'CHINESE', 'tr': 'TURKISH'}
+    names |= {'ko': 'KOREAN', 'da': 'DANISH'}
+    for code, name in names.items():
+        assert _stop_words(code) == frozenset(getattr(stopwords, f'STOPWORDS_{name}')), code
+    assert _stop_words('fi') == frozenset()
 
 
 def test_english_equals_bm25s_on_scifact() -> None:

@@ -31,22 +31,26 @@ def test_eval_without_pytrec_eval_stops_before_ingesting(here: Path, monkeypatch
     folder = write_beir(here / 'mini')
     monkeypatch.setitem(sys.modules, 'pytrec_eval', None)
     said = _refusal(['eval', str(folder), '--embedder', 'hashing'])
-    assert said == 'toolish-rag: eval needs pytrec_eval: pip install "toolish-rag[eval]"'
+    assert said == 'toolish-rag: eval needs pytrec_eval: pip install "toolish-rag-slim[eval]"'
     assert not (here / '.toolish-rag').exists(), 'eval opened (and filled) its store before checking'
 
 
 @pytest.mark.parametrize(
     ('argv', 'module', 'said'),
     [
-        (['mcp'], 'mcp', 'toolish-rag: mcp needs mcp: pip install "toolish-rag[mcp]"'),
-        (['mcp', '--http', '127.0.0.1:0', '--no-auth'], 'uvicorn', 'toolish-rag[mcp]'),
+        (['mcp'], 'mcp', 'toolish-rag: mcp needs mcp: pip install "toolish-rag-slim[mcp]"'),
+        (['mcp', '--http', '127.0.0.1:0', '--no-auth'], 'uvicorn', 'toolish-rag-slim[mcp]'),
         (
             ['ingest', 'docs', '--watch'],
             'watchfiles',
-            'toolish-rag: --watch needs watchfiles: pip install "toolish-rag[watch]"',
+            'toolish-rag: --watch needs watchfiles: pip install "toolish-rag-slim[watch]"',
         ),
-        (['ingest', 'docs', '--ray'], 'ray', 'pip install "toolish-rag[ray]"'),
-        (['ingest', 'docs', '--tokenizer', 'tiktoken:cl100k_base'], 'tiktoken', 'pip install "toolish-rag[tokens]"'),
+        (['ingest', 'docs', '--ray'], 'ray', 'pip install "toolish-rag-slim[ray]"'),
+        (
+            ['ingest', 'docs', '--tokenizer', 'tiktoken:cl100k_base'],
+            'tiktoken',
+            'pip install "toolish-rag-slim[tokens]"',
+        ),
     ],
 )
 def test_each_missing_extra_is_named_before_the_store_is_touched(
@@ -66,7 +70,7 @@ def test_each_missing_extra_is_named_before_the_store_is_touched(
             'anthropic',
             'pip install "pydantic-ai-slim[anthropic]"',
         ),
-        (['chat', '--model', 'openai:gpt-5-mini'], 'openai', 'pip install "toolish-rag[openai]"'),
+        (['chat', '--model', 'openai:gpt-5-mini'], 'openai', 'pip install "toolish-rag-slim[openai]"'),
     ],
 )
 def test_a_missing_model_provider_is_named_before_the_store_is_opened(
@@ -90,3 +94,16 @@ def test_without_split_the_error_names_the_splits_there(here: Path, capsys: pyte
     assert main(['eval', str(folder), '--embedder', 'hashing']) == 2
     err = capsys.readouterr().err
     assert "split 'test'" in err and 'its splits: train (pass --split train)' in err
+
+
+def test_a_missing_extra_raised_inside_a_command_is_one_line_naming_it(capsys: pytest.CaptureFixture[str]) -> None:
+    # The library's own check (the readers, the default embedder) reaches the command as MissingExtraError.
+    from toolish_rag._extras import MissingExtraError
+    from toolish_rag.cli._errors import report
+
+    assert report(MissingExtraError('toolish_rag.ingest (the document readers)', 'documents', 'bs4')) == 2
+    said = capsys.readouterr().err
+    assert said == (
+        "toolish-rag: toolish_rag.ingest (the document readers) needs the 'documents' extra (not installed: bs4): "
+        'pip install "toolish-rag-slim[documents]"\n'
+    )

@@ -39,5 +39,5 @@ def test_a_missing_extra_is_named_before_anything_is_opened(
     kb = tmp_path / 'kb'
     with pytest.raises(SystemExit) as exited:
         main(['ingest', str(tmp_path / 'docs'), flag, '--store', f'memory:{kb}', '--embedder', 'hashing'])
-    assert str(exited.value) == f'toolish-rag: {flag} needs {module}: pip install "toolish-rag[{extra}]"'
+    assert str(exited.value) == f'toolish-rag: {flag} needs {module}: pip install "toolish-rag-slim[{extra}]"'
     assert not kb.exists()  # refused before the store was opened or anything ingested

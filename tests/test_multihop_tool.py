@@ -25,7 +25,7 @@ from toolish_rag import DocumentBuilder, PropertyFilter as F, ToolishRag
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.graph._ppr import personalised_pagerank
-from toolish_rag.graph.builders import ExactNameLinker, StructureBuilder, build_graph
+from toolish_rag.graph_builders import ExactNameLinker, StructureBuilder, build_graph
 from toolish_rag.protocols import StoreCapabilities, StoreLike
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset._tools import multihop

@@ -23,7 +23,7 @@ from pydantic_ai.toolsets import AbstractToolset
 from toolish_rag import PropertyFilter as F, ToolishRag
 from toolish_rag.content import Relation
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.graph.builders import StructureBuilder, build_graph
+from toolish_rag.graph_builders import StructureBuilder, build_graph
 from toolish_rag.manifest import recorded_graph
 from toolish_rag.stores import Federated, InMemoryStore
 from toolish_rag.toolset._names import TOOL_NAMES

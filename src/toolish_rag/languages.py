@@ -11,8 +11,10 @@ from __future__ import annotations
 
 import re
 import threading
+import warnings
 from typing import Any
 
+from ._extras import install_command, missing_modules
 from ._language_codes import CODES, UNSTEMMED
 
 __all__ = ['DETECTABLE', 'detect_language', 'detect_languages']
@@ -52,6 +54,11 @@ _SCRIPTS: tuple[tuple[int, int, str], ...] = (
     (0x4E00, 0x9FFF, 'zh'),
 )
 
+_NO_LINGUA = (
+    'language detection needs the "languages" extra (lingua is not installed): a text\'s language is named by its '
+    f'script (and in an "auto" store its stop words) alone, else unknown; {install_command("languages")}'
+)
+
 _lock = threading.Lock()
 _built: list[Any] = []
 
@@ -62,7 +69,8 @@ def _code(language: Any) -> str:
 
 
 def _detector() -> Any:
-    """lingua's detector over the candidates, built once (its models load lazily, on first need).
+    """lingua's detector over the candidates, built once (its models load lazily, on first need);
+    ``None`` without the ``languages`` extra (said once, in a warning).
 
     Low-accuracy mode: trigram models only, a fifth of the memory of the full models (about
     150 MB once every Latin-script model is loaded, against 730) at the same speed; see
@@ -72,6 +80,10 @@ def _detector() -> Any:
         return _built[0]
     with _lock:
         if not _built:
+            if missing_modules('lingua'):
+                warnings.warn(_NO_LINGUA, RuntimeWarning, stacklevel=4)
+                _built.append(None)
+                return None
             from lingua import Language, LanguageDetectorBuilder
 
             wanted = DETECTABLE
@@ -122,7 +134,10 @@ def detect_language(text: str, min_confidence: float = _MIN_CONFIDENCE) -> str |
         return script
     if len(_WORD.findall(text, 0, _MAX_CHARS)) < _MIN_WORDS:
         return None
-    values = _detector().compute_language_confidence_values(text[:_MAX_CHARS])
+    detector = _detector()
+    if detector is None:
+        return None
+    values = detector.compute_language_confidence_values(text[:_MAX_CHARS])
     if not values or values[0].value < min_confidence:
         return None
     return _code(values[0].language)

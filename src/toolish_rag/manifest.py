@@ -115,7 +115,7 @@ class StoreManifest:
     """A re-embed with this embedder started and has not been recorded as done (``None``: none running).
     Its vectors are switched in one commit that names their model, so `settled` tells which ones the store holds."""
     graph: tuple[str, ...] = ()
-    """The graph builders `toolish_rag.graph.builders.build_graph` has run on the store (empty: no graph built).
+    """The graph builders `toolish_rag.graph_builders.build_graph` has run on the store (empty: no graph built).
     An operator's act, never inferred from the records: the graph tools are offered once it is recorded."""
     extra: Mapping[str, Any] = field(default_factory=dict)
     """Fields a newer toolish-rag wrote that this version does not know: kept as they are on rewrite."""

@@ -149,7 +149,7 @@ class GraphBuilt(Protocol):
     """Optional, beside `GraphSearch`: whether a graph has been built for the store.
 
     The graph tools are offered only once one has (an empty graph answers nothing). It is what
-    `toolish_rag.graph.builders.build_graph` recorded (`GraphBuiltWriter`), in the store manifest
+    `toolish_rag.graph_builders.build_graph` recorded (`GraphBuiltWriter`), in the store manifest
     for a store with a folder: an operator's act, never counted from the records, so no tenant's
     data can change another's tool list. A `GraphSearch` store without it is taken to have one.
     """
@@ -160,7 +160,7 @@ class GraphBuilt(Protocol):
 
 @runtime_checkable
 class GraphBuiltWriter(GraphBuilt, Protocol):
-    """`GraphBuilt`, recorded by `toolish_rag.graph.builders.build_graph` (see docs/graph.md)."""
+    """`GraphBuilt`, recorded by `toolish_rag.graph_builders.build_graph` (see docs/graph.md)."""
 
     async def record_graph_built(self, builders: Sequence[str]) -> None:
         """Record that these builders built the store's graph (added to those recorded before); persisted

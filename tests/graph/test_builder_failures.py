@@ -15,7 +15,7 @@ import pytest
 from toolish_rag.cli import main
 from toolish_rag.content import Document, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.graph.builders import CodeGraphBuilder
+from toolish_rag.graph_builders import CodeGraphBuilder
 from toolish_rag.ingest import Chunker
 from toolish_rag.ingest._parse import file_uri
 from toolish_rag.ingest._readers.text import read_text

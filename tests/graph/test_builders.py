@@ -20,8 +20,10 @@ from toolish_rag import DocumentBuilder, Entity, EntityFilter, Filter, PropertyF
 from toolish_rag._uris import local_path
 from toolish_rag.content import Chunk, Document, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.graph.builders import BuildReport, ExactNameLinker, StructureBuilder, VectorLinker, build_graph
-from toolish_rag.graph.builders.base import (
+from toolish_rag.graph.model import NodeRequest
+from toolish_rag.graph.walk import WalkRequest, walk
+from toolish_rag.graph_builders import BuildReport, ExactNameLinker, StructureBuilder, VectorLinker, build_graph
+from toolish_rag.graph_builders.base import (
     CACHE_KEY_PREFIX,
     DocumentGraph,
     DocumentInput,
@@ -32,8 +34,6 @@ from toolish_rag.graph.builders.base import (
     iter_documents,
     read_chunks,
 )
-from toolish_rag.graph.model import NodeRequest
-from toolish_rag.graph.walk import WalkRequest, walk
 from toolish_rag.stores import InMemoryStore
 
 pytestmark = pytest.mark.asyncio

@@ -32,7 +32,7 @@ from toolish_rag import DocumentBuilder, Entity, PropertyFilter as F, ToolishRag
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.graph import NeighbourRequest, NodeRequest, WalkRequest, walk
-from toolish_rag.graph.builders import (
+from toolish_rag.graph_builders import (
     CodeGraphBuilder,
     ExactNameLinker,
     ExtractionBuilder,

@@ -21,10 +21,10 @@ import pytest
 from toolish_rag import Filter, PropertyFilter as F, ToolishRag
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.graph.builders import build_graph
-from toolish_rag.graph.builders.code import CodeGraphBuilder
 from toolish_rag.graph.model import Direction, NodeRequest
 from toolish_rag.graph.walk import WalkRequest, walk
+from toolish_rag.graph_builders import build_graph
+from toolish_rag.graph_builders.code import CodeGraphBuilder
 from toolish_rag.ingest import Chunker
 from toolish_rag.ingest._parse import file_uri
 from toolish_rag.ingest._readers.text import read_text

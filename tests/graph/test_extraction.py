@@ -18,17 +18,17 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from toolish_rag import DocumentBuilder, Entity, EntityFilter, Filter, PropertyFilter as F, ToolishRag, matches
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.graph.builders import build_graph
-from toolish_rag.graph.builders.base import CACHE_KEY_PREFIX
-from toolish_rag.graph.builders.extract import (
+from toolish_rag.graph.model import NodeRequest
+from toolish_rag.graph.walk import WalkRequest, walk
+from toolish_rag.graph_builders import build_graph
+from toolish_rag.graph_builders.base import CACHE_KEY_PREFIX
+from toolish_rag.graph_builders.extract import (
     DEFAULT_MERGE_ACROSS,
     EXTRACTED_ENTITY_PREFIX,
     ExtractionBuilder,
     extracted_entity_id,
     normalise_name,
 )
-from toolish_rag.graph.model import NodeRequest
-from toolish_rag.graph.walk import WalkRequest, walk
 from toolish_rag.ingest._parse import parse_path
 from toolish_rag.stores import InMemoryStore
 

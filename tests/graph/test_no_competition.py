@@ -18,7 +18,7 @@ import pytest
 from toolish_rag import DocumentBuilder, Entity, PropertyFilter as F, ToolishRag
 from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.graph.builders import (
+from toolish_rag.graph_builders import (
     CodeGraphBuilder,
     ExactNameLinker,
     GraphBuilder,

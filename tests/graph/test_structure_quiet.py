@@ -6,7 +6,7 @@ from __future__ import annotations
 import warnings
 from pathlib import Path
 
-from toolish_rag.graph.builders._structure import _html_links
+from toolish_rag.graph_builders._structure import _html_links
 
 XHTML = """<?xml version="1.0" encoding="UTF-8"?>
 <!DOCTYPE html PUBLIC "-//W3C//DTD XHTML 1.1//EN" "http://www.w3.org/TR/xhtml11/DTD/xhtml11.dtd">

@@ -29,6 +29,7 @@ from . import (
 from ._chat_cmd import chat
 from ._common import add_store_arguments, release_store_locks
 from ._errors import debugging, report
+from ._extras import CLI, require
 from ._parser import Parser
 
 __all__ = ['build_parser', 'chat', 'main']
@@ -76,6 +77,7 @@ def _quiet_model_loading() -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    require(CLI)  # the terminal output's library: a slim install without the `cli` extra is told so
     _quiet_model_loading()
     try:
         return int(asyncio.run(args.run(args)))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import sys
 
+from .._extras import MissingExtraError
 from ._terminal import terminal_safe
 
 __all__ = ['DEBUG_ENV', 'EXPECTED', 'debugging', 'report']
@@ -17,9 +18,9 @@ __all__ = ['DEBUG_ENV', 'EXPECTED', 'debugging', 'report']
 DEBUG_ENV = 'TOOLISH_RAG_DEBUG'
 """Set (to anything but ``0`` or empty) to let every exception propagate with its traceback."""
 
-EXPECTED: tuple[type[Exception], ...] = (ValueError, OSError, RuntimeError)
+EXPECTED: tuple[type[Exception], ...] = (ValueError, OSError, RuntimeError, MissingExtraError)
 """What stores, readers and optional dependencies raise for conditions the user can act on
-(a LanceDB commit conflict after its retries, a full disk, a missing extra)."""
+(a LanceDB commit conflict after its retries, a full disk, a missing extra: `MissingExtraError` names it)."""
 
 
 def debugging() -> bool:

@@ -6,10 +6,11 @@ command names what it lacks at once. See docs/troubleshooting.md.
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import dataclass
 
-__all__ = ['EVAL', 'MCP', 'MCP_HTTP', 'RAY', 'TOKENS', 'WATCH', 'Extra', 'check_model', 'require']
+from .._extras import install_command, missing_modules
+
+__all__ = ['CLI', 'EVAL', 'MCP', 'MCP_HTTP', 'RAY', 'TOKENS', 'WATCH', 'Extra', 'check_model', 'require']
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,15 +23,13 @@ class Extra:
 
     @property
     def install(self) -> str:
-        return f'pip install "toolish-rag[{self.extra}]"'
+        return install_command(self.extra)
 
     def installed(self) -> bool:
-        try:
-            return importlib.util.find_spec(self.module) is not None
-        except (ImportError, ValueError):  # a parent package missing, or a module set to None
-            return False
+        return not missing_modules(self.module)
 
 
+CLI = Extra('rich', 'cli', 'the command line')
 EVAL = Extra('pytrec_eval', 'eval', 'eval')
 MCP = Extra('mcp', 'mcp', 'mcp')
 MCP_HTTP = Extra('uvicorn', 'mcp', 'mcp --http')
@@ -56,7 +55,7 @@ def check_model(model: str) -> None:
     try:
         infer_model(model)
     except ImportError as e:
-        hint = ' (or pip install "toolish-rag[openai]")' if model.startswith('openai') else ''
+        hint = f' (or {install_command("openai")})' if model.startswith('openai') else ''
         raise ValueError(f'model {model!r} needs its provider library: {e}{hint}') from None
     except (UserError, ValueError) as e:
         raise ValueError(f'cannot use model {model!r}: {e}') from None

@@ -21,7 +21,7 @@ from ._filter_arg import add_filter_argument, scoped as scoped_rag
 from ._terminal import terminal_safe
 
 if TYPE_CHECKING:  # the builders and pydantic-ai are imported when a graph command runs (a light `toolish-rag`)
-    from ..graph.builders import BuildReport, GraphBuilder
+    from ..graph_builders import BuildReport, GraphBuilder
 
 __all__ = ['LINKS', 'register', 'run']
 
@@ -88,7 +88,7 @@ def builders_for(args: argparse.Namespace, scope_keys: Sequence[str] | None = No
 
     ``scope_keys``: the keys to build with (default: ``--scope-key``'s).
     """
-    from ..graph.builders import CodeGraphBuilder, ExactNameLinker, ExtractionBuilder, StructureBuilder, VectorLinker
+    from ..graph_builders import CodeGraphBuilder, ExactNameLinker, ExtractionBuilder, StructureBuilder, VectorLinker
 
     links = args.link or list(_DEFAULT_LINKS)
     scope = tuple(args.scope_key if scope_keys is None else scope_keys)
@@ -165,7 +165,7 @@ def report_line(report: BuildReport) -> str:
 async def run(args: argparse.Namespace) -> int:
     from pydantic_ai import ModelRetry
 
-    from ..graph.builders import GraphBuildStore, build_graph
+    from ..graph_builders import GraphBuildStore, build_graph
 
     store, rag = open_rag(args, write=args.action == 'build')
     if args.action == 'build':

@@ -60,7 +60,7 @@ def _package_fingerprint() -> list[Any]:
 
     package = Path(__file__).resolve().parents[1]
     try:
-        installed = version('toolish-rag')
+        installed = version('toolish-rag-slim')
     except PackageNotFoundError:  # pragma: no cover - a source tree
         installed = '0'
     return [installed, str(package), max(p.stat().st_mtime_ns for p in package.rglob('*.py'))]

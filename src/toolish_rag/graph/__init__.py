@@ -1,7 +1,8 @@
 """Graph context: nodes, typed relations, and a bounded, scoped walk over them.
 
 `model` (what a graph store answers), `reference` (the same answers from plain records), `walk`
-(the walk the ``graph_context`` tool runs), `builders` (what writes the graph). See docs/graph.md.
+(the walk the ``graph_context`` tool runs). What writes the graph lives beside ingestion, in
+`toolish_rag.graph_builders`. See docs/graph.md.
 """
 
 from .model import (

@@ -5,6 +5,10 @@ text and sections. Everything public is exported here; the `_`-prefixed submodul
 See docs/ingestion.md.
 """
 
+from . import _requires  # noqa: F401  (first: a missing `documents` extra is named before any reader fails)
+
+# isort: split
+
 from ._chunking import DEFAULT_CHUNK_OVERLAP, DEFAULT_CHUNK_SIZE, Chunker, Piece, token_counter
 from ._embedding import StoreEmbedding
 from ._executor import ExecutorKind, IngestExecutor

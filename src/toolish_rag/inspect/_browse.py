@@ -247,6 +247,30 @@ async def chunk_page(request: Request, viewer: Viewer) -> Page:
         )
         for c in neighbours
     ]
+    facts = _chunk_facts(record)
+    graph = (
+        markup('<a href="{}">Walk the graph from here</a> · ', url('/graph', node=record.id))
+        if viewer.rag.store_capabilities.graph
+        else Html('')
+    )
+    console = markup(
+        '<a href="{}">broaden_chunk in the console</a>', url('/console', tool='broaden_chunk', chunk_id=record.id)
+    )
+    body = markup(
+        '{}<p>{}{}</p>{}<h2>Metadata</h2><pre>{}</pre><h2>Embedding windows</h2>{}<h2>Neighbours</h2>{}',
+        facts,
+        graph,
+        console,
+        _chunk_text(record),
+        pretty(dict(record.metadata)),
+        await _windows(viewer.rag.store, record),
+        table(['#', 'chunk', 'text'], rows, css='neighbours'),
+    )
+    return Page(f'Chunk {record.sequence_number} of {record.document_title}', body)
+
+
+def _chunk_facts(record: Chunk) -> Html:
+    """A chunk's id, document, section path (each section a link), labels and offsets."""
     sections = join(
         (
             markup('<a href="{}">{}</a>', url('/section', document=record.document_id, id=sid), title)
@@ -264,15 +288,12 @@ async def chunk_page(request: Request, viewer: Viewer) -> Page:
             **_offsets(record),
         }
     )
-    graph = (
-        markup('<a href="{}">Walk the graph from here</a> · ', url('/graph', node=record.id))
-        if viewer.rag.store_capabilities.graph
-        else Html('')
-    )
-    console = markup(
-        '<a href="{}">broaden_chunk in the console</a>', url('/console', tool='broaden_chunk', chunk_id=record.id)
-    )
-    text = (
+    return facts
+
+
+def _chunk_text(record: Chunk) -> Html:
+    """The text the model reads, and the indexed text when it differs."""
+    return (
         markup('<h2>Text the model reads</h2><pre class="text">{}</pre>', record.urtext)
         if record.text == record.urtext
         else markup(
@@ -281,17 +302,6 @@ async def chunk_page(request: Request, viewer: Viewer) -> Page:
             record.text,
         )
     )
-    body = markup(
-        '{}<p>{}{}</p>{}<h2>Metadata</h2><pre>{}</pre><h2>Embedding windows</h2>{}<h2>Neighbours</h2>{}',
-        facts,
-        graph,
-        console,
-        text,
-        pretty(dict(record.metadata)),
-        await _windows(viewer.rag.store, record),
-        table(['#', 'chunk', 'text'], rows, css='neighbours'),
-    )
-    return Page(f'Chunk {record.sequence_number} of {record.document_title}', body)
 
 
 def _entity(entity: Entity, viewer: Viewer) -> Page:

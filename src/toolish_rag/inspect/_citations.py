@@ -12,8 +12,8 @@ from pydantic_ai import ModelRetry
 from starlette.datastructures import FormData
 
 from ..citations import GroundedAnswer, verify_answer
-from ..citations._model import page_and_paragraph
-from ..citations._verify import NOT_SEEN, normalise_chunk_id
+from ..citations._model import Citation, page_and_paragraph
+from ..citations._verify import NOT_SEEN, CitationProblem, normalise_chunk_id
 from ..content import Chunk
 from ..errors import InvalidRequestError
 from ._access import Viewer
@@ -81,33 +81,7 @@ async def citations_page(viewer: Viewer, form: FormData | None, *, drawn: bool =
     for i, claim in enumerate(verification.answer.claims):
         items: list[Html] = []
         for j, citation in enumerate(claim.citations):
-            chunk_id = normalise_chunk_id(citation.chunk_id)
-            chunk = seen.get(chunk_id)
-            problem = problems_at.get((i, j))
-            if citation.source is not None and chunk is not None:
-                source = citation.source
-                shown = drawn and source.page is not None
-                detail = markup(
-                    '<p class="ok">verified in {} ({} > {}{}) <a href="{}">on its page</a></p>{}{}',
-                    chunk_link(chunk.id),
-                    source.document_title,
-                    ' > '.join(source.section_path) or '—',
-                    page_and_paragraph(source),
-                    url('/citation', chunk=chunk.id, quote=citation.quote),
-                    thumbnail(chunk.id, citation.quote, source.page) if shown else Html(''),
-                    _highlighted(chunk, source.chunk_start, source.chunk_end),
-                )
-            else:
-                reason = problem.reason if problem is not None else 'not verified'
-                if reason == NOT_SEEN:
-                    reason = NOT_FOUND
-                closest = (
-                    markup('<p>closest sentence in the chunk: <q class="closest">{}</q></p>', problem.closest)
-                    if problem is not None and problem.closest
-                    else Html('')
-                )
-                where = chunk_link(chunk.id) if chunk is not None else markup('<span class="id">{}</span>', chunk_id)
-                detail = markup('<p class="failed">{}: {}</p>{}', where, reason, closest)
+            detail = _citation_detail(citation, seen, problems_at.get((i, j)), drawn=drawn)
             items.append(markup('<li><blockquote>{}</blockquote>{}</li>', citation.quote, detail))
         unbacked = problems_at.get((i, None))
         note = markup('<p class="failed">{}</p>', unbacked.reason) if unbacked is not None else Html('')
@@ -127,6 +101,39 @@ async def citations_page(viewer: Viewer, form: FormData | None, *, drawn: bool =
         await _tool_text(viewer, answer),
     )
     return Page('Citations', body)
+
+
+def _citation_detail(
+    citation: Citation, seen: dict[str, Chunk], problem: CitationProblem | None, *, drawn: bool
+) -> Html:
+    """One citation's verdict: verified (where, a thumbnail when ``drawn``, the quote highlighted) or why not."""
+    chunk_id = normalise_chunk_id(citation.chunk_id)
+    chunk = seen.get(chunk_id)
+    if citation.source is not None and chunk is not None:
+        source = citation.source
+        shown = drawn and source.page is not None
+        detail = markup(
+            '<p class="ok">verified in {} ({} > {}{}) <a href="{}">on its page</a></p>{}{}',
+            chunk_link(chunk.id),
+            source.document_title,
+            ' > '.join(source.section_path) or '—',
+            page_and_paragraph(source),
+            url('/citation', chunk=chunk.id, quote=citation.quote),
+            thumbnail(chunk.id, citation.quote, source.page) if shown else Html(''),
+            _highlighted(chunk, source.chunk_start, source.chunk_end),
+        )
+    else:
+        reason = problem.reason if problem is not None else 'not verified'
+        if reason == NOT_SEEN:
+            reason = NOT_FOUND
+        closest = (
+            markup('<p>closest sentence in the chunk: <q class="closest">{}</q></p>', problem.closest)
+            if problem is not None and problem.closest
+            else Html('')
+        )
+        where = chunk_link(chunk.id) if chunk is not None else markup('<span class="id">{}</span>', chunk_id)
+        detail = markup('<p class="failed">{}: {}</p>{}', where, reason, closest)
+    return detail
 
 
 async def _tool_text(viewer: Viewer, answer: GroundedAnswer) -> str:

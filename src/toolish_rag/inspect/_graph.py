@@ -46,9 +46,8 @@ def _short(text: str, limit: int = 26) -> str:
     return flat if len(flat) <= limit else flat[: limit - 1] + '…'
 
 
-def svg(walk: GraphWalk, params: dict[str, Any]) -> Html:
-    """The walk drawn: nodes are links to the graph page seeded at them (with the same ``params``)."""
-    at = _positions(walk)
+def _edges(walk: GraphWalk, at: dict[str, tuple[float, float]]) -> list[Html]:
+    """The walk's edges as SVG lines with arrow heads (labelled with their type when there are few)."""
     edges: list[Html] = []
     labelled = len(walk.edges) <= _LABELS_UP_TO
     for edge in walk.edges:
@@ -84,6 +83,13 @@ def svg(walk: GraphWalk, params: dict[str, Any]) -> Html:
                 label,
             )
         )
+    return edges
+
+
+def svg(walk: GraphWalk, params: dict[str, Any]) -> Html:
+    """The walk drawn: nodes are links to the graph page seeded at them (with the same ``params``)."""
+    at = _positions(walk)
+    edges = _edges(walk, at)
     nodes = [
         markup(
             '<a href="{}" class="node kind-{} hop-{}"><title>{} {} (hop {})</title>'
@@ -154,6 +160,41 @@ _NOT_BUILT = (
 )
 
 
+def _form(node: str, hops: int, max_nodes: int, direction: str, types_text: str) -> Html:
+    """The walk's form, filled with the request's values."""
+    return markup(
+        '<form method="get" action="/graph" class="inline"><label>Node id <input name="node" value="{}" size="40">'
+        '</label> <label>Hops <input name="hops" value="{}" size="2"></label> <label>Max nodes '
+        '<input name="max_nodes" value="{}" size="3"></label> <label>Direction <select name="direction">{}</select>'
+        '</label> <label>Edge types <input name="edge_types" value="{}" placeholder="all (or MENTIONS, ...)"></label> '
+        '<button type="submit">Walk</button></form>',
+        node,
+        hops,
+        max_nodes,
+        join(
+            markup('<option{}>{}</option>', Html(' selected') if d == direction else '', d)
+            for d in ('both', 'out', 'in')
+        ),
+        types_text,
+    )
+
+
+async def _told(
+    viewer: Viewer, node: str, hops: int, max_nodes: int, direction: str, edge_types: list[str] | None
+) -> str:
+    """What ``graph_context`` with the same walk tells the model (its retry message, when it refuses)."""
+    arguments: dict[str, Any] = {'ids': [node], 'hops': hops, 'max_nodes': max_nodes, 'direction': direction}
+    if edge_types:
+        arguments['edge_types'] = edge_types
+    try:
+        told = str((await viewer.rag.run_tool('graph_context', arguments)).return_value)
+    except ModelRetry as retry:
+        told = retry.message
+    except ValueError:
+        told = 'this toolset does not offer graph_context'
+    return told
+
+
 async def graph_page(request: Request, viewer: Viewer) -> Page:
     capabilities = viewer.rag.store_capabilities
     if not capabilities.graph:
@@ -169,21 +210,7 @@ async def graph_page(request: Request, viewer: Viewer) -> Page:
     types_text = request.query_params.get('edge_types', '').strip()
     edge_types = [t.strip() for t in types_text.split(',') if t.strip()] or None
     params: dict[str, Any] = {'hops': hops, 'max_nodes': max_nodes, 'direction': direction, 'edge_types': types_text}
-    form = markup(
-        '<form method="get" action="/graph" class="inline"><label>Node id <input name="node" value="{}" size="40">'
-        '</label> <label>Hops <input name="hops" value="{}" size="2"></label> <label>Max nodes '
-        '<input name="max_nodes" value="{}" size="3"></label> <label>Direction <select name="direction">{}</select>'
-        '</label> <label>Edge types <input name="edge_types" value="{}" placeholder="all (or MENTIONS, ...)"></label> '
-        '<button type="submit">Walk</button></form>',
-        node,
-        hops,
-        max_nodes,
-        join(
-            markup('<option{}>{}</option>', Html(' selected') if d == direction else '', d)
-            for d in ('both', 'out', 'in')
-        ),
-        types_text,
-    )
+    form = _form(node, hops, max_nodes, direction, types_text)
     if not node:
         hint = markup(
             '<p class="muted">Give a node id (a chunk, section, document or entity id), or open a chunk in Browse and walk from it.</p>'
@@ -203,15 +230,7 @@ async def graph_page(request: Request, viewer: Viewer) -> Page:
         raise BadRequest(str(e)) from None
     if not walk.nodes:
         raise NotFound('no node with this id')
-    arguments: dict[str, Any] = {'ids': [node], 'hops': hops, 'max_nodes': max_nodes, 'direction': direction}
-    if edge_types:
-        arguments['edge_types'] = edge_types
-    try:
-        told = str((await viewer.rag.run_tool('graph_context', arguments)).return_value)
-    except ModelRetry as retry:
-        told = retry.message
-    except ValueError:
-        told = 'this toolset does not offer graph_context'
+    told = await _told(viewer, node, hops, max_nodes, direction, edge_types)
     cut = ', '.join(walk.cut_by) or 'a budget'
     status = markup(
         '<p class="walk-status"><span id="node-count">{}</span> nodes, {} edges · {}</p>',

@@ -139,6 +139,22 @@ class Quality:
         )
 
 
+def _legend(left: int, height: int) -> Html:
+    """A coloured square and name per metric, along the chart's foot."""
+    return join(
+        markup(
+            '<rect x="{}" y="{}" width="10" height="10" fill="{}"></rect><text x="{}" y="{}" class="legend">{}</text>',
+            left + i * 110,
+            height - 10,
+            _COLOURS[i],
+            left + i * 110 + 14,
+            height - 1,
+            metric,
+        )
+        for i, metric in enumerate(METRICS)
+    )
+
+
 def chart(results: dict[str, dict[str, float]]) -> Html:
     """Grouped bars: one group per tool, one bar per metric (0 to 1), labelled with its value."""
     width, height, top, bottom, left = 640, 260, 20, 40, 40
@@ -173,18 +189,7 @@ def chart(results: dict[str, dict[str, float]]) -> Html:
         parts.append(
             markup('<text x="{}" y="{}" class="tool">{}</text>', f'{x0 + group / 2 - bar / 2:.1f}', height - 18, tool)
         )
-    legend = join(
-        markup(
-            '<rect x="{}" y="{}" width="10" height="10" fill="{}"></rect><text x="{}" y="{}" class="legend">{}</text>',
-            left + i * 110,
-            height - 10,
-            _COLOURS[i],
-            left + i * 110 + 14,
-            height - 1,
-            metric,
-        )
-        for i, metric in enumerate(METRICS)
-    )
+    legend = _legend(left, height)
     axis = markup(
         '<line x1="{}" y1="{}" x2="{}" y2="{}" class="axis"></line><text x="4" y="{}" class="axis">1.0</text>'
         '<text x="4" y="{}" class="axis">0</text>',

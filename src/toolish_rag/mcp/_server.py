@@ -73,7 +73,7 @@ def _version() -> str:
     from importlib.metadata import PackageNotFoundError, version
 
     try:
-        return version('toolish-rag')
+        return version('toolish-rag-slim')
     except PackageNotFoundError:  # pragma: no cover - running from a source tree
         return '0'
 

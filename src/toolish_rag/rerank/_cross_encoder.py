@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING, Literal
 
+from .._extras import require_extra
 from ..embedding import prefer_passive_openmp
 from ..search import SearchHit
 
@@ -99,6 +100,7 @@ class CrossEncoderReranker:
             if self._model is None:
                 assert self._name is not None
                 prefer_passive_openmp()
+                require_extra('CrossEncoderReranker', 'embeddings', 'sentence_transformers')
                 from sentence_transformers import CrossEncoder
 
                 model = CrossEncoder(self._name, device=self.device)

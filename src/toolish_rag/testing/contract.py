@@ -246,6 +246,19 @@ async def _through_retriever(retriever: Retriever, request: ExpansionRequest) ->
     )
 
 
+def _version_problems(call: str, versions: set[int], got: Sequence[Chunk], request: ExpansionRequest) -> list[str]:
+    """What is wrong with an answer whose texts carry ``versions``: several versions, none, or another window."""
+    if len(versions) != 1:
+        return [f'{call} mixed versions {sorted(versions)}' if versions else f'{call} found nothing']
+    want = [c.id for c in reference_expand([versioned_document(min(versions))], request)]
+    if [c.id for c in got] != want:
+        return [
+            f'{call} returned {[c.id for c in got]} in version {min(versions)}, which gives {want} '
+            '(a window computed from an anchor of another version)'
+        ]
+    return []
+
+
 async def mixed_version_problems(store: object, *, writes: int = 12, seconds: float = 5.0) -> list[str]:
     """Rewrite `versioned_document` while two readers expand around it; every answer that mixed versions.
 
@@ -279,15 +292,7 @@ async def mixed_version_problems(store: object, *, writes: int = 12, seconds: fl
     def check(call: str, texts: Sequence[str], got: Sequence[Chunk], request: ExpansionRequest) -> None:
         versions = {v for t in texts for v in version_of(t)}
         seen.update(versions)
-        if len(versions) != 1:
-            problems.append(f'{call} mixed versions {sorted(versions)}' if versions else f'{call} found nothing')
-            return
-        want = [c.id for c in reference_expand([versioned_document(min(versions))], request)]
-        if [c.id for c in got] != want:
-            problems.append(
-                f'{call} returned {[c.id for c in got]} in version {min(versions)}, which gives {want} '
-                '(a window computed from an anchor of another version)'
-            )
+        problems.extend(_version_problems(call, versions, got, request))
 
     async def read(turn: int) -> None:
         while not writer.done():

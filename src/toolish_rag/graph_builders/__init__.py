@@ -6,7 +6,7 @@
 * `CodeGraphBuilder`: modules, classes and functions of Python sources, with CONTAINS, IMPORTS, CALLS;
 * `ExtractionBuilder`: entities and relations a model reads from the text.
 
-Run them with `build_graph`; the ledger and driver they share are in `toolish_rag.graph.builders.base`.
+Run them with `build_graph`; the ledger and driver they share are in `toolish_rag.graph_builders.base`.
 """
 
 from ._exact import ExactNameLinker

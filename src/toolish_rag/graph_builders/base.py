@@ -11,9 +11,9 @@ from collections.abc import AsyncIterable, AsyncIterator, Awaitable, Callable, I
 from dataclasses import dataclass, field
 from typing import Any, Protocol, runtime_checkable
 
-from ...content import Chunk, Document, Entity, Metadata, NodeKind, Relation
-from ...protocols import DocumentInfo, DocumentStore, GraphBuiltWriter, GraphStore, ResultExpander
-from ...search import ExpansionRequest
+from ..content import Chunk, Document, Entity, Metadata, NodeKind, Relation
+from ..protocols import DocumentInfo, DocumentStore, GraphBuiltWriter, GraphStore, ResultExpander
+from ..search import ExpansionRequest
 
 __all__ = [
     'CACHE_KEY_PREFIX',

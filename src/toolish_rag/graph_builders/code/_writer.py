@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ....content import Entity, Relation
+from ...content import Entity, Relation
 from ..base import DERIVED_SCOPE_VERSION, DocumentGraph, chunks_digest, derived_relation, fingerprint
 from ._analysis import Resolver, calls_of, prefixes
 from ._model import CODE_BUILDER, CODE_GRAPH_VERSION, EntityKind, ModuleOutcome, code_entity_id

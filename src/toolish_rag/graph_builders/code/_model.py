@@ -11,7 +11,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Literal, TypeAlias
 
-from ....content import Metadata
+from ...content import Metadata
 from ..base import DocumentGraph, scope_group, scope_of
 from ..extract import merge_identity
 

@@ -15,9 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urljoin
 
-from ..._uris import local_path
-from ...content import Chunk, NodeKind, Relation
-from ...protocols import DocumentInfo
+from .._extras import require_extra
+from .._uris import local_path
+from ..content import Chunk, NodeKind, Relation
+from ..protocols import DocumentInfo
 from .base import (
     DERIVED_SCOPE_VERSION,
     BuildReport,
@@ -160,6 +161,7 @@ def _local_html(info: DocumentInfo) -> Path | None:
 
 def _html_links(path: Path) -> tuple[tuple[str, str], ...]:
     """``(href, link text)`` of every ``<a href>`` in an HTML file; nothing when it cannot be read (blocking)."""
+    require_extra('StructureBuilder reading HTML links', 'graph', 'bs4')
     from bs4 import BeautifulSoup, MarkupResemblesLocatorWarning, XMLParsedAsHTMLWarning
 
     try:

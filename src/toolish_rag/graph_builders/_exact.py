@@ -12,7 +12,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 
-from ...content import Chunk, Entity, NodeKind, Relation
+from ..content import Chunk, Entity, NodeKind, Relation
 from .base import (
     DERIVED_SCOPE_VERSION,
     BuildReport,

@@ -11,8 +11,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlparse
 
-from ....content import Entity
-from ....protocols import DocumentInfo
+from ...content import Entity
+from ...protocols import DocumentInfo
 from ..base import (
     BuildReport,
     DocumentGraph,

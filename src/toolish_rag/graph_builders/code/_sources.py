@@ -11,8 +11,8 @@ import bisect
 from dataclasses import dataclass
 from pathlib import Path
 
-from ...._uris import local_path
-from ....content import Chunk
+from ..._uris import local_path
+from ...content import Chunk
 from ..base import DocumentInput
 from ._model import SourceUnavailable
 
@@ -51,7 +51,7 @@ class Source:
 
 def read_source(document: DocumentInput) -> Source:
     """The file behind ``document``, verified against every stored chunk (`SourceUnavailable` if it differs)."""
-    from ....ingest._readers.text import decode_text  # the ingestion package is heavy: only when reading code
+    from ...ingest._readers.text import decode_text  # the ingestion package is heavy: only when reading code
 
     uri = document.info.uri
     path = local_path(uri) or (Path(uri) if uri.startswith('/') else None)  # a plain absolute path too

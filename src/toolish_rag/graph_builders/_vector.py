@@ -13,7 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_ai.embeddings import Embedder
 
-from ...content import Chunk, Entity, Relation
+from ..content import Chunk, Entity, Relation
 from .base import (
     DERIVED_SCOPE_VERSION,
     BuildReport,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Literal, TypeAlias
 
-from ....content import Metadata
+from ...content import Metadata
 from ..base import DocumentInput, fingerprint
 from ._sources import Source
 

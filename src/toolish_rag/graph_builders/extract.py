@@ -18,7 +18,7 @@ from pydantic_ai import Agent
 from pydantic_ai.models import Model, infer_model
 from pydantic_ai.usage import RunUsage
 
-from ...content import Chunk, Entity, Metadata, MetadataValue, NodeKind, Relation, Scalar, relation_type_for
+from ..content import Chunk, Entity, Metadata, MetadataValue, NodeKind, Relation, Scalar, relation_type_for
 from .base import (
     CACHE_KEY_PREFIX,
     DERIVED_SCOPE_VERSION,
