@@ -45,7 +45,7 @@ from toolish_rag.capability import EagerResultsPart
 from toolish_rag.content import Chunk, Document, Entity
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.testing import selective_corpus
-from toolish_rag.toolset._names import ToolName
+from toolish_rag._tool_names import ToolName
 from toolish_rag.toolset._render import NO_DOCUMENTS, NO_RESULTS
 
 BASE_CAPABILITIES = ('vector', 'text', 'regex', 'expand', 'sections')
@@ -590,9 +590,12 @@ async def test_entity_filter_combined_with_property_filter(store: InMemoryStore,
     records = [*all_records(corpus), *policy_doc.chunks]
     step = [Call('docs_vector_search', {'query': 'refunds', 'top_k': 50})]
 
+    with pytest.warns(DeprecationWarning, match='call with_metadata_filter'):
+        deprecated = ToolishRag(store).with_entity_filter(EntityFilter.has_any_label('Manual'))
     cases = [
+        deprecated.with_metadata_filter(F.eq('tenant', 'acme')),
         ToolishRag(store)
-        .with_entity_filter(EntityFilter.has_any_label('Manual'))
+        .with_metadata_filter(EntityFilter.has_any_label('Manual'))
         .with_metadata_filter(F.eq('tenant', 'acme')),
         ToolishRag(store, entity_filter=EntityFilter.has_any_label('Manual'), metadata_filter=F.eq('tenant', 'acme')),
         ToolishRag(store).with_metadata_filter(EntityFilter.has_any_label('Manual') & F.eq('tenant', 'acme')),
@@ -604,7 +607,7 @@ async def test_entity_filter_combined_with_property_filter(store: InMemoryStore,
         _, got, _ = await run(rag, step)
         assert set(hit_ids(got[0])) == expected
 
-    people = ToolishRag(store).with_entity_filter(EntityFilter.has_any_label('Person', 'Policy'))
+    people = ToolishRag(store).with_metadata_filter(EntityFilter.has_any_label('Person', 'Policy'))
     _, got, _ = await run(people.with_metadata_filter(F.eq('tenant', 'acme')), step)
     assert set(hit_ids(got[0])) == {'ent-alice', policy_doc.chunks[0].id}
     assert '] entity ent-alice' in got[0].text

@@ -14,7 +14,7 @@ from toolish_rag import RagSettings, ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.protocols import StoreCapabilities
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.toolset._names import TOOL_NAMES
+from toolish_rag._tool_names import TOOL_NAMES
 from toolish_rag.toolset._spec import ToolEnv
 from toolish_rag.toolset._tools import SPECS, string_arguments
 

@@ -2,7 +2,7 @@
 
 from ._events import RagEvent, RagListener
 from ._filterable import FilterableKey, ModelFilters
-from ._names import TOOL_NAMES, ToolName, tool_name
+from .._tool_names import TOOL_NAMES, ToolName, tool_name
 from ._rag import EagerResult, EagerSearch, FilterSource, ToolishRag
 from ._settings import RagOptions, RagSettings
 

@@ -7,8 +7,10 @@ call path (`_calls`); each ``with_*`` returns a new toolset. See docs/concepts.m
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+import copy
+import warnings
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, Unpack
+from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 
 from pydantic import ValidationError
 from pydantic_ai import ModelRetry, RunContext, Tool
@@ -32,7 +34,7 @@ from ._events import RagListener
 from ._exposed import exposed_names, mark
 from ._factory import capability_factory
 from ._instructions import build_instructions
-from ._names import TOOL_NAMES, ToolName, tool_name
+from .._tool_names import TOOL_NAMES, ToolName, tool_name
 from ._retries import BoundedArgsValidator, retry_message
 from ._settings import FilterSource, RagOptions, RagSettings
 from ._spec import ToolEnv
@@ -52,9 +54,12 @@ _FILTER_DESCRIPTION = (
 
 @dataclass(frozen=True)
 class _State:
-    """A toolset: its store and settings, and what ``with_*`` added on top (more scope, listeners, eager searches)."""
+    """A toolset: its store, the protocols it implements, its settings, and what ``with_*`` added on top (more
+    scope, listeners, eager searches). Detected once per store: a `with_*` copy keeps its original's (the same
+    store), so a scoped copy per request reads no manifest, and every copy offers the tools its original lists."""
 
     store: StoreLike
+    capabilities: StoreCapabilities
     settings: RagSettings
     filters: tuple[FilterSource, ...] = ()
     listeners: tuple[RagListener, ...] = ()
@@ -70,14 +75,19 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     """
 
     def __init__(self, store: StoreLike, settings: RagSettings | None = None, **options: Unpack[RagOptions]) -> None:
-        self._init(_State(store, (settings or RagSettings()).changed(**options)))
+        self._configure(_State(store, StoreCapabilities.of(store), (settings or RagSettings()).changed(**options)))
 
-    def _init(self, state: _State, capabilities: StoreCapabilities | None = None) -> None:
+    def __replace__(self, **changes: Any) -> Self:
+        """A copy with these `_State` fields changed (``copy.replace`` on Python 3.13): how every ``with_*`` copies."""
+        copied = copy.copy(self)
+        copied._configure(replace(self._state, **changes))
+        return copied
+
+    def _configure(self, state: _State) -> None:
+        """Everything a toolset derives from its state, for the constructor and for `__replace__` alike."""
         self._state = state
         settings = state.settings
-        # Detected once per store: a `with_*` copy keeps its original's (the same store), so a scoped copy
-        # per request reads no manifest, and every copy offers the tools its original lists.
-        self._store_capabilities = capabilities if capabilities is not None else StoreCapabilities.of(state.store)
+        self._store_capabilities = state.capabilities
         scope = tuple(f for f in (settings.metadata_filter, settings.entity_filter) if f is not None)
         listeners = (settings.listener,) if settings.listener is not None else ()
         self._calls = ToolCalls(
@@ -97,12 +107,6 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         # `prepare` function, and a direct context carries no retries), so they are built once.
         self._direct_tools: dict[str, ToolsetTool[AgentDepsT]] | None = None
 
-    def _from(self, state: _State) -> ToolishRag[AgentDepsT]:
-        """A copy of this toolset with ``state`` (the same store: its detected capabilities are kept)."""
-        obj = type(self).__new__(type(self))
-        obj._init(state, self._store_capabilities)
-        return obj
-
     # -- immutable configuration ------------------------------------------------------------
 
     @property
@@ -112,7 +116,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     def with_settings(self, **changes: Unpack[RagOptions]) -> ToolishRag[AgentDepsT]:
         """A copy with these `RagSettings` fields changed (``rag.with_settings(max_top_k=20)``)."""
-        return self._from(replace(self._state, settings=self._state.settings.changed(**changes)))
+        return self.__replace__(settings=self._state.settings.changed(**changes))
 
     def with_metadata_filter(self, filter: FilterSource) -> ToolishRag[AgentDepsT]:
         """A copy narrowed by ``filter`` (ANDed with the filters already set: never wider).
@@ -120,13 +124,18 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         ``filter`` is any `Filter` (property and label predicates alike) or a function of the
         `RunContext` returning one.
         """
-        return self._from(replace(self._state, filters=(*self._state.filters, filter)))
+        return self.__replace__(filters=(*self._state.filters, filter))
 
     def with_entity_filter(self, filter: FilterSource) -> ToolishRag[AgentDepsT]:
-        """An alias of `with_metadata_filter`, for label scopes (``EntityFilter.has_any_label(...)``).
+        """Deprecated: `with_metadata_filter` takes label scopes (``EntityFilter.has_any_label(...)``) too.
 
         Labels are a field of every record, so a label filter is a metadata filter like any other.
         """
+        warnings.warn(
+            'ToolishRag.with_entity_filter is deprecated: call with_metadata_filter, which takes label filters too',
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.with_metadata_filter(filter)
 
     def with_eager_search_about(self, query: str, top_k: int = 5) -> ToolishRag[AgentDepsT]:
@@ -144,7 +153,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         max_top_k = self._state.settings.max_top_k
         if not 1 <= top_k <= max_top_k:
             raise ValueError(f'top_k must be between 1 and {max_top_k}')
-        return self._from(replace(self._state, eager=(*self._state.eager, EagerSearch(query, top_k))))
+        return self.__replace__(eager=(*self._state.eager, EagerSearch(query, top_k)))
 
     def with_reranker(self, reranker: Reranker | None, *, candidates: int | None = None) -> ToolishRag[AgentDepsT]:
         """A copy whose ranked searches are reranked by ``reranker`` (``None``: not reranked).
@@ -157,7 +166,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     def with_listener(self, listener: RagListener) -> ToolishRag[AgentDepsT]:
         """A copy that also calls ``listener`` with a `RagEvent` for every tool call and eager search."""
-        return self._from(replace(self._state, listeners=(*self._state.listeners, listener)))
+        return self.__replace__(listeners=(*self._state.listeners, listener))
 
     def without_tools(self, *names: ToolName) -> ToolishRag[AgentDepsT]:
         """A copy that does not offer these tools (short names, e.g. ``'regex_search'``)."""

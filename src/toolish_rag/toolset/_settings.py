@@ -18,7 +18,7 @@ from ..graph.walk import MAX_WALK_NODES
 from ..rerank._base import Reranker
 from ._events import RagListener
 from ._filterable import FilterableSpec, ModelFilters
-from ._names import check_tool_names
+from .._tool_names import check_tool_names
 
 __all__ = ['DEFAULT_GRAPH_SEEDS', 'FilterSource', 'RagOptions', 'RagSettings']
 

@@ -17,7 +17,7 @@ from ..protocols import StoreCapabilities, StoreLike
 from ..retriever import Retriever
 from ..search import SearchHit
 from ._arguments import Bounds, StringArgument
-from ._names import ToolName, tool_name
+from .._tool_names import ToolName, tool_name
 from ._settings import RagSettings
 
 __all__ = ['Body', 'RunTool', 'ToolEnv', 'ToolFunction', 'ToolSpec']

@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from .._arguments import StringArguments
-from .._names import TOOL_NAMES
+from ..._tool_names import TOOL_NAMES
 from .._settings import RagSettings
 from .._spec import ToolSpec
 from . import citations, graph, multihop, navigation, reading, search

@@ -24,7 +24,7 @@ from ...search import SearchHit
 from ...stores.federated import Federated
 from ...tracing import RERANKED
 from .._arguments import MAX_PATTERN_CHARS, StringArgument, query_argument
-from .._names import ToolName
+from ..._tool_names import ToolName
 from .._render import quoted, render_hits
 from .._render_navigation import render_groups
 from .._settings import RagSettings
