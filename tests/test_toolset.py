@@ -41,11 +41,11 @@ from toolish_rag import (
     ToolishRag,
     matches,
 )
+from toolish_rag._tool_names import ToolName
 from toolish_rag.capability import EagerResultsPart
 from toolish_rag.content import Chunk, Document, Entity
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.testing import selective_corpus
-from toolish_rag._tool_names import ToolName
 from toolish_rag.toolset._render import NO_DOCUMENTS, NO_RESULTS
 
 BASE_CAPABILITIES = ('vector', 'text', 'regex', 'expand', 'sections')

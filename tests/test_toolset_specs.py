@@ -11,10 +11,10 @@ from typing import Any
 import pytest
 
 from toolish_rag import RagSettings, ToolishRag
+from toolish_rag._tool_names import TOOL_NAMES
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.protocols import StoreCapabilities
 from toolish_rag.stores import InMemoryStore
-from toolish_rag._tool_names import TOOL_NAMES
 from toolish_rag.toolset._spec import ToolEnv
 from toolish_rag.toolset._tools import SPECS, string_arguments
 

@@ -6,9 +6,9 @@ call path (`_calls`); each ``with_*`` returns a new toolset. See docs/concepts.m
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 import copy
 import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 
@@ -20,6 +20,7 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from .._tool_names import TOOL_NAMES, ToolName, tool_name
 from ..grounded._ask import AskResult, ask as grounded_ask
 from ..grounded._capability import Grounding, SemanticListener
 from ..protocols import StoreCapabilities, StoreLike
@@ -34,7 +35,6 @@ from ._events import RagListener
 from ._exposed import exposed_names, mark
 from ._factory import capability_factory
 from ._instructions import build_instructions
-from .._tool_names import TOOL_NAMES, ToolName, tool_name
 from ._retries import BoundedArgsValidator, retry_message
 from ._settings import FilterSource, RagOptions, RagSettings
 from ._spec import ToolEnv

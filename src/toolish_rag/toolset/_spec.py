@@ -13,11 +13,11 @@ from typing import Any, Protocol, TypeAlias
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
+from .._tool_names import ToolName, tool_name
 from ..protocols import StoreCapabilities, StoreLike
 from ..retriever import Retriever
 from ..search import SearchHit
 from ._arguments import Bounds, StringArgument
-from .._tool_names import ToolName, tool_name
 from ._settings import RagSettings
 
 __all__ = ['Body', 'RunTool', 'ToolEnv', 'ToolFunction', 'ToolSpec']

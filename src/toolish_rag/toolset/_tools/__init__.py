@@ -6,8 +6,8 @@
 
 from __future__ import annotations
 
-from .._arguments import StringArguments
 from ..._tool_names import TOOL_NAMES
+from .._arguments import StringArguments
 from .._settings import RagSettings
 from .._spec import ToolSpec
 from . import citations, graph, multihop, navigation, reading, search

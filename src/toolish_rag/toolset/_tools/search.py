@@ -14,6 +14,7 @@ from pydantic import Field
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
+from ..._tool_names import ToolName
 from ...analysis import TextAnalyzer
 from ...errors import InvalidRequestError
 from ...grouping import DocumentGroup, group_hits
@@ -24,7 +25,6 @@ from ...search import SearchHit
 from ...stores.federated import Federated
 from ...tracing import RERANKED
 from .._arguments import MAX_PATTERN_CHARS, StringArgument, query_argument
-from ..._tool_names import ToolName
 from .._render import quoted, render_hits
 from .._render_navigation import render_groups
 from .._settings import RagSettings
