@@ -27,7 +27,7 @@ from ..protocols import StoreCapabilities, StoreLike
 from ..rerank._base import Reranker
 from ..retriever import Retriever
 from ..search import QUERY_RULE
-from ..stores.federated import Federated
+from ._arguments import tool_schema
 from ._calls import ToolCalls
 from ._direct import direct_context
 from ._eager import EagerResult, EagerSearch, eager_result
@@ -38,18 +38,14 @@ from ._instructions import build_instructions
 from ._retries import BoundedArgsValidator, retry_message
 from ._settings import FilterSource, RagOptions, RagSettings
 from ._spec import ToolEnv
-from ._tools import SPECS, string_arguments
+from ._tools import SPECS
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
 __all__ = ['TOOL_NAMES', 'EagerResult', 'EagerSearch', 'FilterSource', 'RagSettings', 'ToolName', 'ToolishRag']
 
-_FILTER_DESCRIPTION = (
-    'Optional: narrow the results by metadata. Keys and operators are as this schema shows: '
-    'a value means equals, an object of operators must all hold, any_of matches one of '
-    'several condition objects, not excludes one.'
-)
+_SPECS = {spec.name: spec for spec in SPECS}
 
 
 @dataclass(frozen=True)
@@ -90,18 +86,26 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         self._store_capabilities = state.capabilities
         scope = tuple(f for f in (settings.metadata_filter, settings.entity_filter) if f is not None)
         listeners = (settings.listener,) if settings.listener is not None else ()
-        self._calls = ToolCalls(
-            state.store,
-            settings,
-            (*scope, *state.filters),
-            (*listeners, *state.listeners),
-            string_arguments(settings),
-        )
         # Built once: the filter's schema is the same for every run (and get_tools runs per model request).
         filters = settings.model_filters
-        self._filter_schema = filters.json_schema() if filters is not None else None
-        self._functions: FunctionToolset[AgentDepsT] = FunctionToolset(
-            self._build_tools(), max_retries=settings.max_retries
+        env = ToolEnv(settings, state.store, state.capabilities, filters.json_schema() if filters is not None else None)
+        self._declared = {s.name: s.build(env) for s in SPECS if s.name in self._offered()}
+        tools = [
+            Tool(
+                declared.function(short),
+                name=tool_name(settings.name, short),
+                description=_SPECS[short].describe(state.store, settings),
+                takes_ctx=False,
+            )
+            for short, declared in self._declared.items()
+        ]
+        self._calls: ToolCalls[AgentDepsT] = ToolCalls(
+            FunctionToolset(tools, max_retries=settings.max_retries),
+            store=state.store,
+            settings=settings,
+            filters=(*scope, *state.filters),
+            listeners=(*listeners, *state.listeners),
+            short_names={tool_name(settings.name, t): t for t in self._declared},
         )
         # `run_tool`'s tools: outside a run they depend on the configuration alone (no tool has a
         # `prepare` function, and a direct context carries no retries), so they are built once.
@@ -362,7 +366,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """
         settings = self._state.settings
         offered = [t for t in self._offered() if t in tools]
-        takes_filter = any(s.takes_filter for s in SPECS if s.name in offered)
+        takes_filter = any('filter' in self._declared[t].names for t in offered)
         filters = settings.model_filters.describe() if settings.model_filters is not None and takes_filter else None
         names = self._exposed_names(ctx, offered)
         return build_instructions(settings.name, settings.description, names, filters, settings.allow_grouping)
@@ -373,21 +377,18 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return own if ctx is None else exposed_names(ctx, self._tool_marker, own)
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
-        # The tools are built by an inner FunctionToolset; stamp them as ours, as pydantic-ai's own
-        # wrappers do, so `tool.toolset` is this toolset: a CombinedToolset then gives each tool
-        # definition our `id` (durable execution names its activities after it) and errors name us.
-        # Their schemas gain the string caps, and their validators bound what a bad call is told.
-        tools = await self._functions.get_tools(ctx)
-        caps, short = self._calls.arguments, self._short_names
+        # The tools are declared in an inner FunctionToolset, wrapped by the call path; stamp them as ours,
+        # as pydantic-ai's own wrappers do, so `tool.toolset` is this toolset: a CombinedToolset then gives
+        # each tool definition our `id` (durable execution names its activities after it) and errors name us.
+        # Their schemas are made compact, and their validators say a refused argument as a retry.
+        tools = await self._calls.get_tools(ctx)
+        short = self._calls.short_names
         return {
             name: replace(
                 tool,
                 toolset=self,
                 tool_def=mark(
-                    replace(
-                        tool.tool_def,
-                        parameters_json_schema=caps.schema(self._optional(tool.tool_def.parameters_json_schema)),
-                    ),
+                    replace(tool.tool_def, parameters_json_schema=tool_schema(tool.tool_def.parameters_json_schema)),
                     self._tool_marker,
                     short[name],
                 ),
@@ -396,38 +397,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             for name, tool in tools.items()
         }
 
-    def _optional(self, parameters: dict[str, Any]) -> dict[str, Any]:
-        """A tool's schema with ``filter``, ``group_by`` and ``sources`` as configured: dropped unless enabled."""
-        properties = dict(parameters.get('properties', {}))
-        settings = self._state.settings
-        if 'filter' in properties:
-            if settings.filterable is None:
-                del properties['filter']
-            else:
-                filter_schema = [self._filter_schema, {'type': 'null'}]
-                properties['filter'] = {'anyOf': filter_schema, 'default': None, 'description': _FILTER_DESCRIPTION}
-        if 'group_by' in properties and not settings.allow_grouping:
-            del properties['group_by']
-        if 'sources' in properties and not isinstance(self._state.store, Federated):
-            del properties['sources']
-        return {**parameters, 'properties': properties}
-
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
     ) -> Any:
-        return await self._functions.call_tool(name, tool_args, ctx, tool)
-
-    def _build_tools(self) -> list[Tool[AgentDepsT]]:
-        """One tool per offered spec, each built with its `ToolEnv` (the call path bound to it)."""
-        state, caps = self._state, self._store_capabilities
-        offered = self._offered()
-        return [
-            Tool(
-                spec.build(ToolEnv(state.settings, state.store, caps, self._calls.bound(spec))),
-                name=tool_name(state.settings.name, spec.name),
-                description=spec.describe(state.store, state.settings),
-                takes_ctx=True,
-            )
-            for spec in SPECS
-            if spec.name in offered
-        ]
+        return await self._calls.call_tool(name, tool_args, ctx, tool)
