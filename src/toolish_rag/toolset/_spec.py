@@ -68,10 +68,11 @@ class Declared:
         Called with the validated arguments it returns the body bound to them; `ToolCalls.call_tool`
         runs that in the call's scope. A parameter the settings turn off is not in the signature at all.
         """
-        body = self.body
+        body, empty = self.body, inspect.Parameter.empty
+        defaults = {p.name: p.default for p in self.parameters if p.default is not empty}
 
         async def function(**arguments: Any) -> Bound:
-            return partial(body, **arguments)
+            return partial(body, **{**defaults, **arguments})  # as Python fills a function's defaults
 
         function.__name__ = function.__qualname__ = name
         function.__annotations__ = {p.name: p.annotation for p in self.parameters}
