@@ -74,42 +74,55 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         self._configure(_State(store, StoreCapabilities.of(store), (settings or RagSettings()).changed(**options)))
 
     def __replace__(self, **changes: Any) -> Self:
-        """A copy with these `_State` fields changed (``copy.replace`` on Python 3.13): how every ``with_*`` copies."""
+        """A copy with these `_State` fields changed (``copy.replace`` on Python 3.13): how every ``with_*`` copies.
+
+        A copy with the same settings (a narrower scope, another listener, an eager search) keeps the
+        declared tools: a scoped copy per request builds no schema.
+        """
         copied = copy.copy(self)
-        copied._configure(replace(self._state, **changes))
+        state = replace(self._state, **changes)
+        copied._configure(state, self._calls.wrapped if state.settings is self._state.settings else None)
         return copied
 
-    def _configure(self, state: _State) -> None:
+    def _configure(self, state: _State, declared: AbstractToolset[AgentDepsT] | None = None) -> None:
         """Everything a toolset derives from its state, for the constructor and for `__replace__` alike."""
         self._state = state
         settings = state.settings
         self._store_capabilities = state.capabilities
+        offered = self._offered()
+        if declared is None:
+            # Built once: the filter's schema is the same for every run (and get_tools runs per model request).
+            filters = settings.model_filters
+            schema = filters.json_schema() if filters is not None else None
+            env = ToolEnv(settings, state.store, state.capabilities, schema)
+            self._declared = {t: _SPECS[t].build(env) for t in offered}
+            declared = FunctionToolset(self._tools(), max_retries=settings.max_retries)
         scope = tuple(f for f in (settings.metadata_filter, settings.entity_filter) if f is not None)
         listeners = (settings.listener,) if settings.listener is not None else ()
-        # Built once: the filter's schema is the same for every run (and get_tools runs per model request).
-        filters = settings.model_filters
-        env = ToolEnv(settings, state.store, state.capabilities, filters.json_schema() if filters is not None else None)
-        self._declared = {s.name: s.build(env) for s in SPECS if s.name in self._offered()}
-        tools = [
-            Tool(
-                declared.function(short),
-                name=tool_name(settings.name, short),
-                description=_SPECS[short].describe(state.store, settings),
-                takes_ctx=False,
-            )
-            for short, declared in self._declared.items()
-        ]
         self._calls: ToolCalls[AgentDepsT] = ToolCalls(
-            FunctionToolset(tools, max_retries=settings.max_retries),
+            declared,
             store=state.store,
             settings=settings,
             filters=(*scope, *state.filters),
             listeners=(*listeners, *state.listeners),
-            short_names={tool_name(settings.name, t): t for t in self._declared},
+            short_names={tool_name(settings.name, t): t for t in offered},
         )
         # `run_tool`'s tools: outside a run they depend on the configuration alone (no tool has a
         # `prepare` function, and a direct context carries no retries), so they are built once.
         self._direct_tools: dict[str, ToolsetTool[AgentDepsT]] | None = None
+
+    def _tools(self) -> list[Tool[AgentDepsT]]:
+        """The offered tools, as their specs declared them for these settings (`Declared.function`)."""
+        store, settings = self._state.store, self._state.settings
+        return [
+            Tool(
+                declared.function(short),
+                name=tool_name(settings.name, short),
+                description=_SPECS[short].describe(store, settings),
+                takes_ctx=False,
+            )
+            for short, declared in self._declared.items()
+        ]
 
     # -- immutable configuration ------------------------------------------------------------
 
