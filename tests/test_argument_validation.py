@@ -311,3 +311,16 @@ async def test_a_string_argument_is_stripped_before_the_body_sees_it() -> None:
     assert await _retry(rag, 'text_search', {'query': ' refunds! '}) == (
         'the query is over 7 characters: send a short search query, not a document'
     )
+
+
+async def test_an_argument_the_tool_does_not_take_is_named_in_the_retry() -> None:
+    """Not pydantic's 'Extra inputs are not permitted': which argument, and what to do (a long name cut)."""
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    await store.upsert(handbook_corpus())
+    rag = ToolishRag(store, name='kb')
+    message = await _retry(rag, 'zoom_out', {'id': 'x', 'depth': 2})
+    assert message == 'this tool takes no depth argument: call it without one'
+    long = await _retry(rag, 'zoom_out', {'id': 'x', 'k' * MEGABYTE: 1})
+    assert long.startswith('this tool takes no kkk') and len(long) < 200
+    mixed = await _retry(rag, 'zoom_out', {'id': 42, 'depth': 2})  # with a type error: pydantic's report, bounded
+    assert mixed.startswith('invalid arguments for kb_zoom_out: 2 validation errors for zoom_out')
