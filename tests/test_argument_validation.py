@@ -27,8 +27,6 @@ from toolish_rag.citations._model import MAX_QUOTE_CHARS
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import InvalidRequestError
 from toolish_rag.stores import InMemoryStore
-from toolish_rag.toolset import RagSettings
-from toolish_rag.toolset._tools import string_arguments
 
 MAX_MESSAGE = 2000
 MEGABYTE = 1_000_000
@@ -303,9 +301,26 @@ async def test_over_mcp_a_bad_id_is_a_short_error(tmp_path: Path) -> None:
             assert len(text) <= MAX_MESSAGE
 
 
-def test_a_string_argument_without_a_declared_cap_fails_loudly() -> None:
-    """A future tool's string parameter cannot slip past the checks: it must be declared first."""
-    arguments = string_arguments(RagSettings(max_query_chars=2000))
-    assert arguments.check({'query': '  refunds '}) == {'query': 'refunds'}
-    with pytest.raises(TypeError, match="'title' has no StringArgument"):
-        arguments.check({'title': 'x'})
+async def test_a_string_argument_is_stripped_before_the_body_sees_it() -> None:
+    """The parameter's constraint (pydantic's, declared with the parameter) strips, then checks the cap."""
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    await store.upsert(handbook_corpus())
+    rag = ToolishRag(store, name='kb', max_query_chars=7)
+    got = await rag.run_tool('text_search', {'query': '  refunds   '})
+    assert str(got.return_value).startswith("Text search results for 'refunds'")
+    assert await _retry(rag, 'text_search', {'query': ' refunds! '}) == (
+        'the query is over 7 characters: send a short search query, not a document'
+    )
+
+
+async def test_an_argument_the_tool_does_not_take_is_named_in_the_retry() -> None:
+    """Not pydantic's 'Extra inputs are not permitted': which argument, and what to do (a long name cut)."""
+    store = InMemoryStore(HashingEmbeddingModel(64))
+    await store.upsert(handbook_corpus())
+    rag = ToolishRag(store, name='kb')
+    message = await _retry(rag, 'zoom_out', {'id': 'x', 'depth': 2})
+    assert message == 'this tool takes no depth argument: call it without one'
+    long = await _retry(rag, 'zoom_out', {'id': 'x', 'k' * MEGABYTE: 1})
+    assert long.startswith('this tool takes no kkk') and len(long) < 200
+    mixed = await _retry(rag, 'zoom_out', {'id': 42, 'depth': 2})  # with a type error: pydantic's report, bounded
+    assert mixed.startswith('invalid arguments for kb_zoom_out: 2 validation errors for zoom_out')

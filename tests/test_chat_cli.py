@@ -221,6 +221,25 @@ async def test_a_rejected_tool_call_is_shown_and_the_model_gets_the_retry(monkey
     assert 'top_k must be between 1 and 50' in replies[0]
 
 
+async def test_a_rejected_tool_call_is_shown_as_it_happens_when_streaming() -> None:
+    """Refused at validation (top_k) or by the tool (an unknown id): both are shown, before the answer."""
+    rag = await make_rag()
+
+    async def stream(messages: list[ModelMessage], info: AgentInfo) -> AsyncIterator[str | DeltaToolCalls]:
+        if _turns(messages) == 0:
+            yield {0: DeltaToolCall('docs_text_search', json.dumps({'query': 'refund', 'top_k': 500}))}
+            yield {1: DeltaToolCall('docs_zoom_out', json.dumps({'id': 'no-such-id'}))}
+        else:
+            yield 'sorry'
+
+    out, buffer = console()
+    assert await chat(rag, FunctionModel(stream_function=stream), console=out, input=io.StringIO('q\n')) == 0
+    text = buffer.getvalue()
+    top_k = text.index("↳ docs_text_search(query='refund', top_k=500) → rejected: top_k must be between 1 and 50")
+    unknown = text.index("↳ docs_zoom_out(id='no-such-id') → rejected: 'no-such-id' was not found.")
+    assert max(top_k, unknown) < text.index('sorry') and text.count('rejected') == 2
+
+
 async def test_the_interactive_session_keeps_history_and_survives_a_failed_answer(tmp_path: Path) -> None:
     """A terminal session reads prompts with prompt-toolkit (here fed by a pipe) and keeps their history."""
     pytest.importorskip('prompt_toolkit', reason='needs pydantic-ai-slim[cli] (the mcp extra)')

@@ -21,12 +21,12 @@ from pydantic_ai.models.function import AgentInfo, FunctionModel
 from pydantic_ai.toolsets import AbstractToolset
 
 from toolish_rag import PropertyFilter as F, ToolishRag
+from toolish_rag._tool_names import TOOL_NAMES
 from toolish_rag.content import Relation
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.graph_builders import StructureBuilder, build_graph
 from toolish_rag.manifest import recorded_graph
 from toolish_rag.stores import Federated, InMemoryStore
-from toolish_rag.toolset._names import TOOL_NAMES
 from toolish_rag.toolset._render import NO_DOCUMENTS, NO_MATCHING_DOCUMENTS, NO_RESULTS
 
 TOKEN_BUDGET = 2_000

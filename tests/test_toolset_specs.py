@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 import types
 import typing
 from dataclasses import fields
@@ -11,67 +10,71 @@ from typing import Any
 import pytest
 
 from toolish_rag import RagSettings, ToolishRag
+from toolish_rag._tool_names import TOOL_NAMES
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.protocols import StoreCapabilities
-from toolish_rag.stores import InMemoryStore
-from toolish_rag.toolset._names import TOOL_NAMES
+from toolish_rag.stores import Federated, InMemoryStore
+from toolish_rag.toolset._arguments import StringArgument
 from toolish_rag.toolset._spec import ToolEnv
-from toolish_rag.toolset._tools import SPECS, string_arguments
+from toolish_rag.toolset._tools import SPECS
 
 
 def test_tool_names_are_the_specs_in_order() -> None:
     assert tuple(spec.name for spec in SPECS) == TOOL_NAMES
 
 
-def _string_parameters(spec: Any) -> set[str]:
-    function = spec.build(_env())
-    hints = typing.get_type_hints(function, include_extras=True)
-    names = set()
-    for name in inspect.signature(function).parameters:
-        if name == 'ctx':
-            continue
-        if _holds_strings(hints[name]):
-            names.add(name)
-    return names
-
-
-def _holds_strings(hint: Any) -> bool:
-    """``str``, ``list[str]``, a ``Literal`` of strings, optional or ``Annotated`` (a dict's keys do not count)."""
+def _unconstrained_strings(hint: Any, constrained: bool = False) -> list[Any]:
+    """The string types in ``hint`` (``str``, a ``Literal`` of strings, inside lists and optionals) that carry
+    no `StringArgument` (a dict's keys and values do not count: the model filter has its own parser)."""
     origin, args = typing.get_origin(hint), typing.get_args(hint)
-    if hint is str:
-        return True
     if origin is typing.Annotated:
-        return _holds_strings(args[0])
-    if origin is typing.Literal:
-        return all(isinstance(a, str) for a in args)
+        inner, *metadata = args
+        return _unconstrained_strings(inner, constrained or any(isinstance(m, StringArgument) for m in metadata))
+    if hint is str or (origin is typing.Literal and all(isinstance(a, str) for a in args)):
+        return [] if constrained else [hint]
     if origin is list:
-        return _holds_strings(args[0])
+        return _unconstrained_strings(args[0])
     if origin in (typing.Union, types.UnionType):
-        return any(_holds_strings(a) for a in args if a is not type(None))
-    return False
+        return [s for a in args if a is not type(None) for s in _unconstrained_strings(a, constrained)]
+    return []
 
 
 _ALL = StoreCapabilities(vector=True, text=True, regex=True, expand=True, native_hybrid=True, sections=True, graph=True)
 
 
+def _env(**options: Any) -> ToolEnv:
+    """Every optional parameter on: a federation (``sources``), ``filterable`` (``filter``), ``allow_grouping``."""
+    settings = RagSettings(filterable={'year': int}, allow_grouping=True, **options)
+    store = Federated({'a': InMemoryStore(HashingEmbeddingModel(8))})
+    assert settings.model_filters is not None
+    return ToolEnv(settings, store, _ALL, settings.model_filters.json_schema())
+
+
 @pytest.mark.parametrize('spec', SPECS, ids=lambda s: s.name)
-def test_every_string_parameter_is_declared_by_its_spec(spec: Any) -> None:
-    declared = set(spec.strings(RagSettings()))
-    assert _string_parameters(spec) <= declared
-    assert spec.optional <= set(inspect.signature(spec.build(_env())).parameters)
+def test_every_string_parameter_carries_its_constraint(spec: Any) -> None:
+    """A string parameter without a `StringArgument` would reach the body unchecked: none may be declared so."""
+    parameters = spec.build(_env()).parameters
+    assert parameters
+    for parameter in parameters:
+        assert _unconstrained_strings(parameter.annotation) == [], (spec.name, parameter.name)
+    assert _unconstrained_strings(list[str] | None) == [str]  # the check itself can fail
 
 
-def _env() -> ToolEnv:
-    async def run(*args: Any, **kwargs: Any) -> Any:
-        raise AssertionError('not called')
+def test_optional_parameters_are_in_the_signature_only_when_on() -> None:
+    on = {spec.name: spec.build(_env()).names for spec in SPECS}
+    settings = RagSettings()
+    off = {
+        spec.name: spec.build(ToolEnv(settings, InMemoryStore(HashingEmbeddingModel(8)), _ALL)).names for spec in SPECS
+    }
+    assert {'filter', 'group_by', 'sources'} <= on['vector_search']
+    assert {'filter', 'sources'} <= on['regex_search'] and 'filter' in on['list_documents']
+    assert all(not {'filter', 'group_by', 'sources'} & names for names in off.values())
 
-    return ToolEnv(RagSettings(), InMemoryStore(HashingEmbeddingModel(8)), _ALL, run)
 
-
-def test_string_caps_come_from_the_specs() -> None:
-    caps = string_arguments(RagSettings(max_query_chars=321)).by_name
-    assert caps['query'].max_chars == 321
-    assert {'query', 'pattern', 'chunk_id', 'id', 'document', 'section', 'key', 'order', 'ids'} <= set(caps)
+def test_string_caps_come_from_the_settings() -> None:
+    by_name = {p.name: p for spec in SPECS for p in spec.build(_env(max_query_chars=321)).parameters}
+    query = typing.get_args(by_name['query'].annotation)[1]
+    assert isinstance(query, StringArgument) and query.max_chars == 321
 
 
 def test_settings_are_the_constructor_keywords() -> None:

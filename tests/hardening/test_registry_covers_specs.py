@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
-from toolish_rag.toolset._names import ToolName
+from toolish_rag._tool_names import ToolName
 from toolish_rag.toolset._tools import SPECS
 
 from .registry import REGISTRY, specs_without_cases

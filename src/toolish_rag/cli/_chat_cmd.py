@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import AsyncIterable, AsyncIterator, Iterable
+from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
@@ -17,7 +17,7 @@ from ._terminal import terminal_safe
 if TYPE_CHECKING:  # pydantic-ai is imported when a chat starts: `toolish-rag` itself starts light
     from pydantic_ai import Agent, RunContext
     from pydantic_ai.agent import EventStreamHandler
-    from pydantic_ai.messages import AgentStreamEvent, ModelMessage
+    from pydantic_ai.messages import AgentStreamEvent, ModelMessage, ToolCallPart, ToolReturnPart
     from pydantic_ai.models import Model
     from rich.console import Console
 
@@ -78,16 +78,25 @@ def build_agent(rag: ToolishRag[Any], model: Model | str) -> Agent[None, str]:
     return Agent(model, toolsets=[rag], instructions=CHAT_INSTRUCTIONS, name='toolish-rag')
 
 
+def _call(name: str, arguments: Mapping[str, Any]) -> str:
+    return f'{name}({", ".join(f"{k}={v!r}" for k, v in arguments.items() if v is not None)})'
+
+
 def tool_line(event: RagEvent) -> str:
     """One line per tool call: ``↳ docs_text_search(query='refunds', top_k=5) → 3 hits``."""
     from ..toolset import tool_name
 
-    args = ', '.join(f'{k}={v!r}' for k, v in event.arguments.items() if v is not None)
-    call = f'{tool_name(event.rag, event.tool)}({args})'
+    call = _call(tool_name(event.rag, event.tool), event.arguments)
     if event.error is not None:
         return terminal_safe(f'↳ {call} → rejected: {event.error}')
     n = len(event.hits)
     return terminal_safe(f'↳ {call} → {n} {"hit" if n == 1 else "hits"}{" (scoped)" if event.filtered else ""}')
+
+
+def _rejected_line(call: ToolCallPart, result: ToolReturnPart) -> str:
+    """The line of a call sent back to the model: ``↳ docs_text_search(query='x', top_k=500) → rejected: ...``."""
+    content = result.content if isinstance(result.content, str) else result.model_response_str()
+    return terminal_safe(f'↳ {_call(call.tool_name, call.args_as_dict())} → rejected: {content}')
 
 
 async def chat(
@@ -135,7 +144,10 @@ async def chat(
         prompts = _piped_prompts(input if input is not None else sys.stdin)
 
     def show_call(event: RagEvent) -> None:
-        out.print(tool_line(event), style='dim', markup=False, highlight=False)
+        # A rejected call is shown from the run's events (`_show_as_it_comes`): one its arguments'
+        # validation refused never reaches the tool, so no `RagEvent` tells of it.
+        if event.error is None:
+            out.print(tool_line(event), style='dim', markup=False, highlight=False)
 
     agent = build_agent(rag.with_listener(show_call), resolved)
     out.print(
@@ -171,25 +183,60 @@ async def _answer(
     """
     from rich.markdown import Markdown
 
-    if not stream:
+    if not stream:  # no event handler: with one, pydantic-ai streams every model request
         result = await agent.run(prompt, message_history=history)
+        for line in _rejections(result.new_messages()):
+            out.print(line, style='dim', markup=False, highlight=False)
         out.print(Markdown(terminal_safe(result.output)))
     else:
-        result = await agent.run(prompt, message_history=history, event_stream_handler=_show_text_as_it_comes(out))
+        result = await agent.run(prompt, message_history=history, event_stream_handler=_show_as_it_comes(out))
     return result.all_messages()
 
 
-def _show_text_as_it_comes(out: Console) -> EventStreamHandler[None]:
-    """An event handler showing each model response's text live, as Markdown, while it streams."""
-    from pydantic_ai.messages import PartDeltaEvent, PartStartEvent, TextPart, TextPartDelta
+def _rejections(messages: Iterable[ModelMessage]) -> list[str]:
+    """The line of each tool call in ``messages`` that was sent back to the model (`_rejected_line`)."""
+    from pydantic_ai.messages import ModelRequest, ModelResponse, ToolCallPart, ToolReturnPart
+
+    calls: dict[str, ToolCallPart] = {}
+    lines = []
+    for message in messages:
+        parts = message.parts if isinstance(message, ModelRequest | ModelResponse) else ()
+        for part in parts:
+            if isinstance(part, ToolCallPart):
+                calls[part.tool_call_id] = part
+            elif isinstance(part, ToolReturnPart) and part.outcome == 'retried' and part.tool_call_id in calls:
+                lines.append(_rejected_line(calls[part.tool_call_id], part))
+    return lines
+
+
+def _show_as_it_comes(out: Console) -> EventStreamHandler[None]:
+    """An event handler showing each model response's text live, as Markdown, while it streams, and each
+    rejected tool call."""
+    from pydantic_ai.messages import (
+        FunctionToolCallEvent,
+        FunctionToolResultEvent,
+        PartDeltaEvent,
+        PartStartEvent,
+        TextPart,
+        TextPartDelta,
+    )
     from rich.live import Live
     from rich.markdown import Markdown
 
     async def show(ctx: RunContext[None], events: AsyncIterable[AgentStreamEvent]) -> None:
         text = ''
         live: Live | None = None
+        calls: dict[str, ToolCallPart] = {}
         try:
             async for event in events:
+                if isinstance(event, FunctionToolCallEvent):
+                    calls[event.part.tool_call_id] = event.part
+                    continue
+                if isinstance(event, FunctionToolResultEvent):
+                    call = calls.get(event.tool_call_id)
+                    if call is not None and event.part.outcome == 'retried':
+                        out.print(_rejected_line(call, event.part), style='dim', markup=False, highlight=False)
+                    continue
                 if isinstance(event, PartStartEvent) and isinstance(event.part, TextPart):
                     text += event.part.content
                 elif isinstance(event, PartDeltaEvent) and isinstance(event.delta, TextPartDelta):

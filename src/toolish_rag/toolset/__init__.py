@@ -1,8 +1,8 @@
 """The pydantic-ai face of toolish-rag: the `ToolishRag` toolset, its events and rendering."""
 
+from .._tool_names import TOOL_NAMES, ToolName, tool_name
 from ._events import RagEvent, RagListener
 from ._filterable import FilterableKey, ModelFilters
-from ._names import TOOL_NAMES, ToolName, tool_name
 from ._rag import EagerResult, EagerSearch, FilterSource, ToolishRag
 from ._settings import RagOptions, RagSettings
 

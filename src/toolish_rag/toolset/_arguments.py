@@ -1,17 +1,23 @@
-"""The tools' arguments: the caps and bounds their schemas show a model, and the checks behind the string caps.
+"""The tools' arguments: each parameter's pydantic constraint, stating its cap or bounds and refusing what breaks them.
 
-Each tool's spec declares its string parameters (`ToolSpec.strings`) and its integer parameters' bounds
-(`ToolSpec.bounds`); the schema states both (``maxLength``, ``minimum``/``maximum``), the call path checks
-the strings (stripped, non-empty, within the cap) and each tool its integers, saying what to send instead.
-The schemas are also made compact (`compact_schema`): every request carries them. See docs/toolset.md.
+A tool declares each parameter once (`toolish_rag.toolset._spec.Param`): its type annotated with a
+`StringArgument` (stripped, non-empty, at most ``max_chars``) or `IntBounds`, built per settings. pydantic
+states them in the JSON schema (``maxLength``, ``minimum``/``maximum``) and enforces them when it validates a
+call, raising a `Refusal` whose message says what to send instead (`~toolish_rag.toolset._retries` makes
+it the model's retry, as any other refusal). The schemas are also made compact (`compact_schema`): every
+request carries them. See docs/toolset.md.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from typing import Any
+
+from pydantic import GetCoreSchemaHandler, GetJsonSchemaHandler
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import PydanticCustomError, core_schema
 
 from ..errors import InvalidRequestError
 from ..regex import MAX_PATTERN_LENGTH
@@ -21,13 +27,15 @@ __all__ = [
     'MAX_ID_CHARS',
     'MAX_NAME_CHARS',
     'MAX_PATTERN_CHARS',
+    'REFUSAL',
+    'IntBounds',
     'StringArgument',
-    'StringArguments',
     'compact_schema',
-    'shared_once',
     'id_argument',
     'name_argument',
     'query_argument',
+    'shared_once',
+    'tool_schema',
 ]
 
 MAX_ID_CHARS = 200
@@ -39,10 +47,20 @@ MAX_PATTERN_CHARS = MAX_PATTERN_LENGTH
 MAX_EDGE_TYPE_CHARS = 64
 """The longest relation type (`toolish_rag.content.RELATION_TYPE_PATTERN` allows no longer)."""
 
+REFUSAL = 'refused_argument'
+"""The pydantic error type of an argument a constraint here refused: its message is what the model is told."""
+
+
+def _refused(message: str) -> PydanticCustomError:
+    return PydanticCustomError(REFUSAL, '{refusal}', {'refusal': message})
+
 
 @dataclass(frozen=True, slots=True)
 class StringArgument:
-    """One string parameter of the tools: its cap, whether it is stripped, and what to say when it is wrong."""
+    """One string parameter's constraint: its cap, whether it is stripped, and what to say when it is wrong.
+
+    As ``Annotated[str, rule]`` metadata, pydantic states the cap (``maxLength``) and runs `check`.
+    """
 
     max_chars: int
     empty: str
@@ -60,6 +78,46 @@ class StringArgument:
         if len(value) > self.max_chars:
             raise InvalidRequestError(self.too_long)
         return value
+
+    def _validated(self, value: str) -> str:
+        try:
+            return self.check(value)
+        except InvalidRequestError as e:
+            raise _refused(str(e)) from None
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._validated, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), 'maxLength': self.max_chars}
+
+
+@dataclass(frozen=True, slots=True)
+class IntBounds:
+    """One integer parameter's lowest and highest value (both included) and what to say outside them.
+
+    As ``Annotated[int, bounds]`` metadata, pydantic states them (``minimum``, ``maximum``) and refuses a
+    value outside with ``refusal(value)``.
+    """
+
+    low: int
+    high: int
+    refusal: Callable[[int], str]
+
+    def _validated(self, value: int) -> int:
+        if not self.low <= value <= self.high:
+            raise _refused(self.refusal(value))
+        return value
+
+    def __get_pydantic_core_schema__(self, source: Any, handler: GetCoreSchemaHandler) -> core_schema.CoreSchema:
+        return core_schema.no_info_after_validator_function(self._validated, handler(source))
+
+    def __get_pydantic_json_schema__(
+        self, schema: core_schema.CoreSchema, handler: GetJsonSchemaHandler
+    ) -> JsonSchemaValue:
+        return {**handler(schema), 'minimum': self.low, 'maximum': self.high}
 
 
 def query_argument(max_chars: int) -> StringArgument:
@@ -91,78 +149,26 @@ def name_argument(what: str, send: str) -> StringArgument:
     )
 
 
-Bounds = tuple[int, int]
-"""An integer parameter's lowest and highest allowed value (both included)."""
+_STATED_LAST = ('maxLength', 'minimum', 'maximum')
+"""A property's cap and bounds, said after what it is (its type, its default, its description)."""
 
 
-def _merged(tables: Iterable[Mapping[str, Any]], what: str) -> dict[str, Any]:
-    """One table of the tools' tables; a parameter name two tools declare differently is a `ValueError`."""
-    by_name: dict[str, Any] = {}
-    for table in tables:
-        for name, rule in table.items():
-            if by_name.setdefault(name, rule) != rule:
-                raise ValueError(f'{what} parameter {name!r} is declared twice, differently: one name, one rule')
-    return by_name
+def tool_schema(parameters: dict[str, Any]) -> dict[str, Any]:
+    """A tool's parameters JSON schema as the model sees it: compact (`compact_schema`), long recurring
+    property schemas said once (`shared_once`), each property's cap or bounds last."""
+    compact = compact_schema(parameters)
+    if isinstance(compact.get('properties'), dict):
+        compact['properties'] = {name: _bounds_last(spec) for name, spec in compact['properties'].items()}
+    return shared_once(compact)
 
 
-@dataclass(frozen=True, slots=True)
-class StringArguments:
-    """Every string parameter of the tools, by parameter name (`toolish_rag.toolset._tools.string_arguments`),
-    and the bounds of their integer parameters (stated in the schemas; each tool checks its own, with its message)."""
-
-    by_name: Mapping[str, StringArgument]
-    bounds: Mapping[str, Bounds] = field(default_factory=dict)
-
-    @classmethod
-    def merged(
-        cls, tables: Iterable[Mapping[str, StringArgument]], bounds: Iterable[Mapping[str, Bounds]] = ()
-    ) -> StringArguments:
-        """One table of the tools' tables; a parameter name two tools declare differently is a `ValueError`."""
-        return cls(_merged(tables, 'string'), _merged(bounds, 'integer'))
-
-    def schema(self, parameters: dict[str, Any]) -> dict[str, Any]:
-        """A compact copy of a tool's parameters JSON schema (`compact_schema`) stating its string properties'
-        ``maxLength`` and its integer properties' ``minimum`` and ``maximum``."""
-        properties = parameters.get('properties', {})
-        capped = {name: self._stated(name, spec) for name, spec in properties.items()}
-        return shared_once(compact_schema({**parameters, 'properties': capped}))
-
-    def _stated(self, name: str, spec: dict[str, Any]) -> dict[str, Any]:
-        if name in self.by_name:
-            return self._capped(spec, self.by_name[name].max_chars)
-        if name in self.bounds and spec.get('type') == 'integer':
-            low, high = self.bounds[name]
-            return {**spec, 'minimum': low, 'maximum': high}
-        return spec
-
-    @classmethod
-    def _capped(cls, spec: dict[str, Any], max_chars: int) -> dict[str, Any]:
-        """``spec`` with ``maxLength`` on its string type, also inside an optional's ``anyOf`` or a list's ``items``."""
-        if spec.get('type') == 'string':
-            return {**spec, 'maxLength': max_chars}
-        if spec.get('type') == 'array' and isinstance(spec.get('items'), dict):
-            return {**spec, 'items': cls._capped(spec['items'], max_chars)}
-        if 'anyOf' in spec:
-            return {**spec, 'anyOf': [cls._capped(s, max_chars) for s in spec['anyOf']]}
-        return spec
-
-    def check(self, arguments: Mapping[str, Any]) -> dict[str, Any]:
-        """``arguments`` with every string argument checked and normalised (`StringArgument.check`).
-
-        A list of strings is checked item by item against its parameter's entry. A string argument
-        (or list of strings) with no entry here is a tool added without declaring its argument: a
-        bug, caught by the first call rather than left unchecked.
-        """
-        checked = dict(arguments)
-        for name, value in arguments.items():
-            strings = isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
-            if not (isinstance(value, str) or strings):
-                continue
-            if name not in self.by_name:
-                raise TypeError(f'string argument {name!r} has no StringArgument: declare it in its ToolSpec.strings')
-            rule = self.by_name[name]
-            checked[name] = rule.check(value) if isinstance(value, str) else [rule.check(v) for v in value]
-        return checked
+def _bounds_last(spec: dict[str, Any]) -> dict[str, Any]:
+    """``spec`` with its cap or bounds (and its list items') last: pydantic sorts a schema's keys."""
+    ordered = {k: _bounds_last(v) if k == 'items' and isinstance(v, dict) else v for k, v in spec.items()}
+    return {
+        **{k: v for k, v in ordered.items() if k not in _STATED_LAST},
+        **{k: spec[k] for k in _STATED_LAST if k in spec},
+    }
 
 
 def compact_schema(schema: dict[str, Any]) -> dict[str, Any]:

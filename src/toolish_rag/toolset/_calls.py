@@ -1,7 +1,11 @@
-"""The one path every tool call takes: scope, argument checks, the model's filter, tracing, events, retries.
+"""The one path every tool call takes: scope, the model's filter, tracing, events, retries.
 
-`ToolCalls.run` wraps each tool's body (`ToolSpec.build` binds it per tool); a refusal
-(`InvalidRequestError`) becomes a bounded ``ModelRetry``. See docs/toolset.md.
+`ToolCalls` is a pydantic-ai `WrapperToolset` around the tools' declarations (a `FunctionToolset`, whose
+validators have checked the arguments): its `call_tool` resolves the run's scope, narrows it by the
+model's ``filter`` and ``sources``, runs the tool's body in it inside the call's span, turns a refusal
+(`InvalidRequestError`) into a bounded ``ModelRetry`` and tells the listeners. Every way a tool is called
+(an agent run with ``toolsets=[rag]`` or the capability, `ToolishRag.run_tool`, MCP, the CLI) goes
+through it; no capability hook is involved. See docs/toolset.md.
 """
 
 from __future__ import annotations
@@ -9,14 +13,17 @@ from __future__ import annotations
 import inspect
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
-from functools import partial
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from pydantic import BaseModel
 from pydantic_ai import ModelRetry, RunContext
 from pydantic_ai.messages import ToolReturn
+from pydantic_ai.tools import AgentDepsT
+from pydantic_ai.toolsets import WrapperToolset
+from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from .._tool_names import ToolName
 from ..errors import InvalidRequestError
 from ..filters import Filter, combine_all
 from ..protocols import StoreLike
@@ -24,26 +31,26 @@ from ..retriever import Retriever
 from ..stores.federated import Federated
 from ..stores.federated._events import MemberUnavailable, noting_unavailable
 from ..tracing import HITS, RETRY, CallTrace, Tracing
-from ._arguments import StringArguments
 from ._events import RagEvent, RagListener
 from ._render import render_unavailable, render_unavailable_retry
 from ._retries import retry_message
 from ._settings import FilterSource, RagSettings
-from ._spec import Body, RunTool, ToolSpec
+from ._spec import Bound, Found
 
 __all__ = ['ToolCalls']
 
 
-@dataclass(frozen=True)
-class ToolCalls:
-    """A toolset's call path: its store, settings, scope filters, listeners and string argument checks."""
+@dataclass
+class ToolCalls(WrapperToolset[AgentDepsT]):
+    """A toolset's call path around its tool declarations: its store, settings, scope filters and listeners."""
 
-    store: StoreLike
-    settings: RagSettings
-    filters: tuple[FilterSource, ...]
+    store: StoreLike = field(kw_only=True)
+    settings: RagSettings = field(kw_only=True)
+    filters: tuple[FilterSource, ...] = field(kw_only=True)
     """The scope: ANDed into every call (static filters, or functions of the run context)."""
-    listeners: tuple[RagListener, ...]
-    arguments: StringArguments
+    listeners: tuple[RagListener, ...] = field(kw_only=True)
+    short_names: Mapping[str, ToolName] = field(kw_only=True)
+    """The short name of each tool, by the name the model calls it."""
 
     def retriever(self, ctx: RunContext[Any] | None = None) -> Retriever:
         """The scoped `Retriever` for a run (static filters, plus per-run ones when ``ctx`` is given)."""
@@ -71,10 +78,6 @@ class ToolCalls:
         store = type(self.store).__name__
         return CallTrace(self.settings.name, store, tool, retriever.filter is not None, arguments)
 
-    def bound(self, spec: ToolSpec) -> RunTool:
-        """`run` for the tool of ``spec`` (what its `ToolEnv` carries)."""
-        return partial(self.run, spec)
-
     def event(self, tool: str, arguments: Mapping[str, Any], start: float, filtered: bool, **what: Any) -> RagEvent:
         """The listener's event for one call (or eager search), timed from ``start``."""
         return RagEvent(
@@ -86,72 +89,76 @@ class ToolCalls:
             **what,
         )
 
-    async def run(
-        self,
-        spec: ToolSpec,
-        ctx: RunContext[Any],
-        arguments: Mapping[str, Any],
-        body: Body,
-        notes: Mapping[str, bool] | None = None,
+    async def call_tool(
+        self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
     ) -> ToolReturn:
-        """Run one tool call: argument checks, scope, timing, retry translation and the listener event.
+        """Run one tool call in the run's scope: timing, the span, retry translation and the listener event.
 
-        ``body`` gets the string arguments checked and normalised (`StringArguments.check`). A refusal
-        becomes a ``ModelRetry`` whose message is bounded (`retry_message`). The call is one
-        OpenTelemetry span, current while ``body`` runs (a graph walk's span nests in it) and around the
-        listener events. ``notes`` are span attributes ``body`` fills in (whether it reranked).
+        The declaration (`Declared.function`) binds the validated arguments to the tool's body; it runs
+        here with the scoped retriever. A refusal becomes a ``ModelRetry`` whose message is bounded
+        (`retry_message`). The call is one OpenTelemetry span, current while the body runs (a graph walk's
+        span nests in it) and around the listener events.
         """
-        start = time.perf_counter()
+        short, start = self.short_names[name], time.perf_counter()
         retriever = self.retriever(ctx)
-        arguments = {k: v for k, v in arguments.items() if not (k in spec.optional and v is None)}
+        arguments = _as_sent(tool_args)
         noted: list[MemberUnavailable] = []
-        with self.call_trace(spec.name, arguments, retriever).span(self.tracing(ctx)) as span:
+        with self.call_trace(short, arguments, retriever).span(self.tracing(ctx)) as span:
             try:
-                retriever = self._narrowed(retriever, arguments)
+                retriever = self._narrowed(retriever, tool_args)
+                bound: Bound = await self.wrapped.call_tool(name, tool_args, ctx, tool)
                 with noting_unavailable() as noted:
-                    text, hits = await body(retriever, self.arguments.check(arguments))
+                    found: Found = await bound(retriever)
             except InvalidRequestError as e:
-                sent = [
-                    s for v in arguments.values() for s in (v if isinstance(v, list) else [v]) if isinstance(s, str)
-                ]
-                message = retry_message(str(e), echoed=[*sent, *(v.strip() for v in sent)])
+                message = retry_message(str(e), echoed=_strings(arguments))
                 down = tuple(dict.fromkeys(u.member for u in noted))
                 if down:  # a member that did not answer may hold what was asked for
                     message = f'{message}\n\n{render_unavailable_retry(down)}'
                 span.set_attribute(RETRY, True)
                 filtered = retriever.filter is not None
-                await self.emit(
-                    self.event(
-                        spec.name, arguments, start, filtered, result_text=message, error=message, unavailable=down
-                    )
-                )
+                what = {'result_text': message, 'error': message, 'unavailable': down}
+                await self.emit(self.event(short, arguments, start, filtered, **what))
                 raise ModelRetry(message) from e
-            span.set_attribute(HITS, len(hits))
-            if notes:
-                span.set_attributes(notes)
-            filtered = retriever.filter is not None
+            span.set_attribute(HITS, len(found.hits))
+            span.set_attributes(dict(found.attributes))
+            text, hits = found.text, tuple(found.hits)
             down = tuple(dict.fromkeys(e.member for e in noted))
             if down:
                 text = f'{text}\n\n{render_unavailable(down)}'
+            filtered = retriever.filter is not None
             await self.emit(
-                self.event(spec.name, arguments, start, filtered, result_text=text, hits=tuple(hits), unavailable=down)
+                self.event(short, arguments, start, filtered, result_text=text, hits=hits, unavailable=down)
             )
-        metadata = {'hits': list(hits), 'rag': self.settings.name, 'tool': spec.name}
+        metadata = {'hits': list(hits), 'rag': self.settings.name, 'tool': short}
         return ToolReturn(return_value=text, metadata=metadata)
 
     def _narrowed(self, retriever: Retriever, arguments: Mapping[str, Any]) -> Retriever:
         """The run's retriever narrowed by the model's ``filter`` (parsed from the declaration) and, over a
-        federation, its ``sources``, if sent."""
-        settings = self.settings
-        if arguments.get('group_by') is not None and not settings.allow_grouping:
-            raise InvalidRequestError('this tool takes no group_by argument: call it without one')
+        federation, its ``sources``, if sent (a tool takes them only when the settings and store allow)."""
         retriever = _sources_narrowed(retriever, arguments.get('sources'))
-        sent = arguments.get('filter')
-        if sent is None:
+        sent, filters = arguments.get('filter'), self.settings.model_filters
+        if sent is None or filters is None:
             return retriever
-        if settings.model_filters is None:
-            raise InvalidRequestError('this tool takes no filter argument: call it without one')
-        return retriever.with_filter(settings.model_filters.parse(sent))
+        return retriever.with_filter(filters.parse(sent))
+
+
+def _as_sent(arguments: Mapping[str, Any]) -> dict[str, Any]:
+    """The validated arguments as plain data, those left out (``None``) left out: what a listener and a span see."""
+    return {name: _plain(value) for name, value in arguments.items() if value is not None}
+
+
+def _plain(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(exclude_unset=True)
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    return value
+
+
+def _strings(arguments: Mapping[str, Any]) -> list[str]:
+    """The string arguments (and strings in list arguments), to shorten wherever a refusal quotes them."""
+    sent = [s for v in arguments.values() for s in (v if isinstance(v, list) else [v]) if isinstance(s, str)]
+    return [*sent, *(v.strip() for v in sent)]
 
 
 def _sources_narrowed(r: Retriever, sources: list[str] | None) -> Retriever:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 from ..protocols import StoreCapabilities
 from ..retriever import Retriever
@@ -43,7 +44,7 @@ class EagerResult:
 
 
 async def eager_result(
-    calls: ToolCalls, caps: StoreCapabilities, eager: EagerSearch, retriever: Retriever, traced: Tracing
+    calls: ToolCalls[Any], caps: StoreCapabilities, eager: EagerSearch, retriever: Retriever, traced: Tracing
 ) -> EagerResult:
     """One eager search in the run's scope (``retriever``), with its span and listener event (tool ``eager_search``)."""
     start = time.perf_counter()

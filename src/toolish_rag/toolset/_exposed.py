@@ -16,7 +16,7 @@ from typing import Any
 from pydantic_ai import RunContext
 from pydantic_ai.tools import ToolDefinition
 
-from ._names import ToolName
+from .._tool_names import ToolName
 
 __all__ = ['METADATA_KEY', 'exposed_names', 'mark']
 

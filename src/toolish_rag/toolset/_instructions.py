@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ._names import ToolName
+from .._tool_names import ToolName
 
 __all__ = ['build_instructions']
 

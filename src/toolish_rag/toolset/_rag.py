@@ -6,9 +6,11 @@ call path (`_calls`); each ``with_*`` returns a new toolset. See docs/concepts.m
 
 from __future__ import annotations
 
+import copy
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Any, Generic, Unpack
+from typing import TYPE_CHECKING, Any, Generic, Self, Unpack
 
 from pydantic import ValidationError
 from pydantic_ai import ModelRetry, RunContext, Tool
@@ -18,13 +20,14 @@ from pydantic_ai.tools import AgentDepsT, ToolDefinition
 from pydantic_ai.toolsets import AbstractToolset, FunctionToolset
 from pydantic_ai.toolsets.abstract import ToolsetTool
 
+from .._tool_names import TOOL_NAMES, ToolName, tool_name
 from ..grounded._ask import AskResult, ask as grounded_ask
 from ..grounded._capability import Grounding, SemanticListener
 from ..protocols import StoreCapabilities, StoreLike
 from ..rerank._base import Reranker
 from ..retriever import Retriever
 from ..search import QUERY_RULE
-from ..stores.federated import Federated
+from ._arguments import tool_schema
 from ._calls import ToolCalls
 from ._direct import direct_context
 from ._eager import EagerResult, EagerSearch, eager_result
@@ -32,29 +35,27 @@ from ._events import RagListener
 from ._exposed import exposed_names, mark
 from ._factory import capability_factory
 from ._instructions import build_instructions
-from ._names import TOOL_NAMES, ToolName, tool_name
 from ._retries import BoundedArgsValidator, retry_message
 from ._settings import FilterSource, RagOptions, RagSettings
 from ._spec import ToolEnv
-from ._tools import SPECS, string_arguments
+from ._tools import SPECS
 
 if TYPE_CHECKING:
     from pydantic_ai.models import Model
 
 __all__ = ['TOOL_NAMES', 'EagerResult', 'EagerSearch', 'FilterSource', 'RagSettings', 'ToolName', 'ToolishRag']
 
-_FILTER_DESCRIPTION = (
-    'Optional: narrow the results by metadata. Keys and operators are as this schema shows: '
-    'a value means equals, an object of operators must all hold, any_of matches one of '
-    'several condition objects, not excludes one.'
-)
+_SPECS = {spec.name: spec for spec in SPECS}
 
 
 @dataclass(frozen=True)
 class _State:
-    """A toolset: its store and settings, and what ``with_*`` added on top (more scope, listeners, eager searches)."""
+    """A toolset: its store, the protocols it implements, its settings, and what ``with_*`` added on top (more
+    scope, listeners, eager searches). Detected once per store: a `with_*` copy keeps its original's (the same
+    store), so a scoped copy per request reads no manifest, and every copy offers the tools its original lists."""
 
     store: StoreLike
+    capabilities: StoreCapabilities
     settings: RagSettings
     filters: tuple[FilterSource, ...] = ()
     listeners: tuple[RagListener, ...] = ()
@@ -70,38 +71,58 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     """
 
     def __init__(self, store: StoreLike, settings: RagSettings | None = None, **options: Unpack[RagOptions]) -> None:
-        self._init(_State(store, (settings or RagSettings()).changed(**options)))
+        self._configure(_State(store, StoreCapabilities.of(store), (settings or RagSettings()).changed(**options)))
 
-    def _init(self, state: _State, capabilities: StoreCapabilities | None = None) -> None:
+    def __replace__(self, **changes: Any) -> Self:
+        """A copy with these `_State` fields changed (``copy.replace`` on Python 3.13): how every ``with_*`` copies.
+
+        A copy with the same settings (a narrower scope, another listener, an eager search) keeps the
+        declared tools: a scoped copy per request builds no schema.
+        """
+        copied = copy.copy(self)
+        state = replace(self._state, **changes)
+        copied._configure(state, self._calls.wrapped if state.settings is self._state.settings else None)
+        return copied
+
+    def _configure(self, state: _State, declared: AbstractToolset[AgentDepsT] | None = None) -> None:
+        """Everything a toolset derives from its state, for the constructor and for `__replace__` alike."""
         self._state = state
         settings = state.settings
-        # Detected once per store: a `with_*` copy keeps its original's (the same store), so a scoped copy
-        # per request reads no manifest, and every copy offers the tools its original lists.
-        self._store_capabilities = capabilities if capabilities is not None else StoreCapabilities.of(state.store)
+        self._store_capabilities = state.capabilities
+        offered = self._offered()
+        if declared is None:
+            # Built once: the filter's schema is the same for every run (and get_tools runs per model request).
+            filters = settings.model_filters
+            schema = filters.json_schema() if filters is not None else None
+            env = ToolEnv(settings, state.store, state.capabilities, schema)
+            self._declared = {t: _SPECS[t].build(env) for t in offered}
+            declared = FunctionToolset(self._tools(), max_retries=settings.max_retries)
         scope = tuple(f for f in (settings.metadata_filter, settings.entity_filter) if f is not None)
         listeners = (settings.listener,) if settings.listener is not None else ()
-        self._calls = ToolCalls(
-            state.store,
-            settings,
-            (*scope, *state.filters),
-            (*listeners, *state.listeners),
-            string_arguments(settings),
-        )
-        # Built once: the filter's schema is the same for every run (and get_tools runs per model request).
-        filters = settings.model_filters
-        self._filter_schema = filters.json_schema() if filters is not None else None
-        self._functions: FunctionToolset[AgentDepsT] = FunctionToolset(
-            self._build_tools(), max_retries=settings.max_retries
+        self._calls: ToolCalls[AgentDepsT] = ToolCalls(
+            declared,
+            store=state.store,
+            settings=settings,
+            filters=(*scope, *state.filters),
+            listeners=(*listeners, *state.listeners),
+            short_names={tool_name(settings.name, t): t for t in offered},
         )
         # `run_tool`'s tools: outside a run they depend on the configuration alone (no tool has a
         # `prepare` function, and a direct context carries no retries), so they are built once.
         self._direct_tools: dict[str, ToolsetTool[AgentDepsT]] | None = None
 
-    def _from(self, state: _State) -> ToolishRag[AgentDepsT]:
-        """A copy of this toolset with ``state`` (the same store: its detected capabilities are kept)."""
-        obj = type(self).__new__(type(self))
-        obj._init(state, self._store_capabilities)
-        return obj
+    def _tools(self) -> list[Tool[AgentDepsT]]:
+        """The offered tools, as their specs declared them for these settings (`Declared.function`)."""
+        store, settings = self._state.store, self._state.settings
+        return [
+            Tool(
+                declared.function(short),
+                name=tool_name(settings.name, short),
+                description=_SPECS[short].describe(store, settings),
+                takes_ctx=False,
+            )
+            for short, declared in self._declared.items()
+        ]
 
     # -- immutable configuration ------------------------------------------------------------
 
@@ -112,7 +133,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     def with_settings(self, **changes: Unpack[RagOptions]) -> ToolishRag[AgentDepsT]:
         """A copy with these `RagSettings` fields changed (``rag.with_settings(max_top_k=20)``)."""
-        return self._from(replace(self._state, settings=self._state.settings.changed(**changes)))
+        return self.__replace__(settings=self._state.settings.changed(**changes))
 
     def with_metadata_filter(self, filter: FilterSource) -> ToolishRag[AgentDepsT]:
         """A copy narrowed by ``filter`` (ANDed with the filters already set: never wider).
@@ -120,13 +141,18 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         ``filter`` is any `Filter` (property and label predicates alike) or a function of the
         `RunContext` returning one.
         """
-        return self._from(replace(self._state, filters=(*self._state.filters, filter)))
+        return self.__replace__(filters=(*self._state.filters, filter))
 
     def with_entity_filter(self, filter: FilterSource) -> ToolishRag[AgentDepsT]:
-        """An alias of `with_metadata_filter`, for label scopes (``EntityFilter.has_any_label(...)``).
+        """Deprecated: `with_metadata_filter` takes label scopes (``EntityFilter.has_any_label(...)``) too.
 
         Labels are a field of every record, so a label filter is a metadata filter like any other.
         """
+        warnings.warn(
+            'ToolishRag.with_entity_filter is deprecated: call with_metadata_filter, which takes label filters too',
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return self.with_metadata_filter(filter)
 
     def with_eager_search_about(self, query: str, top_k: int = 5) -> ToolishRag[AgentDepsT]:
@@ -144,7 +170,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         max_top_k = self._state.settings.max_top_k
         if not 1 <= top_k <= max_top_k:
             raise ValueError(f'top_k must be between 1 and {max_top_k}')
-        return self._from(replace(self._state, eager=(*self._state.eager, EagerSearch(query, top_k))))
+        return self.__replace__(eager=(*self._state.eager, EagerSearch(query, top_k)))
 
     def with_reranker(self, reranker: Reranker | None, *, candidates: int | None = None) -> ToolishRag[AgentDepsT]:
         """A copy whose ranked searches are reranked by ``reranker`` (``None``: not reranked).
@@ -157,7 +183,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     def with_listener(self, listener: RagListener) -> ToolishRag[AgentDepsT]:
         """A copy that also calls ``listener`` with a `RagEvent` for every tool call and eager search."""
-        return self._from(replace(self._state, listeners=(*self._state.listeners, listener)))
+        return self.__replace__(listeners=(*self._state.listeners, listener))
 
     def without_tools(self, *names: ToolName) -> ToolishRag[AgentDepsT]:
         """A copy that does not offer these tools (short names, e.g. ``'regex_search'``)."""
@@ -353,7 +379,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """
         settings = self._state.settings
         offered = [t for t in self._offered() if t in tools]
-        takes_filter = any(s.takes_filter for s in SPECS if s.name in offered)
+        takes_filter = any('filter' in self._declared[t].names for t in offered)
         filters = settings.model_filters.describe() if settings.model_filters is not None and takes_filter else None
         names = self._exposed_names(ctx, offered)
         return build_instructions(settings.name, settings.description, names, filters, settings.allow_grouping)
@@ -364,21 +390,18 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return own if ctx is None else exposed_names(ctx, self._tool_marker, own)
 
     async def get_tools(self, ctx: RunContext[AgentDepsT]) -> dict[str, ToolsetTool[AgentDepsT]]:
-        # The tools are built by an inner FunctionToolset; stamp them as ours, as pydantic-ai's own
-        # wrappers do, so `tool.toolset` is this toolset: a CombinedToolset then gives each tool
-        # definition our `id` (durable execution names its activities after it) and errors name us.
-        # Their schemas gain the string caps, and their validators bound what a bad call is told.
-        tools = await self._functions.get_tools(ctx)
-        caps, short = self._calls.arguments, self._short_names
+        # The tools are declared in an inner FunctionToolset, wrapped by the call path; stamp them as ours,
+        # as pydantic-ai's own wrappers do, so `tool.toolset` is this toolset: a CombinedToolset then gives
+        # each tool definition our `id` (durable execution names its activities after it) and errors name us.
+        # Their schemas are made compact, and their validators say a refused argument as a retry.
+        tools = await self._calls.get_tools(ctx)
+        short = self._calls.short_names
         return {
             name: replace(
                 tool,
                 toolset=self,
                 tool_def=mark(
-                    replace(
-                        tool.tool_def,
-                        parameters_json_schema=caps.schema(self._optional(tool.tool_def.parameters_json_schema)),
-                    ),
+                    replace(tool.tool_def, parameters_json_schema=tool_schema(tool.tool_def.parameters_json_schema)),
                     self._tool_marker,
                     short[name],
                 ),
@@ -387,38 +410,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
             for name, tool in tools.items()
         }
 
-    def _optional(self, parameters: dict[str, Any]) -> dict[str, Any]:
-        """A tool's schema with ``filter``, ``group_by`` and ``sources`` as configured: dropped unless enabled."""
-        properties = dict(parameters.get('properties', {}))
-        settings = self._state.settings
-        if 'filter' in properties:
-            if settings.filterable is None:
-                del properties['filter']
-            else:
-                filter_schema = [self._filter_schema, {'type': 'null'}]
-                properties['filter'] = {'anyOf': filter_schema, 'default': None, 'description': _FILTER_DESCRIPTION}
-        if 'group_by' in properties and not settings.allow_grouping:
-            del properties['group_by']
-        if 'sources' in properties and not isinstance(self._state.store, Federated):
-            del properties['sources']
-        return {**parameters, 'properties': properties}
-
     async def call_tool(
         self, name: str, tool_args: dict[str, Any], ctx: RunContext[AgentDepsT], tool: ToolsetTool[AgentDepsT]
     ) -> Any:
-        return await self._functions.call_tool(name, tool_args, ctx, tool)
-
-    def _build_tools(self) -> list[Tool[AgentDepsT]]:
-        """One tool per offered spec, each built with its `ToolEnv` (the call path bound to it)."""
-        state, caps = self._state, self._store_capabilities
-        offered = self._offered()
-        return [
-            Tool(
-                spec.build(ToolEnv(state.settings, state.store, caps, self._calls.bound(spec))),
-                name=tool_name(state.settings.name, spec.name),
-                description=spec.describe(state.store, state.settings),
-                takes_ctx=True,
-            )
-            for spec in SPECS
-            if spec.name in offered
-        ]
+        return await self._calls.call_tool(name, tool_args, ctx, tool)

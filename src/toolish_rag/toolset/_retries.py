@@ -1,7 +1,8 @@
 """What a model is told when a call is refused, bounded in length whatever it sent.
 
-`retry_message` bounds our and the stores' refusals; `BoundedArgsValidator` bounds pydantic's
-validation errors (at most `MAX_ERRORS`, inputs shortened). See docs/toolset.md.
+`retry_message` bounds our and the stores' refusals; `BoundedArgsValidator` says an argument a parameter's
+constraint refused (or one the tool does not take) as that refusal, and bounds pydantic's other validation
+errors (at most `MAX_ERRORS`, inputs shortened). See docs/toolset.md.
 """
 
 from __future__ import annotations
@@ -13,10 +14,12 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from pydantic import ValidationError
+from pydantic_ai import ModelRetry
 from pydantic_ai.toolsets.abstract import SchemaValidatorProt
 from pydantic_core import ErrorDetails, InitErrorDetails, PydanticCustomError, SchemaValidator
 
 from ..errors import ECHO_CHARS, echo
+from ._arguments import REFUSAL
 
 __all__ = [
     'MAX_ERRORS',
@@ -138,13 +141,33 @@ def bounded_validation_error(error: ValidationError) -> ValidationError:
     return ValidationError.from_exception_data(error.title, lines)
 
 
+def _refusal(detail: ErrorDetails) -> str | None:
+    """What the model is told for an argument a parameter's constraint refused, or one the tool does not take."""
+    if detail['type'] == REFUSAL:
+        return str(detail.get('ctx', {}).get('refusal', detail['msg']))
+    if detail['type'] == 'extra_forbidden' and len(detail['loc']) == 1:
+        return f'this tool takes no {_cut(str(detail["loc"][0]))} argument: call it without one'
+    return None
+
+
+def _refused(error: ValidationError) -> ModelRetry | ValidationError:
+    """A ``ModelRetry`` saying the first refusal when every error is one, else `bounded_validation_error`."""
+    refusals = [_refusal(d) for d in error.errors(include_url=False)]
+    if refusals and all(r is not None for r in refusals):
+        return ModelRetry(retry_message(str(refusals[0])))
+    return bounded_validation_error(error)
+
+
 @dataclass(frozen=True, slots=True)
 class BoundedArgsValidator:
-    """A tool's argument validator whose `ValidationError` is `bounded_validation_error` of the original.
+    """A tool's argument validator whose refusals are ``ModelRetry`` and other errors bounded.
 
-    pydantic-ai shows the model a validation error's details as JSON, inputs included; for
-    malformed JSON arguments the input is the whole raw text. Wrapping the validator bounds
-    that message on every path that validates a tool call (agent runs, ``run_tool``, MCP).
+    An argument refused by its parameter's constraint (`~toolish_rag.toolset._arguments.StringArgument`,
+    ``IntBounds``) or not taken by the tool is a ``ModelRetry`` saying what to send instead, as a refusal
+    from the tool's body is. pydantic-ai shows the model any other validation error's details as JSON,
+    inputs included; for malformed JSON arguments the input is the whole raw text: those are
+    `bounded_validation_error`. Wrapping the validator does both on every path that validates a tool call
+    (agent runs, ``run_tool``, MCP).
     """
 
     inner: SchemaValidator | SchemaValidatorProt
@@ -159,7 +182,7 @@ class BoundedArgsValidator:
         try:
             return self.inner.validate_json(input, allow_partial=allow_partial, **kwargs)
         except ValidationError as e:
-            raise bounded_validation_error(e) from None
+            raise _refused(e) from None
 
     def validate_python(
         self, input: Any, *, allow_partial: bool | Literal['off', 'on', 'trailing-strings'] = False, **kwargs: Any
@@ -167,4 +190,4 @@ class BoundedArgsValidator:
         try:
             return self.inner.validate_python(input, allow_partial=allow_partial, **kwargs)
         except ValidationError as e:
-            raise bounded_validation_error(e) from None
+            raise _refused(e) from None

@@ -12,13 +12,13 @@ from typing import Any, TypeAlias, TypedDict, Unpack
 
 from pydantic_ai import RunContext
 
+from .._tool_names import check_tool_names
 from ..filters import Filter
 from ..fusion import FusionConfig
 from ..graph.walk import MAX_WALK_NODES
 from ..rerank._base import Reranker
 from ._events import RagListener
 from ._filterable import FilterableSpec, ModelFilters
-from ._names import check_tool_names
 
 __all__ = ['DEFAULT_GRAPH_SEEDS', 'FilterSource', 'RagOptions', 'RagSettings']
 

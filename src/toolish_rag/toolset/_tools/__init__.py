@@ -1,18 +1,16 @@
 """The tools, one `ToolSpec` each, by family: search, reading, navigation, citations, graph, multi-hop.
 
-`SPECS` is every spec in `TOOL_NAMES` order; the toolset, its instructions, the argument caps,
+`SPECS` is every spec in `TOOL_NAMES` order; the toolset, its instructions, its tools' parameters,
 ``toolish-rag tools``, MCP and the hardening tests all derive from it. See docs/toolset.md.
 """
 
 from __future__ import annotations
 
-from .._arguments import StringArguments
-from .._names import TOOL_NAMES
-from .._settings import RagSettings
+from ..._tool_names import TOOL_NAMES
 from .._spec import ToolSpec
 from . import citations, graph, multihop, navigation, reading, search
 
-__all__ = ['SPECS', 'ToolSpec', 'string_arguments']
+__all__ = ['SPECS', 'ToolSpec']
 
 SPECS: tuple[ToolSpec, ...] = tuple(
     sorted(
@@ -21,9 +19,3 @@ SPECS: tuple[ToolSpec, ...] = tuple(
     )
 )
 """Every tool's spec, in the order tools are offered (`TOOL_NAMES`)."""
-
-
-def string_arguments(settings: RagSettings) -> StringArguments:
-    """The caps and checks of every tool's string parameters, and their integer bounds, from the specs
-    (`ToolSpec.strings`, `ToolSpec.bounds`)."""
-    return StringArguments.merged((spec.strings(settings) for spec in SPECS), (spec.bounds(settings) for spec in SPECS))

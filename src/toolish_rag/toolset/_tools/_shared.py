@@ -1,36 +1,55 @@
-"""What several tool families share: the model's ``filter`` parameter and the ``top_k`` and not-found checks."""
+"""What several tool families share: the ``query``, ``top_k`` and model ``filter`` parameters, and not-found words."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from ...errors import InvalidRequestError, echo
+from pydantic import Field, WithJsonSchema
+
+from ...errors import echo
 from ...protocols import SectionReader
 from ...retriever import Retriever
+from .._arguments import IntBounds, query_argument
 from .._render import NO_DOCUMENTS, NO_MATCHING_DOCUMENTS, NO_RESULTS
 from .._retries import short_repr
 from .._settings import RagSettings
+from .._spec import Param, ToolEnv
 
-__all__ = ['ModelFilter', 'TopK', 'check_top_k', 'no_results', 'not_found', 'top_k_bounds']
+__all__ = ['FILTER_DESCRIPTION', 'filter_param', 'no_results', 'not_found', 'query_param', 'top_k_param']
 
-# `filter` (and the search tools' `group_by`) is in every signature that can take it; the toolset drops it
-# from the schemas unless `filterable` (`allow_grouping`) is set, and the call path refuses it then.
-ModelFilter = dict[str, Any] | None
-TopK = int
-"""How many results: its bounds are in the schema (`top_k_bounds`), its meaning in the instructions."""
-
-
-def top_k_bounds(settings: RagSettings) -> dict[str, tuple[int, int]]:
-    """The schema's bounds of ``top_k`` (`check_top_k` checks them, with its own message)."""
-    return {'top_k': (1, settings.max_top_k)}
+FILTER_DESCRIPTION = (
+    'Optional: narrow the results by metadata. Keys and operators are as this schema shows: '
+    'a value means equals, an object of operators must all hold, any_of matches one of '
+    'several condition objects, not excludes one.'
+)
 
 
-def check_top_k(top_k: int, settings: RagSettings) -> None:
-    if not 1 <= top_k <= settings.max_top_k:
-        raise InvalidRequestError(
+def query_param(settings: RagSettings) -> Param:
+    """A search query, capped at ``max_query_chars`` (its meaning is in each tool's description)."""
+    return Param('query', Annotated[str, query_argument(settings.max_query_chars)])
+
+
+def top_k_param(settings: RagSettings) -> Param:
+    """How many results: its bounds are in the schema, its meaning in the instructions."""
+
+    def refusal(top_k: int) -> str:
+        return (
             f'top_k must be between 1 and {settings.max_top_k}; you sent {short_repr(top_k)}. '
             f'Use {settings.default_top_k} unless you need more.'
         )
+
+    return Param('top_k', Annotated[int, IntBounds(1, settings.max_top_k, refusal)], settings.default_top_k)
+
+
+def filter_param(env: ToolEnv) -> tuple[Param, ...]:
+    """The model's ``filter`` (its schema: the declared filterable keys), only when `RagSettings.filterable` is set.
+
+    `toolish_rag.toolset._calls.ToolCalls` narrows the call's scope by it before the body runs.
+    """
+    if env.filter_schema is None:
+        return ()
+    declared = Annotated[dict[str, Any], WithJsonSchema(dict(env.filter_schema))]
+    return (Param('filter', Annotated[declared | None, Field(description=FILTER_DESCRIPTION)], None),)
 
 
 def not_found(value: str, what: str) -> str:

@@ -8,11 +8,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from functools import partial
 from typing import Annotated, Any, TypeAlias
 
 from pydantic import Field, TypeAdapter, WithJsonSchema
-from pydantic_ai import RunContext
-from pydantic_ai.messages import ToolReturn
 
 from ..._record_text import field_text
 from ...citations._model import MAX_CLAIMS, Citation, CitationSource, Claim, GroundedAnswer, page_and_paragraph
@@ -23,7 +22,7 @@ from ...errors import InvalidRequestError, echo
 from ...retriever import Retriever
 from ...search import SearchHit
 from .._arguments import StringArgument, id_argument
-from .._spec import ToolEnv, ToolFunction, ToolSpec
+from .._spec import Declared, Found, Param, ToolEnv, ToolSpec
 
 __all__ = ['MAX_CITATIONS', 'NOT_FOUND', 'SPECS']
 
@@ -34,12 +33,11 @@ NOT_FOUND = 'no chunk with this id was found: cite a chunk id exactly as a searc
 _MAX_SHOWN_CHARS = 200
 """A title, section path or uri longer than this is cut in a location (they come from the documents)."""
 
-_Result = tuple[str, list[SearchHit]]
 _Looked: TypeAlias = Chunk | str | InvalidRequestError
 """What a cited id (as sent) came to: its in-scope chunk, the id looked up in vain, or why it is no id."""
 
 
-async def _verify(r: Retriever, claims: Sequence[Claim], check_id: StringArgument) -> _Result:
+async def _verify(r: Retriever, *, claims: Sequence[Claim], check_id: StringArgument) -> Found:
     """Check every citation of ``claims`` in the run's scope: one line per citation, and the chunks checked.
 
     ``check_id`` is the toolset's check of a chunk id argument (stripped, non-empty, bounded),
@@ -57,7 +55,7 @@ async def _verify(r: Retriever, claims: Sequence[Claim], check_id: StringArgumen
     verified = {c.chunk_id for c in verification.answer.citations if c.source is not None}
     named = [c for c in around.values() if c.id not in found and any(echo(c.id) in p.reason for p in problems.values())]
     hits = [SearchHit(c, 1.0 if c.id in verified else 0.0) for c in [*found.values(), *named]]
-    return _render(verification, problems, total, [c.id for c in named]), hits
+    return Found(_render(verification, problems, total, [c.id for c in named]), hits)
 
 
 def _check_call(claims: Sequence[Claim]) -> int:
@@ -230,13 +228,8 @@ def _claims_schema() -> dict[str, Any]:
 Claims = Annotated[list[Claim], Field(max_length=MAX_CLAIMS), WithJsonSchema(_claims_schema())]
 
 
-def _verify_tool(env: ToolEnv) -> ToolFunction:
-    async def verify_citations(ctx: RunContext[Any], claims: Claims) -> ToolReturn:
-        # The event shows the claims as the model sent them (plain data); the body checks the models.
-        sent = {'claims': [c.model_dump(exclude={'citations': {'__all__': {'source'}}}) for c in claims]}
-        return await env.run(ctx, sent, lambda r, a: _verify(r, claims, _CHUNK_ID))
-
-    return verify_citations
+def _verify_tool(env: ToolEnv) -> Declared:
+    return Declared((Param('claims', Claims),), partial(_verify, check_id=_CHUNK_ID))
 
 
 def _describe(store: object, settings: object) -> str:
@@ -254,7 +247,6 @@ SPECS: tuple[ToolSpec, ...] = (
         offered=lambda caps, settings: caps.expand,
         describe=_describe,
         build=_verify_tool,
-        strings=lambda s: {'chunk_id': _CHUNK_ID},
     ),
 )
 """The citation tool's spec."""

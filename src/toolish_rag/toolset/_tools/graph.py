@@ -8,21 +8,19 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
-
-from pydantic_ai import RunContext
-from pydantic_ai.messages import ToolReturn
+from functools import partial
+from typing import Annotated, Literal
 
 from ...content import RELATION_TYPE_PATTERN, Chunk
 from ...errors import InvalidRequestError, echo
 from ...graph.walk import MAX_HOPS, MAX_WALK_NODES, WalkedNode, WalkRequest
 from ...retriever import Retriever
 from ...search import SearchHit
-from .._arguments import MAX_EDGE_TYPE_CHARS, StringArgument, id_argument, query_argument
+from .._arguments import MAX_EDGE_TYPE_CHARS, IntBounds, StringArgument, id_argument, query_argument
 from .._render_graph import NO_SEEDS, WalkShown, render_walk
 from .._retries import short_repr
 from .._settings import RagSettings
-from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
+from .._spec import Declared, Found, Param, ToolEnv, ToolSpec
 from .search import Search, best_search
 
 __all__ = ['DEFAULT_HOPS', 'DEFAULT_MAX_NODES', 'MAX_IDS', 'SPECS']
@@ -32,40 +30,51 @@ MAX_IDS = 20
 DEFAULT_HOPS = 2
 DEFAULT_MAX_NODES = 50
 
-# The string parameters' ``maxLength`` (on each item, for the lists) comes from `_STRINGS`, the integers'
-# bounds from the spec's; what each parameter does is said in the tool's description.
-GraphQuery = str | None
-Ids = list[str] | None
-Hops = int
-EdgeTypes = list[str] | None
-Direction = Literal['out', 'in', 'both']
-MaxNodes = int
-Order = Literal['centrality'] | None
+_EDGE_TYPE = StringArgument(
+    MAX_EDGE_TYPE_CHARS,
+    empty='an edge type is empty: send relation types such as MENTIONS, or leave edge_types out',
+    too_long=(
+        f'an edge type is over {MAX_EDGE_TYPE_CHARS} characters: send relation types such as '
+        'MENTIONS, or leave edge_types out'
+    ),
+)
+_DIRECTION = StringArgument(
+    len('both'),
+    empty='direction is empty: send "out", "in" or "both", or leave it out',
+    too_long='direction takes "out", "in" or "both": send one, or leave it out',
+)
+_ORDER = StringArgument(
+    len('centrality'),
+    empty='order is empty: send "centrality", or leave it out',
+    too_long='order takes only "centrality": send that, or leave it out',
+)
 
 
-def _strings(settings: RagSettings) -> dict[str, StringArgument]:
-    return {
-        'query': query_argument(settings.max_query_chars),
-        'ids': id_argument('id'),
-        'edge_types': StringArgument(
-            MAX_EDGE_TYPE_CHARS,
-            empty='an edge type is empty: send relation types such as MENTIONS, or leave edge_types out',
-            too_long=(
-                f'an edge type is over {MAX_EDGE_TYPE_CHARS} characters: send relation types such as '
-                'MENTIONS, or leave edge_types out'
-            ),
-        ),
-        'direction': StringArgument(
-            len('both'),
-            empty='direction is empty: send "out", "in" or "both", or leave it out',
-            too_long='direction takes "out", "in" or "both": send one, or leave it out',
-        ),
-        'order': StringArgument(
-            len('centrality'),
-            empty='order is empty: send "centrality", or leave it out',
-            too_long='order takes only "centrality": send that, or leave it out',
-        ),
-    }
+def _hops_refusal(hops: int) -> str:
+    return (
+        f'hops must be between 1 and {MAX_HOPS}; you sent {short_repr(hops)}. '
+        f'Use 1 for direct neighbours, {DEFAULT_HOPS} (the default) to go one step further.'
+    )
+
+
+def _max_nodes_refusal(max_nodes: int) -> str:
+    return (
+        f'max_nodes must be between 1 and {MAX_WALK_NODES}; you sent {short_repr(max_nodes)}. '
+        f'Use {DEFAULT_MAX_NODES} unless you need more.'
+    )
+
+
+def _parameters(settings: RagSettings) -> tuple[Param, ...]:
+    """What each parameter does is said in the tool's description (every request carries the schemas)."""
+    return (
+        Param('query', Annotated[str, query_argument(settings.max_query_chars)] | None, None),
+        Param('ids', list[Annotated[str, id_argument('id')]] | None, None),
+        Param('hops', Annotated[int, IntBounds(1, MAX_HOPS, _hops_refusal)], DEFAULT_HOPS),
+        Param('edge_types', list[Annotated[str, _EDGE_TYPE]] | None, None),
+        Param('direction', Annotated[Literal['out', 'in', 'both'], _DIRECTION], 'both'),
+        Param('max_nodes', Annotated[int, IntBounds(1, MAX_WALK_NODES, _max_nodes_refusal)], DEFAULT_MAX_NODES),
+        Param('order', Annotated[Literal['centrality'], _ORDER] | None, None),
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,32 +91,10 @@ class _GraphSettings:
     """Whether the store looks records up by id, so the chunks shown can be returned as hits."""
 
 
-def _graph_tool(env: ToolEnv) -> ToolFunction:
+def _graph_tool(env: ToolEnv) -> Declared:
     s = env.settings
     settings = _GraphSettings(s.graph_seeds, s.max_expansion_chars, best_search(env.caps), lookup=env.caps.expand)
-
-    async def graph_context(
-        ctx: RunContext[Any],
-        query: GraphQuery = None,
-        ids: Ids = None,
-        hops: Hops = DEFAULT_HOPS,
-        edge_types: EdgeTypes = None,
-        direction: Direction = 'both',
-        max_nodes: MaxNodes = DEFAULT_MAX_NODES,
-        order: Order = None,
-    ) -> ToolReturn:
-        sent = {
-            'query': query,
-            'ids': ids,
-            'hops': hops,
-            'edge_types': edge_types,
-            'direction': direction,
-            'max_nodes': max_nodes,
-            'order': order,
-        }
-        return await env.run(ctx, sent, lambda r, a: _walk_graph(r, settings, **a))
-
-    return graph_context
+    return Declared(_parameters(s), partial(_walk_graph, settings=settings))
 
 
 async def _walk_graph(
@@ -121,9 +108,8 @@ async def _walk_graph(
     ids: list[str] | None = None,
     edge_types: list[str] | None = None,
     order: Literal['centrality'] | None = None,
-) -> Result:
+) -> Found:
     """One ``graph_context`` call: check, seed, walk (scoped, through ``r``), render."""
-    _check_bounds(hops, max_nodes)
     followed = _edge_types(edge_types)
     seed_ids: list[str] = list(dict.fromkeys(ids or ()))
     _check_seeds(seed_ids, query, max_nodes)
@@ -150,23 +136,10 @@ async def _walk_graph(
         raise InvalidRequestError(_none_found(not_found))
     if not walk.nodes:
         missing = f'\n\nNot found (no node has this id): {", ".join(echo(i) for i in not_found)}.' if not_found else ''
-        return NO_SEEDS + missing, []
+        return Found(NO_SEEDS + missing, [])
     shown = WalkShown(hops, direction, max_nodes, not_found, reranked=order is not None)
     text, with_text = render_walk(walk, shown, settings.max_chars)
-    return text, await _hits(r, with_text) if settings.lookup else []
-
-
-def _check_bounds(hops: int, max_nodes: int) -> None:
-    if not 1 <= hops <= MAX_HOPS:
-        raise InvalidRequestError(
-            f'hops must be between 1 and {MAX_HOPS}; you sent {short_repr(hops)}. '
-            f'Use 1 for direct neighbours, {DEFAULT_HOPS} (the default) to go one step further.'
-        )
-    if not 1 <= max_nodes <= MAX_WALK_NODES:
-        raise InvalidRequestError(
-            f'max_nodes must be between 1 and {MAX_WALK_NODES}; you sent {short_repr(max_nodes)}. '
-            f'Use {DEFAULT_MAX_NODES} unless you need more.'
-        )
+    return Found(text, await _hits(r, with_text) if settings.lookup else [])
 
 
 def _edge_types(sent: list[str] | None) -> frozenset[str] | None:
@@ -236,9 +209,6 @@ SPECS: tuple[ToolSpec, ...] = (
         offered=lambda caps, settings: caps.graph_built,
         describe=_describe,
         build=_graph_tool,
-        strings=_strings,
-        bounds=lambda s: {'hops': (1, MAX_HOPS), 'max_nodes': (1, MAX_WALK_NODES)},
-        optional=frozenset({'query', 'ids', 'edge_types', 'order'}),
     ),
 )
 """The graph tool's spec."""

@@ -10,10 +10,8 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
-
-from pydantic_ai import RunContext
-from pydantic_ai.messages import ToolReturn
 
 from ..._record_text import field_text, render_record
 from ...content import Chunk
@@ -23,11 +21,10 @@ from ...graph.walk import MAX_WALK_NODES, GraphWalk, WalkRequest
 from ...navigation import SectionTarget
 from ...retriever import Retriever
 from ...search import SearchHit
-from .._arguments import query_argument
 from .._render import quoted
 from .._settings import RagSettings
-from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ._shared import ModelFilter, TopK, check_top_k, no_results, top_k_bounds
+from .._spec import Declared, Found, ToolEnv, ToolSpec
+from ._shared import filter_param, no_results, query_param, top_k_param
 from .search import Search, best_search
 
 __all__ = ['CANDIDATES', 'DOCUMENTS_READ', 'RANKING', 'SPECS']
@@ -40,8 +37,6 @@ walked nodes) are read for their first in-scope chunk, in walk order (hop, then 
 RANKING = MultihopRanking()
 """The ranking rule and its constants (measured: benchmarks/multihop_bench.py)."""
 
-Query = str
-
 
 @dataclass(frozen=True, slots=True)
 class _MultihopSettings:
@@ -50,40 +45,28 @@ class _MultihopSettings:
     candidates: int
 
 
-def _tool(env: ToolEnv) -> ToolFunction:
+def _tool(env: ToolEnv) -> Declared:
     search = best_search(env.caps)
     assert search is not None  # offered only with a search
-    settings = _MultihopSettings(search, RANKING, CANDIDATES)
-
-    async def multihop_search(
-        ctx: RunContext[Any],
-        query: Query,
-        top_k: TopK = env.settings.default_top_k,
-        filter: ModelFilter = None,
-    ) -> ToolReturn:
-        sent = {'query': query, 'top_k': top_k, 'filter': filter}
-        return await env.run(ctx, sent, lambda r, a: _multihop(r, env.settings, settings, **a))
-
-    return multihop_search
+    parameters = (query_param(env.settings), top_k_param(env.settings), *filter_param(env))
+    return Declared(parameters, partial(_multihop, settings=_MultihopSettings(search, RANKING, CANDIDATES)))
 
 
 async def _multihop(
     r: Retriever,
-    rag: RagSettings,
     settings: _MultihopSettings,
     *,
     query: str,
     top_k: int,
     filter: Mapping[str, Any] | None = None,
-) -> Result:
+) -> Found:
     """One call: search (scoped, through ``r``), walk one hop from the seeds, rank, render."""
-    check_top_k(top_k, rag)
     hits = await settings.search(r)(query, max(settings.candidates, top_k))
     if not hits:
-        return await no_results(r, filter is not None), []
+        return Found(await no_results(r, filter is not None), [])
     ranked = await rank(r, settings.ranking, query, hits)
     shown = ranked[:top_k]
-    return _render(query, shown), [p.hit for p in shown]
+    return Found(_render(query, shown), [p.hit for p in shown])
 
 
 async def rank(r: Retriever, ranking: MultihopRanking, query: str, hits: Sequence[SearchHit]) -> list[Passage]:
@@ -158,9 +141,6 @@ SPECS: tuple[ToolSpec, ...] = (
         offered=lambda caps, settings: caps.graph_built and caps.expand and (caps.hybrid or caps.text),
         describe=_describe,
         build=_tool,
-        strings=lambda s: {'query': query_argument(s.max_query_chars)},
-        bounds=top_k_bounds,
-        optional=frozenset({'filter'}),
     ),
 )
 """The multi-hop tool's spec."""

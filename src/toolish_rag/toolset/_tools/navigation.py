@@ -7,17 +7,15 @@ one message built from what the model sent alone, so the two cannot be told apar
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
-
-from pydantic_ai import RunContext
-from pydantic_ai.messages import ToolReturn
+from functools import partial
+from typing import Annotated, Any
 
 from ...errors import InvalidRequestError, echo
 from ...navigation import Choice, SectionChoice
 from ...retriever import Retriever
 from ...search import SearchHit
 from ...sections import MAX_PAGE_LIMIT, DocumentSummary
-from .._arguments import MAX_NAME_CHARS, StringArgument, name_argument
+from .._arguments import MAX_NAME_CHARS, IntBounds, StringArgument, name_argument
 from .._filterable import ModelFilters
 from .._render_navigation import (
     render_choice,
@@ -28,8 +26,8 @@ from .._render_navigation import (
     render_values,
 )
 from .._retries import short_repr
-from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ._shared import ModelFilter
+from .._spec import Declared, Found, Param, ToolEnv, ToolSpec
+from ._shared import filter_param
 
 __all__ = ['DEFAULT_PAGE', 'MAX_PAGE', 'MAX_VALUES', 'SPECS']
 
@@ -42,14 +40,6 @@ _READ_BATCH = 200
 """Chunks asked of the store per ``read_section`` call; the rendering keeps those that fit the cap."""
 
 # What each parameter takes is said in its tool's description (every request carries the schemas).
-Document = str
-Section = str
-SectionDocument = str | None
-Offset = int
-Limit = int
-TitleContains = str | None
-Key = str
-
 _TITLE_CONTAINS = StringArgument(
     MAX_NAME_CHARS,
     empty='title_contains is empty: omit it to list every document, or send a word of the title',
@@ -91,10 +81,8 @@ async def _list_documents(
     limit: int,
     title_contains: str | None = None,
     filter: dict[str, Any] | None = None,
-) -> Result:
+) -> Found:
     _check_offset(offset)
-    if not 1 <= limit <= MAX_PAGE:
-        raise InvalidRequestError(f'limit must be between 1 and {MAX_PAGE}; you sent {short_repr(limit)}')
     navigator = r.navigator()
     page = await navigator.documents(title_contains=title_contains, offset=offset, limit=limit)
     if nav.shown:
@@ -102,7 +90,7 @@ async def _list_documents(
         page = replace(page, documents=tuple(checked))
     hint: dict[str, Any] = {'title_contains': title_contains, 'limit': limit, 'filter': filter}
     hint = {k: v for k, v in hint.items() if v is not None and not (k == 'limit' and v == DEFAULT_PAGE)}
-    return render_document_page(page, offset, nav.list_documents, nav.shown, hint), []
+    return Found(render_document_page(page, offset, nav.list_documents, nav.shown, hint), [])
 
 
 async def _document(r: Retriever, name: str, nav: _Navigation) -> DocumentSummary | Choice:
@@ -124,23 +112,23 @@ async def _checked_choice(r: Retriever, choice: Choice, shown: tuple[str, ...]) 
     return replace(choice, documents=tuple(documents))
 
 
-async def _outline(r: Retriever, nav: _Navigation, *, document: str) -> Result:
+async def _outline(r: Retriever, nav: _Navigation, *, document: str) -> Found:
     found = await _document(r, document, nav)
     if isinstance(found, Choice):
-        return render_choice(await _checked_choice(r, found, nav.shown), document, nav.shown), []
-    return render_outline(await r.navigator().outline(found), nav.read_section), []
+        return Found(render_choice(await _checked_choice(r, found, nav.shown), document, nav.shown), [])
+    return Found(render_outline(await r.navigator().outline(found), nav.read_section), [])
 
 
 async def _read_section(
     r: Retriever, nav: _Navigation, *, section: str, offset: int, document: str | None = None
-) -> Result:
+) -> Found:
     _check_offset(offset)
     navigator = r.navigator()
     document_id = None
     if document is not None:
         found = await _document(r, document, nav)
         if isinstance(found, Choice):
-            return render_choice(await _checked_choice(r, found, nav.shown), document, nav.shown), []
+            return Found(render_choice(await _checked_choice(r, found, nav.shown), document, nav.shown), [])
         document_id = found.id
     target = await navigator.section(section, document_id)
     if target is None:
@@ -150,62 +138,50 @@ async def _read_section(
             + '. A short section may be stored with its parent section: search for its words instead.'
         )
     if isinstance(target, SectionChoice):
-        return render_section_choice(target, section), []
+        return Found(render_section_choice(target, section), [])
     page = await navigator.read(target, offset=offset, limit=_READ_BATCH)
     text, chunks = render_section_page(target, page, offset, nav.max_read_chars, nav.read_section)
-    return text, [SearchHit(c, 0.0) for c in chunks]
+    return Found(text, [SearchHit(c, 0.0) for c in chunks])
 
 
-async def _list_values(r: Retriever, filterable: ModelFilters | None, *, key: str) -> Result:
+async def _list_values(r: Retriever, filterable: ModelFilters | None, *, key: str) -> Found:
     if filterable is None or key not in filterable.keys:
         allowed = ', '.join(filterable.keys) if filterable is not None else ''
         raise InvalidRequestError(f'{echo(key)} is not a filterable key; the keys are: {allowed}.')
     counts = await r.navigator().value_counts(key, candidates=MAX_VALUES)
-    return render_values(key, counts, MAX_VALUES), []
+    return Found(render_values(key, counts, MAX_VALUES), [])
 
 
-def _list_documents_tool(env: ToolEnv) -> ToolFunction:
-    nav = _Navigation.of(env)
-
-    async def list_documents(
-        ctx: RunContext[Any],
-        title_contains: TitleContains = None,
-        offset: Offset = 0,
-        limit: Limit = DEFAULT_PAGE,
-        filter: ModelFilter = None,
-    ) -> ToolReturn:
-        sent = {'title_contains': title_contains, 'offset': offset, 'limit': limit, 'filter': filter}
-        return await env.run(ctx, sent, lambda r, a: _list_documents(r, nav, **a))
-
-    return list_documents
+def _limit_refusal(limit: int) -> str:
+    return f'limit must be between 1 and {MAX_PAGE}; you sent {short_repr(limit)}'
 
 
-def _outline_tool(env: ToolEnv) -> ToolFunction:
-    nav = _Navigation.of(env)
-
-    async def outline(ctx: RunContext[Any], document: Document) -> ToolReturn:
-        return await env.run(ctx, {'document': document}, lambda r, a: _outline(r, nav, **a))
-
-    return outline
-
-
-def _read_section_tool(env: ToolEnv) -> ToolFunction:
-    nav = _Navigation.of(env)
-
-    async def read_section(
-        ctx: RunContext[Any], section: Section, document: SectionDocument = None, offset: Offset = 0
-    ) -> ToolReturn:
-        sent = {'section': section, 'document': document, 'offset': offset}
-        return await env.run(ctx, sent, lambda r, a: _read_section(r, nav, **a))
-
-    return read_section
+def _list_documents_tool(env: ToolEnv) -> Declared:
+    parameters = (
+        Param('title_contains', Annotated[str, _TITLE_CONTAINS] | None, None),
+        Param('offset', int, 0),
+        Param('limit', Annotated[int, IntBounds(1, MAX_PAGE, _limit_refusal)], DEFAULT_PAGE),
+        *filter_param(env),
+    )
+    return Declared(parameters, partial(_list_documents, nav=_Navigation.of(env)))
 
 
-def _list_values_tool(env: ToolEnv) -> ToolFunction:
-    async def list_values(ctx: RunContext[Any], key: Key) -> ToolReturn:
-        return await env.run(ctx, {'key': key}, lambda r, a: _list_values(r, env.settings.model_filters, **a))
+def _outline_tool(env: ToolEnv) -> Declared:
+    return Declared((Param('document', Annotated[str, _DOCUMENT]),), partial(_outline, nav=_Navigation.of(env)))
 
-    return list_values
+
+def _read_section_tool(env: ToolEnv) -> Declared:
+    parameters = (
+        Param('section', Annotated[str, name_argument('section', 'a section id or title from outline')]),
+        Param('document', Annotated[str, _DOCUMENT] | None, None),
+        Param('offset', int, 0),
+    )
+    return Declared(parameters, partial(_read_section, nav=_Navigation.of(env)))
+
+
+def _list_values_tool(env: ToolEnv) -> Declared:
+    key = name_argument('key', 'one of the filterable keys the tool description names')
+    return Declared((Param('key', Annotated[str, key]),), partial(_list_values, filterable=env.settings.model_filters))
 
 
 SPECS: tuple[ToolSpec, ...] = (
@@ -218,9 +194,6 @@ SPECS: tuple[ToolSpec, ...] = (
             'find a document to outline.'
         ),
         build=_list_documents_tool,
-        strings=lambda s: {'title_contains': _TITLE_CONTAINS},
-        bounds=lambda s: {'limit': (1, MAX_PAGE)},
-        optional=frozenset({'title_contains', 'filter'}),
     ),
     ToolSpec(
         name='outline',
@@ -230,7 +203,6 @@ SPECS: tuple[ToolSpec, ...] = (
             'exact title or part of its title (several matches: a list to choose from). Use it before read_section.'
         ),
         build=_outline_tool,
-        strings=lambda s: {'document': _DOCUMENT},
     ),
     ToolSpec(
         name='read_section',
@@ -241,11 +213,6 @@ SPECS: tuple[ToolSpec, ...] = (
             'id (the whole document). Long sections come in pages: call again with the offset given.'
         ),
         build=_read_section_tool,
-        strings=lambda s: {
-            'section': name_argument('section', 'a section id or title from outline'),
-            'document': _DOCUMENT,
-        },
-        optional=frozenset({'document'}),
     ),
     ToolSpec(
         name='list_values',
@@ -254,7 +221,6 @@ SPECS: tuple[ToolSpec, ...] = (
             'List the values a filterable key takes here, with how many documents have each: to choose a filter.'
         ),
         build=_list_values_tool,
-        strings=lambda s: {'key': name_argument('key', 'one of the filterable keys the tool description names')},
     ),
 )
 """The navigation tools' specs."""

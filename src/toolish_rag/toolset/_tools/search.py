@@ -8,12 +8,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
+from functools import partial
 from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field
-from pydantic_ai import RunContext
-from pydantic_ai.messages import ToolReturn
 
+from ..._tool_names import ToolName
 from ...analysis import TextAnalyzer
 from ...errors import InvalidRequestError
 from ...grouping import DocumentGroup, group_hits
@@ -23,24 +23,17 @@ from ...retriever import Retriever
 from ...search import SearchHit
 from ...stores.federated import Federated
 from ...tracing import RERANKED
-from .._arguments import MAX_PATTERN_CHARS, StringArgument, query_argument
-from .._names import ToolName
+from .._arguments import MAX_PATTERN_CHARS, StringArgument
 from .._render import quoted, render_hits
 from .._render_navigation import render_groups
 from .._settings import RagSettings
-from .._spec import Result, ToolEnv, ToolFunction, ToolSpec
-from ._shared import ModelFilter, TopK, check_top_k, no_results, top_k_bounds
+from .._spec import Declared, Found, Param, ToolEnv, ToolSpec
+from ._shared import filter_param, no_results, query_param, top_k_param
 
 __all__ = ['SPECS', 'RankedSearch', 'Search', 'best_search', 'mark', 'ranked']
 
 # Parameters whose name and the tool's description say it all carry no description of their own
 # (every request carries the schemas); what every search shares is said once, in the instructions.
-Query = str
-Threshold = float | None
-GroupBy = Literal['document'] | None
-Pattern = str
-Sources = Annotated[list[str] | None, Field(description='Search only these sources (see the description).')]
-
 Search: TypeAlias = Callable[[Retriever], Callable[[str, int], Awaitable[list[SearchHit]]]]
 """A ranked search, picked from a retriever (``lambda r: r.hybrid_search``)."""
 
@@ -54,6 +47,7 @@ _SOURCE = StringArgument(
     empty='a source name is empty: send names from the tool description, or leave sources out',
     too_long='a source name is at most 32 characters: send names from the tool description, or leave sources out',
 )
+_SOURCES = 'Search only these sources (see the description).'
 _PATTERN = StringArgument(
     MAX_PATTERN_CHARS,
     empty='the pattern is empty: send a regular expression such as ERR-[0-9]{4}',
@@ -159,7 +153,6 @@ async def _ranked_body(
     r: Retriever,
     kind: RankedSearch,
     settings: RagSettings,
-    notes: dict[str, bool],
     *,
     query: str,
     top_k: int,
@@ -167,10 +160,9 @@ async def _ranked_body(
     filter: Mapping[str, Any] | None = None,
     group_by: str | None = None,
     sources: list[str] | None = None,
-) -> Result:
+) -> Found:
     """One vector, text or hybrid search call (the scope, the model's ``filter`` and ``sources`` are in ``r``)."""
     reranker = settings.reranker
-    check_top_k(top_k, settings)
     if reranker is None:
         _check_threshold(threshold, kind.low, 1.0, kind.meaning)
     else:
@@ -180,62 +172,60 @@ async def _ranked_body(
         found = Reranked([g.best for g in groups], reranked)
     else:
         groups, found = [], await ranked(r, kind.search, query, top_k, settings)
-    if reranker is not None:
-        notes[RERANKED] = found.reranked
+    attributes = {RERANKED: found.reranked} if reranker is not None else {}
     if not found.hits:
-        return await no_results(r, filter is not None or sources is not None), []
+        return Found(await no_results(r, filter is not None or sources is not None), [], attributes)
     # A reranked score is absolute (the reranker's, in [0, 1]); failed open, the search's own meaning holds.
     hits = _apply_threshold(found.hits, threshold, relative=kind.relative and not found.reranked)
     heading = f'{kind.label} search results for {quoted(query)}{mark(found)}:'
     if group_by == 'document':
         kept = {id(h) for h in hits}
         groups = [g for g in groups if id(g.best) in kept]
-        return render_groups(groups, heading=heading), [g.best for g in groups]
-    return render_hits(hits, heading=heading), hits
+        return Found(render_groups(groups, heading=heading), [g.best for g in groups], attributes)
+    return Found(render_hits(hits, heading=heading), hits, attributes)
 
 
-def _ranked_tool(kind: RankedSearch) -> Callable[[ToolEnv], ToolFunction]:
-    def build(env: ToolEnv) -> ToolFunction:
-        async def search(
-            ctx: RunContext[Any],
-            query: Query,
-            top_k: TopK = env.settings.default_top_k,
-            threshold: Threshold = None,
-            filter: ModelFilter = None,
-            group_by: GroupBy = None,
-            sources: Sources = None,
-        ) -> ToolReturn:
-            sent = {'query': query, 'top_k': top_k, 'threshold': threshold, 'filter': filter, 'group_by': group_by}
-            sent['sources'] = sources
-            notes: dict[str, bool] = {}
-            return await env.run(ctx, sent, lambda r, a: _ranked_body(r, kind, env.settings, notes, **a), notes)
+def _sources_param(env: ToolEnv) -> tuple[Param, ...]:
+    """``sources``: over a federation only (the members it searches are named in the description)."""
+    if not isinstance(env.store, Federated):
+        return ()
+    sources = Annotated[list[Annotated[str, _SOURCE]] | None, Field(description=_SOURCES)]
+    return (Param('sources', sources, None),)
 
-        return search
+
+def _ranked_tool(kind: RankedSearch) -> Callable[[ToolEnv], Declared]:
+    def build(env: ToolEnv) -> Declared:
+        settings = env.settings
+        grouping = (Param('group_by', Annotated[Literal['document'], _GROUP_BY] | None, None),)
+        parameters = (
+            query_param(settings),
+            top_k_param(settings),
+            Param('threshold', float | None, None),
+            *filter_param(env),
+            *(grouping if settings.allow_grouping else ()),
+            *_sources_param(env),
+        )
+        return Declared(parameters, partial(_ranked_body, kind=kind, settings=settings))
 
     return build
 
 
-async def _regex_body(r: Retriever, settings: RagSettings, *, pattern: str, top_k: int, **narrowing: Any) -> Result:
+async def _regex_body(r: Retriever, *, pattern: str, top_k: int, **narrowing: Any) -> Found:
     """One regex search call; ``narrowing``: the model's ``filter`` and ``sources`` (already in ``r``), if sent."""
-    check_top_k(top_k, settings)
     hits = await r.regex_search(pattern, top_k)
     if not hits:
-        return await no_results(r, any(v is not None for v in narrowing.values())), []
-    return render_hits(hits, heading=f'Regex matches for {quoted(pattern)}:'), hits
+        return Found(await no_results(r, any(v is not None for v in narrowing.values())), [])
+    return Found(render_hits(hits, heading=f'Regex matches for {quoted(pattern)}:'), hits)
 
 
-def _regex_tool(env: ToolEnv) -> ToolFunction:
-    async def regex_search(
-        ctx: RunContext[Any],
-        pattern: Pattern,
-        top_k: TopK = env.settings.default_top_k,
-        filter: ModelFilter = None,
-        sources: Sources = None,
-    ) -> ToolReturn:
-        sent = {'pattern': pattern, 'top_k': top_k, 'filter': filter, 'sources': sources}
-        return await env.run(ctx, sent, lambda r, a: _regex_body(r, env.settings, **a))
-
-    return regex_search
+def _regex_tool(env: ToolEnv) -> Declared:
+    parameters = (
+        Param('pattern', Annotated[str, _PATTERN]),
+        top_k_param(env.settings),
+        *filter_param(env),
+        *_sources_param(env),
+    )
+    return Declared(parameters, _regex_body)
 
 
 def _reranked(s: RagSettings) -> str:
@@ -327,9 +317,6 @@ def _ranked_spec(kind: RankedSearch, describe: Callable[[StoreLike, RagSettings]
         offered=lambda caps, settings: kind.offered(caps),
         describe=_with_sources(describe),
         build=_ranked_tool(kind),
-        strings=lambda s: {'query': query_argument(s.max_query_chars), 'group_by': _GROUP_BY, 'sources': _SOURCE},
-        bounds=top_k_bounds,
-        optional=frozenset({'filter', 'group_by', 'sources'}),
     )
 
 
@@ -342,9 +329,6 @@ SPECS: tuple[ToolSpec, ...] = (
         offered=lambda caps, settings: caps.regex,
         describe=_with_sources(_describe_regex),
         build=_regex_tool,
-        strings=lambda s: {'pattern': _PATTERN, 'sources': _SOURCE},
-        bounds=top_k_bounds,
-        optional=frozenset({'filter', 'sources'}),
     ),
 )
 """The search tools' specs."""
