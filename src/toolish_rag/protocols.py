@@ -15,6 +15,7 @@ from .filters import Filter
 from .graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from .search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from .sections import ChunkOutline, DocumentPage, DocumentPageRequest, OutlineRequest, SectionPage, SectionReadRequest
+from .writes import PrecomputedVectors
 
 __all__ = [
     'DocumentInfo',
@@ -381,9 +382,6 @@ class GraphStore(Protocol):
 
 
 # -- Precomputed vectors: an optional write protocol beside `DocumentStore` ---------------------------------
-
-PrecomputedVectors: TypeAlias = Mapping[str, Sequence[float]]
-"""Document texts -> their vectors, made elsewhere with the store's own embedding (`embedder.embed_documents`)."""
 
 
 @runtime_checkable

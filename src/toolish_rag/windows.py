@@ -14,8 +14,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
-from .protocols import PrecomputedVectors
-from .writes import embed_documents
+from .writes import PrecomputedVectors, embed_documents
 
 __all__ = [
     'DEFAULT_WINDOWS',

@@ -6,13 +6,13 @@ See docs/concepts.md#how-the-core-is-built and docs/custom-store.md.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TypeAlias
 
 from pydantic_ai.embeddings import Embedder
 
 from .content import Document, Entity, Metadata, Relation, Scalar, dedupe_last, split_graph_items, split_items
 from .errors import UnsupportedValueError
-from .protocols import PrecomputedVectors
 
 __all__ = [
     'INT64_MAX',
@@ -25,6 +25,9 @@ __all__ = [
     'int64_problem',
     'upsert_batch',
 ]
+
+PrecomputedVectors: TypeAlias = Mapping[str, Sequence[float]]
+"""Document texts -> their vectors, made elsewhere with the store's own embedding (`embedder.embed_documents`)."""
 
 INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
 """The integers of a signed 64-bit column: what LanceDB and Tantivy hold (Python ints are unbounded)."""
