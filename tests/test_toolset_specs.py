@@ -12,7 +12,7 @@ import pytest
 
 from toolish_rag import RagSettings, ToolishRag
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.protocols import StoreCapabilities
+from toolish_rag.protocols import StoreFeatures
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset._names import TOOL_NAMES
 from toolish_rag.toolset._spec import ToolEnv
@@ -51,7 +51,7 @@ def _holds_strings(hint: Any) -> bool:
     return False
 
 
-_ALL = StoreCapabilities(vector=True, text=True, regex=True, expand=True, native_hybrid=True, sections=True, graph=True)
+_ALL = StoreFeatures(vector=True, text=True, regex=True, expand=True, native_hybrid=True, sections=True, graph=True)
 
 
 @pytest.mark.parametrize('spec', SPECS, ids=lambda s: s.name)

@@ -9,6 +9,7 @@ import argparse
 import sys
 from typing import Any
 
+from ..protocols import Reembeddable
 from ._common import open_store_for
 
 __all__ = ['add_reembed_flag', 'reembedded_store']
@@ -28,10 +29,9 @@ async def reembedded_store(args: argparse.Namespace) -> Any:
     if not args.embedder:
         raise SystemExit('toolish-rag: --reembed needs --embedder MODEL: the model to embed the store with')
     store = open_store_for(argparse.Namespace(**{**vars(args), 'embedder': None}), write=True)
-    reembed = getattr(store, 'reembed', None)
-    if reembed is None:
+    if not isinstance(store, Reembeddable):
         print(f'{type(store).__name__} keeps no vectors: nothing to re-embed', file=sys.stderr)
         return store
-    count: int = await reembed(args.embedder)
+    count = await store.reembed(args.embedder)
     print(f're-embedded {count} records with {args.embedder}', file=sys.stderr)
     return store

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from ..protocols import Upgradable
 from ..stores._location import missing_store
 from ._common import open_store_for, store_spec
 
@@ -27,10 +28,9 @@ async def run(args: argparse.Namespace) -> int:
     if missing is not None:
         raise SystemExit(f'toolish-rag: {missing}')
     store = open_store_for(args, write=True, spec=spec)
-    upgrade = getattr(store, 'upgrade', None)
-    if upgrade is None:
+    if not isinstance(store, Upgradable):
         print(f'{spec}: this kind of store ({type(store).__name__}) has nothing to upgrade')
         return 0
-    done: list[str] = await upgrade()
+    done = await store.upgrade()
     print(f'{spec}: ' + ('; '.join(done) if done else 'already current, nothing to do'))
     return 0

@@ -16,6 +16,7 @@ from typing import TypeVar
 
 from rich.console import Console
 
+from .._store_attributes import text_analyzer_of
 from ..content import Document, MetadataValue, document_id_for
 from ..protocols import DocumentInfo, DocumentStore
 from ._chunking import Chunker
@@ -167,9 +168,10 @@ def _check_reader(reader: ReaderBackend) -> None:
 
 
 def _ocr_language_list(store: DocumentStore, languages: str | Sequence[str] | None) -> tuple[str, ...]:
-    if languages is None:  # the store's configured text language, when it names one
-        configured = getattr(store, 'language', None)
-        return (configured,) if isinstance(configured, str) and configured not in ('auto', 'none') else ()
+    if languages is None:  # the store's text language (its `HasTextAnalyzer`), when it names one
+        analyzer = text_analyzer_of(store)
+        configured = analyzer.language if analyzer is not None else 'none'
+        return (configured,) if configured not in ('auto', 'none') else ()
     return (languages,) if isinstance(languages, str) else tuple(languages)
 
 

@@ -155,7 +155,7 @@ _NOT_BUILT = (
 
 
 async def graph_page(request: Request, viewer: Viewer) -> Page:
-    capabilities = viewer.rag.store_capabilities
+    capabilities = viewer.rag.store_features
     if not capabilities.graph:
         return lacks('has no graph (it is no GraphSearch): there is nothing to draw')
     if not capabilities.graph_built:

@@ -26,7 +26,7 @@ from ..protocols import (
     RegexSearch,
     ResultExpander,
     SectionReader,
-    StoreCapabilities,
+    StoreFeatures,
     TextSearch,
     VectorSearch,
 )
@@ -200,13 +200,13 @@ class KitBase:
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def capabilities(self, store: object) -> StoreCapabilities:
+    def capabilities(self, store: object) -> StoreFeatures:
         """The store's capabilities, narrowed to the chosen ``protocols``."""
-        caps = StoreCapabilities.of(store)
+        caps = StoreFeatures.of(store)
         if self.protocols is None:
             return caps
         keep = set(self.protocols)
-        return StoreCapabilities(
+        return StoreFeatures(
             vector=caps.vector and VectorSearch in keep,
             text=caps.text and TextSearch in keep,
             regex=caps.regex and RegexSearch in keep,

@@ -11,7 +11,7 @@ from typing import Any
 from ..builder import DocumentBuilder
 from ..content import Chunk, Document, Entity
 from ..filters import EntityFilter, PropertyFilter as F
-from ..protocols import DocumentStore, ResultExpander, StoreCapabilities, TextSearch
+from ..protocols import DocumentStore, ResultExpander, StoreFeatures, TextSearch
 from ..retriever import Retriever
 from ._corpus import COMMON_WORD, conformance_corpus, conformance_entities
 from ._kit import PROTOCOLS, SEARCHES, KitBase, check, differences
@@ -24,7 +24,7 @@ class WriteChecks(KitBase):
 
     @check(*PROTOCOLS, aspect='search')
     async def test_declares_capabilities(self, loaded: Any) -> None:
-        caps = StoreCapabilities.of(loaded)
+        caps = StoreFeatures.of(loaded)
         name = type(loaded).__name__
         assert caps.any_search or caps.regex, (
             f'{name} implements no search protocol: a store must implement at least one of '

@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from ..protocols import StoreCapabilities
+from ..protocols import StoreFeatures
 from ..retriever import Retriever
 from ..search import SearchHit
 from ..tracing import HITS, RERANKED, Tracing
@@ -43,7 +43,7 @@ class EagerResult:
 
 
 async def eager_result(
-    calls: ToolCalls, caps: StoreCapabilities, eager: EagerSearch, retriever: Retriever, traced: Tracing
+    calls: ToolCalls, caps: StoreFeatures, eager: EagerSearch, retriever: Retriever, traced: Tracing
 ) -> EagerResult:
     """One eager search in the run's scope (``retriever``), with its span and listener event (tool ``eager_search``)."""
     start = time.perf_counter()

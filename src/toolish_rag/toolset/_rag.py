@@ -1,4 +1,4 @@
-"""`ToolishRag`: a pydantic-ai toolset offering a store's capabilities as tools.
+"""`ToolishRag`: a pydantic-ai toolset offering what a store can do (its `StoreFeatures`) as tools.
 
 A facade over the tool specs (`toolish_rag.toolset._tools`), the settings (`RagSettings`) and the one
 call path (`_calls`); each ``with_*`` returns a new toolset. See docs/concepts.md and docs/toolset.md.
@@ -6,6 +6,7 @@ call path (`_calls`); each ``with_*`` returns a new toolset. See docs/concepts.m
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Generic, Unpack
@@ -20,7 +21,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 
 from ..grounded._ask import AskResult, ask as grounded_ask
 from ..grounded._capability import Grounding, SemanticListener
-from ..protocols import StoreCapabilities, StoreLike
+from ..protocols import StoreFeatures, StoreLike
 from ..rerank._base import Reranker
 from ..retriever import Retriever
 from ..search import QUERY_RULE
@@ -62,7 +63,7 @@ class _State:
 
 
 class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
-    """Retrieval tools over ``store``, detected from the capability protocols it implements.
+    """Retrieval tools over ``store``, detected from the store protocols it implements.
 
     ``ToolishRag(store, settings)`` takes a `RagSettings`; keyword options are its fields
     (``ToolishRag(store, name='docs', max_top_k=20)``), an unknown one a `TypeError`. The options
@@ -72,12 +73,12 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     def __init__(self, store: StoreLike, settings: RagSettings | None = None, **options: Unpack[RagOptions]) -> None:
         self._init(_State(store, (settings or RagSettings()).changed(**options)))
 
-    def _init(self, state: _State, capabilities: StoreCapabilities | None = None) -> None:
+    def _init(self, state: _State, features: StoreFeatures | None = None) -> None:
         self._state = state
         settings = state.settings
         # Detected once per store: a `with_*` copy keeps its original's (the same store), so a scoped copy
         # per request reads no manifest, and every copy offers the tools its original lists.
-        self._store_capabilities = capabilities if capabilities is not None else StoreCapabilities.of(state.store)
+        self._store_features = features if features is not None else StoreFeatures.of(state.store)
         scope = tuple(f for f in (settings.metadata_filter, settings.entity_filter) if f is not None)
         listeners = (settings.listener,) if settings.listener is not None else ()
         self._calls = ToolCalls(
@@ -98,9 +99,9 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         self._direct_tools: dict[str, ToolsetTool[AgentDepsT]] | None = None
 
     def _from(self, state: _State) -> ToolishRag[AgentDepsT]:
-        """A copy of this toolset with ``state`` (the same store: its detected capabilities are kept)."""
+        """A copy of this toolset with ``state`` (the same store: its detected features are kept)."""
         obj = type(self).__new__(type(self))
-        obj._init(state, self._store_capabilities)
+        obj._init(state, self._store_features)
         return obj
 
     # -- immutable configuration ------------------------------------------------------------
@@ -136,8 +137,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         instructions. Uses hybrid search when the store can, else vector, else text; the run's scope
         filters apply and listeners fire. The tools stay available.
         """
-        if not self._store_capabilities.any_search:
-            raise ValueError(f'{type(self._state.store).__name__} has no search capability to preload results with')
+        if not self._store_features.any_search:
+            raise ValueError(f'{type(self._state.store).__name__} has no search to preload results with')
         if not query.strip():
             raise ValueError('eager search needs a non-empty query')
         QUERY_RULE.check(query)  # an InvalidRequestError (a ValueError) now, not at the first run
@@ -246,9 +247,15 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self._state.store
 
     @property
-    def store_capabilities(self) -> StoreCapabilities:
-        """Which capability protocols the store implements (not a pydantic-ai capability: see `as_capability`)."""
-        return self._store_capabilities
+    def store_features(self) -> StoreFeatures:
+        """Which search and navigation protocols the store implements, and so which tools it can serve."""
+        return self._store_features
+
+    @property
+    def store_capabilities(self) -> StoreFeatures:
+        """Deprecated: `store_features` (renamed: pydantic-ai's capabilities are agent extensions)."""
+        warnings.warn('ToolishRag.store_capabilities is renamed store_features', DeprecationWarning, stacklevel=2)
+        return self._store_features
 
     @property
     def tool_names(self) -> list[str]:
@@ -261,7 +268,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self._offered()
 
     def _offered(self) -> list[ToolName]:
-        settings, caps = self._state.settings, self._store_capabilities
+        settings, caps = self._state.settings, self._store_features
         return [s.name for s in SPECS if s.offered(caps, settings) and s.name not in settings.exclude_tools]
 
     def retriever(self, ctx: RunContext[Any] | None = None) -> Retriever:
@@ -291,9 +298,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """
         ctx = ctx if ctx is not None else direct_context(deps)
         retriever, traced = self.retriever(ctx), self._calls.tracing(ctx)
-        return [
-            await eager_result(self._calls, self._store_capabilities, e, retriever, traced) for e in self._state.eager
-        ]
+        return [await eager_result(self._calls, self._store_features, e, retriever, traced) for e in self._state.eager]
 
     async def run_tool(self, tool: str, arguments: Mapping[str, Any], *, deps: Any = None) -> ToolReturn:
         """Call one tool as an agent would, outside an agent run (CLI, MCP server, tests).
@@ -410,7 +415,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
 
     def _build_tools(self) -> list[Tool[AgentDepsT]]:
         """One tool per offered spec, each built with its `ToolEnv` (the call path bound to it)."""
-        state, caps = self._state, self._store_capabilities
+        state, caps = self._state, self._store_features
         offered = self._offered()
         return [
             Tool(

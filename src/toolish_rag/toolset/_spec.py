@@ -13,7 +13,7 @@ from typing import Any, Protocol, TypeAlias
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
-from ..protocols import StoreCapabilities, StoreLike
+from ..protocols import StoreFeatures, StoreLike
 from ..retriever import Retriever
 from ..search import SearchHit
 from ._arguments import Bounds, StringArgument
@@ -48,7 +48,7 @@ class ToolEnv:
 
     settings: RagSettings
     store: StoreLike
-    caps: StoreCapabilities
+    caps: StoreFeatures
     run: RunTool
 
     def full_name(self, tool: ToolName) -> str:
@@ -70,7 +70,7 @@ class ToolSpec:
 
     name: ToolName
     """The short name (``vector_search``); the model calls ``<rag name>_<name>``."""
-    offered: Callable[[StoreCapabilities, RagSettings], bool]
+    offered: Callable[[StoreFeatures, RagSettings], bool]
     """Whether a store with these capabilities, under these settings, gets the tool."""
     describe: Callable[[StoreLike, RagSettings], str]
     """The tool description the model reads."""
