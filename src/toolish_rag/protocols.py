@@ -339,7 +339,7 @@ class Reembeddable(Protocol):
 StoreLike: TypeAlias = (
     VectorSearch | TextSearch | RegexSearch | ResultExpander | HybridSearch | SectionReader | GraphSearch
 )
-"""Any object implementing at least one capability protocol: what `ToolishRag` and `Retriever` take.
+"""Any object implementing at least one search or expansion protocol: what `ToolishRag` and `Retriever` take.
 
 A union of protocols, not a base class: a third-party store subclasses nothing from
 toolish-rag, it implements the methods of the protocols it serves and type-checks as a

@@ -23,7 +23,7 @@ class WriteChecks(KitBase):
     """`DocumentStore`: what ``upsert``, the deletes and ``list_documents`` keep, and what a reopen keeps."""
 
     @check(*PROTOCOLS, aspect='search')
-    async def test_declares_capabilities(self, loaded: Any) -> None:
+    async def test_declares_its_protocols(self, loaded: Any) -> None:
         caps = StoreFeatures.of(loaded)
         name = type(loaded).__name__
         assert caps.any_search or caps.regex, (
@@ -134,7 +134,7 @@ class WriteChecks(KitBase):
         if isinstance(loaded, ResultExpander):
             got['get_records'] = list(await loaded.get_records(list(placed)))
         retriever = Retriever(loaded)
-        caps = self.capabilities(loaded)
+        caps = self.features(loaded)
         total = len(self.all_records())
         if caps.text:
             got['text_search'] = [h.record for h in await retriever.text_search(COMMON_WORD, total)]
@@ -194,7 +194,7 @@ class WriteChecks(KitBase):
 
     async def _ranked(self, store: Any) -> dict[str, list[tuple[str, float]]]:
         retriever = Retriever(store, F.ne('tenant', 'initech'))
-        caps = self.capabilities(store)
+        caps = self.features(store)
         out: dict[str, list[tuple[str, float]]] = {}
         if caps.vector:
             out['vector'] = [(h.id, round(h.score, 4)) for h in await retriever.vector_search('warranty details', 5)]

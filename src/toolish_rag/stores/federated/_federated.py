@@ -1,6 +1,6 @@
 """`Federated`: several stores searched, read and written as one store.
 
-The constructor returns an instance of a class with exactly the capability protocols the
+The constructor returns an instance of a class with exactly the store protocols the
 members can serve, so `StoreFeatures.of` (and so the toolset) sees the right tools.
 See docs/federation.md.
 """
