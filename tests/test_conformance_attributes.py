@@ -79,7 +79,9 @@ CASES = [
 ]
 
 
-@pytest.mark.parametrize(('make', 'attribute', 'search', 'check', 'said'), CASES, ids=[c[0].__name__ for c in CASES])
+@pytest.mark.parametrize(
+    ('make', 'attribute', 'search', 'check', 'said'), CASES, ids=[c[3].removeprefix('test_') for c in CASES]
+)
 async def test_the_kit_fails_a_misstated_attribute(
     make: Callable[[Any], Any], attribute: type, search: type, check: str, said: str
 ) -> None:

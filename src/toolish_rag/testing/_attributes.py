@@ -8,7 +8,7 @@ reads these to choose behaviour (docs/custom-store.md#optional-attributes), so a
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 import pytest
@@ -38,6 +38,7 @@ from ._kit import KitBase, check, report
 _QUERIES = ('refunds policies', 'shipped time', 'claimed warranties', COMMON_WORD)
 """Inflected words: an analyzer that stems otherwise than the store's finds other tokens in its hits."""
 _TOLERANCE = 1e-3
+_T = TypeVar('_T')
 
 
 async def _score_problems(store: Any, embedder: Embedder, who: str) -> list[str]:
@@ -72,6 +73,14 @@ async def _score_problems(store: Any, embedder: Embedder, who: str) -> list[str]
     return problems
 
 
+def _stated(store: object, value: object, attribute: str, kind: type[_T]) -> _T | None:
+    """``value`` (the store's ``attribute``), checked to be a ``kind`` or ``None``."""
+    assert value is None or isinstance(value, kind), (
+        f'{type(store).__name__}.{attribute} is a {type(value).__name__}: state a toolish_rag.{kind.__name__} or None'
+    )
+    return value
+
+
 class AttributeChecks(KitBase):
     """The optional attributes a store states: each one true of the store (see the module)."""
 
@@ -90,10 +99,7 @@ class AttributeChecks(KitBase):
     @check(HasTextAnalyzer, aspect='search')
     async def test_text_analyzer_cuts_the_searched_text(self, loaded: Any) -> None:
         name = type(loaded).__name__
-        analyzer = loaded.text_analyzer
-        assert analyzer is None or isinstance(analyzer, TextAnalyzer), (
-            f'{name}.text_analyzer is a {type(analyzer).__name__}: state a toolish_rag.TextAnalyzer or None'
-        )
+        analyzer = _stated(loaded, loaded.text_analyzer, 'text_analyzer', TextAnalyzer)
         if analyzer is None:
             pytest.skip(f'{name} analyses its text its own way (text_analyzer is None)')
         assert isinstance(analyzer.language, str)
@@ -119,10 +125,7 @@ class AttributeChecks(KitBase):
     @check(HasEmbeddingWindows, aspect='search')
     async def test_embedding_windows_are_stated_with_their_embedder(self, loaded: Any) -> None:
         name = type(loaded).__name__
-        windows = loaded.windows
-        assert windows is None or isinstance(windows, EmbeddingWindows), (
-            f'{name}.windows is a {type(windows).__name__}: state a toolish_rag.EmbeddingWindows or None'
-        )
+        windows = _stated(loaded, loaded.windows, 'windows', EmbeddingWindows)
         assert isinstance(loaded.embedder, Embedder), f'{name} states windows but its embedder is no Embedder'
         if windows is not None:
             rows = await window_texts(loaded.embedder, [r.text for r in self.all_records()[:5]], windows)
