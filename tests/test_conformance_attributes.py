@@ -10,6 +10,7 @@ misstatement's doing.
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -19,6 +20,7 @@ from toolish_rag.analysis import analyzer_for
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.protocols import (
     HasEmbedder,
+    HasEmbeddingWindows,
     HasRegexScanLimit,
     HasTextAnalyzer,
     Reembeddable,
@@ -29,6 +31,7 @@ from toolish_rag.protocols import (
 )
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.testing import ConformanceFailure, check_store
+from toolish_rag.testing._kit import ATTRIBUTES
 
 
 class Stating:
@@ -104,3 +107,19 @@ async def test_the_honest_store_passes_the_attribute_checks() -> None:
     )
     passed = {name.split('[')[0] for name in report.passed}
     assert {c[3] for c in CASES if c[0] is not unapplied_scan_limit} <= passed, report.summary()
+
+
+def test_the_shipped_stores_state_their_attributes(tmp_path: Path) -> None:
+    """What docs/custom-store.md#optional-attributes says each store states (Postgres: its conformance run)."""
+    from toolish_rag_lancedb import LanceDBStore
+    from toolish_rag_tantivy import PartitionedTantivyStore, TantivyStore
+
+    hashing = HashingEmbeddingModel(16)
+    stores = {
+        InMemoryStore(hashing): {HasEmbedder, HasTextAnalyzer, HasEmbeddingWindows, Upgradable, Reembeddable},
+        LanceDBStore(tmp_path / 'lance', embedder=hashing): set(ATTRIBUTES),
+        TantivyStore(): {HasTextAnalyzer, HasRegexScanLimit, Upgradable},
+        PartitionedTantivyStore(partition_key='tenant'): {HasTextAnalyzer, HasRegexScanLimit},
+    }
+    for store, stated in stores.items():
+        assert {p for p in ATTRIBUTES if isinstance(store, p)} == stated, type(store).__name__
