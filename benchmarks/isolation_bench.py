@@ -232,7 +232,7 @@ class RawTantivy:
 
 async def bench_tantivy(corpus: Corpus) -> tuple[list[Row], list[str]]:
     from toolish_rag_tantivy import TantivyStore
-    from toolish_rag_tantivy.partitioned import PartitionedTantivyStore
+    from toolish_rag_tantivy import PartitionedTantivyStore
 
     one, partitioned = TantivyStore(), PartitionedTantivyStore(partition_key='tenant')
     notes = [

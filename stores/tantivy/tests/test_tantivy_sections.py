@@ -41,7 +41,7 @@ from toolish_rag_tantivy._sections import (
     merged_outlines,
     merged_section_page,
 )
-from toolish_rag_tantivy.store import CONFIG_FILE
+from toolish_rag_tantivy import CONFIG_FILE
 
 WORD = 'navigable'
 HUGE = 2**70
