@@ -1,5 +1,5 @@
 """The kit's ``language='auto'`` check: a store analysing each text in its detected language finds a passage
-across languages (issue 30 item 1).
+across languages (docs/text-analysis.md#automatic-language).
 
 Runs on a store whose `text_analyzer` is ``'auto'`` (the default of the stores toolish-rag ships), and is
 skipped with the reason otherwise. See docs/text-analysis.md#automatic-language and docs/testing.md.
