@@ -32,15 +32,18 @@ async def test_page_examples_run(page: Path, tmp_path: Path, monkeypatch: pytest
     blocks = [m.group(2) for m in BLOCK.finditer(page.read_text(encoding='utf-8')) if not m.group(1)]
     assert blocks, f'{page} has no runnable example'
     if not any(_needs_top_level_await(b) for b in blocks):  # a script's blocks: no event loop running
-        await asyncio.to_thread(
-            lambda: [exec(compile(b, f'{page.name}:block{i}', 'exec'), namespace) for i, b in enumerate(blocks)]
-        )
+        await asyncio.to_thread(_run_as_a_script, page, blocks, namespace)
         return
     for ran, source in enumerate(blocks):
         code = compile(source, f'{page.name}:block{ran}', 'exec', flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
         result = types.FunctionType(code, namespace)()
         if result is not None and hasattr(result, '__await__'):
             await result
+
+
+def _run_as_a_script(page: Path, blocks: list[str], namespace: dict[str, object]) -> None:
+    for i, source in enumerate(blocks):
+        exec(compile(source, f'{page.name}:block{i}', 'exec'), namespace)
 
 
 AWAIT_NOTE = '> The examples on this page run in order as one program, with top-level `await`'
