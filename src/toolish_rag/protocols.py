@@ -343,7 +343,7 @@ StoreLike: TypeAlias = (
 
 A union of protocols, not a base class: a third-party store subclasses nothing from
 toolish-rag, it implements the methods of the protocols it serves and type-checks as a
-`StoreLike` structurally. Which tools it gets is decided at run time (`StoreCapabilities`).
+`StoreLike` structurally. Which tools it gets is decided at run time (`StoreFeatures`).
 """
 
 
