@@ -9,13 +9,15 @@ misstatement's doing.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic_ai.embeddings import Embedder
 
+from tests.helpers import InnerWrites
+from toolish_rag import Document, Entity, RegexRequest, SearchHit, SearchRequest
 from toolish_rag.analysis import analyzer_for
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.protocols import (
@@ -34,15 +36,26 @@ from toolish_rag.testing import ConformanceFailure, check_store
 from toolish_rag.testing._kit import ATTRIBUTES
 
 
-class Stating:
-    """An `InMemoryStore` (every call delegated) that states the given attributes instead of its own."""
+class Stating(InnerWrites):
+    """An `InMemoryStore` (writes and searches delegated) that states the given attributes instead of its own."""
+
+    text_query_syntax = 'Plain words.'
 
     def __init__(self, inner: InMemoryStore, **stated: Any) -> None:
-        self._inner = inner
+        self.inner = inner
         vars(self).update(stated)
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._inner, name)
+    async def upsert(self, items: Iterable[Document | Entity]) -> None:
+        await self.inner.upsert(items)
+
+    async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        return list(await self.inner.vector_search(request))
+
+    async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        return list(await self.inner.text_search(request))
+
+    async def regex_search(self, request: RegexRequest) -> Sequence[SearchHit]:
+        return list(await self.inner.regex_search(request))
 
 
 def other_embedder(embedder: Any) -> Stating:  # its vectors come from the kit's embedder, not this one
