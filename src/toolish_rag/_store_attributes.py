@@ -6,11 +6,15 @@ and the library behaves as for a store without it. See `toolish_rag.protocols` a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic_ai.embeddings import Embedder
 
-from .analysis import TextAnalyzer
 from .protocols import HasEmbedder, HasEmbeddingWindows, HasRegexScanLimit, HasTextAnalyzer
-from .windows import EmbeddingWindows
+
+if TYPE_CHECKING:
+    from .analysis import TextAnalyzer
+    from .windows import EmbeddingWindows
 
 __all__ = ['embedder_of', 'regex_scan_limit_of', 'text_analyzer_of', 'windows_of']
 
@@ -23,7 +27,11 @@ def embedder_of(store: object) -> Embedder | None:
 
 def text_analyzer_of(store: object) -> TextAnalyzer | None:
     """``store.text_analyzer`` (`HasTextAnalyzer`) when it is a core `TextAnalyzer`: its ``language`` is the store's."""
-    analyzer = store.text_analyzer if isinstance(store, HasTextAnalyzer) else None
+    if not isinstance(store, HasTextAnalyzer):
+        return None
+    from .analysis import TextAnalyzer  # here: importing the library loads no stemmer (docs/mcp.md#start-up-time)
+
+    analyzer = store.text_analyzer
     return analyzer if isinstance(analyzer, TextAnalyzer) else None
 
 
@@ -31,6 +39,8 @@ def windows_of(store: object) -> tuple[Embedder, EmbeddingWindows] | None:
     """The embedder and the windows it embeds a long chunk as (`HasEmbeddingWindows`), when the store states both."""
     if not isinstance(store, HasEmbeddingWindows):
         return None
+    from .windows import EmbeddingWindows  # here: importing the library loads no numpy
+
     windows, embedder = store.windows, embedder_of(store)
     return (embedder, windows) if isinstance(windows, EmbeddingWindows) and embedder is not None else None
 

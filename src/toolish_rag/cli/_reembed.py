@@ -9,7 +9,6 @@ import argparse
 import sys
 from typing import Any
 
-from ..protocols import Reembeddable
 from ._common import open_store_for
 
 __all__ = ['add_reembed_flag', 'reembedded_store']
@@ -26,6 +25,8 @@ def add_reembed_flag(parser: argparse.ArgumentParser) -> None:
 
 async def reembedded_store(args: argparse.Namespace) -> Any:
     """The command's store (under its writer lock), re-embedded with ``--embedder`` before anything else."""
+    from ..protocols import Reembeddable  # here: the CLI starts without pydantic (docs/mcp.md#start-up-time)
+
     if not args.embedder:
         raise SystemExit('toolish-rag: --reembed needs --embedder MODEL: the model to embed the store with')
     store = open_store_for(argparse.Namespace(**{**vars(args), 'embedder': None}), write=True)

@@ -8,7 +8,6 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from ..protocols import Upgradable
 from ..stores._location import missing_store
 from ._common import open_store_for, store_spec
 
@@ -23,6 +22,8 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace) -> int:
+    from ..protocols import Upgradable  # here: the CLI starts without pydantic (docs/mcp.md#start-up-time)
+
     spec = store_spec(args)
     missing = missing_store(spec)
     if missing is not None:

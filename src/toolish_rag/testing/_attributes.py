@@ -7,10 +7,10 @@ reads these to choose behaviour (docs/custom-store.md#optional-attributes), so a
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from typing import Any, TypeVar
 
-import numpy as np
 import pytest
 from pydantic_ai.embeddings import Embedder
 
@@ -31,7 +31,6 @@ from ..protocols import (
 )
 from ..retriever import Retriever
 from ..search import RegexRequest, SearchHit, SearchRequest
-from ..windows import EmbeddingWindows, window_texts
 from ._corpus import COMMON_WORD
 from ._kit import KitBase, check, report
 
@@ -41,8 +40,15 @@ _TOLERANCE = 1e-3
 _T = TypeVar('_T')
 
 
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    norms = math.hypot(*a) * math.hypot(*b)
+    return sum(x * y for x, y in zip(a, b, strict=True)) / norms if norms else 0.0
+
+
 async def _score_problems(store: Any, embedder: Embedder, who: str) -> list[str]:
     """Each vector hit whose score is not the cosine of ``embedder``'s query and document vectors."""
+    from ..windows import EmbeddingWindows, window_texts  # here: the kit loads no numpy until a vector check runs
+
     windows = store.windows if isinstance(store, HasEmbeddingWindows) else None
     problems: list[str] = []
     compared = 0
@@ -57,10 +63,9 @@ async def _score_problems(store: Any, embedder: Embedder, who: str) -> list[str]
             )
         if not hits:
             continue
-        q = np.asarray((await embedder.embed_query([query])).embeddings[0], dtype=np.float64)
-        docs = np.asarray((await embedder.embed_documents(texts)).embeddings, dtype=np.float64)
-        expected = docs @ q / np.maximum(np.linalg.norm(docs, axis=1) * np.linalg.norm(q), 1e-12)
-        for hit, cosine in zip(hits, expected, strict=True):
+        q = (await embedder.embed_query([query])).embeddings[0]
+        docs = (await embedder.embed_documents(texts)).embeddings
+        for hit, cosine in zip(hits, (_cosine(d, q) for d in docs), strict=True):
             compared += 1
             if abs(hit.score - float(cosine)) > _TOLERANCE:
                 problems.append(
@@ -124,6 +129,8 @@ class AttributeChecks(KitBase):
 
     @check(HasEmbeddingWindows, aspect='search')
     async def test_embedding_windows_are_stated_with_their_embedder(self, loaded: Any) -> None:
+        from ..windows import EmbeddingWindows, window_texts
+
         name = type(loaded).__name__
         windows = _stated(loaded, loaded.windows, 'windows', EmbeddingWindows)
         assert isinstance(loaded.embedder, Embedder), f'{name} states windows but its embedder is no Embedder'
