@@ -231,8 +231,7 @@ class RawTantivy:
 
 
 async def bench_tantivy(corpus: Corpus) -> tuple[list[Row], list[str]]:
-    from toolish_rag_tantivy import TantivyStore
-    from toolish_rag_tantivy.partitioned import PartitionedTantivyStore
+    from toolish_rag_tantivy import PartitionedTantivyStore, TantivyStore
 
     one, partitioned = TantivyStore(), PartitionedTantivyStore(partition_key='tenant')
     notes = [

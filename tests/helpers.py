@@ -1,7 +1,7 @@
 """Shared pieces of the agent-level tests: composed stores, scripted models, small corpora.
 
 Nothing here is a mock. `compose_store` builds real store classes (with ``type()``) that
-hold an `InMemoryStore` and expose only a chosen set of capability protocols, so the
+hold an `InMemoryStore` and expose only a chosen set of store protocols, so the
 toolset sees exactly that set; `Script` drives a real pydantic-ai `Agent` through
 pydantic-ai's own `FunctionModel` with a fixed sequence of tool calls.
 """
@@ -58,7 +58,7 @@ CAPABILITY_METHODS: dict[str, tuple[str, ...]] = {
     'hybrid': ('hybrid_search',),
     'pushdown': ('supports_filter',),
 }
-"""The members each capability protocol needs; `compose_store` exposes the chosen ones."""
+"""The members each store protocol needs; `compose_store` exposes the chosen ones."""
 
 
 # -- composed stores ---------------------------------------------------------------------------

@@ -1,7 +1,7 @@
 """The hits of broaden_chunk and zoom_out are the chunks the model was shown, not all it was sent.
 
 Grounding counts a tool's hits as chunks the model has read; when the expansion cap cut a chunk
-out of the text, listing it as a hit let an answer cite text the model never saw (issue-14 review).
+out of the text, listing it as a hit let an answer cite text the model never saw.
 """
 
 from __future__ import annotations

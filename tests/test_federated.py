@@ -16,7 +16,7 @@ from toolish_rag.builder import DocumentBuilder
 from toolish_rag.content import Chunk, Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import PropertyFilter as F
-from toolish_rag.protocols import FilterPushdown, StoreCapabilities
+from toolish_rag.protocols import FilterPushdown, StoreFeatures
 from toolish_rag.search import ExpansionRequest, SearchHit, SearchRequest
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.stores.federated import ByHash, ByMetadata, Federated, MemberFusion
@@ -48,8 +48,8 @@ async def test_capabilities_are_those_some_member_serves_for_every_combination(t
     for size in (1, 2, 3):
         for names in itertools.combinations(kinds, size):
             members = {name: kinds[name] for name in names}
-            caps = StoreCapabilities.of(Federated(members))
-            each = [StoreCapabilities.of(s) for s in members.values()]
+            caps = StoreFeatures.of(Federated(members))
+            each = [StoreFeatures.of(s) for s in members.values()]
             assert caps.vector == any(c.vector for c in each), names
             assert caps.text == any(c.text for c in each), names
             assert caps.regex == any(c.regex for c in each), names
@@ -58,7 +58,7 @@ async def test_capabilities_are_those_some_member_serves_for_every_combination(t
             assert caps.sections == any(c.sections for c in each), names
             assert caps.graph == any(c.graph for c in each), names
             assert isinstance(Federated(members), FilterPushdown)
-    assert not StoreCapabilities.of(Federated({'code': kinds['tantivy']})).vector
+    assert not StoreFeatures.of(Federated({'code': kinds['tantivy']})).vector
 
 
 async def test_a_text_only_member_adds_to_text_and_hybrid_never_to_vector() -> None:
@@ -247,7 +247,7 @@ async def test_graph_reads_route_to_each_member_and_a_walk_stays_in_its_member()
     for member in (a, b):
         await member.record_graph_built(['test'])  # relations written directly: the operator says a graph is built
     fed = Federated({'a': a, 'b': b})
-    assert StoreCapabilities.of(fed).graph and StoreCapabilities.of(fed).sections
+    assert StoreFeatures.of(fed).graph and StoreFeatures.of(fed).sections
 
     seeds = (acme.chunks[0].id, globex.chunks[0].id)
     whole = await fed.neighbours(NeighbourRequest(seeds))

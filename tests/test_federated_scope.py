@@ -15,7 +15,7 @@ from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.errors import QuerySyntaxError
 from toolish_rag.filters import Filter, PropertyFilter as F, matches
-from toolish_rag.protocols import StoreCapabilities
+from toolish_rag.protocols import StoreFeatures
 from toolish_rag.retriever import Retriever
 from toolish_rag.search import RegexRequest, SearchHit, SearchRequest
 from toolish_rag.stores import InMemoryStore
@@ -121,7 +121,7 @@ async def test_a_view_hides_the_members_it_leaves_out() -> None:
     with pytest.raises(ValueError, match='no such members'):
         fed.narrowed({'nope'})
     text_only = Federated({'docs': InMemoryStore(EMBEDDER), 'code': TantivyStore()})
-    assert not StoreCapabilities.of(text_only.narrowed({'code'})).vector  # a capability leaves with its member
+    assert not StoreFeatures.of(text_only.narrowed({'code'})).vector  # a capability leaves with its member
 
 
 _FILTERS: list[Filter | None] = [None, F.eq('tenant', 'acme'), F.eq('tenant', 'globex'), F.ne('tenant', 'acme')]

@@ -25,7 +25,7 @@ from toolish_rag.citations._model import GroundedAnswer
 from toolish_rag.citations._verify import UngroundedAnswerError
 from toolish_rag.content import Document, Entity, NodeKind, Relation
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.protocols import GraphSearch, StoreCapabilities, StoreLike
+from toolish_rag.protocols import GraphSearch, StoreFeatures, StoreLike
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset._tools.graph import MAX_IDS
 
@@ -130,12 +130,12 @@ async def test_offered_on_graph_stores_only(tmp_path: Path) -> None:
     assert 'kb_graph_context' not in ToolishRag(store, name='kb').tool_names  # no graph built yet
     await store.record_graph_built(['test'])
     memory: ToolishRag[None] = ToolishRag(store, name='kb')
-    assert memory.store_capabilities.graph and 'kb_graph_context' in memory.tool_names
+    assert memory.store_features.graph and 'kb_graph_context' in memory.tool_names
     assert 'kb_graph_context' not in memory.without_tools('graph_context').tool_names
     no_graph = compose_store(frozenset({'vector', 'text', 'expand', 'sections'}))(
         InMemoryStore(HashingEmbeddingModel(64))
     )
-    assert not StoreCapabilities.of(no_graph).graph
+    assert not StoreFeatures.of(no_graph).graph
     assert 'kb_graph_context' not in ToolishRag(no_graph, name='kb').tool_names
     tantivy = pytest.importorskip('toolish_rag_tantivy', reason='needs the Tantivy adapter (stores/tantivy)')
     rag: ToolishRag[None] = ToolishRag(tantivy.TantivyStore(), name='kb')

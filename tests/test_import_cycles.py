@@ -141,7 +141,7 @@ def test_the_graph_covers_the_project() -> None:
     assert {'toolish_rag', 'toolish_rag_lancedb', 'toolish_rag_tantivy'} <= set(graph)
     # A known edge of each kind: a module-level relative import, and a store's absolute one.
     assert graph.has_edge('toolish_rag.toolset._rag', 'toolish_rag.grounded._capability')
-    assert graph.has_edge('toolish_rag_tantivy.store', 'toolish_rag.filters')
+    assert graph.has_edge('toolish_rag_tantivy._store', 'toolish_rag.filters')
 
 
 def test_no_module_imports_the_top_level_package() -> None:

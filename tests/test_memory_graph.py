@@ -30,7 +30,7 @@ from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.filters import Eq, Filter, HasAnyLabel, Not
 from toolish_rag.graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from toolish_rag.graph.reference import reference_neighbours, reference_nodes
-from toolish_rag.protocols import GraphSearch, GraphStore, StoreCapabilities
+from toolish_rag.protocols import GraphSearch, GraphStore, StoreFeatures
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.stores.memory import _snapshot
 
@@ -199,7 +199,7 @@ async def test_a_document_takes_its_relations_and_ledger_keys_along() -> None:
     d0, d1 = _document(0, ['a']), _document(1, ['a'])
     own0, own1, free = _rel('x', 'y', doc=d0.id, origin='exact'), _rel('y', 'z', doc=d1.id), _rel('z', 'x')
     store = InMemoryStore(HashingEmbeddingModel(16))
-    assert isinstance(store, GraphSearch) and isinstance(store, GraphStore) and StoreCapabilities.of(store).graph
+    assert isinstance(store, GraphSearch) and isinstance(store, GraphStore) and StoreFeatures.of(store).graph
     await store.upsert([d0, d1, own0, own1, free])
     await store.set_graph_marks('exact', {d0.id: 'f0', d1.id: 'f1', 'names': 'n'})
     await store.set_graph_marks('extract', {d0.id: 'g0'})

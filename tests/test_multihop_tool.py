@@ -26,7 +26,7 @@ from toolish_rag.content import Document
 from toolish_rag.embedding import HashingEmbeddingModel
 from toolish_rag.graph._ppr import personalised_pagerank
 from toolish_rag.graph_builders import ExactNameLinker, StructureBuilder, build_graph
-from toolish_rag.protocols import StoreCapabilities, StoreLike
+from toolish_rag.protocols import StoreFeatures, StoreLike
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset._tools import multihop
 
@@ -343,7 +343,7 @@ async def test_offered_with_search_graph_and_lookup_only() -> None:
     await build_graph(store, StructureBuilder())
     memory: ToolishRag[None] = ToolishRag(store, name='kb')
     assert 'kb_multihop_search' in memory.tool_names
-    assert StoreCapabilities.of(memory.store).graph
+    assert StoreFeatures.of(memory.store).graph
     tantivy = pytest.importorskip('toolish_rag_tantivy', reason='needs the Tantivy adapter (stores/tantivy)')
     no_graph: ToolishRag[None] = ToolishRag(tantivy.TantivyStore(), name='kb')
     assert 'kb_multihop_search' not in no_graph.tool_names

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import importlib
 import re
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -179,3 +180,23 @@ def test_the_rule_flags_a_private_import_and_an_unlisted_module() -> None:
     assert Module('toolish_rag.ingest._readers.text', Path()).private
     assert not Module('toolish_rag.ingest.__init__', Path()).private
     assert 'toolish_rag.ingest' in SECTIONS and 'ingest' in SECTIONS['toolish_rag.ingest']
+
+
+def test_renamed_names_still_work_for_one_release_with_a_warning(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`StoreCapabilities` is `StoreFeatures`, ``store_capabilities`` is ``store_features``, the Tantivy modules
+    moved: each old name still answers, and says it is deprecated (CHANGELOG)."""
+    import toolish_rag
+    from toolish_rag import ToolishRag, protocols
+    from toolish_rag.embedding import HashingEmbeddingModel
+    from toolish_rag.stores import InMemoryStore
+
+    with pytest.warns(DeprecationWarning, match='StoreFeatures'):
+        assert protocols.StoreCapabilities is protocols.StoreFeatures
+    assert 'StoreCapabilities' not in toolish_rag.__all__ and 'StoreFeatures' in toolish_rag.__all__
+    rag = ToolishRag(InMemoryStore(HashingEmbeddingModel(16)), name='kb')
+    with pytest.warns(DeprecationWarning, match='store_features'):
+        assert rag.store_capabilities == rag.store_features
+    monkeypatch.delitem(sys.modules, 'toolish_rag_tantivy.store', raising=False)  # imported again: it warns
+    with pytest.warns(DeprecationWarning, match='import from toolish_rag_tantivy'):
+        old = importlib.import_module('toolish_rag_tantivy.store')
+    assert old.TantivyStore is importlib.import_module('toolish_rag_tantivy').TantivyStore

@@ -205,7 +205,7 @@ async def test_graph_tools_come_with_a_built_graph_on_every_store(tmp_path: Path
         assert GRAPH_TOOLS.isdisjoint(rag.offered_tools), name
         assert {'hybrid_search', 'read_section', 'verify_citations'} <= set(rag.offered_tools), name
         assert 'graph' not in ((await rag.instructions()) or ''), name
-        assert not ToolishRag(Federated({'a': store}), name='kb').store_capabilities.graph_built, name
+        assert not ToolishRag(Federated({'a': store}), name='kb').store_features.graph_built, name
         await build_graph(store, StructureBuilder())
         assert set(ToolishRag(store, name='kb').offered_tools) >= GRAPH_TOOLS, name
         assert set(ToolishRag(Federated({'a': store}), name='kb').offered_tools) >= GRAPH_TOOLS, name

@@ -21,7 +21,7 @@ from pydantic_ai.models.test import TestModel
 from pydantic_ai.toolsets import CombinedToolset, FunctionToolset
 from pydantic_ai.usage import RunUsage
 
-from toolish_rag import StoreCapabilities, ToolishRag
+from toolish_rag import StoreFeatures, ToolishRag
 from toolish_rag.stores import InMemoryStore
 from toolish_rag.toolset import TOOL_NAMES, tool_name
 from toolish_rag.toolset._direct import direct_context
@@ -117,8 +117,8 @@ async def test_tool_names_are_the_rag_name_and_the_short_name(store: InMemorySto
     ]  # offered with ResultExpander
     assert rag.tool_names == [tool_name('kb', t) for t in rag.offered_tools]
     assert [d.name for d in await rag.tool_definitions()] == rag.tool_names
-    assert rag.store_capabilities == StoreCapabilities.of(store)
-    assert rag.store_capabilities.hybrid and rag.store_capabilities.any_search
+    assert rag.store_features == StoreFeatures.of(store)
+    assert rag.store_features.hybrid and rag.store_features.any_search
     # run_tool takes either name; an unknown one is reported as given.
     by_short = await rag.run_tool('text_search', {'query': 'refunds'})
     by_full = await rag.run_tool('kb_text_search', {'query': 'refunds'})

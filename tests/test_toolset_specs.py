@@ -12,7 +12,7 @@ import pytest
 from toolish_rag import RagSettings, ToolishRag
 from toolish_rag._tool_names import TOOL_NAMES
 from toolish_rag.embedding import HashingEmbeddingModel
-from toolish_rag.protocols import StoreCapabilities
+from toolish_rag.protocols import StoreFeatures
 from toolish_rag.stores import Federated, InMemoryStore
 from toolish_rag.toolset._arguments import StringArgument
 from toolish_rag.toolset._spec import ToolEnv
@@ -39,7 +39,7 @@ def _unconstrained_strings(hint: Any, constrained: bool = False) -> list[Any]:
     return []
 
 
-_ALL = StoreCapabilities(vector=True, text=True, regex=True, expand=True, native_hybrid=True, sections=True, graph=True)
+_ALL = StoreFeatures(vector=True, text=True, regex=True, expand=True, native_hybrid=True, sections=True, graph=True)
 
 
 def _env(**options: Any) -> ToolEnv:

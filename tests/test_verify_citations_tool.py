@@ -242,5 +242,5 @@ async def test_in_an_agent_run(rag: ToolishRag[Any], corpus: tuple[Document, ...
 async def test_offered_with_result_expander_only(corpus: tuple[Document, ...]) -> None:
     store = InMemoryStore(HashingEmbeddingModel(64))
     rag: ToolishRag[Any] = ToolishRag(store, name='docs')
-    assert rag.store_capabilities.expand and 'verify_citations' in rag.offered_tools
+    assert rag.store_features.expand and 'verify_citations' in rag.offered_tools
     assert 'verify_citations' not in rag.without_tools('verify_citations').offered_tools

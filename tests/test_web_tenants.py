@@ -245,7 +245,7 @@ def _provider_down(messages: list[ModelMessage], info: AgentInfo) -> ModelRespon
 
 
 def test_a_model_that_fails_gets_a_clear_json_error_not_a_bare_500(docs: list[Document]) -> None:
-    """Issue 27 item 9: /ask answered a bare 500 when the model exhausted its tool retries."""
+    """/ask once answered a bare 500 when the model exhausted its tool retries."""
     alice = {'Authorization': 'Bearer alice-token'}
     with client_for(docs, FunctionModel(_keeps_calling_a_tool_wrongly)) as client:
         failed = client.post('/ask', json={'question': 'refunds?'}, headers=alice)

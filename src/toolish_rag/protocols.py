@@ -1,6 +1,8 @@
-"""Capability protocols: what a store can do, and so which tools an agent is offered.
+"""Store protocols: what a store can do (so which tools an agent is offered) and what else it tells the library.
 
-Each protocol maps to tools, and each has contracts the conformance kit checks.
+The search and navigation protocols map to tools; the optional attribute protocols (`HasEmbedder`,
+`HasTextAnalyzer`, `HasEmbeddingWindows`, `HasRegexScanLimit`, `Upgradable`, `Reembeddable`) change
+how those tools behave. Each has contracts the conformance kit checks.
 See docs/concepts.md#how-the-core-is-built and docs/custom-store.md.
 """
 
@@ -8,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, TypeAlias, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 
 from .content import Chunk, Document, Entity, Metadata, Relation
 from .filters import Filter
@@ -16,6 +18,12 @@ from .graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
 from .search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from .sections import ChunkOutline, DocumentPage, DocumentPageRequest, OutlineRequest, SectionPage, SectionReadRequest
 from .writes import PrecomputedVectors
+
+if TYPE_CHECKING:
+    from pydantic_ai.embeddings import Embedder, EmbeddingModel
+
+    from .analysis import TextAnalyzer
+    from .windows import EmbeddingWindows
 
 __all__ = [
     'DocumentInfo',
@@ -25,19 +33,25 @@ __all__ = [
     'GraphBuiltWriter',
     'GraphSearch',
     'GraphStore',
+    'HasEmbedder',
+    'HasEmbeddingWindows',
+    'HasRegexScanLimit',
+    'HasTextAnalyzer',
     'HybridSearch',
     'PrecomputedVectors',
     'PrecomputedVectorsWriter',
+    'Reembeddable',
     'RegexSearch',
     'ResultExpander',
     'ScopedTextRanking',
     'SectionReader',
-    'StoreCapabilities',
+    'StoreFeatures',
     'StoreLike',
     'TermStatistics',
     'TermStatisticsRequest',
     'TermStatisticsSource',
     'TextSearch',
+    'Upgradable',
     'VectorSearch',
 ]
 
@@ -254,23 +268,94 @@ class ScopedTextRanking(Protocol):
     def text_ranking_in_scope(self, filter: Filter) -> bool: ...
 
 
+@runtime_checkable
+class HasEmbedder(Protocol):
+    """Optional, beside `VectorSearch`: the pydantic-ai ``Embedder`` the store's vectors come from.
+
+    A record's vector is what ``embed_documents`` gives for its text (for each window, with
+    `HasEmbeddingWindows`), and `vector_search` ranks by ``embed_query`` of the query. Without it:
+    hybrid search cannot lower the vector leg for a language its model was not trained on (the
+    model's languages come from its name), Ray ingestion embeds nothing on its workers, the vector
+    graph linker needs ``embedder=``, and ``toolish-rag mcp`` cannot preload the model.
+    """
+
+    @property
+    def embedder(self) -> Embedder: ...
+
+
+@runtime_checkable
+class HasTextAnalyzer(Protocol):
+    """Optional, beside `TextSearch`: the core `toolish_rag.analysis.TextAnalyzer` that cuts the store's text.
+
+    Records and queries are both analysed with it, so a text hit holds one of the query's analysed
+    tokens. ``None``: the engine analyses the text its own way. Its ``language`` is the store's
+    language: hybrid fusion's per-language rule (a federation's too), the OCR language default of
+    ingestion and the text tool's description (what a query's words become) read it, and a
+    federation re-scoring text with one BM25 analyses with it.
+    """
+
+    @property
+    def text_analyzer(self) -> TextAnalyzer | None: ...
+
+
+@runtime_checkable
+class HasEmbeddingWindows(HasEmbedder, Protocol):
+    """Optional: how a chunk longer than the embedder reads is embedded as several windows (``None``: its start).
+
+    The inspector shows the texts a chunk's vectors embed (`toolish_rag.windows.window_texts`).
+    """
+
+    @property
+    def windows(self) -> EmbeddingWindows | None: ...
+
+
+@runtime_checkable
+class HasRegexScanLimit(Protocol):
+    """Optional, beside `RegexSearch`: the most records one regex search scans (``None``: no limit).
+
+    A pattern selecting more is refused (`toolish_rag.regex.scan_limit_error`); the regex tool's
+    description states the limit and the ways under it, so a model narrows its pattern first.
+    """
+
+    @property
+    def regex_scan_limit(self) -> int | None: ...
+
+
+@runtime_checkable
+class Upgradable(Protocol):
+    """Optional: bring a store saved by an older version to the current format, in place (``toolish-rag upgrade``)."""
+
+    async def upgrade(self) -> list[str]:
+        """What was done, one phrase each; ``[]``: already current. Records and vectors are kept."""
+        ...
+
+
+@runtime_checkable
+class Reembeddable(Protocol):
+    """Optional: embed every stored record again with another embedder (``toolish-rag ingest --reembed``)."""
+
+    async def reembed(self, embedder: Embedder | EmbeddingModel | str) -> int:
+        """Re-embed with ``embedder`` (a model string, model or ``Embedder``); returns how many records."""
+        ...
+
+
 StoreLike: TypeAlias = (
     VectorSearch | TextSearch | RegexSearch | ResultExpander | HybridSearch | SectionReader | GraphSearch
 )
-"""Any object implementing at least one capability protocol: what `ToolishRag` and `Retriever` take.
+"""Any object implementing at least one search or expansion protocol: what `ToolishRag` and `Retriever` take.
 
 A union of protocols, not a base class: a third-party store subclasses nothing from
 toolish-rag, it implements the methods of the protocols it serves and type-checks as a
-`StoreLike` structurally. Which tools it gets is decided at run time (`StoreCapabilities`).
+`StoreLike` structurally. Which tools it gets is decided at run time (`StoreFeatures`).
 """
 
 
 @dataclass(frozen=True, slots=True)
-class StoreCapabilities:
-    """Which capability protocols a store implements, and so which tools it can serve.
+class StoreFeatures:
+    """Which search and navigation protocols a store implements, and so which tools it can serve.
 
-    Not to be confused with pydantic-ai's capabilities (agent extensions, see
-    ``ToolishRag.as_capability``): these are what the *store* can do.
+    Formerly ``StoreCapabilities`` (a deprecated alias for one release): pydantic-ai's capabilities
+    are agent extensions (``ToolishRag.capability()``), these are what the *store* can do.
     """
 
     vector: bool
@@ -284,7 +369,7 @@ class StoreCapabilities:
     """A `GraphSearch` store whose graph has been built (`GraphBuilt`; a store that does not say has one)."""
 
     @classmethod
-    def of(cls, store: object) -> StoreCapabilities:
+    def of(cls, store: object) -> StoreFeatures:
         graph = isinstance(store, GraphSearch)
         return cls(
             vector=isinstance(store, VectorSearch),
@@ -398,3 +483,13 @@ class PrecomputedVectorsWriter(Protocol):
     """
 
     async def upsert_with_vectors(self, items: Iterable[Document | Entity], vectors: PrecomputedVectors) -> None: ...
+
+
+def __getattr__(name: str) -> Any:
+    """``StoreCapabilities``: the deprecated name of `StoreFeatures` (removed in the next release)."""
+    if name == 'StoreCapabilities':
+        import warnings
+
+        warnings.warn('StoreCapabilities is renamed StoreFeatures', DeprecationWarning, stacklevel=2)
+        return StoreFeatures
+    raise AttributeError(f'module {__name__!r} has no attribute {name!r}')

@@ -12,6 +12,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TypeVar
 
+from ._store_attributes import embedder_of, text_analyzer_of
 from .content import Chunk, Entity
 from .embedding import embedder_languages
 from .errors import InvalidRequestError, ToolishRagError, echo
@@ -156,14 +157,14 @@ class Retriever:
         return self.fusion.for_language(language, self._embedder_languages())
 
     def _store_language(self) -> str | None:
-        language = getattr(getattr(self.store, 'text_analyzer', None), 'language', None)
-        return language if isinstance(language, str) else None
+        analyzer = text_analyzer_of(self.store)
+        return analyzer.language if analyzer is not None else None
 
     def _embedder_languages(self) -> frozenset[str] | None:
         if self.fusion.vector_languages is not None:
             return self.fusion.vector_languages
         try:
-            return embedder_languages(getattr(self.store, 'embedder', None))
+            return embedder_languages(embedder_of(self.store))
         except Exception:  # an embedder that fails to resolve fails the vector leg itself, with its own error
             return None
 

@@ -1,4 +1,4 @@
-"""Issue 28, item 5: a builder isolates a file it cannot handle, as ingestion does: reported in one line, the rest built.
+"""A builder isolates a file it cannot handle, as ingestion does: reported in one line, the rest built.
 
 The hostile file is generated here (``x = 1 + 1 + ...``, deep enough that `ast` gives up with a
 RecursionError while a parser-accepted file, small on disk); ingestion stores it like any ``.py``.

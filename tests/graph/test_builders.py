@@ -118,7 +118,7 @@ class _Failing:
 
 
 async def test_a_document_whose_mark_fails_is_reported_in_one_line_and_the_others_are_built() -> None:
-    """Issue 28 item 5: the driver guarded ``graph_of`` only, so an error computing a mark stopped the build."""
+    """The driver once guarded ``graph_of`` only, so an error computing a mark stopped the build."""
     store = _store()
     await store.upsert([_doc('a', 'A', ['one']), _doc('b', 'B', ['two']), _doc('c', 'C', ['three'])])
     report = (await build_graph(store, _Failing('b', in_mark=True)))[0]
@@ -631,7 +631,7 @@ def _scoped_like(relation: Relation, chunks: Sequence[Chunk]) -> Chunk:
 
 
 async def test_an_edge_never_outlives_the_scope_of_its_chunk() -> None:
-    """The review's scenario for the linkers: edges read from a secret chunk carried only ``scope_keys``, so
+    """Linker edges read from a secret chunk once carried only ``scope_keys``, so
     ``classification != 'secret'`` (or any filter on another key or a label) matched them."""
     store = _store()
     await store.upsert(_board_and_news())

@@ -440,7 +440,7 @@ async def _seen(store: InMemoryStore, scope: Filter) -> str:
 
 
 async def test_a_secret_module_next_to_a_public_one_shows_nothing_under_a_negative_predicate(tmp_path: Path) -> None:
-    """The review's scenario for code: entities carried only ``scope_keys``, so ``classification != 'secret'``
+    """A secret module's code entities once carried only ``scope_keys``, so ``classification != 'secret'``
     matched a secret module's classes and functions by their lacking the key."""
     _write(tmp_path, SECRET_PLANS)
     store = _store()

@@ -325,7 +325,7 @@ async def _seen(store: InMemoryStore, scope: Filter) -> str:
 
 
 async def test_nothing_read_from_an_excluded_document_shows_under_a_negative_predicate() -> None:
-    """The review's scenario: a secret board minute next to a public newsletter, in one tenant.
+    """A secret board minute next to a public newsletter, in one tenant: nothing read from the minute shows.
 
     Under ``tenant == 'a' and classification != 'secret'`` nothing the model read from the minute
     may show: not its entities, their descriptions, nor the ACQUIRES edge. Derived records that

@@ -1,4 +1,4 @@
-"""Which budget cut a walk is said, and search seeds leave room for the walk (review findings).
+"""Which budget cut a walk is said, and search seeds leave room for the walk.
 
 * A hop cut by the per-hop edge limit used to read "truncated ... (max_nodes=200)", advice that
   cannot help; the walk now reports ``cut_by`` and the tool names the budget that applied.

@@ -1,4 +1,4 @@
-"""Issue 28, item 1: no other tenant's record can take, or block, an edge of this tenant's graph.
+"""No other tenant's record can take, or block, an edge of this tenant's graph.
 
 Each test builds a tenant's graph, walks it under the tenant's scope (through the `graph_context`
 tool, so the text is what a model reads), adds another tenant's records that used to compete for

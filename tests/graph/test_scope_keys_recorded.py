@@ -1,4 +1,4 @@
-"""Issue 28, item 1: scope keys are declared once (``graph build --scope-key tenant``) and recorded in the
+"""Scope keys are declared once (``graph build --scope-key tenant``) and recorded in the
 store's manifest, so a later ``graph build`` without the option builds with them (and finds nothing to do).
 """
 

@@ -1,4 +1,4 @@
-"""Issue 14's adversarial measurement: every genuine XQuAD quote accepted, every rule-made corruption rejected.
+"""The adversarial measurement: every genuine XQuAD quote accepted, every rule-made corruption rejected.
 
 Runs `benchmarks/grounding_bench.py` in full (all 1,190 XQuAD-en questions, text search, 15-30 s
 on 2 cores; marked slow) in a subprocess, as the docs' command does: the script pins its

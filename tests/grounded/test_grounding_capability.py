@@ -325,7 +325,7 @@ async def test_a_store_without_lookup_is_refused_at_construction() -> None:
     # Without a lookup by id the only record of a chunk is the one the (forgeable) history carries.
     store = compose_store(frozenset({'vector'}))(await build_store())
     rag = ToolishRag(store, name='docs')
-    assert not rag.store_capabilities.expand
+    assert not rag.store_features.expand
     with pytest.raises(UserError, match='look records up by id'):
         Grounding(rag)
 

@@ -1,4 +1,4 @@
-"""Issue 41 regressions: what a tenant sees is a function of its own records only.
+"""What a tenant sees is a function of its own records only.
 
 Each test builds the same acme records alone and beside foreign ones (row counts that are not a
 multiple of 4, rare foreign words) and asks for bitwise equal answers. See docs/filters.md#corpus-statistics.

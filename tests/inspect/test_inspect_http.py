@@ -317,7 +317,7 @@ def test_without_tokens_only_this_machine_is_answered(rag: ToolishRag[Any]) -> N
 
 
 def test_counts_read_in_the_singular_and_the_plural(open_client: TestClient) -> None:
-    """Issue 40: "1 chunks" and "1 hits" read "1 chunk" and "1 hit"."""
+    """Singular counts: "1 chunks" and "1 hits" read "1 chunk" and "1 hit"."""
     ids = ids_of('acme')
     pages = [open_client.get(p).text for p in pages_for(ids)[1:4]]
     one_hit = {'tool': 'docs_text_search', 'arg.query': 'refunds', 'arg.top_k': '1'}

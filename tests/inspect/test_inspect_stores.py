@@ -61,7 +61,7 @@ def test_every_page_answers_on_the_store(name: str, tmp_path: Path) -> None:
         listing = client.get('/documents').text
         assert 'cannot list documents' in listing or '<span id="total">3</span>' in listing
         assert chunk.urtext in client.get(f'/chunk?id={chunk.id}').text
-        if not rag.store_capabilities.graph:
+        if not rag.store_features.graph:
             assert 'has no graph' in client.get('/graph').text
         tool = 'hybrid_search' if 'hybrid_search' in rag.offered_tools else rag.offered_tools[0]
         sent = {'tool': tool, 'arg.query': 'refunds damaged', 'arg.top_k': '3'}

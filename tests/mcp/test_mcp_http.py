@@ -348,7 +348,7 @@ async def test_a_pydantic_ai_agent_over_mcp_sees_what_an_in_process_agent_sees(l
 
 
 @pytest.mark.parametrize('store_name', [s for s in ('memory', 'tantivy') if s in available_stores()])
-async def test_tools_list_follows_the_store_capabilities(store_name: str, tmp_path: Any) -> None:
+async def test_tools_list_follows_the_store_features(store_name: str, tmp_path: Any) -> None:
     store = open_store(f'{store_name}:{tmp_path / store_name}', embedder='hashing')
     rag: ToolishRag[Any] = ToolishRag(store, name='kb')
     async with Client(await build_server(rag)) as client:

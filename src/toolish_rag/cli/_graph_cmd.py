@@ -190,7 +190,7 @@ async def run(args: argparse.Namespace) -> int:
         return 2
     rag = scoped_rag(rag, args.filter)
     if 'graph_context' not in rag.offered_tools:
-        built = rag.store_capabilities.graph and not rag.store_capabilities.graph_built
+        built = rag.store_features.graph and not rag.store_features.graph_built
         why = 'has no graph built yet: run toolish-rag graph build first' if built else 'offers no graph_context tool'
         print(f'this store ({type(store).__name__}) {why}', file=sys.stderr)
         return 2

@@ -102,8 +102,11 @@ async def run(args: argparse.Namespace) -> int:
     report = _report(args.ingest_report) if args.ingest_report else None
     store, rag = open_rag(args)
     rag = scoped_rag(rag, args.filter)
-    embedder = args.embedder or getattr(store, 'embedder', None)  # eval embeds as the inspected store does
     import uvicorn
+
+    from .._store_attributes import embedder_of
+
+    embedder = args.embedder or embedder_of(store)  # eval embeds as the inspected store does
 
     from ..inspect import create_app
 

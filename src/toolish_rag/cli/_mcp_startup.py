@@ -130,6 +130,7 @@ async def _warm_up(rag: ToolishRag[Any], cache: HandshakeCache, sent: str | None
     """Check the instructions sent at the handshake, then load the embedding model (in a thread)."""
     import asyncio
 
+    from .._store_attributes import embedder_of
     from ..embedding import preload_embedder
 
     actual = await rag.instructions()
@@ -140,7 +141,7 @@ async def _warm_up(rag: ToolishRag[Any], cache: HandshakeCache, sent: str | None
             'start); the client gets the new ones when it reconnects',
             file=sys.stderr,
         )
-    await asyncio.to_thread(preload_embedder, getattr(rag.store, 'embedder', None))
+    await asyncio.to_thread(preload_embedder, embedder_of(rag.store))
 
 
 async def serve_stdio_command(args: argparse.Namespace, *, short_names: bool) -> None:

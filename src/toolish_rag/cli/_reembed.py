@@ -25,13 +25,14 @@ def add_reembed_flag(parser: argparse.ArgumentParser) -> None:
 
 async def reembedded_store(args: argparse.Namespace) -> Any:
     """The command's store (under its writer lock), re-embedded with ``--embedder`` before anything else."""
+    from ..protocols import Reembeddable  # here: the CLI starts without pydantic (docs/mcp.md#start-up-time)
+
     if not args.embedder:
         raise SystemExit('toolish-rag: --reembed needs --embedder MODEL: the model to embed the store with')
     store = open_store_for(argparse.Namespace(**{**vars(args), 'embedder': None}), write=True)
-    reembed = getattr(store, 'reembed', None)
-    if reembed is None:
+    if not isinstance(store, Reembeddable):
         print(f'{type(store).__name__} keeps no vectors: nothing to re-embed', file=sys.stderr)
         return store
-    count: int = await reembed(args.embedder)
+    count = await store.reembed(args.embedder)
     print(f're-embedded {count} records with {args.embedder}', file=sys.stderr)
     return store

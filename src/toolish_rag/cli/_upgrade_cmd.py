@@ -22,15 +22,16 @@ def register(sub: Any) -> argparse.ArgumentParser:
 
 
 async def run(args: argparse.Namespace) -> int:
+    from ..protocols import Upgradable  # here: the CLI starts without pydantic (docs/mcp.md#start-up-time)
+
     spec = store_spec(args)
     missing = missing_store(spec)
     if missing is not None:
         raise SystemExit(f'toolish-rag: {missing}')
     store = open_store_for(args, write=True, spec=spec)
-    upgrade = getattr(store, 'upgrade', None)
-    if upgrade is None:
+    if not isinstance(store, Upgradable):
         print(f'{spec}: this kind of store ({type(store).__name__}) has nothing to upgrade')
         return 0
-    done: list[str] = await upgrade()
+    done = await store.upgrade()
     print(f'{spec}: ' + ('; '.join(done) if done else 'already current, nothing to do'))
     return 0

@@ -13,6 +13,7 @@ import numpy as np
 import numpy.typing as npt
 from pydantic_ai.embeddings import Embedder
 
+from .._store_attributes import embedder_of
 from ..content import Chunk, Entity, Relation
 from .base import (
     DERIVED_SCOPE_VERSION,
@@ -70,8 +71,8 @@ class VectorLinker:
             )
 
     def _embedder(self, store: GraphBuildStore) -> Embedder:
-        embedder = self.embedder if self.embedder is not None else getattr(store, 'embedder', None)
-        if not isinstance(embedder, Embedder):
+        embedder = self.embedder if self.embedder is not None else embedder_of(store)
+        if embedder is None:
             raise TypeError('the vector linker needs an Embedder: the store has none (pass embedder=)')
         return embedder
 

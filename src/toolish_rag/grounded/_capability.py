@@ -85,7 +85,7 @@ class Grounding(AbstractCapability[AgentDepsT]):
             raise ValueError('repairs must be 0 or more')
         if self.min_quote_chars < 1:
             raise ValueError('min_quote_chars must be at least 1')
-        if not self.rag.store_capabilities.expand:
+        if not self.rag.store_features.expand:
             raise UserError(
                 f'Grounding needs a store that can look records up by id (ResultExpander); the store of '
                 f'{self.rag.name!r} cannot, so a citation could only be checked against the record the message '

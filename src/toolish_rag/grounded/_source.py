@@ -12,7 +12,7 @@ from typing import Any, Protocol
 from pydantic_ai import RunContext
 from pydantic_ai.messages import ToolReturn
 
-from ..protocols import StoreCapabilities
+from ..protocols import StoreFeatures
 from ..retriever import Retriever
 
 __all__ = ['GroundingSource']
@@ -25,7 +25,7 @@ class GroundingSource(Protocol):
     def name(self) -> str: ...
 
     @property
-    def store_capabilities(self) -> StoreCapabilities: ...
+    def store_features(self) -> StoreFeatures: ...
 
     @property
     def tool_names(self) -> list[str]: ...

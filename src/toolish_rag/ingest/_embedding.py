@@ -11,7 +11,9 @@ from dataclasses import dataclass
 from pydantic_ai.embeddings import Embedder, EmbeddingModel, EmbeddingResult, EmbeddingSettings
 from pydantic_ai.embeddings.result import EmbedInputType
 
-__all__ = ['StoreEmbedding', 'embedder_of']
+from .._store_attributes import embedder_of
+
+__all__ = ['StoreEmbedding']
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,12 +42,6 @@ class StoreEmbedding:
     def embedder(self) -> Embedder:
         """An ``Embedder`` that embeds as the store's does (not instrumented: no exporter runs on workers)."""
         return Embedder(self.model, settings=self.settings, instrument=False)
-
-
-def embedder_of(store: object) -> Embedder | None:
-    """``store.embedder`` when it is a pydantic-ai ``Embedder`` (the public attribute embedding stores offer)."""
-    embedder = getattr(store, 'embedder', None)
-    return embedder if isinstance(embedder, Embedder) else None
 
 
 class _SettingsProbe(EmbeddingModel):

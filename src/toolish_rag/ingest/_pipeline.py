@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar, Unpack
 
+from .._store_attributes import text_analyzer_of
 from ..content import Document, document_id_for
 from ..protocols import DocumentInfo, DocumentStore, PrecomputedVectorsWriter
 from ._embedding import StoreEmbedding
@@ -60,7 +61,7 @@ async def ingest(
     Tesseract or ``reader='unstructured'`` its extra; `IngestInterrupted` (with the report) on cancel.
     """
     o = (options or IngestOptions()).changed(**changes)
-    ocr = o.ocr_options(getattr(store, 'language', None))
+    ocr = _ocr_options(store, o)
     _check_environment(ocr, o)
     runner = LocalExecutor(o.executor, o.concurrency) if isinstance(o.executor, str) else o.executor
     items: list[Source] = (
@@ -284,3 +285,9 @@ def _walk_issue(item: Found) -> tuple[bool, IngestIssue]:
         reason = UNSUPPORTED[suffix]
     explicit = item.path == item.root and reason.startswith(('unsupported', 'no such', 'broken'))
     return explicit, IngestIssue(str(item.path), reason)
+
+
+def _ocr_options(store: object, options: IngestOptions) -> OcrOptions:
+    """The run's OCR options: its ``ocr_languages``, else the store's text language (`HasTextAnalyzer`) when it names one."""
+    analyzer = text_analyzer_of(store)
+    return options.ocr_options(analyzer.language if analyzer is not None else None)

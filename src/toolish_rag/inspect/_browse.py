@@ -9,6 +9,7 @@ from typing import Any
 
 from starlette.requests import Request
 
+from .._store_attributes import windows_of
 from ..content import Chunk, Entity
 from ..errors import InvalidRequestError
 from ..navigation import Navigator, SectionTarget
@@ -208,13 +209,13 @@ def _offsets(chunk: Chunk) -> dict[str, object]:
 
 
 async def _windows(store: Any, chunk: Chunk) -> Html:
-    """The texts the chunk's vectors embed, when the store says how it cuts windows (``store.windows``)."""
-    config = getattr(store, 'windows', None)
-    embedder = getattr(store, 'embedder', None)
-    if config is None or embedder is None:
+    """The texts the chunk's vectors embed, when the store says how it cuts windows (`HasEmbeddingWindows`)."""
+    stated = windows_of(store)
+    if stated is None:
         return markup('<p class="muted">This store does not say how it cuts embedding windows.</p>')
     from ..windows import window_texts
 
+    embedder, config = stated
     try:
         texts = (await window_texts(embedder, [chunk.text], config))[0]
     except Exception:  # an embedder without a tokenizer: say so rather than fail the page
@@ -250,7 +251,7 @@ async def chunk_page(request: Request, viewer: Viewer) -> Page:
     facts = _chunk_facts(record)
     graph = (
         markup('<a href="{}">Walk the graph from here</a> · ', url('/graph', node=record.id))
-        if viewer.rag.store_capabilities.graph
+        if viewer.rag.store_features.graph
         else Html('')
     )
     console = markup(
@@ -315,7 +316,7 @@ def _entity(entity: Entity, viewer: Viewer) -> Page:
     )
     graph = (
         markup('<p><a href="{}">Walk the graph from here</a></p>', url('/graph', node=entity.id))
-        if viewer.rag.store_capabilities.graph
+        if viewer.rag.store_features.graph
         else Html('')
     )
     body = markup(

@@ -196,7 +196,7 @@ async def _told(
 
 
 async def graph_page(request: Request, viewer: Viewer) -> Page:
-    capabilities = viewer.rag.store_capabilities
+    capabilities = viewer.rag.store_features
     if not capabilities.graph:
         return lacks('has no graph (it is no GraphSearch): there is nothing to draw')
     if not capabilities.graph_built:

@@ -266,7 +266,7 @@ def _repeated_header(scope: Scope) -> str | None:
 
     The SDK reads the first value of a repeated header and a dict of the headers the last one; a
     request whose headers mean one thing to the limits and another to the SDK could open sessions
-    its token's limit never counts (issue 41). Refused (400) rather than read one way or the other.
+    its token's limit never counts. Refused (400) rather than read one way or the other.
     """
     seen: set[bytes] = set()
     for key, _ in scope.get('headers', []):

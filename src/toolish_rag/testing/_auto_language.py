@@ -1,5 +1,5 @@
 """The kit's ``language='auto'`` check: a store analysing each text in its detected language finds a passage
-across languages (issue 30 item 1).
+across languages (docs/text-analysis.md#automatic-language).
 
 Runs on a store whose `text_analyzer` is ``'auto'`` (the default of the stores toolish-rag ships), and is
 skipped with the reason otherwise. See docs/text-analysis.md#automatic-language and docs/testing.md.
@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from ..analysis import TextAnalyzer
+from .._store_attributes import text_analyzer_of
 from ..builder import DocumentBuilder
 from ..content import Chunk, Document
 from ..protocols import TextSearch
@@ -59,8 +59,8 @@ class AutoLanguageChecks(KitBase):
     async def test_auto_language_finds_passages_across_languages(
         self, empty: Any, store_path: Path, embedder: Any
     ) -> None:
-        analyzer = getattr(empty, 'text_analyzer', None)
-        if not (isinstance(analyzer, TextAnalyzer) and analyzer.auto):
+        analyzer = text_analyzer_of(empty)
+        if not (analyzer is not None and analyzer.auto):
             pytest.skip(f"{type(empty).__name__} does not analyse its text with language='auto' (text_analyzer)")
         await empty.upsert(_documents())
         problems = await _misses(empty, 'a new store')

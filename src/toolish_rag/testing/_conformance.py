@@ -13,6 +13,7 @@ from typing import ClassVar
 
 import pytest
 
+from ._attributes import AttributeChecks
 from ._auto_language import AutoLanguageChecks
 from ._expansion import ExpansionChecks
 from ._graph import GraphChecks
@@ -33,6 +34,7 @@ class StoreConformance(
     GraphChecks,
     TermStatisticsChecks,
     AutoLanguageChecks,
+    AttributeChecks,
 ):
     """Base class of a store's conformance tests::
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ..protocols import DocumentStore, GraphBuiltWriter, GraphSearch, GraphStore, StoreCapabilities
+from ..protocols import DocumentStore, GraphBuiltWriter, GraphSearch, GraphStore, StoreFeatures
 from ._corpus import EDGE_FILTERS
 from ._kit import KitBase, check, report
 from .graph_contract import (
@@ -39,16 +39,16 @@ async def _graph_built_problems(store: Any) -> list[str]:
     if recording is None:
         return [_NOT_RECORDING]
     problems = []
-    if StoreCapabilities.of(store).graph_built:
+    if StoreFeatures.of(store).graph_built:
         problems.append('a new store says its graph is built: only build_graph (record_graph_built) records one')
     await store.upsert(graph_corpus().items())
-    if StoreCapabilities.of(store).graph_built:
+    if StoreFeatures.of(store).graph_built:
         problems.append(
             'writing relations made graph_built true: a graph is built by an operator (build_graph), never '
             "counted from the records (a tenant's records would change every tenant's tools)"
         )
     await recording.record_graph_built(['kit'])
-    if not StoreCapabilities.of(store).graph_built:
+    if not StoreFeatures.of(store).graph_built:
         problems.append('graph_built is still false after record_graph_built: the graph tools are never offered')
     return problems
 
@@ -129,7 +129,7 @@ class GraphChecks(KitBase):
         reopened = await self.reopen_store(store_path, embedder)
         reference = GraphReference.of(corpus)
         problems = await stored_problems(reopened, 'after a reopen', corpus.relations, marks)
-        if not StoreCapabilities.of(reopened).graph_built:
+        if not StoreFeatures.of(reopened).graph_built:
             problems.append('the record that a graph was built is lost on reopening: persist it (the manifest)')
         calls = graph_scope_calls(corpus, reference, None) + graph_scope_calls(corpus, reference, GRAPH_SCOPES[1][1])
         problems += await calls.problems(reopened, reference)

@@ -22,12 +22,18 @@ from ..protocols import (
     DocumentStore,
     GraphSearch,
     GraphStore,
+    HasEmbedder,
+    HasEmbeddingWindows,
+    HasRegexScanLimit,
+    HasTextAnalyzer,
     HybridSearch,
+    Reembeddable,
     RegexSearch,
     ResultExpander,
     SectionReader,
-    StoreCapabilities,
+    StoreFeatures,
     TextSearch,
+    Upgradable,
     VectorSearch,
 )
 from ..retriever import Retriever
@@ -40,7 +46,24 @@ Aspect = Literal['search', 'scope', 'retriever', 'writes', 'persistence', 'consi
 ASPECTS: frozenset[Aspect] = frozenset(get_args(Aspect))
 SEARCHES: tuple[type, ...] = (VectorSearch, TextSearch, RegexSearch, HybridSearch)
 """The search protocols: a check tagged with all of them runs through each the store offers."""
-PROTOCOLS: tuple[type, ...] = (*SEARCHES, ResultExpander, SectionReader, GraphSearch, GraphStore, DocumentStore)
+ATTRIBUTES: tuple[type, ...] = (
+    HasEmbedder,
+    HasTextAnalyzer,
+    HasEmbeddingWindows,
+    HasRegexScanLimit,
+    Upgradable,
+    Reembeddable,
+)
+"""The optional attribute protocols: a store that states one is checked to behave as it says."""
+PROTOCOLS: tuple[type, ...] = (
+    *SEARCHES,
+    ResultExpander,
+    SectionReader,
+    GraphSearch,
+    GraphStore,
+    DocumentStore,
+    *ATTRIBUTES,
+)
 
 _MAX_SHOWN = 25
 _Test = TypeVar('_Test', bound=Callable[..., Any])
@@ -200,13 +223,13 @@ class KitBase:
 
     # -- helpers ----------------------------------------------------------------------------------
 
-    def capabilities(self, store: object) -> StoreCapabilities:
-        """The store's capabilities, narrowed to the chosen ``protocols``."""
-        caps = StoreCapabilities.of(store)
+    def features(self, store: object) -> StoreFeatures:
+        """The store's features, narrowed to the chosen ``protocols``."""
+        caps = StoreFeatures.of(store)
         if self.protocols is None:
             return caps
         keep = set(self.protocols)
-        return StoreCapabilities(
+        return StoreFeatures(
             vector=caps.vector and VectorSearch in keep,
             text=caps.text and TextSearch in keep,
             regex=caps.regex and RegexSearch in keep,
@@ -230,7 +253,7 @@ class KitBase:
 
     async def everything(self, retriever: Retriever, store: object, total: int) -> dict[str, set[str]]:
         """Every record a search for `COMMON_WORD` finds, through each chosen search the store offers."""
-        caps = self.capabilities(store)
+        caps = self.features(store)
         found: dict[str, set[str]] = {}
         if caps.vector:
             found['vector_search'] = {h.id for h in await retriever.vector_search(COMMON_WORD, total)}

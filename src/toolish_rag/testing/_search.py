@@ -57,7 +57,7 @@ class SearchChecks(KitBase):
     @check(*SEARCHES, aspect='retriever')
     async def test_exactly_top_k_under_one_percent_filter(self, empty: Any) -> None:
         await empty.upsert(selective_corpus(500, 100))
-        caps = self.capabilities(empty)
+        caps = self.features(empty)
         retriever = Retriever(empty, F.eq('rare', True))
         calls = [
             ('vector_search', 'record about refund policy', caps.vector),
@@ -121,7 +121,7 @@ class SearchChecks(KitBase):
                 problems += await search_problems(
                     store, f, records, EVERY_RECORD, (len(records),), only=self.searched(store)
                 )
-                if isinstance(store, ResultExpander) and self.capabilities(store).expand:
+                if isinstance(store, ResultExpander) and self.features(store).expand:
                     problems += await get_records_problems(store, f, records)
         assert not problems, '\n'.join(problems)
 
@@ -129,7 +129,7 @@ class SearchChecks(KitBase):
 
     @check(*SEARCHES, aspect='search')
     async def test_top_k_is_respected_and_ranked(self, loaded: Any) -> None:
-        caps = self.capabilities(loaded)
+        caps = self.features(loaded)
         retriever = Retriever(loaded)
         problems: list[str] = []
         if caps.vector:

@@ -10,7 +10,8 @@ from typing import Any
 
 import pytest
 
-from ..analysis import TextAnalyzer, analyzer_for
+from .._store_attributes import text_analyzer_of
+from ..analysis import analyzer_for
 from ..content import Chunk
 from ..filters import Filter, matches
 from ..protocols import TermStatisticsRequest, TermStatisticsSource
@@ -28,8 +29,7 @@ class TermStatisticsChecks(KitBase):
     @check(TermStatisticsSource, aspect='scope')
     @pytest.mark.parametrize('f', [None, *(f for _, f in EDGE_FILTERS)], ids=['no filter', *FILTER_IDS])
     async def test_term_statistics_count_the_records_in_scope(self, loaded: Any, f: Filter | None) -> None:
-        stated = getattr(loaded, 'text_analyzer', None)
-        analyzer = stated if isinstance(stated, TextAnalyzer) else analyzer_for(None)  # its own, else English
+        analyzer = text_analyzer_of(loaded) or analyzer_for(None)  # its own, else English
         records = self.all_records()
         tokens = tuple(dict.fromkeys(analyzer.query_tokens(_QUERY)))
         asked = (*(r.id for r in records), 'missing-id')

@@ -17,7 +17,7 @@ from ..protocols import (
     DocumentStore,
     PrecomputedVectorsWriter,
     ResultExpander,
-    StoreCapabilities,
+    StoreFeatures,
     TextSearch,
     VectorSearch,
 )
@@ -33,8 +33,8 @@ class WriteChecks(KitBase):
     """`DocumentStore`: what ``upsert``, the deletes and ``list_documents`` keep, and what a reopen keeps."""
 
     @check(*PROTOCOLS, aspect='search')
-    async def test_declares_capabilities(self, loaded: Any) -> None:
-        caps = StoreCapabilities.of(loaded)
+    async def test_declares_its_protocols(self, loaded: Any) -> None:
+        caps = StoreFeatures.of(loaded)
         name = type(loaded).__name__
         assert caps.any_search or caps.regex, (
             f'{name} implements no search protocol: a store must implement at least one of '
@@ -144,7 +144,7 @@ class WriteChecks(KitBase):
         if isinstance(loaded, ResultExpander):
             got['get_records'] = list(await loaded.get_records(list(placed)))
         retriever = Retriever(loaded)
-        caps = self.capabilities(loaded)
+        caps = self.features(loaded)
         total = len(self.all_records())
         if caps.text:
             got['text_search'] = [h.record for h in await retriever.text_search(COMMON_WORD, total)]
@@ -219,7 +219,7 @@ class WriteChecks(KitBase):
 
     async def _ranked(self, store: Any) -> dict[str, list[tuple[str, float]]]:
         retriever = Retriever(store, F.ne('tenant', 'initech'))
-        caps = self.capabilities(store)
+        caps = self.features(store)
         out: dict[str, list[tuple[str, float]]] = {}
         if caps.vector:
             out['vector'] = [(h.id, round(h.score, 4)) for h in await retriever.vector_search('warranty details', 5)]

@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from ..protocols import StoreCapabilities
+from ..protocols import StoreFeatures
 from ..retriever import Retriever
 from ..search import SearchHit
 from ..tracing import HITS, RERANKED, Tracing
@@ -44,7 +44,7 @@ class EagerResult:
 
 
 async def eager_result(
-    calls: ToolCalls[Any], caps: StoreCapabilities, eager: EagerSearch, retriever: Retriever, traced: Tracing
+    calls: ToolCalls[Any], caps: StoreFeatures, eager: EagerSearch, retriever: Retriever, traced: Tracing
 ) -> EagerResult:
     """One eager search in the run's scope (``retriever``), with its span and listener event (tool ``eager_search``)."""
     start = time.perf_counter()

@@ -1,4 +1,4 @@
-"""`ToolishRag`: a pydantic-ai toolset offering a store's capabilities as tools.
+"""`ToolishRag`: a pydantic-ai toolset offering what a store can do (its `StoreFeatures`) as tools.
 
 A facade over the tool specs (`toolish_rag.toolset._tools`), the settings (`RagSettings`) and the one
 call path (`_calls`); each ``with_*`` returns a new toolset. See docs/concepts.md and docs/toolset.md.
@@ -23,7 +23,7 @@ from pydantic_ai.toolsets.abstract import ToolsetTool
 from .._tool_names import TOOL_NAMES, ToolName, tool_name
 from ..grounded._ask import AskResult, ask as grounded_ask
 from ..grounded._capability import Grounding, SemanticListener
-from ..protocols import StoreCapabilities, StoreLike
+from ..protocols import StoreFeatures, StoreLike
 from ..rerank._base import Reranker
 from ..retriever import Retriever
 from ..search import QUERY_RULE
@@ -55,7 +55,7 @@ class _State:
     store), so a scoped copy per request reads no manifest, and every copy offers the tools its original lists."""
 
     store: StoreLike
-    capabilities: StoreCapabilities
+    features: StoreFeatures
     settings: RagSettings
     filters: tuple[FilterSource, ...] = ()
     listeners: tuple[RagListener, ...] = ()
@@ -63,7 +63,7 @@ class _State:
 
 
 class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
-    """Retrieval tools over ``store``, detected from the capability protocols it implements.
+    """Retrieval tools over ``store``, detected from the store protocols it implements.
 
     ``ToolishRag(store, settings)`` takes a `RagSettings`; keyword options are its fields
     (``ToolishRag(store, name='docs', max_top_k=20)``), an unknown one a `TypeError`. The options
@@ -71,7 +71,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
     """
 
     def __init__(self, store: StoreLike, settings: RagSettings | None = None, **options: Unpack[RagOptions]) -> None:
-        self._configure(_State(store, StoreCapabilities.of(store), (settings or RagSettings()).changed(**options)))
+        self._configure(_State(store, StoreFeatures.of(store), (settings or RagSettings()).changed(**options)))
 
     def __replace__(self, **changes: Any) -> Self:
         """A copy with these `_State` fields changed (``copy.replace`` on Python 3.13): how every ``with_*`` copies.
@@ -88,13 +88,13 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """Everything a toolset derives from its state, for the constructor and for `__replace__` alike."""
         self._state = state
         settings = state.settings
-        self._store_capabilities = state.capabilities
+        self._store_features = state.features
         offered = self._offered()
         if declared is None:
             # Built once: the filter's schema is the same for every run (and get_tools runs per model request).
             filters = settings.model_filters
             schema = filters.json_schema() if filters is not None else None
-            env = ToolEnv(settings, state.store, state.capabilities, schema)
+            env = ToolEnv(settings, state.store, state.features, schema)
             self._declared = {t: _SPECS[t].build(env) for t in offered}
             declared = FunctionToolset(self._tools(), max_retries=settings.max_retries)
         scope = tuple(f for f in (settings.metadata_filter, settings.entity_filter) if f is not None)
@@ -162,8 +162,8 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         instructions. Uses hybrid search when the store can, else vector, else text; the run's scope
         filters apply and listeners fire. The tools stay available.
         """
-        if not self._store_capabilities.any_search:
-            raise ValueError(f'{type(self._state.store).__name__} has no search capability to preload results with')
+        if not self._store_features.any_search:
+            raise ValueError(f'{type(self._state.store).__name__} has no search to preload results with')
         if not query.strip():
             raise ValueError('eager search needs a non-empty query')
         QUERY_RULE.check(query)  # an InvalidRequestError (a ValueError) now, not at the first run
@@ -272,9 +272,15 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self._state.store
 
     @property
-    def store_capabilities(self) -> StoreCapabilities:
-        """Which capability protocols the store implements (not a pydantic-ai capability: see `as_capability`)."""
-        return self._store_capabilities
+    def store_features(self) -> StoreFeatures:
+        """Which search and navigation protocols the store implements, and so which tools it can serve."""
+        return self._store_features
+
+    @property
+    def store_capabilities(self) -> StoreFeatures:
+        """Deprecated: `store_features` (renamed: pydantic-ai's capabilities are agent extensions)."""
+        warnings.warn('ToolishRag.store_capabilities is renamed store_features', DeprecationWarning, stacklevel=2)
+        return self._store_features
 
     @property
     def tool_names(self) -> list[str]:
@@ -287,7 +293,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         return self._offered()
 
     def _offered(self) -> list[ToolName]:
-        settings, caps = self._state.settings, self._store_capabilities
+        settings, caps = self._state.settings, self._store_features
         return [s.name for s in SPECS if s.offered(caps, settings) and s.name not in settings.exclude_tools]
 
     def retriever(self, ctx: RunContext[Any] | None = None) -> Retriever:
@@ -317,9 +323,7 @@ class ToolishRag(AbstractToolset[AgentDepsT], Generic[AgentDepsT]):
         """
         ctx = ctx if ctx is not None else direct_context(deps)
         retriever, traced = self.retriever(ctx), self._calls.tracing(ctx)
-        return [
-            await eager_result(self._calls, self._store_capabilities, e, retriever, traced) for e in self._state.eager
-        ]
+        return [await eager_result(self._calls, self._store_features, e, retriever, traced) for e in self._state.eager]
 
     async def run_tool(self, tool: str, arguments: Mapping[str, Any], *, deps: Any = None) -> ToolReturn:
         """Call one tool as an agent would, outside an agent run (CLI, MCP server, tests).

@@ -14,7 +14,7 @@ from types import MappingProxyType
 from typing import Any, NamedTuple, TypeAlias
 
 from .._tool_names import ToolName, tool_name
-from ..protocols import StoreCapabilities, StoreLike
+from ..protocols import StoreFeatures, StoreLike
 from ..retriever import Retriever
 from ..search import SearchHit
 from ._settings import RagSettings
@@ -90,7 +90,7 @@ class ToolEnv:
 
     settings: RagSettings
     store: StoreLike
-    caps: StoreCapabilities
+    caps: StoreFeatures
     filter_schema: Mapping[str, Any] | None = None
     """The JSON schema of the model's ``filter`` (`RagSettings.filterable`'s), built once per toolset; ``None``
     when the model may not filter (no tool then takes a ``filter``)."""
@@ -106,7 +106,7 @@ class ToolSpec:
 
     name: ToolName
     """The short name (``vector_search``); the model calls ``<rag name>_<name>``."""
-    offered: Callable[[StoreCapabilities, RagSettings], bool]
+    offered: Callable[[StoreFeatures, RagSettings], bool]
     """Whether a store with these capabilities, under these settings, gets the tool."""
     describe: Callable[[StoreLike, RagSettings], str]
     """The tool description the model reads."""

@@ -354,7 +354,7 @@ def test_a_literal_nul_is_a_pattern_like_any_other(runner: asyncio.Runner, tmp_p
 
 
 def _false_positives_first() -> list[Document]:
-    """The review's repro, scoped: ``\\bve``'s prefilter selects every "have" before the real hits.
+    """Scoped false positives first: ``\\bve``'s prefilter selects every "have" before the real hits.
 
     In scope, 6 false positives come first in table order, then 3 real matches (the last with
     the most matches, so it ranks first); the other tenant's 20 real matches never count.

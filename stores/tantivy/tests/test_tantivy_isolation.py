@@ -18,9 +18,8 @@ from toolish_rag.filters import EntityFilter, Filter, PropertyFilter as F, match
 from toolish_rag.retriever import Retriever
 from toolish_rag.search import RegexRequest, SearchRequest
 from toolish_rag.testing import StoreConformance, conformance_corpus, conformance_entities
-from toolish_rag_tantivy import TantivyStore
+from toolish_rag_tantivy import PartitionedTantivyStore, TantivyStore
 from toolish_rag_tantivy._partitions import PartitionId, PartitionPruner
-from toolish_rag_tantivy.partitioned import PartitionedTantivyStore
 
 QUERY = 'refund receipt warranty'
 A_SCOPE = F.eq('tenant', 'acme')

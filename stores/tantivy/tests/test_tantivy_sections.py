@@ -33,7 +33,7 @@ from toolish_rag.sections import (
     reference_outline,
     reference_section_page,
 )
-from toolish_rag_tantivy import PartitionedTantivyStore, TantivyStore
+from toolish_rag_tantivy import CONFIG_FILE, PartitionedTantivyStore, TantivyStore
 from toolish_rag_tantivy._schema import NAV_PAYLOAD_BYTES
 from toolish_rag_tantivy._sections import (
     IndexSections,
@@ -41,7 +41,6 @@ from toolish_rag_tantivy._sections import (
     merged_outlines,
     merged_section_page,
 )
-from toolish_rag_tantivy.store import CONFIG_FILE
 
 WORD = 'navigable'
 HUGE = 2**70

@@ -1,6 +1,6 @@
 """What every federated store holds: its members in declared order, their scopes, and the failure policy.
 
-`Federated` picks, when constructed, a class with exactly the capability protocols its members
+`Federated` picks, when constructed, a class with exactly the store protocols its members
 can serve (the mixins in `_searches`, `_records`, `_writes`). See docs/federation.md.
 """
 

@@ -1,7 +1,7 @@
 """`Federated`: several stores searched, read and written as one store.
 
-The constructor returns an instance of a class with exactly the capability protocols the
-members can serve, so `StoreCapabilities.of` (and so the toolset) sees the right tools.
+The constructor returns an instance of a class with exactly the store protocols the
+members can serve, so `StoreFeatures.of` (and so the toolset) sees the right tools.
 See docs/federation.md.
 """
 
@@ -12,7 +12,7 @@ from collections.abc import Collection, Mapping
 from typing import TYPE_CHECKING, Any
 
 from ...filters import Filter
-from ...protocols import DocumentStore, GraphSearch, ResultExpander, SectionReader, StoreCapabilities
+from ...protocols import DocumentStore, GraphSearch, ResultExpander, SectionReader, StoreFeatures
 from ._core import FederationCore, Member, both
 from ._events import MemberListener
 from ._fusion import MemberFusion
@@ -49,7 +49,7 @@ class Federated(FederationCore):
 
     if TYPE_CHECKING:
         # The protocols are chosen at run time, from the members; statically a federation may be
-        # any store (as `open_store`'s ``Any``): what it serves is `StoreCapabilities.of(federation)`.
+        # any store (as `open_store`'s ``Any``): what it serves is `StoreFeatures.of(federation)`.
         def __getattr__(self, name: str) -> Any: ...
 
     def __new__(cls, members: Mapping[str, Any], **options: Any) -> Federated:
@@ -107,7 +107,7 @@ class Federated(FederationCore):
 
 def _mixins(stores: tuple[Any, ...]) -> tuple[type, ...]:
     chosen = [mixin for protocol, mixin in FEDERATED_SEARCHES if any(isinstance(s, protocol) for s in stores)]
-    if any(StoreCapabilities.of(s).any_search for s in stores):
+    if any(StoreFeatures.of(s).any_search for s in stores):
         chosen.append(FederatedHybrid)
     if any(isinstance(s, ResultExpander) for s in stores):
         chosen.append(FederatedRecords)

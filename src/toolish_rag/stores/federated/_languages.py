@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
+from ..._store_attributes import embedder_of, text_analyzer_of
 from ...content import Chunk
 from ...embedding import embedder_languages
 from ...fusion import CONFIRMING_PASSAGES, FusionConfig
@@ -28,7 +29,7 @@ def covered_languages(members: Sequence[Member]) -> frozenset[str] | None:
     known: list[frozenset[str]] = []
     for member in members:
         try:
-            languages = embedder_languages(getattr(member.store, 'embedder', None))
+            languages = embedder_languages(embedder_of(member.store))
         except Exception:  # an embedder that cannot be resolved fails the member's own vector leg
             languages = None
         if languages is not None:
@@ -38,8 +39,7 @@ def covered_languages(members: Sequence[Member]) -> frozenset[str] | None:
 
 def shared_language(members: Sequence[Member]) -> str | None:
     """The fixed text-analyzer language the members state, when those that state one state the same (else ``None``)."""
-    found = {getattr(getattr(m.store, 'text_analyzer', None), 'language', None) for m in members}
-    stated = {language for language in found if isinstance(language, str)}
+    stated = {a.language for m in members if (a := text_analyzer_of(m.store)) is not None}
     return stated.pop() if len(stated) == 1 else None
 
 

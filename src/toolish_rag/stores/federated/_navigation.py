@@ -14,7 +14,7 @@ from dataclasses import replace
 
 from ...content import Relation
 from ...graph.model import NODE_KIND_ORDER, GraphNode, NeighbourRequest, Neighbours, NodeRequest, edge_order
-from ...protocols import GraphSearch, SectionReader, StoreCapabilities
+from ...protocols import GraphSearch, SectionReader, StoreFeatures
 from ...sections import (
     MAX_PAGE_LIMIT,
     ChunkOutline,
@@ -102,7 +102,7 @@ class FederatedGraph(FederationCore):
     @property
     def graph_built(self) -> bool:
         """`GraphBuilt`: whether a graph has been built for some member (each is built in its own store)."""
-        return any(StoreCapabilities.of(m.store).graph_built for m in self.serving(GraphSearch))
+        return any(StoreFeatures.of(m.store).graph_built for m in self.serving(GraphSearch))
 
     async def graph_nodes(self, request: NodeRequest) -> Sequence[GraphNode]:
         """Every member's in-scope nodes among the ids; an id several answer for resolves by `NODE_KIND_ORDER`,

@@ -24,6 +24,7 @@ from typing import Any, TypeAlias
 import numpy as np
 import numpy.typing as npt
 
+from ..._store_attributes import text_analyzer_of
 from ...analysis import TextAnalyzer, analyzer_for
 from ...content import Chunk
 from ...filters import Filter, matches
@@ -149,7 +150,7 @@ _CENSUSES: weakref.WeakKeyDictionary[object, dict[str, asyncio.Future[Census]]] 
 
 def shared_analyzer(members: Sequence[Member]) -> TextAnalyzer:
     """The analyzer the members' text search states (``text_analyzer``) when those that state one agree, else English."""
-    stated = {a.identity: a for m in members if isinstance(a := getattr(m.store, 'text_analyzer', None), TextAnalyzer)}
+    stated = {a.identity: a for m in members if (a := text_analyzer_of(m.store)) is not None}
     return next(iter(stated.values())) if len(stated) == 1 else analyzer_for(None)
 
 

@@ -203,6 +203,11 @@ class InMemoryStore:
         return self._analyzer.language
 
     @property
+    def windows(self) -> EmbeddingWindows | None:
+        """How a chunk longer than the embedder reads is embedded as windows (``None``: its start only)."""
+        return self._windows
+
+    @property
     def path(self) -> Path | None:
         """Where the store persists itself (``None``: memory only)."""
         return self._path
@@ -500,7 +505,7 @@ class InMemoryStore:
             if graph is not old.graph:
                 await self._commit(old.with_graph(graph))
 
-    # -- capabilities -------------------------------------------------------------------
+    # -- searches and expansion ---------------------------------------------------------
 
     def supports_filter(self, filter: Filter) -> bool:
         return True

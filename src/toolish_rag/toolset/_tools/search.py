@@ -13,11 +13,11 @@ from typing import Annotated, Any, Literal, TypeAlias
 
 from pydantic import Field
 
+from ..._store_attributes import regex_scan_limit_of, text_analyzer_of
 from ..._tool_names import ToolName
-from ...analysis import TextAnalyzer
 from ...errors import InvalidRequestError
 from ...grouping import DocumentGroup, group_hits
-from ...protocols import StoreCapabilities, StoreLike, TextSearch
+from ...protocols import StoreFeatures, StoreLike, TextSearch
 from ...rerank._base import Reranked, rerank_or_keep
 from ...retriever import Retriever
 from ...search import SearchHit
@@ -71,7 +71,7 @@ class RankedSearch:
     meaning: str
     relative: bool
     """Whether the threshold is a fraction of the best hit's score rather than an absolute score."""
-    offered: Callable[[StoreCapabilities], bool]
+    offered: Callable[[StoreFeatures], bool]
 
 
 _VECTOR = RankedSearch(
@@ -85,7 +85,7 @@ _HYBRID = RankedSearch(
 )
 
 
-def best_search(caps: StoreCapabilities) -> Search | None:
+def best_search(caps: StoreFeatures) -> Search | None:
     """The best search a store has (hybrid, else vector, else text): eager searches and graph seeds use it."""
     return next((s.search for s in (_HYBRID, _VECTOR, _TEXT) if s.offered(caps)), None)
 
@@ -241,8 +241,8 @@ def _reranked(s: RagSettings) -> str:
 
 def _query_syntax(store: StoreLike) -> str:
     syntax = store.text_query_syntax if isinstance(store, TextSearch) else ''
-    analyzer = getattr(store, 'text_analyzer', None)
-    if isinstance(analyzer, TextAnalyzer) and analyzer.language != 'en':
+    analyzer = text_analyzer_of(store)
+    if analyzer is not None and analyzer.language != 'en':
         # What the words become (bigrams, stems) decides how to phrase a query; the English default's
         # syntax says it itself, so the default description does not change.
         syntax = f'{syntax} {analyzer.describe()}'
@@ -283,9 +283,9 @@ def _describe_regex(store: StoreLike, s: RagSettings) -> str:
 
 
 def _scan_limit(store: StoreLike, s: RagSettings) -> str:
-    """The store's regex scan limit (``regex_scan_limit``, if it declares one) and the ways under it."""
-    limit = getattr(store, 'regex_scan_limit', None)
-    if not isinstance(limit, int) or isinstance(limit, bool):
+    """The store's regex scan limit (`toolish_rag.protocols.HasRegexScanLimit`, if it states one) and the ways under it."""
+    limit = regex_scan_limit_of(store)
+    if limit is None:
         return ''
     narrow = 'a filter, ' if s.filterable is not None else ''
     return (

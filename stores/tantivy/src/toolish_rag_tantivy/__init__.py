@@ -9,13 +9,15 @@ a tenant's BM25 statistics never reflect another tenant's documents (docs/filter
 
 from ._analyzers import ANALYZERS, DEFAULT_ANALYZER, AnalyzerName
 from ._open import open_store
+from ._partitioned import PARTITIONS_FILE, PartitionedTantivyStore
 from ._query import TEXT_QUERY_SYNTAX
-from .partitioned import PartitionedTantivyStore
-from .store import TantivyStore
+from ._store import CONFIG_FILE, TantivyStore
 
 __all__ = [
     'ANALYZERS',
+    'CONFIG_FILE',
     'DEFAULT_ANALYZER',
+    'PARTITIONS_FILE',
     'TEXT_QUERY_SYNTAX',
     'AnalyzerName',
     'PartitionedTantivyStore',

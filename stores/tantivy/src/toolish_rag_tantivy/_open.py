@@ -1,6 +1,6 @@
 """Opening a tantivy store by location: the ``tantivy`` entry point of ``toolish_rag.stores``.
 
-Kept apart from `store` and `partitioned` so that neither imports the other: a directory a
+Kept apart from `_store` and `_partitioned` so that neither imports the other: a directory a
 `PartitionedTantivyStore` created opens as one, any other as a `TantivyStore`.
 See docs/stores/tantivy.md.
 """
@@ -10,8 +10,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from .partitioned import PARTITIONS_FILE, PartitionedTantivyStore
-from .store import TantivyStore
+from ._partitioned import PARTITIONS_FILE, PartitionedTantivyStore
+from ._store import TantivyStore
 
 __all__ = ['open_store']
 

@@ -1,10 +1,9 @@
-"""Regressions from the issue-13 review: each test failed on the first navigation version.
+"""Navigation answers under a scope: the values shown, a grouped result's other chunks, the next-page hint.
 
-* values shown by list_documents and list_values came from the document's own metadata, which a
-  chunk may override: a document with one in-scope chunk showed values only out-of-scope chunks carry;
-* a grouped result named every other matching chunk of its document (thousands of ids);
-* the next-page hint of list_documents dropped the call's other arguments;
-* Tantivy compared a bound beyond the signed 64-bit range wrongly on a column of integers.
+* list_documents and list_values show only values an in-scope chunk carries (a chunk may override its
+  document's metadata), with counts of the in-scope chunks;
+* a grouped result names a bounded number of its document's other matching chunks;
+* the next-page hint of list_documents repeats the call's other arguments.
 """
 
 from __future__ import annotations
