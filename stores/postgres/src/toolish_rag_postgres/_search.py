@@ -22,13 +22,13 @@ from ._database import Tx
 from ._filters import Compiled
 from ._reads import parse
 
-__all__ = ['VectorPlan', 'regex_rows', 'scoped_count', 'vector_rows']
+__all__ = ['VectorPlan', 'count_sql', 'hnsw_settings', 'regex_rows', 'scoped_count', 'vector_hits', 'vector_statement']
 
 
-def scoped_count(tx: Tx, scope: Compiled, cap: int) -> int:
-    """How many records the scope holds, counting no further than ``cap + 1``.
+def count_sql(scope: Compiled) -> str:
+    """A scalar SQL expression: how many records the scope holds, counting no further than ``%(cap)s``.
 
-    Unscoped, a table the planner's statistics put well past ``cap`` is not counted at all.
+    Unscoped, a table the planner's statistics put well past the cap is not counted at all.
     """
     count = f'(SELECT count(*) FROM (SELECT 1 FROM records WHERE {scope.sql} LIMIT %(cap)s) AS s)'
     if scope.sql == 'TRUE':
@@ -36,7 +36,12 @@ def scoped_count(tx: Tx, scope: Compiled, cap: int) -> int:
             "CASE WHEN (SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s "
             f'THEN %(cap)s ELSE {count} END'
         )
-    row = tx.execute(f'SELECT {count}', {**scope.params, 'cap': cap + 1}).fetchone()
+    return count
+
+
+def scoped_count(tx: Tx, scope: Compiled, cap: int) -> int:
+    """How many records the scope holds, counting no further than ``cap + 1`` (see `count_sql`)."""
+    row = tx.execute(f'SELECT {count_sql(scope)}', {**scope.params, 'cap': cap + 1}).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -47,31 +52,56 @@ class VectorPlan:
     HNSW = 'hnsw'
 
 
-def vector_rows(
-    tx: Tx, scope: Compiled, vector: str, top_k: int, *, exact_below: int, ef_search: int | None
-) -> tuple[str, list[tuple[str, float]]]:
-    """The plan used and the best ``top_k`` in-scope records' bodies with their cosine similarities."""
-    params: dict[str, Any] = {**scope.params, 'q': vector, 'top_k': top_k}
-    if scoped_count(tx, scope, exact_below) <= exact_below:
-        plan = VectorPlan.EXACT
-        sql = (  # the fence (OFFSET 0) keeps the index out; bodies are read for the top_k only
-            'SELECT r.body, s.d FROM (SELECT id, embedding <=> %(q)s::vector AS d FROM '
-            f'(SELECT id, embedding FROM records WHERE embedding IS NOT NULL AND {scope.sql} OFFSET 0) AS e '
-            'ORDER BY d, id LIMIT %(top_k)s) AS s JOIN records AS r ON r.id = s.id ORDER BY s.d, s.id'
-        )
-    else:
-        plan = VectorPlan.HNSW
-        ef = ef_search if ef_search is not None else max(100, 4 * top_k)
-        tx.execute(
-            "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'strict_order', true)",
-            (str(min(ef, 1000)),),
-        )
-        sql = (
-            f'SELECT body, embedding <=> %(q)s::vector AS d FROM records WHERE embedding IS NOT NULL AND {scope.sql} '
-            'ORDER BY embedding <=> %(q)s::vector LIMIT %(top_k)s'
-        )
-    rows = [(str(body), _similarity(d)) for body, d in tx.execute(sql, params)]
-    return plan, rows
+_VECTOR = """
+WITH ranked AS MATERIALIZED (
+    SELECT id, d, n FROM (
+        SELECT id, embedding <=> %(q)s::vector AS d, count(*) OVER () AS n
+        FROM (SELECT id, embedding FROM records WHERE embedding IS NOT NULL AND {f} AND NOT {big} LIMIT %(cap)s) AS e
+    ) AS s ORDER BY d, id LIMIT %(top_k)s
+),
+approximate AS MATERIALIZED (
+    SELECT id, embedding <=> %(q)s::vector AS d FROM records
+    WHERE embedding IS NOT NULL AND {f} AND ({big} OR (SELECT max(n) FROM ranked) >= %(cap)s)
+    ORDER BY embedding <=> %(q)s::vector LIMIT %(candidates)s
+),
+best AS (
+    SELECT 'exact' AS plan, id, d FROM ranked WHERE (SELECT max(n) FROM ranked) < %(cap)s
+    UNION ALL (SELECT 'hnsw', id, d FROM approximate ORDER BY d, id LIMIT %(top_k)s)
+)
+SELECT best.plan, r.body, best.d FROM best JOIN records AS r ON r.id = best.id ORDER BY best.d, best.id
+"""
+"""One statement, one round trip. ``ranked`` reads at most ``exact_below + 1`` in-scope vectors and
+ranks them exactly (their count beside): when the scope holds no more than ``exact_below``, that is
+the answer (every in-scope vector, no index). Otherwise the HNSW index is walked with iterative scans
+(``relaxed_order``: its candidates re-sorted by exact distance). A branch not taken is a one-time
+filter that is false: PostgreSQL never runs it. Unscoped, a table the planner's statistics put well
+past the cap (``big``) goes to the index without reading the cap's rows first."""
+
+_BIG = "(SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s"
+
+
+def hnsw_settings(top_k: int, ef_search: int | None) -> dict[str, str]:
+    """The transaction's ``hnsw.*`` settings for a query of ``top_k`` (``ef_search`` ``None``: ``max(100, 4 * top_k)``)."""
+    ef = ef_search if ef_search is not None else max(100, 4 * top_k)
+    return {'hnsw.ef_search': str(min(max(ef, top_k), 1000)), 'hnsw.iterative_scan': 'relaxed_order'}
+
+
+def vector_statement(scope: Compiled, vector: str, top_k: int, *, exact_below: int) -> tuple[str, dict[str, Any]]:
+    """The statement (see `_VECTOR`) and its parameters; its rows are (plan, body, cosine distance)."""
+    params: dict[str, Any] = {
+        **scope.params,
+        'q': vector,
+        'top_k': top_k,
+        'cap': exact_below + 1,
+        'candidates': top_k,
+    }
+    return _VECTOR.format(f=scope.sql, big=_BIG if scope.sql == 'TRUE' else 'FALSE'), params
+
+
+def vector_hits(rows: list[tuple[Any, ...]]) -> tuple[str | None, list[tuple[str, float]]]:
+    """The plan that ran and the (body, cosine similarity) pairs of `vector_statement`'s rows."""
+    plan = str(rows[0][0]) if rows else None
+    return plan, [(str(body), _similarity(d)) for _, body, d in rows]
 
 
 def _similarity(distance: float | None) -> float:

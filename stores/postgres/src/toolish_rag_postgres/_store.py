@@ -43,7 +43,7 @@ from ._reads import (
     records_by_id,
     section_page,
 )
-from ._search import regex_rows, vector_rows
+from ._search import hnsw_settings, regex_rows, vector_hits, vector_statement
 from ._text import bm25_rows, scope_languages, term_statistics_in
 from ._writes import (
     Analysed,
@@ -320,14 +320,13 @@ class PostgresStore:
         if request.top_k < 1:
             return []
         (vector,) = await self._embed([request.query], query=True)
-        scope = compile_filter(request.filter)
-
-        def run(tx: Tx) -> tuple[str, list[tuple[str, float]]]:
-            return vector_rows(tx, scope, vector, request.top_k, exact_below=self.exact_below, ef_search=self.ef_search)
-
-        plan, rows = await self._read(run, request.filter)
-        self.last_vector_plan = plan
-        return [SearchHit(parse(body), score) for body, score in rows]
+        statement, params = vector_statement(
+            compile_filter(request.filter), vector, request.top_k, exact_below=self.exact_below
+        )
+        settings = hnsw_settings(request.top_k, self.ef_search)
+        rows = await self._db.query(statement, params, scope=self._scope(request.filter), settings=settings)
+        self.last_vector_plan, hits = vector_hits(rows)
+        return [SearchHit(parse(body), score) for body, score in hits]
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         if request.top_k < 1:
