@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import sys
 import tempfile
@@ -60,7 +61,8 @@ from toolish_rag.stores.memory import InMemoryStore  # noqa: E402
 from toolish_rag_postgres import PostgresStore  # noqa: E402
 from toolish_rag_postgres._filters import compile_filter  # noqa: E402
 from toolish_rag_postgres._spec import embedded_server  # noqa: E402
-from toolish_rag_postgres._text import bm25_rows  # noqa: E402
+from toolish_rag_postgres._search import hnsw_settings  # noqa: E402
+from toolish_rag_postgres._text import bm25_statement, scope_languages  # noqa: E402
 from toolish_rag_postgres._writes import vector_literal  # noqa: E402
 
 SPLITS = {'scifact': 'train', 'cranfield': 'test', 'cisi': 'test', 'anthropic-codebase-rag': 'test'}
@@ -139,29 +141,49 @@ async def ingest(uri: str, size: int, documents: list[Any]) -> PostgresStore:
     return store
 
 
+_RAW_EXACT = (  # every vector ranked, no index: the store's plan for a scope of at most exact_below records
+    'SELECT id, body, d FROM (SELECT id, body, embedding <=> %(q)s::vector AS d FROM records OFFSET 0) AS e '
+    'ORDER BY d, id LIMIT 10'
+)
+_RAW_HNSW = (  # pgvector's documented relaxed_order query: the index's first 10, re-sorted
+    'WITH r AS MATERIALIZED (SELECT id, body, embedding <=> %(q)s::vector AS d FROM records '
+    'ORDER BY embedding <=> %(q)s::vector LIMIT 10) SELECT id, body, d FROM r ORDER BY d, id'
+)
+
+
 async def latency(uri: str, store: PostgresStore, words: PseudoWords, rng: random.Random, size: int) -> None:
+    """Tool call against the raw query that returns the same rows: the same plan (exact below ``exact_below``,
+    else HNSW with the same ``hnsw.*`` settings), and for text the store's own BM25 statement."""
     rag = ToolishRag(store, name='kb')
     queries = [words.query(rng) for _ in range(60)]
     embedder = store.embedder
     conn = psycopg.connect(uri, autocommit=True)
     conn.execute("SELECT set_config('search_path', %s, false)", (store._db.search_path,))
-    conn.execute('SET hnsw.ef_search = 100')  # the store's default for top_k 10
+    for name, value in hnsw_settings(10, store.ef_search).items():
+        conn.execute('SELECT set_config(%s, %s, false)', (name, value))
+    exact = size <= store.exact_below
+    census = scope_languages(conn, compile_filter(None))  # type: ignore[arg-type]
 
     async def raw_vector(args: dict[str, Any]) -> Any:
         vector = vector_literal((await embedder.embed_query(args['query'])).embeddings[0])
-        return conn.execute(
-            'SELECT id, body, embedding <=> %s::vector AS d FROM records ORDER BY d LIMIT 10', (vector,)
-        ).fetchall()
+        return conn.execute(_RAW_EXACT if exact else _RAW_HNSW, {'q': vector}).fetchall()
 
     def raw_text(args: dict[str, Any]) -> Any:
-        tokens = store.text_analyzer.query_tokens(args['query'], {'en': 1} if store.text_analyzer.auto else ())
-        return bm25_rows(conn, compile_filter(None), tokens, 10)  # type: ignore[arg-type]
+        tokens = store.text_analyzer.query_tokens(args['query'], census)
+        return conn.execute(*bm25_statement(compile_filter(None), tokens, 10)).fetchall()[1:]
 
     args = [{'query': q, 'top_k': 10} for q in queries]
     for tool, raw in (('vector_search', raw_vector), ('text_search', raw_text)):
         got = await tool_latency(rag, tool, args, raw, rounds=2)
+        same = sum(
+            [h.record.id for h in hits] == [row[0] if tool == 'vector_search' else json.loads(row[0])['id'] for row in rows]
+            for hits, rows in zip(got.tool_out, got.raw_out, strict=True)
+        )
         t, r = pct(got.tool_ms, 50), pct(got.raw_ms, 50)
-        print(f'| {size:,} | {tool} | {t:.2f} ms | {r:.2f} ms | {t / r:.2f}x |', flush=True)
+        plan = ('exact' if exact else 'HNSW') if tool == 'vector_search' else 'BM25'
+        print(
+            f'| {size:,} | {tool} ({plan}) | {t:.2f} ms | {r:.2f} ms | {t / r:.2f}x | {same}/{len(args)} |', flush=True
+        )
     conn.close()
 
 
@@ -206,7 +228,7 @@ async def main() -> None:
             documents, words, rng = _synthetic(size)
             print(f'\n## {size:,} synthetic chunks\n\n| what | store | raw | raw / store |\n|---|---|---|---|')
             store = await ingest(uri, size, documents)
-            print('\n| chunks | tool | tool p50 | raw p50 | tool / raw |\n|---|---|---|---|---|')
+            print('\n| chunks | tool (plan) | tool p50 | raw p50 | tool / raw | same rows |\n|---|---|---|---|---|---|')
             await latency(uri, store, words, rng, size)
             print('\n| chunks | selectivity | plan | recall@10 vs exact | p50 |\n|---|---|---|---|---|')
             await recall(uri, store, words, rng, size)

@@ -53,29 +53,28 @@ class VectorPlan:
 
 
 _VECTOR = """
-WITH ranked AS MATERIALIZED (
-    SELECT id, d, n FROM (
-        SELECT id, embedding <=> %(q)s::vector AS d, count(*) OVER () AS n
-        FROM (SELECT id, embedding FROM records WHERE embedding IS NOT NULL AND {f} AND NOT {big} LIMIT %(cap)s) AS e
-    ) AS s ORDER BY d, id LIMIT %(top_k)s
+WITH scoped AS MATERIALIZED (
+    SELECT id, embedding <=> %(q)s::vector AS d FROM records
+    WHERE embedding IS NOT NULL AND {f} AND NOT {big} LIMIT %(cap)s
 ),
+n AS MATERIALIZED (SELECT count(*) AS n FROM scoped),
 approximate AS MATERIALIZED (
     SELECT id, embedding <=> %(q)s::vector AS d FROM records
-    WHERE embedding IS NOT NULL AND {f} AND ({big} OR (SELECT max(n) FROM ranked) >= %(cap)s)
+    WHERE embedding IS NOT NULL AND {f} AND ({big} OR (SELECT n FROM n) >= %(cap)s)
     ORDER BY embedding <=> %(q)s::vector LIMIT %(candidates)s
 ),
 best AS (
-    SELECT 'exact' AS plan, id, d FROM ranked WHERE (SELECT max(n) FROM ranked) < %(cap)s
+    (SELECT 'exact' AS plan, id, d FROM scoped WHERE (SELECT n FROM n) < %(cap)s ORDER BY d, id LIMIT %(top_k)s)
     UNION ALL (SELECT 'hnsw', id, d FROM approximate ORDER BY d, id LIMIT %(top_k)s)
 )
 SELECT best.plan, r.body, best.d FROM best JOIN records AS r ON r.id = best.id ORDER BY best.d, best.id
 """
-"""One statement, one round trip. ``ranked`` reads at most ``exact_below + 1`` in-scope vectors and
-ranks them exactly (their count beside): when the scope holds no more than ``exact_below``, that is
-the answer (every in-scope vector, no index). Otherwise the HNSW index is walked with iterative scans
-(``relaxed_order``: its candidates re-sorted by exact distance). A branch not taken is a one-time
-filter that is false: PostgreSQL never runs it. Unscoped, a table the planner's statistics put well
-past the cap (``big``) goes to the index without reading the cap's rows first."""
+"""One statement, one round trip. ``scoped`` reads at most ``exact_below + 1`` in-scope vectors with
+their distances: when the scope holds no more than ``exact_below``, they are ranked exactly (every
+in-scope vector, no index). Otherwise the HNSW index is walked with iterative scans (``relaxed_order``:
+its candidates re-sorted by exact distance). A branch not taken is a one-time filter that is false:
+PostgreSQL never runs it. Unscoped, a table the planner's statistics put well past the cap (``big``)
+goes to the index without reading the cap's rows first."""
 
 _BIG = "(SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s"
 

@@ -44,7 +44,7 @@ from ._reads import (
     section_page,
 )
 from ._search import hnsw_settings, regex_rows, vector_hits, vector_statement
-from ._text import bm25_rows, scope_languages, term_statistics_in
+from ._text import TextSearch, term_statistics_in
 from ._writes import (
     Analysed,
     analyse,
@@ -132,6 +132,7 @@ class PostgresStore:
         if saved is not None and language is not None and saved != language:
             raise ValueError(f'{self.location} was analysed in {saved!r}, not {language!r}: open it without a language')
         self._analyzer = TextAnalyzer(saved or language or AUTO)
+        self._text = TextSearch(self._analyzer)
         self._manifest = manifest
         self._graph_builders: tuple[str, ...] = self._db.run_sync(_read_graph_builders)
         self.exact_below = exact_below
@@ -332,13 +333,7 @@ class PostgresStore:
         if request.top_k < 1:
             return []
         scope = compile_filter(request.filter)
-
-        def run(tx: Tx) -> list[tuple[str, float]]:
-            languages = scope_languages(tx, scope) if self._analyzer.auto else ()
-            tokens = self._analyzer.query_tokens(request.query, languages)
-            return bm25_rows(tx, scope, tokens, request.top_k) if tokens else []
-
-        rows = await self._read(run, request.filter)
+        rows = await self._text.rows(self._db, scope, request.query, request.top_k, self._scope(request.filter))
         return [SearchHit(parse(body), score) for body, score in rows]
 
     async def term_statistics(self, request: TermStatisticsRequest) -> TermStatistics | None:
