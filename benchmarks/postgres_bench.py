@@ -29,6 +29,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import random
 import sys
 import tempfile
@@ -43,10 +44,12 @@ from pin_threads import set_thread_counts
 THREADS = set_thread_counts(2, torch=False)
 
 import psycopg  # noqa: E402
+import numpy as np  # noqa: E402
 from common import (  # noqa: E402
     PseudoWords,
     bucket_of,
     build_documents,
+    data_dir,
     evaluate,
     load_beir,
     ndcg_at_10,
@@ -63,7 +66,8 @@ from toolish_rag_postgres._filters import compile_filter  # noqa: E402
 from toolish_rag_postgres._spec import embedded_server  # noqa: E402
 from toolish_rag_postgres._search import hnsw_settings  # noqa: E402
 from toolish_rag_postgres._text import bm25_statement, scope_languages  # noqa: E402
-from toolish_rag_postgres._writes import vector_literal  # noqa: E402
+from toolish_rag_postgres._schema import index_vectors  # noqa: E402
+from toolish_rag_postgres._writes import RECORD_COLUMNS, analyse, vector_literal  # noqa: E402
 
 SPLITS = {'scifact': 'train', 'cranfield': 'test', 'cisi': 'test', 'anthropic-codebase-rag': 'test'}
 MODES = ('vector', 'text', 'hybrid')
@@ -151,11 +155,10 @@ _RAW_HNSW = (  # pgvector's documented relaxed_order query: the index's first 10
 )
 
 
-async def latency(uri: str, store: PostgresStore, words: PseudoWords, rng: random.Random, size: int) -> None:
+async def latency(uri: str, store: PostgresStore, queries: list[str], size: int) -> None:
     """Tool call against the raw query that returns the same rows: the same plan (exact below ``exact_below``,
     else HNSW with the same ``hnsw.*`` settings), and for text the store's own BM25 statement."""
     rag = ToolishRag(store, name='kb')
-    queries = [words.query(rng) for _ in range(60)]
     embedder = store.embedder
     conn = psycopg.connect(uri, autocommit=True)
     conn.execute("SELECT set_config('search_path', %s, false)", (store._db.search_path,))
@@ -187,8 +190,8 @@ async def latency(uri: str, store: PostgresStore, words: PseudoWords, rng: rando
     conn.close()
 
 
-async def recall(uri: str, store: PostgresStore, words: PseudoWords, rng: random.Random, size: int) -> None:
-    queries = [words.query(rng) for _ in range(30)]
+async def recall(store: PostgresStore, queries: list[str], size: int) -> None:
+    """Recall@10 of the store's vector search against the exact answer under ``bucket < share`` filters."""
     for share in (1, 10, 50):
         f = F.lt('bucket', share)
         for label, exact_below in (('default plan', 10_000), ('hnsw forced', 0)):
@@ -211,12 +214,90 @@ async def recall(uri: str, store: PostgresStore, words: PseudoWords, rng: random
     store.exact_below = 10_000
 
 
+_REAL_SOURCES = ('scifact', 'hotpotqa', 'mtrag', 'cisi', 'cranfield', 'xquad-en')
+_SENTENCE = re.compile(r'(?<=[.!?])\s+')
+
+
+def _real_sentences(size: int) -> tuple[list[str], list[str]]:
+    """``size`` distinct sentences (5 words or more) of real passages, and the collections' real queries."""
+    sentences: dict[str, None] = {}
+    queries: list[str] = []
+    for name in _REAL_SOURCES:
+        base = data_dir() / name
+        with (base / 'queries.jsonl').open(encoding='utf-8') as f:
+            queries.extend(json.loads(line)['text'] for line in f)
+        with (base / 'corpus.jsonl').open(encoding='utf-8') as f:
+            for line in f:
+                for sentence in _SENTENCE.split(json.loads(line).get('text') or ''):
+                    if len(sentence.split()) >= 5 and len(sentences) < size:
+                        sentences[' '.join(sentence.split())] = None
+    if len(sentences) < size:
+        raise SystemExit(f'only {len(sentences):,} real sentences in {data_dir()}; ask for fewer')
+    return list(sentences), queries
+
+
+async def _real_vectors(texts: list[str], embedder: Any, cache: Path) -> np.ndarray:
+    """The texts' embeddings, kept in ``cache`` (a .npy file) so that a second run skips the model."""
+    if cache.exists():
+        vectors = np.load(cache)
+        if vectors.shape[0] == len(texts):
+            return vectors
+    start, parts = time.perf_counter(), []
+    for i in range(0, len(texts), 512):
+        parts.append(np.asarray((await embedder.embed_documents(texts[i : i + 512])).embeddings, dtype=np.float32))
+    vectors = np.concatenate(parts)
+    print(f'embedded {len(texts):,} sentences in {time.perf_counter() - start:.0f} s', flush=True)
+    cache.parent.mkdir(parents=True, exist_ok=True)
+    np.save(cache, vectors)
+    return vectors
+
+
+async def real_store(uri: str, size: int, embedder: Any, cache: Path) -> tuple[PostgresStore, list[str]]:
+    """A store of ``size`` real sentences with their MiniLM vectors, loaded with COPY (the store's own ingest
+    is measured separately): one document per 1,000 sentences, metadata ``bucket`` 0-99 per chunk, and the
+    HNSW index built once over the loaded table (as `CREATE INDEX` on a filled table does)."""
+    texts, queries = _real_sentences(size)
+    vectors = await _real_vectors(texts, embedder, cache / f'real-{size}.npy')
+    store = PostgresStore(uri, schema=f'real_{size}', embedder=embedder, language='en')
+    start = time.perf_counter()
+    documents = []
+    for d in range(0, size, 1000):
+        b = DocumentBuilder(f'real://{d}', f'Sentences {d}', id=f'r{d}', indexed_text=None)
+        for j, text in enumerate(texts[d : d + 1000]):
+            b.add_chunk(None, text, metadata={'bucket': bucket_of(f'r{d}-{j}')})
+        documents.append(b.build())
+    await store.upsert(documents[:1])  # fixes the vector column's size, the manifest and the index
+    chunks = [c for doc in documents[1:] for c in doc.chunks]
+    literals = [vector_literal(v) for v in vectors[len(documents[0].chunks) :].tolist()]
+    rows = [a.row() for a in analyse(store.text_analyzer, chunks, literals)]
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', %s, false)", (store._db.search_path,))
+        conn.execute("SET maintenance_work_mem = '1GB'")
+        conn.execute('DROP INDEX records_embedding')
+        with conn.transaction(), conn.cursor() as cursor:
+            for doc in documents[1:]:
+                cursor.execute(
+                    'INSERT INTO documents (id, uri, title, fingerprint, content_hash, chunk_count) '
+                    "VALUES (%s, %s, %s, %s, '', %s)",
+                    (doc.id, doc.uri, doc.title, doc.fingerprint, len(doc.chunks)),
+                )
+            with cursor.copy(f'COPY records ({RECORD_COLUMNS}) FROM STDIN') as copy:
+                for row in rows:
+                    copy.write_row(row)
+        index_vectors(conn, vectors.shape[1], store.hnsw_m, store.hnsw_ef_construction)  # type: ignore[arg-type]
+        conn.execute('ANALYZE records')
+    print(f'loaded {size:,} real sentences (COPY, then the HNSW index) in {time.perf_counter() - start:.0f} s')
+    return store, queries
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--sizes', type=int, nargs='*', default=[5000, 100_000])
     parser.add_argument('--datasets', default='scifact,cranfield,cisi,anthropic-codebase-rag')
     parser.add_argument('--embedder', choices=['hashing', 'minilm'], default='hashing')
     parser.add_argument('--skip-quality', action='store_true')
+    parser.add_argument('--real-sizes', type=int, nargs='*', default=[20_000])
+    parser.add_argument('--vectors-cache', type=Path, default=Path(tempfile.gettempdir()) / 'toolish-rag-bench-vectors')
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix='postgres-bench-') as folder:
         tmp = Path(folder)
@@ -228,11 +309,19 @@ async def main() -> None:
             documents, words, rng = _synthetic(size)
             print(f'\n## {size:,} synthetic chunks\n\n| what | store | raw | raw / store |\n|---|---|---|---|')
             store = await ingest(uri, size, documents)
-            print('\n| chunks | tool (plan) | tool p50 | raw p50 | tool / raw | same rows |\n|---|---|---|---|---|---|')
-            await latency(uri, store, words, rng, size)
-            print('\n| chunks | selectivity | plan | recall@10 vs exact | p50 |\n|---|---|---|---|---|')
-            await recall(uri, store, words, rng, size)
+            await _searches(uri, store, [words.query(rng) for _ in range(60)], size)
+        for size in options.real_sizes:
+            print(f'\n## {size:,} real sentences, all-MiniLM-L6-v2 vectors (384 dimensions)\n')
+            store, queries = await real_store(uri, size, resolve_embedder(None), options.vectors_cache)
+            await _searches(uri, store, random.Random(38).sample(queries, 60), size)
         del server
+
+
+async def _searches(uri: str, store: PostgresStore, queries: list[str], size: int) -> None:
+    print('\n| chunks | tool (plan) | tool p50 | raw p50 | tool / raw | same rows |\n|---|---|---|---|---|---|')
+    await latency(uri, store, queries, size)
+    print('\n| chunks | selectivity | plan | recall@10 vs exact | p50 |\n|---|---|---|---|---|')
+    await recall(store, queries[:40], size)
 
 
 if __name__ == '__main__':

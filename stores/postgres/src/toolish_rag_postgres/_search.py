@@ -30,11 +30,11 @@ def count_sql(scope: Compiled) -> str:
 
     Unscoped, a table the planner's statistics put well past the cap is not counted at all.
     """
-    count = f'(SELECT count(*) FROM (SELECT 1 FROM records WHERE {scope.sql} LIMIT %(cap)s) AS s)'
+    count = f'(SELECT count(*) FROM (SELECT 1 FROM records WHERE {scope.sql} LIMIT %(cap)s::bigint) AS s)'
     if scope.sql == 'TRUE':
         count = (
-            "CASE WHEN (SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s "
-            f'THEN %(cap)s ELSE {count} END'
+            "CASE WHEN (SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s::bigint "
+            f'THEN %(cap)s::bigint ELSE {count} END'
         )
     return count
 
@@ -55,16 +55,16 @@ class VectorPlan:
 _VECTOR = """
 WITH scoped AS MATERIALIZED (
     SELECT id, embedding <=> %(q)s::vector AS d FROM records
-    WHERE embedding IS NOT NULL AND {f} AND NOT {big} LIMIT %(cap)s
+    WHERE embedding IS NOT NULL AND {f} AND NOT {big} LIMIT %(cap)s::bigint
 ),
 n AS MATERIALIZED (SELECT count(*) AS n FROM scoped),
 approximate AS MATERIALIZED (
     SELECT id, embedding <=> %(q)s::vector AS d FROM records
-    WHERE embedding IS NOT NULL AND {f} AND ({big} OR (SELECT n FROM n) >= %(cap)s)
+    WHERE embedding IS NOT NULL AND {f} AND ({big} OR (SELECT n FROM n) >= %(cap)s::bigint)
     ORDER BY embedding <=> %(q)s::vector LIMIT %(candidates)s
 ),
 best AS (
-    (SELECT 'exact' AS plan, id, d FROM scoped WHERE (SELECT n FROM n) < %(cap)s ORDER BY d, id LIMIT %(top_k)s)
+    (SELECT 'exact' AS plan, id, d FROM scoped WHERE (SELECT n FROM n) < %(cap)s::bigint ORDER BY d, id LIMIT %(top_k)s)
     UNION ALL (SELECT 'hnsw', id, d FROM approximate ORDER BY d, id LIMIT %(top_k)s)
 )
 SELECT best.plan, r.body, best.d FROM best JOIN records AS r ON r.id = best.id ORDER BY best.d, best.id
@@ -76,7 +76,7 @@ its candidates re-sorted by exact distance). A branch not taken is a one-time fi
 PostgreSQL never runs it. Unscoped, a table the planner's statistics put well past the cap (``big``)
 goes to the index without reading the cap's rows first."""
 
-_BIG = "(SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s"
+_BIG = "(SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s::bigint"
 
 
 def hnsw_settings(top_k: int, ef_search: int | None) -> dict[str, str]:
