@@ -17,7 +17,7 @@ from toolish_rag import Chunk, Document, Entity, ExpansionRequest, RegexRequest,
 from toolish_rag.analysis import AUTO, TextAnalyzer
 from toolish_rag.embedding import embedder_for_store, embedder_identity
 from toolish_rag.filters import Filter
-from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
+from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest, WalkRequest
 from toolish_rag.manifest import StoreManifest
 from toolish_rag.protocols import DocumentInfo, TermStatistics, TermStatisticsRequest
 from toolish_rag.regex import compile_request
@@ -33,7 +33,13 @@ from toolish_rag.writes import check_storable, graph_upsert_batch
 
 from ._database import Database, Tx, close_pool, redacted
 from ._filters import compile_filter, scope_values, unstorable
-from ._graph import graph_nodes as hop_nodes, neighbours as hop_neighbours, parse_relation
+from ._graph import (
+    Neighbourhood,
+    graph_nodes as hop_nodes,
+    neighbourhood as read_neighbourhood,
+    neighbours as hop_neighbours,
+    parse_relation,
+)
 from ._open import Opened, open_database
 from ._reads import (
     document_page as page_of_documents,
@@ -139,6 +145,8 @@ class PostgresStore:
         self.ef_search = ef_search
         self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
         self.regex_scan_limit = regex_scan_limit
+        self.walk_read_limit = 10_000
+        """The most nodes and edges `walk_neighbourhood` reads at once (past it a walk reads hop by hop)."""
         self.last_vector_plan: str | None = None
         """How the latest vector query ran (``'exact'`` or ``'hnsw'``): for benchmarks and tests."""
 
@@ -381,6 +389,14 @@ class PostgresStore:
 
     async def neighbours(self, request: NeighbourRequest) -> Neighbours:
         return await self._read(lambda tx: hop_neighbours(tx, request), request.filter)
+
+    async def walk_neighbourhood(self, request: WalkRequest) -> Neighbourhood | None:
+        """Everything ``request`` can reach (records and edges), read in one statement: a recursive CTE bounded
+        by its hops and by `walk_read_limit` rows (``None`` past it: the walk then reads hop by hop). The core's
+        walk runs on the answer, so it equals a hop-by-hop walk (docs/stores/postgres.md, Graph)."""
+        if request.hops < 1 or not request.seeds:
+            return None
+        return await self._read(lambda tx: read_neighbourhood(tx, request, self.walk_read_limit), request.filter)
 
     def close(self) -> None:
         """Close this server's pooled connections and, for ``postgres:./folder``, release the embedded server.
