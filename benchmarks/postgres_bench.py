@@ -29,8 +29,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import re
 import random
+import re
 import sys
 import tempfile
 import time
@@ -43,8 +43,8 @@ from pin_threads import set_thread_counts
 
 THREADS = set_thread_counts(2, torch=False)
 
-import psycopg  # noqa: E402
 import numpy as np  # noqa: E402
+import psycopg  # noqa: E402
 from common import (  # noqa: E402
     PseudoWords,
     bucket_of,
@@ -63,10 +63,10 @@ from toolish_rag.retriever import Retriever  # noqa: E402
 from toolish_rag.stores.memory import InMemoryStore  # noqa: E402
 from toolish_rag_postgres import PostgresStore  # noqa: E402
 from toolish_rag_postgres._filters import compile_filter  # noqa: E402
-from toolish_rag_postgres._spec import embedded_server  # noqa: E402
-from toolish_rag_postgres._search import hnsw_settings  # noqa: E402
-from toolish_rag_postgres._text import bm25_statement, scope_languages  # noqa: E402
 from toolish_rag_postgres._schema import index_vectors  # noqa: E402
+from toolish_rag_postgres._search import hnsw_settings  # noqa: E402
+from toolish_rag_postgres._spec import embedded_server  # noqa: E402
+from toolish_rag_postgres._text import bm25_statement, scope_languages  # noqa: E402
 from toolish_rag_postgres._writes import RECORD_COLUMNS, analyse, vector_literal  # noqa: E402
 
 SPLITS = {'scifact': 'train', 'cranfield': 'test', 'cisi': 'test', 'anthropic-codebase-rag': 'test'}
@@ -179,7 +179,8 @@ async def latency(uri: str, store: PostgresStore, queries: list[str], size: int)
     for tool, raw in (('vector_search', raw_vector), ('text_search', raw_text)):
         got = await tool_latency(rag, tool, args, raw, rounds=2)
         same = sum(
-            [h.record.id for h in hits] == [row[0] if tool == 'vector_search' else json.loads(row[0])['id'] for row in rows]
+            [h.record.id for h in hits]
+            == [row[0] if tool == 'vector_search' else json.loads(row[0])['id'] for row in rows]
             for hits, rows in zip(got.tool_out, got.raw_out, strict=True)
         )
         t, r = pct(got.tool_ms, 50), pct(got.raw_ms, 50)

@@ -95,7 +95,11 @@ class Database:
 
     def _settings(self, timeout_ms: int | None) -> dict[str, str]:
         timeout = timeout_ms if timeout_ms is not None else self.statement_timeout_ms
-        return {'search_path': self.search_path, 'statement_timeout': str(timeout), 'plan_cache_mode': 'force_custom_plan'}
+        return {
+            'search_path': self.search_path,
+            'statement_timeout': str(timeout),
+            'plan_cache_mode': 'force_custom_plan',
+        }
 
     def query_sync(
         self,

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from toolish_rag.analysis import TextAnalyzer
-
 from toolish_rag.protocols import TermStatistics, TermStatisticsRequest
 
 from ._database import Database, Tx
