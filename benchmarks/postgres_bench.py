@@ -57,8 +57,9 @@ from common import (  # noqa: E402
     tool_latency,
 )
 
-from toolish_rag import DocumentBuilder, PropertyFilter as F, SearchRequest, ToolishRag  # noqa: E402
+from toolish_rag import DocumentBuilder, PropertyFilter as F, Relation, SearchRequest, ToolishRag  # noqa: E402
 from toolish_rag.embedding import HashingEmbeddingModel, resolve_embedder  # noqa: E402
+from toolish_rag.graph import WalkRequest, walk  # noqa: E402
 from toolish_rag.retriever import Retriever  # noqa: E402
 from toolish_rag.stores.memory import InMemoryStore  # noqa: E402
 from toolish_rag_postgres import PostgresStore  # noqa: E402
@@ -215,6 +216,35 @@ async def recall(store: PostgresStore, queries: list[str], size: int) -> None:
     store.exact_below = 10_000
 
 
+async def graph_walks(store: PostgresStore, documents: list[Any], size: int) -> None:
+    """``graph_context``'s walk (2 hops, 50 nodes) read in one statement (a recursive CTE) against the same walk read
+    hop by hop (``walk_read_limit = 0``), alternating, over 3 MENTIONS edges from each of 2,000 chunks."""
+    rng = random.Random(38)
+    chunks = [c.id for d in documents for c in d.chunks]
+    relations = [
+        Relation(source=s, source_kind='chunk', target=t, target_kind='chunk', type='MENTIONS')
+        for s in rng.sample(chunks, min(2000, len(chunks)))
+        for t in rng.sample(chunks, 3)
+    ]
+    await store.upsert(relations)
+    requests = [WalkRequest((rng.choice(chunks),), hops=2, max_nodes=50) for _ in range(40)]
+    times: dict[str, list[float]] = {'one statement': [], 'hop by hop': []}
+    for i, request in enumerate(requests * 2):
+        order = ('one statement', 'hop by hop') if i % 2 else ('hop by hop', 'one statement')
+        walks = []
+        for label in order:
+            store.walk_read_limit = 10_000 if label == 'one statement' else 0
+            start = time.perf_counter()
+            walks.append(await walk(store, request))
+            times[label].append((time.perf_counter() - start) * 1000)
+        assert walks[0] == walks[1], request
+    store.walk_read_limit = 10_000
+    one, hops = pct(times['one statement'], 50), pct(times['hop by hop'], 50)
+    print(
+        f'| {size:,} | graph walk, 2 hops | {one:.2f} ms (one statement) | {hops:.2f} ms (hop by hop) | {one / hops:.2f}x |'
+    )
+
+
 _REAL_SOURCES = ('scifact', 'hotpotqa', 'mtrag', 'cisi', 'cranfield', 'xquad-en')
 _SENTENCE = re.compile(r'(?<=[.!?])\s+')
 
@@ -310,6 +340,7 @@ async def main() -> None:
             documents, words, rng = _synthetic(size)
             print(f'\n## {size:,} synthetic chunks\n\n| what | store | raw | raw / store |\n|---|---|---|---|')
             store = await ingest(uri, size, documents)
+            await graph_walks(store, documents, size)
             await _searches(uri, store, [words.query(rng) for _ in range(60)], size)
         for size in options.real_sizes:
             print(f'\n## {size:,} real sentences, all-MiniLM-L6-v2 vectors (384 dimensions)\n')
