@@ -35,7 +35,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
@@ -71,7 +71,7 @@ from toolish_rag_postgres._text import bm25_statement, scope_languages  # noqa: 
 from toolish_rag_postgres._writes import RECORD_COLUMNS, analyse, vector_literal  # noqa: E402
 
 SPLITS = {'scifact': 'train', 'cranfield': 'test', 'cisi': 'test', 'anthropic-codebase-rag': 'test'}
-MODES = ('vector', 'text', 'hybrid')
+MODES: tuple[Literal['vector', 'text', 'hybrid'], ...] = ('vector', 'text', 'hybrid')
 
 
 def _embedder(name: str) -> Any:
@@ -222,7 +222,7 @@ async def graph_walks(store: PostgresStore, documents: list[Any], size: int) -> 
     rng = random.Random(38)
     chunks = [c.id for d in documents for c in d.chunks]
     relations = [
-        Relation(source=s, source_kind='chunk', target=t, target_kind='chunk', type='MENTIONS')
+        Relation(source=s, source_kind='chunk', target=t, target_kind='chunk', type='MENTIONS', metadata={})
         for s in rng.sample(chunks, min(2000, len(chunks)))
         for t in rng.sample(chunks, 3)
     ]
@@ -270,7 +270,7 @@ def _real_sentences(size: int) -> tuple[list[str], list[str]]:
 async def _real_vectors(texts: list[str], embedder: Any, cache: Path) -> np.ndarray:
     """The texts' embeddings, kept in ``cache`` (a .npy file) so that a second run skips the model."""
     if cache.exists():
-        vectors = np.load(cache)
+        vectors: np.ndarray = np.load(cache)
         if vectors.shape[0] == len(texts):
             return vectors
     start, parts = time.perf_counter(), []
@@ -288,8 +288,9 @@ async def real_store(uri: str, size: int, embedder: Any, cache: Path) -> tuple[P
     is measured separately): one document per 1,000 sentences, metadata ``bucket`` 0-99 per chunk, and the
     HNSW index built once over the loaded table (as `CREATE INDEX` on a filled table does)."""
     texts, queries = _real_sentences(size)
-    vectors = await _real_vectors(texts, embedder, cache / f'real-{size}.npy')
-    store = PostgresStore(uri, schema=f'real_{size}', embedder=embedder, language='en')
+    kind = 'hashing' if isinstance(embedder, HashingEmbeddingModel) else 'minilm'
+    vectors = await _real_vectors(texts, embedder, cache / f'real-{kind}-{size}.npy')
+    store = PostgresStore(uri, schema=f'real_{kind}_{size}', embedder=embedder, language='en')
     start = time.perf_counter()
     documents = []
     for d in range(0, size, 1000):
@@ -327,7 +328,8 @@ async def main() -> None:
     parser.add_argument('--datasets', default='scifact,cranfield,cisi,anthropic-codebase-rag')
     parser.add_argument('--embedder', choices=['hashing', 'minilm'], default='hashing')
     parser.add_argument('--skip-quality', action='store_true')
-    parser.add_argument('--real-sizes', type=int, nargs='*', default=[20_000])
+    parser.add_argument('--real-sizes', type=int, nargs='*', default=[12_000])
+    parser.add_argument('--real-embedder', choices=['minilm', 'hashing'], default='minilm')
     parser.add_argument('--vectors-cache', type=Path, default=Path(tempfile.gettempdir()) / 'toolish-rag-bench-vectors')
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix='postgres-bench-') as folder:
@@ -343,8 +345,11 @@ async def main() -> None:
             await graph_walks(store, documents, size)
             await _searches(uri, store, [words.query(rng) for _ in range(60)], size)
         for size in options.real_sizes:
-            print(f'\n## {size:,} real sentences, all-MiniLM-L6-v2 vectors (384 dimensions)\n')
-            store, queries = await real_store(uri, size, resolve_embedder(None), options.vectors_cache)
+            minilm = options.real_embedder == 'minilm'
+            kind = 'all-MiniLM-L6-v2 vectors (384' if minilm else 'hashing vectors (256'
+            print(f'\n## {size:,} real sentences, {kind} dimensions)\n')
+            embedder = resolve_embedder(None) if minilm else HashingEmbeddingModel(256)
+            store, queries = await real_store(uri, size, embedder, options.vectors_cache)
             await _searches(uri, store, random.Random(38).sample(queries, 60), size)
         del server
 

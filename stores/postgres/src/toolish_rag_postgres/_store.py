@@ -99,7 +99,7 @@ class PostgresStore:
         row_security: metadata keys enforced by row-level security as well as by the SQL filters:
             reads run as ``reader_role`` with the run's values of these keys in ``toolish.scope``.
         exact_below: a vector query over at most this many in-scope records ranks them all exactly.
-        ef_search: ``hnsw.ef_search`` for index queries (``None``: ``max(100, 4 * top_k)``).
+        ef_search: ``hnsw.ef_search`` for index queries (``None``: ``max(400, 4 * top_k)``).
         regex_scan_limit: most records one regex search scans (``None``: no limit).
     """
 
