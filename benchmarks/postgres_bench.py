@@ -275,7 +275,12 @@ async def _real_vectors(texts: list[str], embedder: Any, cache: Path) -> np.ndar
             return vectors
     start, parts = time.perf_counter(), []
     for i in range(0, len(texts), 512):
-        parts.append(np.asarray((await embedder.embed_documents(texts[i : i + 512])).embeddings, dtype=np.float32))
+        batch = texts[i : i + 512]
+        if isinstance(embedder, HashingEmbeddingModel):  # a pydantic-ai EmbeddingModel, not an Embedder
+            result = await embedder.embed(batch, input_type='document')
+        else:
+            result = await embedder.embed_documents(batch)
+        parts.append(np.asarray(result.embeddings, dtype=np.float32))
     vectors = np.concatenate(parts)
     print(f'embedded {len(texts):,} sentences in {time.perf_counter() - start:.0f} s', flush=True)
     cache.parent.mkdir(parents=True, exist_ok=True)
