@@ -1,11 +1,11 @@
-"""Vector and regex search inside one transaction.
+"""Vector search in one statement, and regex search inside one transaction.
 
 **Vector**: pgvector's HNSW index applies a ``WHERE`` clause after its graph search, so a selective
-filter would leave fewer than ``top_k`` hits. Each query first counts the in-scope rows, up to
-``exact_below``: at most that many are ranked exactly (every in-scope vector, no index: results
-that depend on the scope's rows only); more use the index with pgvector's iterative scans
-(``hnsw.iterative_scan = strict_order``), which keep reading the graph until ``top_k`` rows pass
-the filter. **Regex**: the pattern is compiled by RE2 in Python and never reaches the server; the
+filter would leave fewer than ``top_k`` hits. One statement (`vector_statement`) reads the in-scope
+vectors up to ``exact_below + 1``: at most ``exact_below`` are ranked exactly (every in-scope vector,
+no index: results that depend on the scope's rows only); more use the index with pgvector's iterative
+scans (``hnsw.iterative_scan = relaxed_order``, re-sorted), which keep reading the graph until
+``top_k`` rows pass the filter. **Regex**: the pattern is compiled by RE2 in Python and never reaches the server; the
 in-scope rows are streamed (after a bounded count: `scan_limit_error` past ``scan_limit``) and
 matched in linear time. See docs/stores/postgres.md (Vector search, Regex).
 """
@@ -22,26 +22,22 @@ from ._database import Tx
 from ._filters import Compiled
 from ._reads import parse
 
-__all__ = ['EF_SEARCH', 'VectorPlan', 'count_sql', 'hnsw_settings', 'regex_rows', 'scoped_count', 'vector_hits', 'vector_statement']
+__all__ = ['EF_SEARCH', 'VectorPlan', 'hnsw_settings', 'regex_rows', 'scoped_count', 'vector_hits', 'vector_statement']
 
 
-def count_sql(scope: Compiled) -> str:
-    """A scalar SQL expression: how many records the scope holds, counting no further than ``%(cap)s``.
+_BIG = "(SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s::bigint"
+"""The planner's statistics put the table well past ``cap`` rows (then an unscoped read need not count them)."""
+
+
+def scoped_count(tx: Tx, scope: Compiled, cap: int) -> int:
+    """How many records the scope holds, counting no further than ``cap + 1``.
 
     Unscoped, a table the planner's statistics put well past the cap is not counted at all.
     """
     count = f'(SELECT count(*) FROM (SELECT 1 FROM records WHERE {scope.sql} LIMIT %(cap)s::bigint) AS s)'
     if scope.sql == 'TRUE':
-        count = (
-            "CASE WHEN (SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s::bigint "
-            f'THEN %(cap)s::bigint ELSE {count} END'
-        )
-    return count
-
-
-def scoped_count(tx: Tx, scope: Compiled, cap: int) -> int:
-    """How many records the scope holds, counting no further than ``cap + 1`` (see `count_sql`)."""
-    row = tx.execute(f'SELECT {count_sql(scope)}', {**scope.params, 'cap': cap + 1}).fetchone()
+        count = f'CASE WHEN {_BIG} THEN %(cap)s::bigint ELSE {count} END'
+    row = tx.execute(f'SELECT {count}', {**scope.params, 'cap': cap + 1}).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -61,11 +57,11 @@ n AS MATERIALIZED (SELECT count(*) AS n FROM scoped),
 approximate AS MATERIALIZED (
     SELECT id, embedding <=> %(q)s::vector AS d FROM records
     WHERE embedding IS NOT NULL AND {f} AND ({big} OR (SELECT n FROM n) >= %(cap)s::bigint)
-    ORDER BY embedding <=> %(q)s::vector LIMIT %(candidates)s
+    ORDER BY embedding <=> %(q)s::vector LIMIT %(top_k)s
 ),
 best AS (
     (SELECT 'exact' AS plan, id, d FROM scoped WHERE (SELECT n FROM n) < %(cap)s::bigint ORDER BY d, id LIMIT %(top_k)s)
-    UNION ALL (SELECT 'hnsw', id, d FROM approximate ORDER BY d, id LIMIT %(top_k)s)
+    UNION ALL SELECT 'hnsw', id, d FROM approximate
 )
 SELECT best.plan, r.body, best.d FROM best JOIN records AS r ON r.id = best.id ORDER BY best.d, best.id
 """
@@ -75,9 +71,6 @@ in-scope vector, no index). Otherwise the HNSW index is walked with iterative sc
 its candidates re-sorted by exact distance). A branch not taken is a one-time filter that is false:
 PostgreSQL never runs it. Unscoped, a table the planner's statistics put well past the cap (``big``)
 goes to the index without reading the cap's rows first."""
-
-_BIG = "(SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) > 2 * %(cap)s::bigint"
-
 
 EF_SEARCH = 400
 """The default ``hnsw.ef_search`` (for ``top_k`` up to 100): recall@10 of 0.98 or more under 10% and 50%
@@ -91,16 +84,13 @@ def hnsw_settings(top_k: int, ef_search: int | None) -> dict[str, str]:
     return {'hnsw.ef_search': str(min(max(ef, top_k), 1000)), 'hnsw.iterative_scan': 'relaxed_order'}
 
 
-def vector_statement(
-    scope: Compiled, vector: str, top_k: int, *, exact_below: int, candidates: int | None = None
-) -> tuple[str, dict[str, Any]]:
+def vector_statement(scope: Compiled, vector: str, top_k: int, *, exact_below: int) -> tuple[str, dict[str, Any]]:
     """The statement (see `_VECTOR`) and its parameters; its rows are (plan, body, cosine distance)."""
     params: dict[str, Any] = {
         **scope.params,
         'q': vector,
         'top_k': top_k,
         'cap': exact_below + 1,
-        'candidates': max(candidates or top_k, top_k),
     }
     return _VECTOR.format(f=scope.sql, big=_BIG if scope.sql == 'TRUE' else 'FALSE'), params
 
