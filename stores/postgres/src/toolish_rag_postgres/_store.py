@@ -99,7 +99,7 @@ class PostgresStore:
         row_security: metadata keys enforced by row-level security as well as by the SQL filters:
             reads run as ``reader_role`` with the run's values of these keys in ``toolish.scope``.
         exact_below: a vector query over at most this many in-scope records ranks them all exactly.
-        ef_search: ``hnsw.ef_search`` for index queries (``None``: ``max(400, 4 * top_k)``).
+        ef_search: ``hnsw.ef_search`` for index queries (``None``: 400, 1,000 under a filter, at least ``4 * top_k``).
         regex_scan_limit: most records one regex search scans (``None``: no limit).
     """
 
@@ -329,10 +329,9 @@ class PostgresStore:
         if request.top_k < 1:
             return []
         (vector,) = await self._embed([request.query], query=True)
-        statement, params = vector_statement(
-            compile_filter(request.filter), vector, request.top_k, exact_below=self.exact_below
-        )
-        settings = hnsw_settings(request.top_k, self.ef_search)
+        scope = compile_filter(request.filter)
+        statement, params = vector_statement(scope, vector, request.top_k, exact_below=self.exact_below)
+        settings = hnsw_settings(request.top_k, self.ef_search, filtered=scope.sql != 'TRUE')
         rows = await self._db.query(statement, params, scope=self._scope(request.filter), settings=settings)
         self.last_vector_plan, hits = vector_hits(rows)
         return [SearchHit(parse(body), score) for body, score in hits]
