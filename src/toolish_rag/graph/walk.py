@@ -110,7 +110,15 @@ class WalkRequest:
 
 
 async def walk(store: GraphSearch, request: WalkRequest) -> GraphWalk:
-    """Walk ``store`` breadth-first from ``request.seeds``: one ``graph_nodes`` call, one ``neighbours`` call per hop."""
+    """Walk ``store`` breadth-first from ``request.seeds``: one ``graph_nodes`` call, one ``neighbours`` call per hop.
+
+    A store with a ``walk_neighbourhood(request)`` method may answer it with a `GraphSearch` holding
+    everything the walk can reach, read at once (PostgreSQL: one recursive query); the walk then runs
+    on that, so it is the same walk (``None``: walk the store itself).
+    """
+    reader = getattr(store, 'walk_neighbourhood', None)
+    if reader is not None:
+        store = await reader(request) or store
     state = _Walk(request.max_nodes)
     await _seed(store, request, state)
     for hop in range(1, request.hops + 1):

@@ -4,7 +4,9 @@ psycopg 3 (binary) on a thread: a call takes a pooled connection, opens one tran
 its ``search_path``, ``statement_timeout`` and (in row-level-security mode) its role and
 ``toolish.scope`` with ``set_config(..., true)`` (transaction-local; ``SET LOCAL`` takes no bind
 parameter), runs, and commits. Reads run ``REPEATABLE READ, READ ONLY``: every statement of one
-answer sees one snapshot. See docs/stores/postgres.md.
+answer sees one snapshot. A read that is one statement (the searches) runs alone in autocommit, one
+round trip: the connection's session settings are set only when they differ from what that
+connection last held (`Database.query`). See docs/stores/postgres.md.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypeVar
@@ -27,6 +30,8 @@ Tx = psycopg.Connection[tuple[Any, ...]]
 
 _POOLS: dict[str, ConnectionPool[Tx]] = {}
 _POOLS_LOCK = threading.Lock()
+_SESSIONS: weakref.WeakKeyDictionary[Tx, dict[str, str]] = weakref.WeakKeyDictionary()
+"""The session settings each pooled connection holds (set with ``set_config(..., false)`` by `Database.query`)."""
 
 
 def redacted(conninfo: str) -> str:
@@ -69,18 +74,62 @@ class Database:
         write: bool = False,
         scope: Mapping[str, Sequence[Any]] | None = None,
         timeout_ms: int | None = None,
+        settings: Mapping[str, str] | None = None,
     ) -> _T:
-        """``work`` in one transaction on a pooled connection (see the module docstring)."""
+        """``work`` in one transaction on a pooled connection (see the module docstring).
+
+        ``settings``: more server settings for this transaction only (``hnsw.ef_search``...).
+        """
         with _pool(self.conninfo, self.max_connections).connection() as conn, conn.transaction():
-            timeout = str(timeout_ms if timeout_ms is not None else self.statement_timeout_ms)
-            setup = sql.SQL("{}SELECT set_config('search_path', {}, true), set_config('statement_timeout', {}, true)")
+            local = {**self._settings(timeout_ms), **(settings or {})}
+            calls = sql.SQL(', ').join(
+                sql.SQL('set_config({}, {}, true)').format(sql.Literal(k), sql.Literal(v)) for k, v in local.items()
+            )
             isolation = '' if write else 'SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY; '
-            # One round trip; both values are the store's own settings, quoted as literals.
-            conn.execute(setup.format(sql.SQL(isolation), sql.Literal(self.search_path), sql.Literal(timeout)))
+            # One round trip; every value is the store's own setting, quoted as a literal.
+            conn.execute(sql.SQL('{}SELECT {}').format(sql.SQL(isolation), calls))
             if not write and self.reader_role is not None:
                 conn.execute(sql.SQL('SET LOCAL ROLE {}').format(sql.Identifier(self.reader_role)))
                 conn.execute("SELECT set_config('toolish.scope', %s, true)", (json.dumps(dict(scope or {})),))
             return work(conn)
+
+    def _settings(self, timeout_ms: int | None) -> dict[str, str]:
+        timeout = timeout_ms if timeout_ms is not None else self.statement_timeout_ms
+        return {
+            'search_path': self.search_path,
+            'statement_timeout': str(timeout),
+            'plan_cache_mode': 'force_custom_plan',
+        }
+
+    def query_sync(
+        self,
+        statement: str,
+        params: Mapping[str, Any],
+        *,
+        scope: Mapping[str, Sequence[Any]] | None = None,
+        settings: Mapping[str, str] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """One read-only statement's rows: a single statement sees one snapshot, so no transaction is opened.
+
+        The connection's session settings (``search_path``, ``statement_timeout``, ``settings``) are
+        set only when they differ from those it holds: a repeated search is one round trip. In
+        row-level-security mode the role and scope are transaction-local, so the statement runs
+        through `run_sync`.
+        """
+        if self.reader_role is not None:
+            return self.run_sync(lambda tx: tx.execute(statement, params).fetchall(), scope=scope, settings=settings)
+        with _pool(self.conninfo, self.max_connections).connection() as conn:
+            held = _SESSIONS.setdefault(conn, {})
+            changed = {k: v for k, v in {**self._settings(None), **(settings or {})}.items() if held.get(k) != v}
+            if changed:  # one statement in autocommit: all of it applies, or none
+                conn.execute(
+                    sql.SQL('SELECT {}').format(
+                        sql.SQL(', ').join(sql.SQL('set_config(%s, %s, false)') for _ in changed)
+                    ),
+                    [x for kv in changed.items() for x in kv],
+                )
+                held.update(changed)
+            return conn.execute(statement, params).fetchall()
 
     async def run(
         self,
@@ -92,6 +141,17 @@ class Database:
     ) -> _T:
         """`run_sync` on a thread: psycopg's blocking calls never stall the agent's event loop."""
         return await asyncio.to_thread(self.run_sync, work, write=write, scope=scope, timeout_ms=timeout_ms)
+
+    async def query(
+        self,
+        statement: str,
+        params: Mapping[str, Any],
+        *,
+        scope: Mapping[str, Sequence[Any]] | None = None,
+        settings: Mapping[str, str] | None = None,
+    ) -> list[tuple[Any, ...]]:
+        """`query_sync` on a thread."""
+        return await asyncio.to_thread(self.query_sync, statement, params, scope=scope, settings=settings)
 
 
 def close_pool(conninfo: str) -> None:

@@ -17,7 +17,7 @@ from toolish_rag import Chunk, Document, Entity, ExpansionRequest, RegexRequest,
 from toolish_rag.analysis import AUTO, TextAnalyzer
 from toolish_rag.embedding import embedder_for_store, embedder_identity
 from toolish_rag.filters import Filter
-from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest
+from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest, WalkRequest
 from toolish_rag.manifest import StoreManifest
 from toolish_rag.protocols import DocumentInfo, PrecomputedVectors, TermStatistics, TermStatisticsRequest
 from toolish_rag.regex import compile_request
@@ -33,7 +33,13 @@ from toolish_rag.writes import check_storable, embed_documents, graph_upsert_bat
 
 from ._database import Database, Tx, close_pool, redacted
 from ._filters import compile_filter, scope_values, unstorable
-from ._graph import graph_nodes as hop_nodes, neighbours as hop_neighbours, parse_relation
+from ._graph import (
+    Neighbourhood,
+    graph_nodes as hop_nodes,
+    neighbourhood as read_neighbourhood,
+    neighbours as hop_neighbours,
+    parse_relation,
+)
 from ._open import Opened, open_database
 from ._reads import (
     document_page as page_of_documents,
@@ -43,8 +49,8 @@ from ._reads import (
     records_by_id,
     section_page,
 )
-from ._search import regex_rows, vector_rows
-from ._text import bm25_rows, scope_languages, term_statistics_in
+from ._search import hnsw_settings, regex_rows, vector_hits, vector_statement
+from ._text import TextSearch, term_statistics_in
 from ._writes import (
     Analysed,
     analyse,
@@ -93,7 +99,7 @@ class PostgresStore:
         row_security: metadata keys enforced by row-level security as well as by the SQL filters:
             reads run as ``reader_role`` with the run's values of these keys in ``toolish.scope``.
         exact_below: a vector query over at most this many in-scope records ranks them all exactly.
-        ef_search: ``hnsw.ef_search`` for index queries (``None``: ``max(100, 4 * top_k)``).
+        ef_search: ``hnsw.ef_search`` for index queries (``None``: 400, 1,000 under a filter, at least ``4 * top_k``).
         regex_scan_limit: most records one regex search scans (``None``: no limit).
     """
 
@@ -132,12 +138,15 @@ class PostgresStore:
         if saved is not None and language is not None and saved != language:
             raise ValueError(f'{self.location} was analysed in {saved!r}, not {language!r}: open it without a language')
         self._analyzer = TextAnalyzer(saved or language or AUTO)
+        self._text = TextSearch(self._analyzer)
         self._manifest = manifest
         self._graph_builders: tuple[str, ...] = self._db.run_sync(_read_graph_builders)
         self.exact_below = exact_below
         self.ef_search = ef_search
         self.hnsw_m, self.hnsw_ef_construction = hnsw_m, hnsw_ef_construction
         self.regex_scan_limit = regex_scan_limit
+        self.walk_read_limit = 10_000
+        """The most nodes and edges `walk_neighbourhood` reads at once (past it a walk reads hop by hop)."""
         self.last_vector_plan: str | None = None
         """How the latest vector query ran (``'exact'`` or ``'hnsw'``): for benchmarks and tests."""
 
@@ -327,25 +336,17 @@ class PostgresStore:
             return []
         (vector,) = await self._embed([request.query], query=True)
         scope = compile_filter(request.filter)
-
-        def run(tx: Tx) -> tuple[str, list[tuple[str, float]]]:
-            return vector_rows(tx, scope, vector, request.top_k, exact_below=self.exact_below, ef_search=self.ef_search)
-
-        plan, rows = await self._read(run, request.filter)
-        self.last_vector_plan = plan
-        return [SearchHit(parse(body), score) for body, score in rows]
+        statement, params = vector_statement(scope, vector, request.top_k, exact_below=self.exact_below)
+        settings = hnsw_settings(request.top_k, self.ef_search, filtered=scope.sql != 'TRUE')
+        rows = await self._db.query(statement, params, scope=self._scope(request.filter), settings=settings)
+        self.last_vector_plan, hits = vector_hits(rows)
+        return [SearchHit(parse(body), score) for body, score in hits]
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         if request.top_k < 1:
             return []
         scope = compile_filter(request.filter)
-
-        def run(tx: Tx) -> list[tuple[str, float]]:
-            languages = scope_languages(tx, scope) if self._analyzer.auto else ()
-            tokens = self._analyzer.query_tokens(request.query, languages)
-            return bm25_rows(tx, scope, tokens, request.top_k) if tokens else []
-
-        rows = await self._read(run, request.filter)
+        rows = await self._text.rows(self._db, scope, request.query, request.top_k, self._scope(request.filter))
         return [SearchHit(parse(body), score) for body, score in rows]
 
     async def term_statistics(self, request: TermStatisticsRequest) -> TermStatistics | None:
@@ -393,6 +394,14 @@ class PostgresStore:
 
     async def neighbours(self, request: NeighbourRequest) -> Neighbours:
         return await self._read(lambda tx: hop_neighbours(tx, request), request.filter)
+
+    async def walk_neighbourhood(self, request: WalkRequest) -> Neighbourhood | None:
+        """Everything ``request`` can reach (records and edges), read in one statement: a recursive CTE bounded
+        by its hops and by `walk_read_limit` rows (``None`` past it: the walk then reads hop by hop). The core's
+        walk runs on the answer, so it equals a hop-by-hop walk (docs/stores/postgres.md, Graph)."""
+        if request.hops < 1 or not request.seeds:
+            return None
+        return await self._read(lambda tx: read_neighbourhood(tx, request, self.walk_read_limit), request.filter)
 
     def close(self) -> None:
         """Close this server's pooled connections and, for ``postgres:./folder``, release the embedded server.

@@ -10,22 +10,29 @@ See docs/stores/postgres.md (Text search) and docs/filters.md.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
+from toolish_rag.analysis import TextAnalyzer
 from toolish_rag.protocols import TermStatistics, TermStatisticsRequest
 
-from ._database import Tx
+from ._database import Database, Tx
 from ._filters import Compiled
 
-__all__ = ['K1', 'B', 'bm25_rows', 'scope_languages', 'term_statistics_in']
+__all__ = ['K1', 'B', 'TextSearch', 'bm25_rows', 'bm25_statement', 'scope_languages', 'term_statistics_in']
 
 K1 = 1.5
 B = 0.75
 
 _BM25 = """
 WITH q AS MATERIALIZED (SELECT t, count(*)::float8 AS reps FROM unnest(%(tokens)s::text[]) AS t GROUP BY t),
-stats AS MATERIALIZED (SELECT count(*)::float8 AS n, COALESCE(avg(length), 0)::float8 AS mean FROM records WHERE {f}),
+census AS MATERIALIZED (SELECT language, count(*) AS n, sum(length) AS total FROM records WHERE {f} GROUP BY language),
+stats AS MATERIALIZED (
+    SELECT COALESCE(sum(n), 0)::float8 AS n, COALESCE(sum(total)::numeric / NULLIF(sum(n), 0), 0)::float8 AS mean
+    FROM census
+),
 df AS MATERIALIZED (
     SELECT q.t, q.reps, (SELECT count(*) FROM records WHERE tokens @> ARRAY[q.t] AND {f})::float8 AS df FROM q
 ),
@@ -39,21 +46,85 @@ scored AS (
     WHERE h.tokens && %(tokens)s::text[] AND {f}
     GROUP BY h.id
 )
-SELECT r.body, s.score FROM scored AS s JOIN records AS r ON r.id = s.id
-WHERE s.score > 0 ORDER BY s.score DESC, s.id LIMIT %(top_k)s
+SELECT NULL::text AS body, NULL::float8 AS score, (SELECT json_object_agg(language, n) FROM census)::text
+UNION ALL
+(SELECT r.body, s.score, NULL FROM scored AS s JOIN records AS r ON r.id = s.id
+WHERE s.score > 0 ORDER BY s.score DESC, s.id LIMIT %(top_k)s)
 """
+"""BM25 in one statement, with the census of the scope's languages (its first row) read in the same scan as
+the record count and mean length: what the query's tokens were chosen by is checked against it."""
+
+_CENSUS = 'SELECT language, count(*) FROM records WHERE {f} GROUP BY language'
+
+Rows = list[tuple[str, float]]
+
+
+def _census(counts: Mapping[str, int]) -> dict[str, int]:
+    return {str(language): int(count) for language, count in counts.items() if language}
 
 
 def scope_languages(tx: Tx, scope: Compiled) -> dict[str, int]:
     """How many in-scope records were analysed in each language (what an ``'auto'`` query is read in)."""
-    rows = tx.execute(f'SELECT language, count(*) FROM records WHERE {scope.sql} GROUP BY language', scope.params)
-    return {str(language): int(count) for language, count in rows if language}
+    return _census(dict(tx.execute(_CENSUS.format(f=scope.sql), scope.params).fetchall()))
 
 
-def bm25_rows(tx: Tx, scope: Compiled, tokens: Sequence[str], top_k: int) -> list[tuple[str, float]]:
-    """The best ``top_k`` records' bodies and BM25 scores for ``tokens`` (a repeated token counts twice)."""
+def bm25_statement(scope: Compiled, tokens: Sequence[str], top_k: int) -> tuple[str, dict[str, Any]]:
+    """`_BM25` and its parameters: the census row, then the best ``top_k`` records' bodies and scores."""
     params: dict[str, Any] = {**scope.params, 'tokens': list(tokens), 'top_k': top_k, 'k1': K1, 'b': B}
-    return [(str(body), float(score)) for body, score in tx.execute(_BM25.format(f=scope.sql), params)]
+    return _BM25.format(f=scope.sql), params
+
+
+def bm25_rows(tx: Tx, scope: Compiled, tokens: Sequence[str], top_k: int) -> Rows:
+    """The best ``top_k`` records' bodies and BM25 scores for ``tokens`` (a repeated token counts twice)."""
+    return _split(tx.execute(*bm25_statement(scope, tokens, top_k)).fetchall())[1]
+
+
+def _split(rows: Sequence[tuple[Any, ...]]) -> tuple[dict[str, int], Rows]:
+    census = _census(json.loads(rows[0][2] or '{}'))
+    return census, [(str(body), float(score)) for body, score, _ in rows[1:]]
+
+
+@dataclass
+class TextSearch:
+    """BM25 searches of one store, one statement each: the census of each scope's languages (which an
+    ``'auto'`` analyzer reads a query in) is remembered from the last search of that scope and checked
+    by the statement itself, which counts it again in the same scan: a query whose languages the
+    fresh census would choose differently runs again with it (after writes that change a scope's
+    languages, once). The answer is always the one a fresh census gives."""
+
+    analyzer: TextAnalyzer
+    censuses: dict[str, dict[str, int]] = field(default_factory=dict)
+    remembered: int = 256
+
+    async def rows(
+        self, db: Database, scope: Compiled, query: str, top_k: int, rls: Mapping[str, Sequence[Any]] | None
+    ) -> Rows:
+        key = f'{scope.sql}\x00{json.dumps(scope.params, sort_keys=True, default=repr)}'
+        census = self.censuses.get(key) if self.analyzer.auto else {}
+        checked = census is None or not self.analyzer.auto  # the census is fresh, or no query depends on it
+        if census is None:
+            census = await self._count(db, scope, rls)
+        for _ in range(3):  # a census that changes twice more during one search is not chased further
+            tokens = self.analyzer.query_tokens(query, census)
+            if not tokens and not checked:  # no statement checks this census: count it afresh
+                census, checked = await self._count(db, scope, rls), True
+                tokens = self.analyzer.query_tokens(query, census)
+            if not tokens:
+                return []
+            fresh, rows = _split(await db.query(*bm25_statement(scope, tokens, top_k), scope=rls))
+            if len(self.censuses) >= self.remembered:
+                self.censuses.clear()
+            self.censuses[key] = fresh
+            if not self.analyzer.auto or self._languages(query, fresh) == self._languages(query, census):
+                break
+            census = fresh
+        return rows
+
+    async def _count(self, db: Database, scope: Compiled, rls: Mapping[str, Sequence[Any]] | None) -> dict[str, int]:
+        return _census(dict(await db.query(_CENSUS.format(f=scope.sql), scope.params, scope=rls)))
+
+    def _languages(self, query: str, census: Mapping[str, int]) -> list[str]:
+        return self.analyzer.query_languages(query, census)
 
 
 def term_statistics_in(tx: Tx, scope: Compiled, request: TermStatisticsRequest, languages: bool) -> TermStatistics:

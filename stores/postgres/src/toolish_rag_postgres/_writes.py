@@ -23,6 +23,7 @@ from toolish_rag.regex import regex_text
 from ._database import Tx
 
 __all__ = [
+    'RECORD_COLUMNS',
     'Analysed',
     'analyse',
     'content_hash',
@@ -34,14 +35,14 @@ __all__ = [
     'write_relations',
 ]
 
-_RECORD_COLUMNS = (
+RECORD_COLUMNS = (
     'id, kind, document_id, sequence_number, section_ids, section_path, metadata, labels, body, regex_text, '
     'tokens, counts, length, language, embedding'
 )
 _INSERT_RECORD = (
-    f'INSERT INTO records ({_RECORD_COLUMNS}) VALUES '
+    f'INSERT INTO records ({RECORD_COLUMNS}) VALUES '
     '(%s, %s, %s, %s, %s::text[], %s::text[], %s::jsonb, %s::text[], %s, %s, %s::text[], %s::int4[], %s, %s, %s::vector) '
-    'ON CONFLICT (id) DO UPDATE SET ' + ', '.join(f'{c} = EXCLUDED.{c}' for c in _RECORD_COLUMNS.split(', ')[1:])
+    'ON CONFLICT (id) DO UPDATE SET ' + ', '.join(f'{c} = EXCLUDED.{c}' for c in RECORD_COLUMNS.split(', ')[1:])
 )
 
 
