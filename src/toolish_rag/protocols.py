@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
 from .content import Chunk, Document, Entity, Metadata, Relation
 from .filters import Filter
 from .graph.model import GraphNode, NeighbourRequest, Neighbours, NodeRequest
+from .graph.walk import NeighbourhoodReader
 from .search import ExpansionRequest, RegexRequest, SearchHit, SearchRequest
 from .sections import ChunkOutline, DocumentPage, DocumentPageRequest, OutlineRequest, SectionPage, SectionReadRequest
 from .writes import PrecomputedVectors
@@ -33,6 +34,7 @@ __all__ = [
     'GraphBuiltWriter',
     'GraphSearch',
     'GraphStore',
+    'NeighbourhoodReader',
     'HasEmbedder',
     'HasEmbeddingWindows',
     'HasRegexScanLimit',

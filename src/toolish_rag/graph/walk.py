@@ -9,7 +9,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal, TypeAlias
+from typing import TYPE_CHECKING, Literal, Protocol, TypeAlias, runtime_checkable
 
 from ..content import Relation
 from ..filters import Filter
@@ -18,7 +18,18 @@ from .model import MAX_EDGE_LIMIT, Direction, GraphNode, NeighbourRequest, Neigh
 if TYPE_CHECKING:  # `toolish_rag.protocols` imports this package's model: a runtime import would be a cycle
     from ..protocols import GraphSearch
 
-__all__ = ['MAX_ALPHA', 'MAX_HOPS', 'MAX_WALK_NODES', 'Budget', 'GraphWalk', 'Via', 'WalkRequest', 'WalkedNode', 'walk']
+__all__ = [
+    'MAX_ALPHA',
+    'MAX_HOPS',
+    'MAX_WALK_NODES',
+    'Budget',
+    'GraphWalk',
+    'NeighbourhoodReader',
+    'Via',
+    'WalkRequest',
+    'WalkedNode',
+    'walk',
+]
 
 MAX_HOPS = 3
 """The most hops a walk may take: past three, a neighbourhood is most of a corpus."""
@@ -109,16 +120,28 @@ class WalkRequest:
         object.__setattr__(self, 'alpha', min(max(float(self.alpha), 0.0), MAX_ALPHA))
 
 
+@runtime_checkable
+class NeighbourhoodReader(Protocol):
+    """Optional, beside `GraphSearch`: read at once everything a walk can reach, within its scope.
+
+    ``walk_neighbourhood`` returns a `GraphSearch` over the request's reachable nodes and edges (the
+    request's filter applied to every node and edge, at most ``hops`` from the seeds), or ``None``
+    to be walked hop by hop. The walk itself stays the core's, so its answer must equal a walk of
+    the store (the graph contract compares every walk with the reference). See docs/custom-store.md#optional-attributes.
+    """
+
+    async def walk_neighbourhood(self, request: WalkRequest) -> GraphSearch | None: ...
+
+
 async def walk(store: GraphSearch, request: WalkRequest) -> GraphWalk:
     """Walk ``store`` breadth-first from ``request.seeds``: one ``graph_nodes`` call, one ``neighbours`` call per hop.
 
-    A store with a ``walk_neighbourhood(request)`` method may answer it with a `GraphSearch` holding
-    everything the walk can reach, read at once (PostgreSQL: one recursive query); the walk then runs
-    on that, so it is the same walk (``None``: walk the store itself).
+    A `NeighbourhoodReader` store may answer with a `GraphSearch` holding everything the walk can
+    reach, read at once (PostgreSQL: one recursive query); the walk then runs on that, so it is the
+    same walk (``None``: walk the store itself; the graph contract compares it with the reference walk).
     """
-    reader = getattr(store, 'walk_neighbourhood', None)
-    if reader is not None:
-        store = await reader(request) or store
+    if isinstance(store, NeighbourhoodReader):
+        store = await store.walk_neighbourhood(request) or store
     state = _Walk(request.max_nodes)
     await _seed(store, request, state)
     for hop in range(1, request.hops + 1):
