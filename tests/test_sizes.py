@@ -19,8 +19,6 @@ MAX_FUNCTION_LINES = 60
 KNOWN: dict[str, str] = {
     'src/toolish_rag/ingest/_readers/image.py::read_image': 'provenance (issue 39) reworks the readers in parallel',
     'src/toolish_rag/ingest/_readers/office.py::_regions': 'provenance (issue 39) reworks the readers in parallel',
-    'src/toolish_rag/stores/memory/_store.py': 'the store-attribute protocols and the ingestion options (issue 42 items 2, 3) '
-    'change this module in parallel',
 }
 """Known excesses in modules another branch rewrites at the same time: each to go when that branch lands."""
 

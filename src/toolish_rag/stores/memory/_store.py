@@ -353,15 +353,8 @@ class InMemoryStore:
             snapshot = await reembedded(old, new, self._windows, self._analyzer, lambda t: embed_normalised(new, t))
             if self._path is not None:
                 dims = snapshot.vectors.shape[1] if len(snapshot) else None
-                await asyncio.to_thread(
-                    save,
-                    self._path,
-                    snapshot.segments,
-                    snapshot.saved_segment,
-                    snapshot.graph,
-                    new.model,
-                    len(snapshot),
-                )
+                saved = (snapshot.segments, snapshot.saved_segment, snapshot.graph, new.model, len(snapshot))
+                await asyncio.to_thread(save, self._path, *saved)
                 identity = embedder_identity(new, dims)
                 self._manifest = await asyncio.to_thread(record_reembed, self._path, identity, done=True)
             self._embedder, self._embedder_spec, self._window_key_value = new, embedder, None
