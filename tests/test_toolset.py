@@ -180,7 +180,7 @@ async def test_each_capability_subset_yields_exactly_its_tools(caps: frozenset[s
     if caps & {'vector', 'text'}:
         assert rag.with_eager_search_about('refunds').tool_names == expected
     else:
-        with pytest.raises(ValueError, match='no search capability'):
+        with pytest.raises(ValueError, match='no search to preload'):
             rag.with_eager_search_about('refunds')
 
 
