@@ -26,7 +26,7 @@ from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']
 
-VERSION = 2
+VERSION = 3
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 
@@ -157,10 +157,11 @@ class _Layer:
     """The page as displayed (its CropBox, turned like the pieces): ``(left, bottom, right, top)``."""
 
     def fractions(self, piece: Piece) -> Box:
-        """``piece``'s box as fractions of the page as displayed, origin top-left."""
+        """``piece``'s box (its em box where it has one) as fractions of the page as displayed, origin top-left."""
         left, bottom, right, top = self.frame
         width, height = max(right - left, 1e-6), max(top - bottom, 1e-6)
-        return fractions((piece.x0 - left, top - piece.top, piece.x1 - left, top - piece.bottom), width, height)
+        x0, low, x1, high = piece.em or (piece.x0, piece.bottom, piece.x1, piece.top)
+        return fractions((x0 - left, top - high, x1 - left, top - low), width, height)
 
     def may_hold_table(self) -> bool:
         """Rules making a grid of two or more columns, or some rules and cells lined up, or cells lined up well."""
