@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
+import itertools
 import json
 import random
 import re
@@ -94,6 +95,42 @@ def _find_run(items: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]]
     return [items[n] for n in kept]
 
 
+def _step(a: Box, b: Box) -> float:
+    """How far word ``b`` stands from following word ``a`` in reading order: the gap across, heights weigh more."""
+    gap = max(0.0, b[0] - a[2], a[0] - b[2])  # either way across (right-to-left scripts)
+    return gap + 3 * abs((a[1] + a[3]) / 2 - (b[1] + b[3]) / 2)
+
+
+def _chain_words(words_of_page: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]] | None:
+    """The page's words spelling the quote's words in a geometric chain, whatever order the other reader lists
+    them in (columns, tables, right-to-left, line numbers): each quote word is matched to a word of the same text
+    (or reversed: pdfplumber spells right-to-left words backwards), the chain of least total step chosen.
+    ``None`` when a word is missing (a ligature, a joined hyphen) or a second chain, elsewhere, is as short."""
+    tokens = [t for t in quote.split() if t.strip('|')]
+    candidates = [[w for w in words_of_page if w[1] in (t, t[::-1])] for t in tokens]
+    if not tokens or any(not c for c in candidates) or max(map(len, candidates)) > 400:
+        return None
+    cost = [0.0] * len(candidates[0])
+    back: list[list[int]] = []
+    for prev, here in itertools.pairwise(candidates):
+        step = [min(range(len(prev)), key=lambda i, w=w: cost[i] + _step(prev[i][0], w[0])) for w in here]
+        cost = [cost[i] + _step(prev[i][0], w[0]) for i, w in zip(step, here, strict=True)]
+        back.append(step)
+    order = sorted(range(len(cost)), key=cost.__getitem__)
+    if len(order) > 1 and cost[order[1]] <= cost[order[0]] * 1.05 + 1e-9:
+        return None  # ambiguous: two places spell it equally well (a row of zeros)
+    at, chain = order[0], [candidates[-1][order[0]]]
+    for n in range(len(back) - 1, -1, -1):
+        at = back[n][at]
+        chain.append(candidates[n][at])
+    return sorted(set(chain), key=chain.index)[::-1]
+
+
+def truth_run(chars: list[tuple[Box, str]], words_of_page: list[tuple[Box, str]], quote: str) -> Any:
+    """The other reader's characters spelling ``quote`` exactly once in its order, else its words chained."""
+    return _find_run(chars, quote) or _chain_words(words_of_page, quote)
+
+
 # -- truth readers ----------------------------------------------------------------------------------
 
 
@@ -109,14 +146,20 @@ class PlumberPages:
         return int(self.pdf.pages[page - 1].rotation or 0) % 360 != 0
 
     def chars(self, page: int) -> list[tuple[Box, str]]:
+        return self._placed(page, [c for c in self.pdf.pages[page - 1].chars if c['text'].strip()])
+
+    def words(self, page: int) -> list[tuple[Box, str]]:
+        return self._placed(page, self.pdf.pages[page - 1].extract_words())
+
+    def _placed(self, page: int, objects: list[dict[str, Any]]) -> list[tuple[Box, str]]:
+        """Objects' boxes as fractions of the CropBox (pdfplumber >= 0.11 turns pages by their ``/Rotate`` itself)."""
         p = self.pdf.pages[page - 1]
         x0, top, x1, bottom = (float(v) for v in p.cropbox)
         top, bottom = float(p.mediabox[3]) - bottom, float(p.mediabox[3]) - top  # PDF y up -> from the top
         w, h = x1 - x0, bottom - top
         return [
             (((c['x0'] - x0) / w, (c['top'] - top) / h, (c['x1'] - x0) / w, (c['bottom'] - top) / h), c['text'])
-            for c in p.chars
-            if c['text'].strip()
+            for c in objects
         ]
 
     def text(self, page: int) -> str:
@@ -178,18 +221,17 @@ def random_quotes(chunks: list[Chunk], count: int, rng: random.Random) -> list[t
 
 
 def score_quotes(
-    quotes: list[tuple[Chunk, str]], truth_of_page: Any, rotated: Any = lambda page: False
+    quotes: list[tuple[Chunk, str]], run_on_page: Any, rotated: Any = lambda page: False
 ) -> dict[str, Any]:
-    ious, across, pages_ok, skipped, turned = [], [], 0, 0, 0
+    """``run_on_page(page, quote)``: the other reader's boxes spelling the quote on that page, or ``None``."""
+    ious, across, pages_ok, skipped, unboxed, turned = [], [], 0, 0, 0, 0
     for chunk, quote in quotes:
         source = check_quote(chunk, quote, min_quote_chars=1)
         if not isinstance(source, CitationSource) or source.page is None or not source.boxes:
-            skipped += 1
+            unboxed += 1
             continue
-        if rotated(source.page):
-            turned += 1
-            continue
-        run = _find_run(truth_of_page(source.page), quote)
+        turned += bool(rotated(source.page))
+        run = run_on_page(source.page, quote)
         if run is None:  # not spelled exactly once by the other reader (a ligature, a joined hyphen, repeated)
             skipped += 1
             continue
@@ -200,7 +242,8 @@ def score_quotes(
     return {
         'quotes': len(ious),
         'skipped': skipped,
-        'rotated_pages': turned,
+        'no_boxes': unboxed,
+        'on_rotated_pages': turned,
         'iou_median': round(statistics.median(ious), 3) if ious else None,
         'share_iou_0.9': round(sum(v >= 0.9 for v in ious) / len(ious), 3) if ious else None,
         'share_iou_across_0.9': round(sum(v >= 0.9 for v in across) / len(across), 3) if across else None,
@@ -238,7 +281,11 @@ def text_layer_boxes(files: list[Path], quotes: int, rng: random.Random) -> dict
         plumber = PlumberPages(path)
         try:
             chunks = list(doc.chunks)
-            row = score_quotes(random_quotes(chunks, quotes, rng), plumber.chars, plumber.rotated)
+            row = score_quotes(
+                random_quotes(chunks, quotes, rng),
+                lambda page, quote, p=plumber: truth_run(p.chars(page), p.words(page), quote),
+                plumber.rotated,
+            )
             right, checked = chunk_pages(chunks, plumber)
             row['chunk_pages'] = f'{right}/{checked}'
             rows[path.name] = row
@@ -257,7 +304,10 @@ def ocr_boxes_and_recall(files: list[Path], data: Path, quotes: int, rng: random
             frames = _frames(path, Path(tmp)) if path.suffix.lower() in ('.tif', '.tiff') else images
             plain = [tesseract_words(frame) for frame in frames]
             truth_words = [words_of for words_of, _ in plain]
-            row = score_quotes(random_quotes(list(doc.chunks), quotes, rng), lambda page, t=truth_words: t[page - 1])
+            row = score_quotes(
+                random_quotes(list(doc.chunks), quotes, rng),
+                lambda page, quote, t=truth_words: truth_run(t[page - 1], t[page - 1], quote),
+            )
             truth = manifest.get(path.name)
             if truth is not None and truth.get('has_text_truth'):
                 row |= _recall(doc, '\n'.join(t for _, t in plain), data / 'fidelity' / truth['truth'][0])

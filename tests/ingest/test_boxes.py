@@ -32,9 +32,20 @@ def test_line_boxes_stand_where_the_text_is_on_the_cropped_page(tmp_path: Path) 
         for box in chunk.boxes:
             line = chunk.urtext[box.start : box.end]
             assert line in (SENTENCE, 'Lower down the page.')
-            assert iou(box.box, plumber_box(pdf, line, crop=crop)) > 0.8, (pdf.name, line, box)
+            assert iou(box.box, plumber_box(pdf, line, crop=crop)) > 0.9, (pdf.name, line, box)  # both em boxes
     first = parse_path(cropped).chunks[0].boxes[0]
     assert first.x0 == pytest.approx((72 - 36) / 540, abs=0.002)  # the CropBox's left edge is the page's
+
+
+def test_line_boxes_on_a_page_turned_by_rotate_stand_where_it_is_displayed(tmp_path: Path) -> None:
+    """A ``/Rotate 90`` page: the boxes are on the page as shown, as pdfplumber (>= 0.11) places its characters."""
+    lines = [(500, 100, 12, SENTENCE), (300, 300, 12, 'Further along, a second line.')]
+    turned = write_pdf([lines], tmp_path / 'turned.pdf', turned=True)
+    (chunk,) = parse_path(turned).chunks
+    assert len(chunk.boxes) == 2
+    for box in chunk.boxes:
+        line = chunk.urtext[box.start : box.end]
+        assert iou(box.box, plumber_box(turned, line)) > 0.9, (line, box)
 
 
 def test_a_quote_has_its_own_page_and_boxes(tmp_path: Path) -> None:
@@ -71,6 +82,11 @@ def test_a_box_cut_to_a_span_keeps_its_share_of_the_line() -> None:
     )
     assert narrow is not None and wide is not None and (narrow.x1 - narrow.x0) * 3 < wide.x1 - wide.x0
     assert box.shifted(-10) == TextBox(3, 0, 20, 0.1, 0.2, 0.5, 0.25)
+    # a right-to-left line starts at its right edge: its first word is cut from there
+    arabic = 'مرحبا بالعالم الكبير'
+    first = box.within(10, 15, 'x' * 10 + arabic)
+    last = box.within(25, 30, 'x' * 10 + arabic)
+    assert first is not None and last is not None and first.x1 == 0.5 and last.x0 == 0.1
 
 
 def test_paragraph_numbers_where_the_source_has_them(tmp_path: Path) -> None:

@@ -102,18 +102,22 @@ def turned(box: tuple[float, float, float, float], rotation: int, width: float, 
 
 
 def _em_box(raw: Any, textpage: Any, i: int, loose: Any, matrix: Any) -> tuple[float, float, float, float]:
-    """Character ``i``'s em box ``(left, bottom, right, top)``: its loose box (origin to advance across, the
-    font's descent to its ascent up) cut to one font size above the descent, as pdfminer and pdfplumber
-    measure a character; the loose box itself for text that is turned or flipped on the page.
+    """Character ``i``'s em box ``(left, bottom, right, top)``: its loose box (origin to advance along the
+    baseline, the font's descent to its ascent across it) cut to one font size from the descent side, as
+    pdfminer and pdfplumber measure a character; the loose box itself for text at a slant.
     docs/grounded.md#where-a-quote-stands says why."""
-    box = (loose.left, loose.bottom, loose.right, loose.top)
+    left, bottom, right, top = box = (loose.left, loose.bottom, loose.right, loose.top)
     if not raw.FPDFText_GetMatrix(textpage, i, ctypes.byref(matrix)):
         return box
-    a, b, c, d = matrix.a, matrix.b, matrix.c, matrix.d
-    if d <= 0 or a <= 0 or abs(b) > a * 0.01 or abs(c) > d * 0.01:
+    size = raw.FPDFText_GetFontSize(textpage, i)
+    if size <= 0:
         return box
-    size = raw.FPDFText_GetFontSize(textpage, i) * d
-    return box if size <= 0 else (loose.left, loose.bottom, loose.right, loose.bottom + size)
+    up_x, up_y = matrix.c * size, matrix.d * size  # the glyph's up: one font size, on the page
+    if abs(up_x) <= abs(up_y) * 0.01:  # upright (or upside down)
+        return (left, bottom, right, bottom + up_y) if up_y > 0 else (left, top + up_y, right, top)
+    if abs(up_y) <= abs(up_x) * 0.01:  # turned a quarter (a page turned by /Rotate draws its text so)
+        return (left, bottom, left + up_x, top) if up_x > 0 else (right + up_x, bottom, right, top)
+    return box
 
 
 def _char(raw: Any, textpage: Any, i: int, count: int) -> tuple[str, int]:
