@@ -258,6 +258,9 @@ class Chunk(Retrievable):
     boxes: tuple[TextBox, ...] = ()
     """Where its lines stand on their pages (PDF pages and OCR'd images; empty for other formats), in
     reading order: what a citation's quote is highlighted by (docs/grounded.md#where-a-quote-stands)."""
+    cells: str | None = None
+    """The spreadsheet cells its text was read from, as Excel writes a range (``Sheet1!A1:D20``; a sheet
+    name with spaces or signs in quotes, ``'Q1 sales'!B2:C9``), for chunks of XLSX workbooks."""
 
     @model_validator(mode='after')
     def _aligned(self) -> Chunk:

@@ -482,5 +482,6 @@ class Chunker:
                 end_char=piece.end,
                 page=parsed.page_at(piece.start),
                 boxes=parsed.boxes_in(piece.start, piece.end),
+                cells=parsed.cells_in(piece.start, piece.end),
             )
         return builder.build()
