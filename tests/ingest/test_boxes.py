@@ -124,3 +124,28 @@ def test_an_ocr_quote_is_boxed_where_its_words_were_drawn(tmp_path: Path) -> Non
     )
     line = chunk.boxes[1]
     assert iou(line.box, (x0 / 1400, top / 400, x1 / 1400, bottom / 400)) > 0.8
+
+
+def test_a_pdf_table_is_boxed_cell_by_cell_where_its_pieces_fall_into_cells() -> None:
+    from toolish_rag.ingest._readers._pdf_layout import Piece
+    from toolish_rag.ingest._readers._pdf_table_pages import table_row_boxes
+
+    def piece(text: str, x0: float, x1: float, bottom: float) -> Piece:
+        return Piece(text, x0, x1, bottom, bottom + 12, 10.0, False, em=(x0, bottom, x1, bottom + 10))
+
+    text = '| Country | Count |\n| --- | --- |\n| Italy |  |\n| Spain wide | 40 |'
+    drawn = [piece('Country', 72, 120, 700), piece('Count', 300, 330, 700), piece('Italy', 72, 100, 686)]
+    drawn += [piece('Spain', 72, 100, 672), piece('wide', 104, 126, 672), piece('40', 300, 312, 672)]
+    runs = table_row_boxes(text, drawn)
+    assert [r for r, _ in runs] == ['Country', 'Count |\n| --- | --- |', 'Italy | ', 'Spain wide', '40']
+    assert [box for _, box in runs] == [
+        (72, 700, 120, 710),
+        (300, 700, 330, 710),
+        (72, 686, 100, 696),
+        (72, 672, 126, 682),  # a cell of two pieces
+        (300, 672, 312, 682),
+    ]
+    # a piece across two cells: the row is one run
+    across = table_row_boxes('| a | b |\n| c | d |', [piece('a b', 72, 200, 700), piece('c', 72, 80, 686)])
+    assert [r for r, _ in across] == ['| a | b |', 'c | d']  # and a cell nothing drew joins the one before
+    assert table_row_boxes('| a | b |', []) == []  # nothing drawn: the caller keeps the table's own box

@@ -21,8 +21,9 @@ Box = tuple[float, float, float, float]
 LineBox = tuple[str, Box]
 """A line's text as the reader wrote it, and its box."""
 
-_SLACK = 2
-"""Characters that may stand between two lines found in order (the blank line between paragraphs)."""
+_SLACK = 5
+"""Characters that may stand between two lines found in order: the blank line between paragraphs, the
+``' |\n| '`` between a table's cells (spaces, line breaks and table bars only)."""
 
 
 def _fraction(value: float) -> float:
@@ -80,6 +81,6 @@ def _find(text: str, line: str, cursor: int) -> tuple[int, int] | None:
     for candidate in (line, line[:-1] if line.endswith('-') else None):
         if candidate:
             at = window.find(candidate)
-            if 0 <= at <= _SLACK and not window[:at].strip():
+            if 0 <= at <= _SLACK and not window[:at].strip(' \n|'):
                 return cursor + at, cursor + at + len(candidate)
     return None

@@ -6,6 +6,7 @@ See docs/ingestion.md#pdf-layout.
 from __future__ import annotations
 
 import io
+import re
 from collections import Counter
 from typing import Any, Protocol
 
@@ -112,45 +113,79 @@ def with_tables(pieces: list[Piece], tables: list[FoundTable]) -> list[Piece]:
 _LOOKAHEAD = 2
 """Rendered rows a physical line may skip (rows whose words the page draws elsewhere, or not at all)."""
 
+_Box = tuple[float, float, float, float]
+_CELL_SEPARATOR = re.compile(r'(?<!\\) \| ')
 
-def table_row_boxes(text: str, inside: list[Piece]) -> list[tuple[str, tuple[float, float, float, float]]]:
-    """Each line of a rendered table ``text`` (its rows, the ``| --- |`` line with the header above it) and the
-    box ``(left, bottom, right, top)`` of the pieces drawing it, so a quote of a row is highlighted on that row.
 
-    ``inside``: the page's pieces within the table. They are taken line by line, top down, each given to the
-    first row (of the next few) holding all its words; a row none drew joins the row above (or below), so
-    the lines still cover ``text`` in order. Nothing drawn: the table is one line of its own box.
+def table_row_boxes(text: str, inside: list[Piece]) -> list[tuple[str, _Box]]:
+    """Runs of a rendered table ``text`` and the boxes ``(left, bottom, right, top)`` of the pieces drawing them:
+    a cell each where the row's pieces fall into its cells, else the row, so a quoted cell or row is
+    highlighted where it is drawn.
+
+    ``inside``: the page's pieces within the table. They are taken line by line, top down, each line given
+    to the first row (of the next few) holding all its words. A run nothing drew (an empty cell, the
+    ``| --- |`` line, a row not drawn) joins the run before it (or after it), so the runs cover ``text`` in
+    order but for the cell separators between them. Nothing drawn: the table is one run of its own box.
     """
     rows = text.split('\n')
     words = [set(row.replace('|', ' ').casefold().split()) for row in rows]
-    boxes: list[list[float] | None] = [None] * len(rows)
+    drawn: list[list[Piece]] = [[] for _ in rows]
     at = 0
     for line in _drawn_lines(inside):
         tokens = set(' '.join(p.text for p in line).replace('|', ' ').casefold().split())
         hit = next((i for i in range(at, min(len(rows), at + _LOOKAHEAD + 1)) if tokens <= words[i]), None)
+        if hit is not None:
+            at = hit
+            drawn[hit].extend(line)
+    runs: list[tuple[int, int, _Box | None]] = []
+    at = 0
+    for row, pieces in zip(rows, drawn, strict=True):
+        runs.extend((at + start, at + end, box) for start, end, box in _cell_runs(row, pieces))
+        at += len(row) + 1
+    joined: list[tuple[int, int, _Box]] = []
+    waiting: int | None = None  # the start of runs without a box before the first with one
+    for start, end, box in runs:
+        if box is not None:
+            joined.append((start if waiting is None else waiting, end, box))
+            waiting = None
+        elif joined:
+            joined[-1] = (joined[-1][0], end, joined[-1][2])
+        elif waiting is None:
+            waiting = start
+    return [(text[start:end], box) for start, end, box in joined] if joined and waiting is None else []
+
+
+def _cell_runs(row: str, pieces: list[Piece]) -> list[tuple[int, int, _Box | None]]:
+    """A row's runs as offsets in it: each cell's text with the box of the pieces drawing it, when each piece
+    is in one cell; else the whole row with all its pieces' box (``None`` when none)."""
+    whole: list[tuple[int, int, _Box | None]] = [(0, len(row), _union(pieces))]
+    if not pieces or not (row.startswith('| ') and row.endswith(' |')):
+        return whole
+    spans, at = [], 2
+    for separator in _CELL_SEPARATOR.finditer(row, 2, len(row) - 2):
+        spans.append((at, separator.start()))
+        at = separator.end()
+    spans.append((at, len(row) - 2))
+    if len(spans) < 2:
+        return whole
+    words = [set(row[s:e].replace('\\|', ' ').casefold().split()) for s, e in spans]
+    owned: list[list[Piece]] = [[] for _ in spans]
+    at = 0
+    for piece in sorted(pieces, key=lambda p: (p.x0, -p.top)):
+        tokens = set(piece.text.casefold().split())
+        hit = next((i for i in range(at, len(spans)) if tokens <= words[i]), None)
         if hit is None:
-            continue
+            return whole  # a piece across two cells: the row it is
+        owned[hit].append(piece)
         at = hit
-        for p in line:
-            x0, bottom, x1, top = p.em or (p.x0, p.bottom, p.x1, p.top)
-            box = boxes[hit]
-            boxes[hit] = (
-                [x0, bottom, x1, top]
-                if box is None
-                else [min(box[0], x0), min(box[1], bottom), max(box[2], x1), max(box[3], top)]
-            )
-    out: list[tuple[str, tuple[float, float, float, float]]] = []
-    pending = ''  # rows above the first drawn one
-    for row, box in zip(rows, boxes, strict=True):
-        if box is None:
-            if out:
-                out[-1] = (out[-1][0] + '\n' + row, out[-1][1])
-            else:
-                pending += row + '\n'
-            continue
-        out.append((pending + row, (box[0], box[1], box[2], box[3])))
-        pending = ''
-    return out if out and not pending else []
+    return [(s, e, _union(mine)) for (s, e), mine in zip(spans, owned, strict=True)]
+
+
+def _union(pieces: list[Piece]) -> _Box | None:
+    boxes = [p.em or (p.x0, p.bottom, p.x1, p.top) for p in pieces]
+    if not boxes:
+        return None
+    return min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)
 
 
 def _drawn_lines(pieces: list[Piece]) -> list[list[Piece]]:
