@@ -80,8 +80,9 @@ def _lines_of(items: list[tuple[Box, str]]) -> list[Box]:
     return [(min(b[0] for b in g), min(b[1] for b in g), max(b[2] for b in g), max(b[3] for b in g)) for g in lines]
 
 
-def _find_run(items: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]] | None:
-    """The items spelling ``quote`` (whitespace aside), when they do so exactly once."""
+def _find_run(items: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]] | bool | None:
+    """The items spelling ``quote`` (whitespace aside) when they do so exactly once; ``False`` when they do so
+    more than once (repeated text: which one the quote is cannot be told), ``None`` when not at all."""
     wanted = re.sub(r'\s+', '', quote)
     spelled, owner = [], []
     for n, (_, text) in enumerate(items):
@@ -90,8 +91,10 @@ def _find_run(items: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]]
             owner.append(n)
     joined = ''.join(spelled)
     at = joined.find(wanted)
-    if at < 0 or joined.find(wanted, at + 1) >= 0 or not wanted:
+    if at < 0 or not wanted:
         return None
+    if joined.find(wanted, at + 1) >= 0:
+        return False
     kept = sorted(set(owner[at : at + len(wanted)]))
     return [items[n] for n in kept]
 
@@ -128,8 +131,12 @@ def _chain_words(words_of_page: list[tuple[Box, str]], quote: str) -> list[tuple
 
 
 def truth_run(chars: list[tuple[Box, str]], words_of_page: list[tuple[Box, str]], quote: str) -> Any:
-    """The other reader's characters spelling ``quote`` exactly once in its order, else its words chained."""
-    return _find_run(chars, quote) or _chain_words(words_of_page, quote)
+    """The other reader's characters spelling ``quote`` exactly once in its order, else (when it does not spell
+    it at all in that order) its words chained; ``None`` for a quote repeated on the page."""
+    run = _find_run(chars, quote)
+    if run is False:
+        return None
+    return run or _chain_words(words_of_page, quote)
 
 
 # -- truth readers ----------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 A table of a sheet is written as a pipe table: an optional caption line (the narrow rows above
 it), then one line per row, the ``| --- |`` line after the header. Each line is given the sheet
 rows it stands for, across the table's columns; `ParsedDocument.cells_in` joins them into a
-chunk's range (``Sheet1!A1:D20``). See docs/ingestion.md#spreadsheets.
+chunk's range (``Sheet1!A1:D20``). See docs/grounded.md#where-a-quote-stands.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ A DOCX holds no pages: Word lays them out when it opens the file, and records wh
 them (``w:lastRenderedPageBreak``) when it saves. Where those are present they are the pages
 (they include explicit and section breaks); else the breaks the author put in are counted
 (``w:br w:type="page"``, ``w:pageBreakBefore``, a section that starts on a new page). A file
-with neither has no page numbers. See docs/ingestion.md#pages.
+with neither has no page numbers. See docs/grounded.md#where-a-quote-stands.
 """
 
 from __future__ import annotations
