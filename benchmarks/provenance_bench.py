@@ -271,12 +271,13 @@ def chunk_pages(chunks: list[Chunk], plumber: PlumberPages) -> tuple[int, int]:
     right = checked = 0
     for chunk in chunks:
         tokens = [w.strip('.,;:()[]"\'|*') for w in chunk.urtext[:300].split()]
-        tokens = [w for w in tokens if len(w) >= 3][:6]  # its first words: a chunk may run onto the next page
+        tokens = [w for w in tokens if len(w) >= 3 and w.strip('-')][:6]  # its first words (a table's | --- | aside)
         if chunk.page is None or len(tokens) < 3:
             continue
         shares = [sum(w in text or w[::-1] in text for w in tokens) / len(tokens) for text in texts]  # RTL: reversed
         checked += 1
-        right += shares[chunk.page - 1] >= 0.5 and shares[chunk.page - 1] == max(shares)
+        share = shares[chunk.page - 1]  # most words there, or nearly all (a contents line: its section's page too)
+        right += share >= 0.8 or (share >= 0.5 and share == max(shares))
     return right, checked
 
 
