@@ -137,14 +137,18 @@ def test_a_pdf_table_is_boxed_cell_by_cell_where_its_pieces_fall_into_cells() ->
     drawn = [piece('Country', 72, 120, 700), piece('Count', 300, 330, 700), piece('Italy', 72, 100, 686)]
     drawn += [piece('Spain', 72, 100, 672), piece('wide', 104, 126, 672), piece('40', 300, 312, 672)]
     runs = table_row_boxes(text, drawn)
-    assert [r for r, _ in runs] == ['Country', 'Count |\n| --- | --- |', 'Italy | ', 'Spain wide', '40']
+    assert [r for r, _ in runs] == ['Country', 'Count |\n| --- | --- |', 'Italy', 'Spain', 'wide', '40']
     assert [box for _, box in runs] == [
         (72, 700, 120, 710),
         (300, 700, 330, 710),
         (72, 686, 100, 696),
-        (72, 672, 126, 682),  # a cell of two pieces
+        (72, 672, 100, 682),  # a cell of two pieces: each its own
+        (104, 672, 126, 682),
         (300, 672, 312, 682),
     ]
+    two_lines = [piece('a', 72, 80, 700), piece('two', 300, 320, 700), piece('lines', 300, 330, 686)]
+    tall = table_row_boxes('| a | two lines |', two_lines)
+    assert [box for _, box in tall][1:] == [(300, 700, 320, 710), (300, 686, 330, 696)]  # a cell drawn on two lines
     # a piece across two cells: the row is one run
     across = table_row_boxes('| a | b |\n| c | d |', [piece('a b', 72, 200, 700), piece('c', 72, 80, 686)])
     assert [r for r, _ in across] == ['| a | b |', 'c | d']  # and a cell nothing drew joins the one before

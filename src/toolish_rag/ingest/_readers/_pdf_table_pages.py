@@ -123,9 +123,9 @@ def table_row_boxes(text: str, inside: list[Piece]) -> list[tuple[str, _Box]]:
     highlighted where it is drawn.
 
     ``inside``: the page's pieces within the table. They are taken line by line, top down, each line given
-    to the first row (of the next few) holding all its words. A run nothing drew (an empty cell, the
-    ``| --- |`` line, a row not drawn) joins the run before it (or after it), so the runs cover ``text`` in
-    order but for the cell separators between them. Nothing drawn: the table is one run of its own box.
+    to the first row (of the next few) holding all its words. A run nothing drew (the ``| --- |`` line, a
+    row not drawn) joins the run before it (or after it), so the runs cover ``text`` in order but for the
+    cell bars and empty cells between them. Nothing drawn: the table is one run of its own box.
     """
     rows = text.split('\n')
     words = [set(row.replace('|', ' ').casefold().split()) for row in rows]
@@ -145,6 +145,8 @@ def table_row_boxes(text: str, inside: list[Piece]) -> list[tuple[str, _Box]]:
     joined: list[tuple[int, int, _Box]] = []
     waiting: int | None = None  # the start of runs without a box before the first with one
     for start, end, box in runs:
+        if start == end:
+            continue  # an empty cell: nothing to find, nothing to join
         if box is not None:
             joined.append((start if waiting is None else waiting, end, box))
             waiting = None
@@ -178,7 +180,20 @@ def _cell_runs(row: str, pieces: list[Piece]) -> list[tuple[int, int, _Box | Non
             return whole  # a piece across two cells: the row it is
         owned[hit].append(piece)
         at = hit
-    return [(s, e, _union(mine)) for (s, e), mine in zip(spans, owned, strict=True)]
+    return [run for (s, e), mine in zip(spans, owned, strict=True) for run in _piece_runs(row, s, e, mine)]
+
+
+def _piece_runs(row: str, start: int, end: int, pieces: list[Piece]) -> list[tuple[int, int, _Box | None]]:
+    """A cell's runs: each piece's own text and box where the cell's text is its pieces' in reading order (a
+    cell of several lines is highlighted line by line), else the whole cell with its pieces' box."""
+    at, out = start, []
+    for piece in sorted(pieces, key=lambda p: (-round(p.bottom), p.x0)):
+        found = row.find(piece.text, at, end)
+        if found < 0 or row[at:found].strip():
+            return [(start, end, _union(pieces))]
+        out.append((found, found + len(piece.text), _union([piece])))
+        at = found + len(piece.text)
+    return out if out and not row[at:end].strip() else [(start, end, _union(pieces))]
 
 
 def _union(pieces: list[Piece]) -> _Box | None:
