@@ -142,8 +142,7 @@ def page_pieces(textpage: Any, rotation: int = 0, width: float = 0.0, height: fl
     import pypdfium2.raw as raw
 
     count = raw.FPDFText_CountChars(textpage)
-    rect = raw.FS_RECTF()
-    matrix = raw.FS_MATRIX()
+    rect, matrix = raw.FS_RECTF(), raw.FS_MATRIX()
     buffer = ctypes.create_string_buffer(128)
     flags = ctypes.c_int()
     style_of: dict[int, tuple[bool, bool]] = {}

@@ -10,6 +10,7 @@ import io
 import re
 import struct
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -199,26 +200,8 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
             flush_list()
             _docx_table(outline, item)
             continue
-        text = _clean(item.text)
-        style = item.style.name if item.style is not None else ''
-        ppr = item._p.pPr
-        num: Any = ppr.numPr if ppr is not None else None
-        match = _HEADING_STYLE.match(style or '')
-        if text and match:
-            flush_list()
-            outline.heading(text, int(match.group(1)))
-        elif text and style == 'Title':
-            flush_list()
-            title = title or text
-            outline.block(text)
-        elif text and (num is not None or (style or '').lower().startswith('list')):
-            depth = 0
-            if num is not None and num.ilvl is not None and num.ilvl.val is not None:
-                depth = int(num.ilvl.val)
-            list_lines.append(f'{"  " * depth}- {text}')
-        elif text:
-            flush_list()
-            outline.block(text)
+        named = _docx_paragraph(outline, item, list_lines, flush_list)  # always written, whatever the title
+        title = title or named
     flush_list()
     props = document.core_properties
     metadata = normalise_metadata({'author': props.author or None, 'subject': props.subject or None}, warnings)
@@ -231,6 +214,29 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
         warnings=warnings,
         page_starts=outline.page_starts if len(outline.page_starts) > 1 else None,  # pages where the file says
     )
+
+
+def _docx_paragraph(outline: OutlineBuilder, item: Any, list_lines: list[str], flush_list: Callable[[], None]) -> str:
+    """Write a paragraph: a heading, a list item (kept in ``list_lines`` until the list ends) or a block; returns
+    its text when it is the document's ``Title``, else ``''``."""
+    text = _clean(item.text)
+    style = item.style.name if item.style is not None else ''
+    ppr = item._p.pPr
+    num: Any = ppr.numPr if ppr is not None else None
+    match = _HEADING_STYLE.match(style or '')
+    if text and match:
+        flush_list()
+        outline.heading(text, int(match.group(1)))
+    elif text and (num is not None or (style or '').lower().startswith('list')) and style != 'Title':
+        depth = 0
+        if num is not None and num.ilvl is not None and num.ilvl.val is not None:
+            depth = int(num.ilvl.val)
+        list_lines.append(f'{"  " * depth}- {text}')
+    elif text:
+        flush_list()
+        outline.block(text)
+        return text if style == 'Title' else ''
+    return ''
 
 
 def _docx_table(outline: OutlineBuilder, table: Any) -> None:
