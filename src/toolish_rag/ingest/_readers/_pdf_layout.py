@@ -122,8 +122,11 @@ def _em_box(raw: Any, textpage: Any, i: int, loose: Any, matrix: Any) -> tuple[f
 
 def _char(raw: Any, textpage: Any, i: int, count: int) -> tuple[str, int]:
     """Character ``i`` of the page and how many of pdfium's indices it takes: pdfium gives UTF-16 code
-    units, so a surrogate pair is one character of two indices; a lone surrogate is U+FFFD."""
+    units, so a surrogate pair is one character of two indices; a lone surrogate is U+FFFD. U+0002 is
+    pdfium's mark for a hyphen the page draws at a line's end: the ``-`` it draws."""
     code = raw.FPDFText_GetUnicode(textpage, i)
+    if code == 0x02:
+        return '-', 1
     if 0xD800 <= code <= 0xDBFF and i + 1 < count:
         following = raw.FPDFText_GetUnicode(textpage, i + 1)
         if 0xDC00 <= following <= 0xDFFF:
