@@ -13,8 +13,11 @@ Line = tuple[float, float, float, str]
 """``(x, baseline y, font size, text)`` in PDF points, y up."""
 
 
-def write_pdf(pages: list[list[Line]], path: Path, crop: tuple[float, float, float, float] | None = None) -> Path:
-    """A born-digital PDF of Helvetica lines, each page 612 x 792 points, cropped to ``crop`` when given."""
+def write_pdf(
+    pages: list[list[Line]], path: Path, crop: tuple[float, float, float, float] | None = None, turned: bool = False
+) -> Path:
+    """A born-digital PDF of Helvetica lines, each page 612 x 792 points, cropped to ``crop`` when given;
+    ``turned``: pages of ``/Rotate 90`` whose lines are drawn upwards, so they read left to right as displayed."""
     pdf = pdfium.PdfDocument.new()
     for lines in pages:
         page = pdf.new_page(612, 792)
@@ -22,11 +25,13 @@ def write_pdf(pages: list[list[Line]], path: Path, crop: tuple[float, float, flo
             obj = raw.FPDFPageObj_NewTextObj(pdf.raw, b'Helvetica', ctypes.c_float(size))
             buffer = ctypes.create_string_buffer((text + '\0').encode('utf-16-le'))
             raw.FPDFText_SetText(obj, ctypes.cast(buffer, ctypes.POINTER(raw.FPDF_WCHAR)))
-            raw.FPDFPageObj_Transform(obj, 1, 0, 0, 1, x, y)
+            raw.FPDFPageObj_Transform(obj, *((0, 1, -1, 0) if turned else (1, 0, 0, 1)), x, y)
             raw.FPDFPage_InsertObject(page.raw, obj)
         raw.FPDFPage_GenerateContent(page.raw)
         if crop is not None:
             raw.FPDFPage_SetCropBox(page.raw, *crop)
+        if turned:
+            page.set_rotation(90)
     out = io.BytesIO()
     pdf.save(out)
     path.write_bytes(out.getvalue())

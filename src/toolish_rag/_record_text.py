@@ -90,7 +90,9 @@ def render_record(hit_or_record: SearchHit | Chunk | Entity, n: int | None = Non
     matched += f' | source: {field_text(source)}' if isinstance(source, str) and source else ''
     if isinstance(record, Chunk):
         head = f'{prefix}chunk {field_text(record.id)}{score}{matched}\n    from: {where(record)}'
-        if record.page is not None:
+        if record.cells:
+            head += f', cells {field_text(record.cells)}'  # a spreadsheet's: its sheet is its page
+        elif record.page is not None:
             head += f', page {record.page}'
         return f'{head}\n{indent(chunk_body(record))}'
     labels = f' | labels: {", ".join(field_text(x) for x in sorted(record.labels))}' if record.labels else ''

@@ -80,6 +80,7 @@ class DocumentBuilder:
         end_char: int | None = None,
         page: int | None = None,
         boxes: Sequence[TextBox] = (),
+        cells: str | None = None,
     ) -> str:
         """Append a chunk of ``section_id`` (``None``: before any heading); returns the chunk id.
 
@@ -114,6 +115,7 @@ class DocumentBuilder:
                 'end_char': end_char,
                 'page': page,
                 'boxes': tuple(boxes),
+                'cells': cells,
             }
         )
         return chunk_id

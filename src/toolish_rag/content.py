@@ -8,6 +8,7 @@ from __future__ import annotations
 import hashlib
 import math
 import re
+import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NamedTuple, TypeAlias
 
@@ -167,6 +168,17 @@ class Retrievable(_Scoped):
     """Labels for `EntityFilter`: a chunk carries its document's labels, an entity its own."""
 
 
+def _right_to_left(line: str) -> bool:
+    """Whether ``line`` reads right to left: its first letter of a strong direction is Arabic, Hebrew..."""
+    for ch in line:
+        kind = unicodedata.bidirectional(ch)
+        if kind in ('R', 'AL'):
+            return True
+        if kind == 'L':
+            return False
+    return False
+
+
 class TextBox(NamedTuple):
     """Where a run of a chunk's text stands on its page: a line of a PDF page or of an OCR'd image.
 
@@ -195,7 +207,8 @@ class TextBox(NamedTuple):
         in), or ``None`` when they do not meet.
 
         A part of a line spans its share of the line's width, by the usual widths of its characters
-        (`toolish_rag._glyph_widths`); a run of several lines (a table) keeps its whole box.
+        (`toolish_rag._glyph_widths`), from the right in a right-to-left line; a run of several lines (a
+        table) keeps its whole box.
         """
         lo, hi = max(start, self.start), min(end, self.end)
         if hi <= lo:
@@ -205,8 +218,10 @@ class TextBox(NamedTuple):
             return self._replace(start=lo, end=hi)
         total = width_of(line) or 1
         scale = (self.x1 - self.x0) / total
-        x0 = self.x0 + scale * width_of(line[: lo - self.start])
-        x1 = self.x1 - scale * width_of(line[hi - self.start :])
+        before, after = width_of(line[: lo - self.start]), width_of(line[hi - self.start :])
+        if _right_to_left(line):
+            before, after = after, before
+        x0, x1 = self.x0 + scale * before, self.x1 - scale * after
         return TextBox(self.page, lo, hi, round(x0, 4), self.top, round(x1, 4), self.bottom)
 
     def shifted(self, by: int) -> TextBox:
@@ -243,6 +258,9 @@ class Chunk(Retrievable):
     boxes: tuple[TextBox, ...] = ()
     """Where its lines stand on their pages (PDF pages and OCR'd images; empty for other formats), in
     reading order: what a citation's quote is highlighted by (docs/grounded.md#where-a-quote-stands)."""
+    cells: str | None = None
+    """The spreadsheet cells its text was read from, as Excel writes a range (``Sheet1!A1:D20``; a sheet
+    name with spaces or signs in quotes, ``'Q1 sales'!B2:C9``), for chunks of XLSX workbooks."""
 
     @model_validator(mode='after')
     def _aligned(self) -> Chunk:

@@ -175,9 +175,11 @@ def _highlighted(image: Any, boxes: Sequence[Box]) -> Any:
     overlay = Image.new('RGBA', image.size, (0, 0, 0, 0))
     draw = ImageDraw.Draw(overlay)
     w, h = image.size
+    line = max(1, w // 600)
     for x0, top, x1, bottom in boxes:
-        rect = (x0 * w, top * h, max(x0 * w + 1, x1 * w), max(top * h + 1, bottom * h))
-        draw.rectangle(rect, fill=_HIGHLIGHT, outline=_OUTLINE, width=max(1, w // 600))
+        pad = line + (bottom - top) * h * 0.15  # boxes are one em tall: the outline drawn just outside the glyphs
+        rect = (x0 * w - pad, top * h - pad, max(x0 * w + 1, x1 * w) + pad, max(top * h + 1, bottom * h) + pad)
+        draw.rectangle(rect, fill=_HIGHLIGHT, outline=_OUTLINE, width=line)
     return Image.alpha_composite(image.convert('RGBA'), overlay).convert('RGB')
 
 

@@ -32,9 +32,20 @@ def test_line_boxes_stand_where_the_text_is_on_the_cropped_page(tmp_path: Path) 
         for box in chunk.boxes:
             line = chunk.urtext[box.start : box.end]
             assert line in (SENTENCE, 'Lower down the page.')
-            assert iou(box.box, plumber_box(pdf, line, crop=crop)) > 0.8, (pdf.name, line, box)
+            assert iou(box.box, plumber_box(pdf, line, crop=crop)) > 0.9, (pdf.name, line, box)  # both em boxes
     first = parse_path(cropped).chunks[0].boxes[0]
     assert first.x0 == pytest.approx((72 - 36) / 540, abs=0.002)  # the CropBox's left edge is the page's
+
+
+def test_line_boxes_on_a_page_turned_by_rotate_stand_where_it_is_displayed(tmp_path: Path) -> None:
+    """A ``/Rotate 90`` page: the boxes are on the page as shown, as pdfplumber (>= 0.11) places its characters."""
+    lines = [(500, 100, 12, SENTENCE), (300, 300, 12, 'Further along, a second line.')]
+    turned = write_pdf([lines], tmp_path / 'turned.pdf', turned=True)
+    (chunk,) = parse_path(turned).chunks
+    assert len(chunk.boxes) == 2
+    for box in chunk.boxes:
+        line = chunk.urtext[box.start : box.end]
+        assert iou(box.box, plumber_box(turned, line)) > 0.9, (line, box)
 
 
 def test_a_quote_has_its_own_page_and_boxes(tmp_path: Path) -> None:
@@ -71,6 +82,11 @@ def test_a_box_cut_to_a_span_keeps_its_share_of_the_line() -> None:
     )
     assert narrow is not None and wide is not None and (narrow.x1 - narrow.x0) * 3 < wide.x1 - wide.x0
     assert box.shifted(-10) == TextBox(3, 0, 20, 0.1, 0.2, 0.5, 0.25)
+    # a right-to-left line starts at its right edge: its first word is cut from there
+    arabic = 'مرحبا بالعالم الكبير'
+    first = box.within(10, 15, 'x' * 10 + arabic)
+    last = box.within(25, 30, 'x' * 10 + arabic)
+    assert first is not None and last is not None and first.x1 == 0.5 and last.x0 == 0.1
 
 
 def test_paragraph_numbers_where_the_source_has_them(tmp_path: Path) -> None:
@@ -108,3 +124,32 @@ def test_an_ocr_quote_is_boxed_where_its_words_were_drawn(tmp_path: Path) -> Non
     )
     line = chunk.boxes[1]
     assert iou(line.box, (x0 / 1400, top / 400, x1 / 1400, bottom / 400)) > 0.8
+
+
+def test_a_pdf_table_is_boxed_cell_by_cell_where_its_pieces_fall_into_cells() -> None:
+    from toolish_rag.ingest._readers._pdf_layout import Piece
+    from toolish_rag.ingest._readers._pdf_table_pages import table_row_boxes
+
+    def piece(text: str, x0: float, x1: float, bottom: float) -> Piece:
+        return Piece(text, x0, x1, bottom, bottom + 12, 10.0, False, em=(x0, bottom, x1, bottom + 10))
+
+    text = '| Country | Count |\n| --- | --- |\n| Italy |  |\n| Spain wide | 40 |'
+    drawn = [piece('Country', 72, 120, 700), piece('Count', 300, 330, 700), piece('Italy', 72, 100, 686)]
+    drawn += [piece('Spain', 72, 100, 672), piece('wide', 104, 126, 672), piece('40', 300, 312, 672)]
+    runs = table_row_boxes(text, drawn)
+    assert [r for r, _ in runs] == ['Country', 'Count |\n| --- | --- |', 'Italy', 'Spain', 'wide', '40']
+    assert [box for _, box in runs] == [
+        (72, 700, 120, 710),
+        (300, 700, 330, 710),
+        (72, 686, 100, 696),
+        (72, 672, 100, 682),  # a cell of two pieces: each its own
+        (104, 672, 126, 682),
+        (300, 672, 312, 682),
+    ]
+    two_lines = [piece('a', 72, 80, 700), piece('two', 300, 320, 700), piece('lines', 300, 330, 686)]
+    tall = table_row_boxes('| a | two lines |', two_lines)
+    assert [box for _, box in tall][1:] == [(300, 700, 320, 710), (300, 686, 330, 696)]  # a cell drawn on two lines
+    # a piece across two cells: the row is one run
+    across = table_row_boxes('| a | b |\n| c | d |', [piece('a b', 72, 200, 700), piece('c', 72, 80, 686)])
+    assert [r for r, _ in across] == ['| a | b |', 'c | d']  # and a cell nothing drew joins the one before
+    assert table_row_boxes('| a | b |', []) == []  # nothing drawn: the caller keeps the table's own box

@@ -10,6 +10,8 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import SkipJsonSchema
 
+from .._record_text import field_text
+
 __all__ = [
     'MAX_CLAIMS',
     'MAX_QUOTE_CHARS',
@@ -50,10 +52,15 @@ class CitationSource(BaseModel):
     origin top-left (PDF pages and OCR'd images; docs/grounded.md#where-a-quote-stands)."""
     paragraph: str | None = None
     """The number the quote's paragraph opens with (``12``, ``3.2``, ``(a)``, ``§ 4``), where the source has one."""
+    cells: str | None = None
+    """Spreadsheets: the cells of the quote's chunk (``Sheet1!A1:D20``), said in place of the page (the sheet)."""
 
 
 def page_and_paragraph(source: CitationSource) -> str:
-    """``, page 3, paragraph 12`` (either part only where known): how tools and answers say where a quote stands."""
+    """``, page 3, paragraph 12`` (either part only where known), ``, cells Sheet1!A1:D20`` for a spreadsheet:
+    how tools and answers say where a quote stands."""
+    if source.cells:
+        return f', cells {field_text(source.cells)}'
     page = f', page {source.page}' if source.page is not None else ''
     return page + (f', paragraph {source.paragraph}' if source.paragraph else '')
 

@@ -164,6 +164,7 @@ def _source(chunk: Chunk, match: QuoteMatch) -> CitationSource:
         page=page,
         boxes=boxes,
         paragraph=paragraph_number(chunk.urtext, match.start),
+        cells=chunk.cells,
     )
 
 

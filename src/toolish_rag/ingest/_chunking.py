@@ -458,10 +458,9 @@ class Chunker:
 
         for top in parsed.root.children:
             declare(top, None)
-        source = parsed.source
         budget = current_limits().text_chars  # what is indexed counts, repeated headers and headings included
         for piece in self.split(parsed):
-            urtext = source[piece.start : piece.end]
+            urtext = parsed.source[piece.start : piece.end]
             section_id = ids[id_of(piece.section)] if piece.section is not None else None
             path = paths[id_of(piece.section)] if piece.section is not None else ()
             indexed = _indexed_text(parsed.title, path, urtext if piece.header is None else f'{piece.header}\n{urtext}')
@@ -482,5 +481,6 @@ class Chunker:
                 end_char=piece.end,
                 page=parsed.page_at(piece.start),
                 boxes=parsed.boxes_in(piece.start, piece.end),
+                cells=parsed.cells_in(piece.start, piece.end),
             )
         return builder.build()

@@ -11,17 +11,19 @@ import math
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from ..content import METADATA_KEY_PATTERN, MetadataValue, TextBox
 
 __all__ = [
     'Block',
     'BlockKind',
+    'CellRun',
     'OutlineBuilder',
     'ParsedDocument',
     'ParsedSection',
     'ReadError',
+    'cell_range',
     'normalise_metadata',
 ]
 
@@ -78,6 +80,36 @@ class ParsedSection:
         return bool(self.blocks) or any(c.has_text() for c in self.children)
 
 
+class CellRun(NamedTuple):
+    """A line of a spreadsheet's table in ``source`` (offsets) and the cells it was read from (1-based, inclusive)."""
+
+    start: int
+    end: int
+    sheet: str
+    row0: int
+    col0: int
+    row1: int
+    col1: int
+
+
+_PLAIN_SHEET = re.compile(r'[A-Za-z_][A-Za-z0-9_.]*')
+
+
+def cell_range(sheet: str, row0: int, col0: int, row1: int, col1: int) -> str:
+    """``Sheet1!A1:D20`` as Excel writes it (1-based rows and columns); a sheet name Excel would quote is quoted."""
+    name = sheet if _PLAIN_SHEET.fullmatch(sheet) else "'" + sheet.replace("'", "''") + "'"
+    first, last = f'{_letters(col0)}{row0}', f'{_letters(col1)}{row1}'
+    return f'{name}!{first}' if first == last else f'{name}!{first}:{last}'
+
+
+def _letters(column: int) -> str:
+    out = ''
+    while column > 0:
+        column, rest = divmod(column - 1, 26)
+        out = chr(65 + rest) + out
+    return out
+
+
 @dataclass(slots=True)
 class ParsedDocument:
     """A reader's result: extracted text, title, metadata and section outline."""
@@ -94,6 +126,8 @@ class ParsedDocument:
     """1-based pages (image frames) whose text OCR read (docs/ingestion.md#ocr)."""
     boxes: list[TextBox] = field(default_factory=list)
     """Where the lines of paged text stand (PDF pages, OCR'd images), in ``source`` offsets, in order."""
+    cells: list[CellRun] = field(default_factory=list)
+    """Spreadsheets: the cells each line of a table was read from, in ``source`` order."""
 
     def page_at(self, offset: int) -> int | None:
         """1-based page holding ``offset``, or ``None`` for unpaged formats."""
@@ -114,6 +148,23 @@ class ParsedDocument:
             if part is not None:
                 out.append(part.shifted(-start))
         return tuple(out)
+
+    def cells_in(self, start: int, end: int) -> str | None:
+        """The cells ``source[start:end]`` was read from, one range a sheet (``Sheet1!A3:D9``), or ``None``."""
+        spans: dict[str, list[int]] = {}
+        first = bisect.bisect_right(self.cells, start, key=lambda c: c.end)
+        for run in self.cells[first:]:
+            if run.start >= end:
+                break
+            if run.end > start:
+                span = spans.setdefault(run.sheet, [run.row0, run.col0, run.row1, run.col1])
+                span[:] = [
+                    min(span[0], run.row0),
+                    min(span[1], run.col0),
+                    max(span[2], run.row1),
+                    max(span[3], run.col1),
+                ]
+        return ', '.join(cell_range(sheet, *span) for sheet, span in spans.items()) or None
 
     def headings(self) -> list[str]:
         """Titles of every section, in document order (the root excluded)."""

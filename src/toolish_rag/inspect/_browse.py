@@ -205,6 +205,7 @@ def _offsets(chunk: Chunk) -> dict[str, object]:
         'start char': '—' if chunk.start_char is None else chunk.start_char,
         'end char': '—' if chunk.end_char is None else chunk.end_char,
         'page': '—' if chunk.page is None else chunk.page,
+        **({'cells': chunk.cells} if chunk.cells else {}),
     }
 
 

@@ -81,9 +81,12 @@ def conformance_corpus() -> list[Document]:
             b.add_chunk(top, text, metadata=_chunk_metadata(i), page=k + 1, boxes=_boxes(k + 1, len(text)))
             i += 1
         details = b.section('Details', parent=top)
-        for _ in range(3):
+        for k in range(3):
             b.add_chunk(
-                details, f'{COMMON_WORD} details {_TOPICS[i % 6]} ERR-{1000 + i} {tenant}', metadata=_chunk_metadata(i)
+                details,
+                f'{COMMON_WORD} details {_TOPICS[i % 6]} ERR-{1000 + i} {tenant}',
+                metadata=_chunk_metadata(i),
+                cells=f"'{tenant} sheet'!A{k + 2}:D{k + 3}" if k == 0 else None,  # as a spreadsheet's chunk
             )
             i += 1
         other = b.section('Appendix')

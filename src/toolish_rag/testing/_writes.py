@@ -137,9 +137,12 @@ class WriteChecks(KitBase):
 
     @check(*_SEARCH_AND_WRITE, aspect='writes')
     async def test_chunks_keep_their_pages_and_boxes(self, loaded: Any) -> None:
-        """A chunk's ``page`` and ``boxes`` (where its lines stand) come back as upserted, from every read."""
-        placed = {c.id: c for d in conformance_corpus() for c in d.chunks if c.boxes}
-        assert placed, 'the kit corpus changed: some chunks must carry boxes'
+        """A chunk's ``page``, ``boxes`` (where its lines stand) and ``cells`` (a spreadsheet's range) come back as
+        upserted, from every read."""
+        placed = {c.id: c for d in conformance_corpus() for c in d.chunks if c.boxes or c.cells}
+        assert any(c.boxes for c in placed.values()) and any(c.cells for c in placed.values()), (
+            'the kit corpus changed: some chunks must carry boxes, some cells'
+        )
         got: dict[str, list[Chunk | Entity]] = {}
         if isinstance(loaded, ResultExpander):
             got['get_records'] = list(await loaded.get_records(list(placed)))
@@ -155,9 +158,10 @@ class WriteChecks(KitBase):
                 want = placed.get(record.id)
                 if want is None or not isinstance(record, Chunk):
                     continue
-                assert (record.page, record.boxes) == (want.page, want.boxes), (
-                    f'{how} returned chunk {record.id} with page {record.page} and boxes {record.boxes}: '
-                    f'stored with page {want.page} and boxes {want.boxes} (keep both exactly, as JSON arrays or columns)'
+                assert (record.page, record.boxes, record.cells) == (want.page, want.boxes, want.cells), (
+                    f'{how} returned chunk {record.id} with page {record.page}, boxes {record.boxes} and cells '
+                    f'{record.cells!r}: stored with page {want.page}, boxes {want.boxes} and cells {want.cells!r} '
+                    '(keep them exactly, as JSON or columns)'
                 )
 
     @check(*SEARCHES, aspect='search')

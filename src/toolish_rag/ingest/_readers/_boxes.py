@@ -23,6 +23,8 @@ LineBox = tuple[str, Box]
 
 _SLACK = 2
 """Characters that may stand between two lines found in order (the blank line between paragraphs)."""
+_TABLE_SLACK = 64
+"""Between a table's cells: their bars, line breaks and empty cells (``' |  |  | '``) only."""
 
 
 def _fraction(value: float) -> float:
@@ -76,10 +78,12 @@ def locate_lines(text: str, lines: Sequence[LineBox], page: int, offset: int = 0
 
 
 def _find(text: str, line: str, cursor: int) -> tuple[int, int] | None:
-    window = text[cursor : cursor + len(line) + _SLACK + 1]
+    window = text[cursor : cursor + len(line) + _TABLE_SLACK + 1]
     for candidate in (line, line[:-1] if line.endswith('-') else None):
         if candidate:
             at = window.find(candidate)
-            if 0 <= at <= _SLACK and not window[:at].strip():
+            before = window[:at] if at >= 0 else 'x'
+            blank = len(before) <= _SLACK and not before.strip()  # the blank line between paragraphs
+            if blank or ('|' in before and not before.strip(' \n|')):  # a table's bars and empty cells
                 return cursor + at, cursor + at + len(candidate)
     return None

@@ -31,6 +31,9 @@ class Piece:
     italic: bool = False
     table: int = -1
     """A table found on the page (its index; ``text`` is the rendered table), or -1 for text."""
+    em: tuple[float, float, float, float] | None = None
+    """``(left, bottom, right, top)`` of its characters' em boxes (from the baseline's font descent, one font
+    size tall): what a citation highlights; ``None`` where the loose box stands for it (a table, turned text)."""
 
     @property
     def width(self) -> float:
@@ -47,14 +50,17 @@ class _Builder:
     sizes: list[float] = field(default_factory=list)
     bold: list[bool] = field(default_factory=list)
     italic: list[bool] = field(default_factory=list)
+    em: list[float] = field(default_factory=list)
 
-    def add(self, ch: str, box: tuple[float, ...], bold: bool, italic: bool) -> None:
+    def add(self, ch: str, box: tuple[float, ...], bold: bool, italic: bool, em: tuple[float, ...]) -> None:
         left, bottom, right, top = box
         if not self.sizes:
             self.x0, self.x1, self.bottom, self.top = left, right, bottom, top
+            self.em = list(em)
         else:
             self.x0, self.x1 = min(self.x0, left), max(self.x1, right)
             self.bottom, self.top = min(self.bottom, bottom), max(self.top, top)
+            self.em = [min(self.em[0], em[0]), min(self.em[1], em[1]), max(self.em[2], em[2]), max(self.em[3], em[3])]
         self.chars.append(ch)
         self.sizes.append(top - bottom)
         self.bold.append(bold)
@@ -66,7 +72,8 @@ class _Builder:
             return None
         size = round(statistics.median(self.sizes), 1)
         bold, italic = sum(self.bold) * 2 > len(self.bold), sum(self.italic) * 2 > len(self.italic)
-        return Piece(text, self.x0, self.x1, self.bottom, self.top, size, bold, italic)
+        em = (self.em[0], self.em[1], self.em[2], self.em[3])
+        return Piece(text, self.x0, self.x1, self.bottom, self.top, size, bold, italic, em=em)
 
 
 _ITALIC_FLAG = 0x40  # PDF font descriptor flag bit 7
@@ -94,10 +101,32 @@ def turned(box: tuple[float, float, float, float], rotation: int, width: float, 
     return box
 
 
+def _em_box(raw: Any, textpage: Any, i: int, loose: Any, matrix: Any) -> tuple[float, float, float, float]:
+    """Character ``i``'s em box ``(left, bottom, right, top)``: its loose box (origin to advance along the
+    baseline, the font's descent to its ascent across it) cut to one font size from the descent side, as
+    pdfminer and pdfplumber measure a character; the loose box itself for text at a slant.
+    docs/grounded.md#where-a-quote-stands says why."""
+    left, bottom, right, top = box = (loose.left, loose.bottom, loose.right, loose.top)
+    if not raw.FPDFText_GetMatrix(textpage, i, ctypes.byref(matrix)):
+        return box
+    size = raw.FPDFText_GetFontSize(textpage, i)
+    if size <= 0:
+        return box
+    up_x, up_y = matrix.c * size, matrix.d * size  # the glyph's up: one font size, on the page
+    if abs(up_x) <= abs(up_y) * 0.01:  # upright (or upside down)
+        return (left, bottom, right, bottom + up_y) if up_y > 0 else (left, top + up_y, right, top)
+    if abs(up_y) <= abs(up_x) * 0.01:  # turned a quarter (a page turned by /Rotate draws its text so)
+        return (left, bottom, left + up_x, top) if up_x > 0 else (right + up_x, bottom, right, top)
+    return box
+
+
 def _char(raw: Any, textpage: Any, i: int, count: int) -> tuple[str, int]:
     """Character ``i`` of the page and how many of pdfium's indices it takes: pdfium gives UTF-16 code
-    units, so a surrogate pair is one character of two indices; a lone surrogate is U+FFFD."""
+    units, so a surrogate pair is one character of two indices; a lone surrogate is U+FFFD. U+0002 is
+    pdfium's mark for a hyphen the page draws at a line's end: the ``-`` it draws."""
     code = raw.FPDFText_GetUnicode(textpage, i)
+    if code == 0x02:
+        return '-', 1
     if 0xD800 <= code <= 0xDBFF and i + 1 < count:
         following = raw.FPDFText_GetUnicode(textpage, i + 1)
         if 0xDC00 <= following <= 0xDFFF:
@@ -116,7 +145,7 @@ def page_pieces(textpage: Any, rotation: int = 0, width: float = 0.0, height: fl
     import pypdfium2.raw as raw
 
     count = raw.FPDFText_CountChars(textpage)
-    rect = raw.FS_RECTF()
+    rect, matrix = raw.FS_RECTF(), raw.FS_MATRIX()
     buffer = ctypes.create_string_buffer(128)
     flags = ctypes.c_int()
     style_of: dict[int, tuple[bool, bool]] = {}
@@ -163,7 +192,7 @@ def page_pieces(textpage: Any, rotation: int = 0, width: float = 0.0, height: fl
         style = style_of.get(key)
         if style is None:
             style = style_of[key] = _font_style(raw, textpage, i, buffer, flags)
-        current.add(ch, box, *style)
+        current.add(ch, box, *style, turned(_em_box(raw, textpage, i, rect, matrix), rotation, width, height))
         last_right = box[2]
     close()
     return pieces

@@ -6,6 +6,7 @@ See docs/ingestion.md#pdf-layout.
 from __future__ import annotations
 
 import io
+import re
 from collections import Counter
 from typing import Any, Protocol
 
@@ -13,7 +14,7 @@ from ._pdf_layout import Piece
 from ._pdf_tables import find_tables
 from ._tables import normalise_grid, render_table
 
-__all__ = ['FoundTable', 'TableFinder', 'looks_tabular', 'with_tables']
+__all__ = ['FoundTable', 'TableFinder', 'looks_tabular', 'pieces_in', 'table_row_boxes', 'with_tables']
 
 FoundTable = tuple[tuple[float, float, float, float], str, str]
 """A table on a page: its box in PDF points (y up), its rendered text and that text's header."""
@@ -89,16 +90,125 @@ class TableFinder:
             self.pdf.close()
 
 
+def _inside(p: Piece, box: tuple[float, float, float, float]) -> bool:
+    cx, cy = (p.x0 + p.x1) / 2, (p.bottom + p.top) / 2
+    return box[0] - 1 <= cx <= box[2] + 1 and box[1] - 1 <= cy <= box[3] + 1
+
+
+def pieces_in(pieces: list[Piece], box: tuple[float, float, float, float]) -> list[Piece]:
+    """The pieces a table found at ``box`` (PDF points, y up) stands for: `with_tables` leaves them out."""
+    return [p for p in pieces if _inside(p, box)]
+
+
 def with_tables(pieces: list[Piece], tables: list[FoundTable]) -> list[Piece]:
     """The pieces outside every table, and one piece per table standing for it (its rendered text)."""
     if not tables:
         return pieces
-
-    def inside(p: Piece, box: tuple[float, float, float, float]) -> bool:
-        cx, cy = (p.x0 + p.x1) / 2, (p.bottom + p.top) / 2
-        return box[0] - 1 <= cx <= box[2] + 1 and box[1] - 1 <= cy <= box[3] + 1
-
-    kept = [p for p in pieces if not any(inside(p, t[0]) for t in tables)]
+    kept = [p for p in pieces if not any(_inside(p, t[0]) for t in tables)]
     for index, (box, text, _header) in enumerate(tables):
         kept.append(Piece(text, box[0], box[2], box[1], box[3], 0.0, False, False, index))
     return kept
+
+
+_LOOKAHEAD = 2
+"""Rendered rows a physical line may skip (rows whose words the page draws elsewhere, or not at all)."""
+
+_Box = tuple[float, float, float, float]
+_CELL_SEPARATOR = re.compile(r'(?<!\\) \| ')
+
+
+def table_row_boxes(text: str, inside: list[Piece]) -> list[tuple[str, _Box]]:
+    """Runs of a rendered table ``text`` and the boxes ``(left, bottom, right, top)`` of the pieces drawing them:
+    a cell each where the row's pieces fall into its cells, else the row, so a quoted cell or row is
+    highlighted where it is drawn.
+
+    ``inside``: the page's pieces within the table. They are taken line by line, top down, each line given
+    to the first row (of the next few) holding all its words. A run nothing drew (the ``| --- |`` line, a
+    row not drawn) joins the run before it (or after it), so the runs cover ``text`` in order but for the
+    cell bars and empty cells between them. Nothing drawn: the table is one run of its own box.
+    """
+    rows = text.split('\n')
+    words = [set(row.replace('|', ' ').casefold().split()) for row in rows]
+    drawn: list[list[Piece]] = [[] for _ in rows]
+    at = 0
+    for line in _drawn_lines(inside):
+        tokens = set(' '.join(p.text for p in line).replace('|', ' ').casefold().split())
+        hit = next((i for i in range(at, min(len(rows), at + _LOOKAHEAD + 1)) if tokens <= words[i]), None)
+        if hit is not None:
+            at = hit
+            drawn[hit].extend(line)
+    runs: list[tuple[int, int, _Box | None]] = []
+    at = 0
+    for row, pieces in zip(rows, drawn, strict=True):
+        runs.extend((at + start, at + end, box) for start, end, box in _cell_runs(row, pieces))
+        at += len(row) + 1
+    joined: list[tuple[int, int, _Box]] = []
+    waiting: int | None = None  # the start of runs without a box before the first with one
+    for start, end, box in runs:
+        if start == end:
+            continue  # an empty cell: nothing to find, nothing to join
+        if box is not None:
+            joined.append((start if waiting is None else waiting, end, box))
+            waiting = None
+        elif joined:
+            joined[-1] = (joined[-1][0], end, joined[-1][2])
+        elif waiting is None:
+            waiting = start
+    return [(text[start:end], box) for start, end, box in joined] if joined and waiting is None else []
+
+
+def _cell_runs(row: str, pieces: list[Piece]) -> list[tuple[int, int, _Box | None]]:
+    """A row's runs as offsets in it: each cell's text with the box of the pieces drawing it, when each piece
+    is in one cell; else the whole row with all its pieces' box (``None`` when none)."""
+    whole: list[tuple[int, int, _Box | None]] = [(0, len(row), _union(pieces))]
+    if not pieces or not (row.startswith('| ') and row.endswith(' |')):
+        return whole
+    spans, at = [], 2
+    for separator in _CELL_SEPARATOR.finditer(row, 2, len(row) - 2):
+        spans.append((at, separator.start()))
+        at = separator.end()
+    spans.append((at, len(row) - 2))
+    if len(spans) < 2:
+        return whole
+    words = [set(row[s:e].replace('\\|', ' ').casefold().split()) for s, e in spans]
+    owned: list[list[Piece]] = [[] for _ in spans]
+    at = 0
+    for piece in sorted(pieces, key=lambda p: (p.x0, -p.top)):
+        tokens = set(piece.text.casefold().split())
+        hit = next((i for i in range(at, len(spans)) if tokens <= words[i]), None)
+        if hit is None:
+            return whole  # a piece across two cells: the row it is
+        owned[hit].append(piece)
+        at = hit
+    return [run for (s, e), mine in zip(spans, owned, strict=True) for run in _piece_runs(row, s, e, mine)]
+
+
+def _piece_runs(row: str, start: int, end: int, pieces: list[Piece]) -> list[tuple[int, int, _Box | None]]:
+    """A cell's runs: each piece's own text and box where the cell's text is its pieces' in reading order (a
+    cell of several lines is highlighted line by line), else the whole cell with its pieces' box."""
+    at, out = start, []
+    for piece in sorted(pieces, key=lambda p: (-round(p.bottom), p.x0)):
+        found = row.find(piece.text, at, end)
+        if found < 0 or row[at:found].strip():
+            return [(start, end, _union(pieces))]
+        out.append((found, found + len(piece.text), _union([piece])))
+        at = found + len(piece.text)
+    return out if out and not row[at:end].strip() else [(start, end, _union(pieces))]
+
+
+def _union(pieces: list[Piece]) -> _Box | None:
+    boxes = [p.em or (p.x0, p.bottom, p.x1, p.top) for p in pieces]
+    if not boxes:
+        return None
+    return min(b[0] for b in boxes), min(b[1] for b in boxes), max(b[2] for b in boxes), max(b[3] for b in boxes)
+
+
+def _drawn_lines(pieces: list[Piece]) -> list[list[Piece]]:
+    """``pieces`` grouped by baseline, top down."""
+    lines: list[list[Piece]] = []
+    for piece in sorted(pieces, key=lambda p: -p.bottom):
+        if lines and abs(lines[-1][0].bottom - piece.bottom) < max(piece.size, 1.0) * 0.5:
+            lines[-1].append(piece)
+        else:
+            lines.append([piece])
+    return lines

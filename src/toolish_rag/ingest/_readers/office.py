@@ -10,18 +10,21 @@ import io
 import re
 import struct
 import zipfile
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from .._limits import check_time, current_limits
-from .._model import OutlineBuilder, ParsedDocument, ReadError, normalise_metadata
+from .._model import Block, OutlineBuilder, ParsedDocument, ReadError, normalise_metadata
+from ._cells import SheetTable, cell_runs
 from ._containers import open_container
+from ._docx_pages import has_rendered_breaks, page_breaks
 from ._tables import SpanCell, add_cells_as_text, add_table, header_rows_from_spans, normalise_grid, span_grid
 from .text import title_from_path
 
 __all__ = ['XML_DEPTH_LIMIT', 'parse_failure', 'read_docx', 'read_pptx', 'read_xlsx']
 
-VERSION = 2
+VERSION = 3
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 _HEADING_STYLE = re.compile(r'^heading\s*(\d)$', re.IGNORECASE)
@@ -43,19 +46,19 @@ def _cell(value: Any) -> str:
     return _clean(str(value))
 
 
-def _rows_block(outline: OutlineBuilder, rows: list[list[str]], header_rows: int | None = None) -> None:
+def _rows_block(outline: OutlineBuilder, rows: list[list[str]], header_rows: int | None = None) -> Block | None:
     """A table: leading rows much narrower than the table are its caption; the header is given or guessed."""
     lead = next((i for i, r in enumerate(rows) if any(r)), len(rows))
     grid = normalise_grid(rows)
     if not grid:
-        return
+        return None
     # the header is the first row about as wide as the table; narrower rows above it are captions
     widest = max(sum(1 for c in r if c) for r in grid[:20])
     first = next(i for i, r in enumerate(grid) if sum(1 for c in r if c) * 2 >= widest)
     caption = ' '.join(c for r in grid[:first] for c in r if c)
     if header_rows is not None:
         header_rows = max(1, header_rows - lead - first)
-    add_table(outline, grid[first:], header_rows, caption)
+    return add_table(outline, grid[first:], header_rows, caption)
 
 
 _CFB_MAGIC = bytes.fromhex('D0CF11E0A1B11AE1')
@@ -179,35 +182,26 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
             outline.block('\n'.join(list_lines), 'list')
             list_lines.clear()
 
+    rendered = has_rendered_breaks(document.element.body)
+    outline.start_page()
+    after = 0  # page breaks after the text of the item before
     for number, item in enumerate(document.iter_inner_content()):
         if number % 1024 == 0:
             check_time()
+        if not isinstance(item, Table | Paragraph):
+            continue
+        before, then = page_breaks(item._tbl if isinstance(item, Table) else item._p, rendered)
+        if after + before:
+            flush_list()
+            for _ in range(after + before):
+                outline.start_page()
+        after = then
         if isinstance(item, Table):
             flush_list()
             _docx_table(outline, item)
             continue
-        if not isinstance(item, Paragraph):
-            continue
-        text = _clean(item.text)
-        style = item.style.name if item.style is not None else ''
-        ppr = item._p.pPr
-        num: Any = ppr.numPr if ppr is not None else None
-        match = _HEADING_STYLE.match(style or '')
-        if text and match:
-            flush_list()
-            outline.heading(text, int(match.group(1)))
-        elif text and style == 'Title':
-            flush_list()
-            title = title or text
-            outline.block(text)
-        elif text and (num is not None or (style or '').lower().startswith('list')):
-            depth = 0
-            if num is not None and num.ilvl is not None and num.ilvl.val is not None:
-                depth = int(num.ilvl.val)
-            list_lines.append(f'{"  " * depth}- {text}')
-        elif text:
-            flush_list()
-            outline.block(text)
+        named = _docx_paragraph(outline, item, list_lines, flush_list)  # always written, whatever the title
+        title = title or named
     flush_list()
     props = document.core_properties
     metadata = normalise_metadata({'author': props.author or None, 'subject': props.subject or None}, warnings)
@@ -218,7 +212,31 @@ def read_docx(data: bytes, path: Path) -> ParsedDocument:
         format='docx',
         metadata={k: v for k, v in metadata.items() if v is not None},
         warnings=warnings,
+        page_starts=outline.page_starts if len(outline.page_starts) > 1 else None,  # pages where the file says
     )
+
+
+def _docx_paragraph(outline: OutlineBuilder, item: Any, list_lines: list[str], flush_list: Callable[[], None]) -> str:
+    """Write a paragraph: a heading, a list item (kept in ``list_lines`` until the list ends) or a block; returns
+    its text when it is the document's ``Title``, else ``''``."""
+    text = _clean(item.text)
+    style = item.style.name if item.style is not None else ''
+    ppr = item._p.pPr
+    num: Any = ppr.numPr if ppr is not None else None
+    match = _HEADING_STYLE.match(style or '')
+    if text and match:
+        flush_list()
+        outline.heading(text, int(match.group(1)))
+    elif text and (num is not None or (style or '').lower().startswith('list')) and style != 'Title':
+        depth = 0
+        if num is not None and num.ilvl is not None and num.ilvl.val is not None:
+            depth = int(num.ilvl.val)
+        list_lines.append(f'{"  " * depth}- {text}')
+    elif text:
+        flush_list()
+        outline.block(text)
+        return text if style == 'Title' else ''
+    return ''
 
 
 def _docx_table(outline: OutlineBuilder, table: Any) -> None:
@@ -347,10 +365,12 @@ def read_xlsx(data: bytes, path: Path) -> ParsedDocument:
     except Exception as exc:
         raise parse_failure('XLSX', exc) from None
     outline = OutlineBuilder()
+    tables: list[SheetTable] = []
     try:
         budget = current_limits().elements
         archive = zipfile.ZipFile(io.BytesIO(data))
         for sheet in workbook.worksheets:
+            outline.start_page()
             outline.heading(sheet.title, 1)
             rows, budget = _sheet_rows(sheet, budget)
             merges = _merges(archive, sheet)
@@ -364,18 +384,24 @@ def read_xlsx(data: bytes, path: Path) -> ParsedDocument:
                 ]
                 header = header_rows_from_spans(inside, len(region))
                 header -= sum(1 for row in region[:header] if not any(row))
+                drawn = [top + 1 + i for i, row in enumerate(region) if any(row)]  # their 1-based sheet rows
                 region = [row for row in region if any(row)]  # blank separator rows inside
-                _rows_block(outline, region, header or None)
+                block = _rows_block(outline, region, header or None)
+                if block is not None:
+                    tables.append(SheetTable(block.start, block.end, sheet.title, drawn, left + 1, right))
         title = _clean(workbook.properties.title or '') if workbook.properties else ''
         sheets = len(workbook.worksheets)
     finally:
         workbook.close()
+    source = outline.text()
     return ParsedDocument(
-        source=outline.text(),
+        source=source,
         title=title or title_from_path(path),
         root=outline.root,
         format='xlsx',
         metadata={'sheet_count': sheets},
+        page_starts=outline.page_starts,
+        cells=cell_runs(source, tables),
     )
 
 

@@ -29,12 +29,12 @@ from ._ocr import (
 )
 from ._pdf_headings import HeadingLine, font_headings, place_headings
 from ._pdf_layout import Line, Piece, page_paragraphs, page_pieces, turned
-from ._pdf_table_pages import TableFinder, looks_tabular, with_tables
+from ._pdf_table_pages import FoundTable, TableFinder, looks_tabular, pieces_in, table_row_boxes, with_tables
 from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']
 
-VERSION = 2
+VERSION = 3
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 
@@ -165,10 +165,15 @@ class _Layer:
     """The page as displayed (its CropBox, turned like the pieces): ``(left, bottom, right, top)``."""
 
     def fractions(self, piece: Piece) -> Box:
-        """``piece``'s box as fractions of the page as displayed, origin top-left."""
+        """``piece``'s box (its em box where it has one) as fractions of the page as displayed, origin top-left."""
+        return self.box_fractions(piece.em or (piece.x0, piece.bottom, piece.x1, piece.top))
+
+    def box_fractions(self, box: tuple[float, float, float, float]) -> Box:
+        """A box ``(left, bottom, right, top)`` in PDF points as fractions of the page as displayed, origin top-left."""
         left, bottom, right, top = self.frame
         width, height = max(right - left, 1e-6), max(top - bottom, 1e-6)
-        return fractions((piece.x0 - left, top - piece.top, piece.x1 - left, top - piece.bottom), width, height)
+        x0, low, x1, high = box
+        return fractions((x0 - left, top - high, x1 - left, top - low), width, height)
 
     def may_hold_table(self) -> bool:
         """Rules making a grid of two or more columns, or some rules and cells lined up, or cells lined up well."""
@@ -255,8 +260,19 @@ def _read_page(pdf: Any, index: int, mode: str, finder: TableFinder) -> tuple[_P
     tables = [] if needs else finder.tables(index, layer)  # pdfplumber: outside the pdfium lock
     paragraphs = page_paragraphs(with_tables(layer.pieces, tables), layer.width)
     text, lines = _text_of(paragraphs)
-    boxes = [(piece.text, layer.fractions(piece)) for para in paragraphs for line in para for piece in line.pieces]
+    boxes = _line_boxes(layer, paragraphs, tables)
     return _Page(_clean_page(text), lines, needs_ocr=needs, tables=[(t[1], t[2]) for t in tables], boxes=boxes), None
+
+
+def _line_boxes(layer: _Layer, paragraphs: list[list[Line]], tables: list[FoundTable]) -> list[LineBox]:
+    """Each piece's text and box in reading order; a table's, row by row where its rows can be told apart."""
+    out: list[LineBox] = []
+    for piece in (piece for para in paragraphs for line in para for piece in line.pieces):
+        rows = table_row_boxes(piece.text, pieces_in(layer.pieces, tables[piece.table][0])) if piece.table >= 0 else []
+        out.extend((text, layer.box_fractions(box)) for text, box in rows)
+        if not rows:
+            out.append((piece.text, layer.fractions(piece)))
+    return out
 
 
 def _extract_pages(data: bytes, ocr: OcrOptions) -> tuple[list[_Page], list[tuple[int, int, str]], str | None]:
