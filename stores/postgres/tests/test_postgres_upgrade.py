@@ -5,6 +5,7 @@ docs/stores/postgres.md (Re-embedding; Upgrades and migrations).
 
 from __future__ import annotations
 
+import dataclasses
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -44,7 +45,9 @@ class NaNAfter(HashingEmbeddingModel):
         if input_type == 'document':
             self.good -= len(result.embeddings)
             if self.good < 0:
-                result.embeddings[-1][0] = float('nan')  # pgvector refuses it, inside the switch's transaction
+                spoilt = [list(v) for v in result.embeddings]
+                spoilt[-1][0] = float('nan')  # pgvector refuses it, inside the switch's transaction
+                return dataclasses.replace(result, embeddings=spoilt)
         return result
 
 
