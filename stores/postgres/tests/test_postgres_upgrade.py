@@ -186,7 +186,9 @@ def own_database(postgres_uri: str) -> Iterator[str]:
             conn.execute(sql.SQL('DROP DATABASE IF EXISTS {} WITH (FORCE)').format(sql.Identifier(name)))
 
 
-def test_the_cli_reembeds_and_upgrades_a_postgres_store(own_database: str, tmp_path: Path) -> None:
+def test_the_cli_reembeds_and_upgrades_a_postgres_store(
+    own_database: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     docs = tmp_path / 'docs'
     docs.mkdir()
     for name, text in _TEXTS.items():
@@ -200,5 +202,11 @@ def test_the_cli_reembeds_and_upgrades_a_postgres_store(own_database: str, tmp_p
     store = open_store(spec)
     assert store.manifest.embedder.dimensions == 96
     _make_older(own_database, 'toolish_rag')
-    assert main(['upgrade', '--store', spec]) == 0
+    capsys.readouterr()
+    secret = f'postgres:{own_database} password=s3cret-pw'  # the test server trusts local connections: unused
+    assert main(['upgrade', '--store', secret]) == 0
+    said = capsys.readouterr().out
+    assert 'recorded schema version' in said and 's3cret' not in said
+    assert main(['upgrade', '--store', secret]) == 0
+    assert 'already current' in capsys.readouterr().out
     assert open_store(spec).schema_version == SCHEMA_VERSION
