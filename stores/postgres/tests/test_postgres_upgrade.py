@@ -109,6 +109,17 @@ async def test_a_reembed_failing_inside_its_transaction_leaves_the_old_store(pos
     assert await _top(reopened, 'refund window') == before
 
 
+async def test_a_process_holding_the_old_embedder_cannot_write_after_a_reembed(postgres_uri: str) -> None:
+    store = await _loaded(postgres_uri, HashingEmbeddingModel(32))
+    other = PostgresStore(postgres_uri, schema=store.schema)  # another process's view: opened with 32 dimensions
+    await store.reembed(HashingEmbeddingModel(48))
+    with pytest.raises(EmbedderMismatch, match='re-embedded'):
+        await other.upsert([_document('late', 'A late document written with the old model.')])
+    assert 'late' not in {d.id for d in await store.list_documents()}
+    await PostgresStore(postgres_uri, schema=store.schema).upsert([_document('late', 'Written after reopening.')])
+    assert 'late' in {d.id for d in await store.list_documents()}
+
+
 async def test_reembed_of_an_empty_store_records_the_new_size(postgres_uri: str) -> None:
     store = PostgresStore(postgres_uri, schema=f's_{uuid.uuid4().hex[:12]}', embedder=HashingEmbeddingModel(32))
     assert await store.reembed(HashingEmbeddingModel(24)) == 0

@@ -15,13 +15,13 @@ from dataclasses import dataclass
 
 from psycopg import sql
 
-from toolish_rag.manifest import StoreManifest
+from toolish_rag.manifest import EmbedderIdentity, EmbedderMismatch, StoreManifest
 
 from ._database import Tx
 from ._reads import parse
 from ._schema import create_vector_index
 
-__all__ = ['Switch', 'stored_texts']
+__all__ = ['Switch', 'same_embedder', 'stored_texts']
 
 
 @dataclass(frozen=True)
@@ -66,3 +66,18 @@ class Switch:
 def stored_texts(tx: Tx) -> set[str]:
     """The text of every record (chunk and entity): what a re-embed embeds."""
     return {parse(body).text for (body,) in tx.execute('SELECT body FROM records')}
+
+
+def same_embedder(tx: Tx, schema: str, expected: EmbedderIdentity | None, location: str) -> None:
+    """Before a write of vectors made by ``expected``: wait for a running re-embed (a shared hold on the advisory
+    lock it takes whole), then refuse the write if the store has since been re-embedded by another process."""
+    tx.execute('SELECT pg_advisory_xact_lock_shared(hashtext(%s))', (f'toolish_rag:{schema}',))
+    row = tx.execute("SELECT value -> 'embedder' FROM meta WHERE key = 'manifest'").fetchone()
+    if expected is None or row is None or not row[0]:
+        return
+    held = EmbedderIdentity(**row[0])
+    if held.differs_from(expected):
+        raise EmbedderMismatch(
+            f'{location} was re-embedded with {held.describe()} since this process opened it with '
+            f'{expected.describe()}: open it again'
+        )

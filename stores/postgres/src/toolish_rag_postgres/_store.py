@@ -49,7 +49,7 @@ from ._reads import (
     records_by_id,
     section_page,
 )
-from ._reembed import Switch, stored_texts
+from ._reembed import Switch, same_embedder, stored_texts
 from ._schema import SCHEMA_VERSION
 from ._search import hnsw_settings, regex_rows, vector_hits, vector_statement
 from ._text import TextSearch, term_statistics_in
@@ -228,12 +228,22 @@ class PostgresStore:
         changed_ids = {d.id for d in changed}
         for d in documents:
             rows = by_document.get(d.id, []) if d.id in changed_ids else None
-            await self._db.run(replacing(d, digests[d.id], rows), write=True)
+            await self._db.run(self._guarded(replacing(d, digests[d.id], rows)), write=True)
         entity_rows = [a for a in analysed if isinstance(a.record, Entity)]
         if entity_rows:
-            await self._db.run(lambda tx: insert_records(tx, entity_rows), write=True)
+            await self._db.run(self._guarded(lambda tx: insert_records(tx, entity_rows)), write=True)
         if relations:
             await self._db.run(lambda tx: write_relations(tx, relations), write=True)
+
+    def _guarded(self, work: Callable[[Tx], None]) -> Callable[[Tx], None]:
+        """``work`` (a write of vectors), refused if another process re-embedded the store since it was opened."""
+        expected = self._manifest.embedder if self._manifest is not None else None
+
+        def guarded(tx: Tx) -> None:
+            same_embedder(tx, self.schema, expected, self.location)
+            work(tx)
+
+        return guarded
 
     async def _settle_vectors(self, dims: int, analysed: Sequence[Analysed]) -> None:
         """Before the first vectors: fix the column's size, build the HNSW index, record the manifest."""
