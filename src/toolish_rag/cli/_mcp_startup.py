@@ -3,8 +3,8 @@
 The handshake's instructions are the toolset's own (``await rag.instructions()``), which depend on
 the command's options, the store's kind and its manifest (embedder, languages, graph...), not on its
 records. They are kept, after a start computed them, in a small file under the user's cache folder
-keyed by exactly those: the options, each store's location and manifest bytes, and the installed
-toolish-rag. A start whose key is known answers ``initialize`` from that file without importing
+keyed by exactly those: the options, each store's location and manifest bytes (for a store on a server,
+the identity its adapter reads: ``handshake_key``), and the installed toolish-rag. A start whose key is known answers ``initialize`` from that file without importing
 pydantic-ai or the store engine; the toolset is then built in the background and its instructions
 compared (a difference rewrites the file and is said on stderr). An unknown key (the first start,
 an ingest that changed the manifest) builds the toolset first, as before. See docs/mcp.md#start-up-time.
@@ -67,15 +67,36 @@ def _package_fingerprint() -> list[Any]:
 
 
 def _store_key(spec: str) -> list[Any]:
+    """A store's part of the key: its folder and manifest; for a store that keeps neither in a folder (a
+    server), what its adapter's ``handshake_key(location)`` says identifies it (`_adapter_key`)."""
     kind, _, location = spec.partition(':')
-    if not location or '://' in location:
-        return [kind, location]
-    folder = Path(location).expanduser().resolve()
+    folder = Path(location).expanduser().resolve() if location and '://' not in location else None
     try:
-        manifest = hashlib.sha256((folder / MANIFEST_FILE).read_bytes()).hexdigest()
+        manifest = hashlib.sha256((folder / MANIFEST_FILE).read_bytes()).hexdigest() if folder else None
     except OSError:
         manifest = None
-    return [kind, str(folder), manifest]
+    if manifest is None and kind.strip().lower() != 'memory':
+        own = _adapter_key(kind.strip().lower(), location)
+        if own is not None:
+            return [kind, own]
+    return [kind, str(folder) if folder else location, manifest]
+
+
+def _adapter_key(kind: str, location: str) -> list[Any] | None:
+    """``handshake_key(location)`` of the module the store's entry point names, when it defines one.
+
+    Only stores without a manifest file come here: importing their adapter's module is the cost,
+    so it should be light (``toolish_rag_postgres`` reads its server's identity with psycopg alone).
+    """
+    import importlib
+    from importlib.metadata import entry_points
+
+    from ..stores.registry import ENTRY_POINT_GROUP
+
+    for ep in entry_points(group=ENTRY_POINT_GROUP, name=kind):
+        key = getattr(importlib.import_module(ep.module), 'handshake_key', None)
+        return list(key(location)) if callable(key) else None
+    return None
 
 
 @dataclass(frozen=True)

@@ -29,9 +29,10 @@ async def run(args: argparse.Namespace) -> int:
     if missing is not None:
         raise SystemExit(f'toolish-rag: {missing}')
     store = open_store_for(args, write=True, spec=spec)
+    shown = store.location if isinstance(getattr(store, 'location', None), str) else spec  # a server's: no password
     if not isinstance(store, Upgradable):
-        print(f'{spec}: this kind of store ({type(store).__name__}) has nothing to upgrade')
+        print(f'{shown}: this kind of store ({type(store).__name__}) has nothing to upgrade')
         return 0
     done = await store.upgrade()
-    print(f'{spec}: ' + ('; '.join(done) if done else 'already current, nothing to do'))
+    print(f'{shown}: ' + ('; '.join(done) if done else 'already current, nothing to do'))
     return 0

@@ -5,6 +5,7 @@ one-line refusal a read command gives for a store that does not exist. See docs/
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from ..manifest import ManifestError, read_manifest
@@ -28,6 +29,8 @@ DEFAULT_FOLDER = f'{STORE_DIR}/store'
 LEGACY_DEFAULT_FOLDER = f'{STORE_DIR}/lancedb'
 """The default before there was one folder for every kind: still opened when it holds a store and the new one does not."""
 
+_CONNINFO = re.compile(r'\s*[a-z_]+\s*=')
+"""A libpq ``key=value`` connection string (``postgres:host=/run/pg dbname=kb``), not a folder."""
 _TANTIVY_FILES = ('toolish_rag_tantivy.json', 'toolish_rag_tantivy_partitions.json')
 
 
@@ -98,10 +101,10 @@ def missing_store(spec: str) -> str | None:
     """Why a read command must not open ``spec`` (one line naming what exists nearby), or ``None`` to open it.
 
     A local folder is missing when it does not exist or holds no store; a remote location (``s3://``)
-    or an adapter's location that is not a path cannot be told, and is opened.
+    or an adapter's location that is not a path (a ``key=value`` connection string) cannot be told, and is opened.
     """
     location = spec.partition(':')[2]
-    if not location or '://' in location:
+    if not location or '://' in location or _CONNINFO.match(location):
         return None
     path = Path(location).expanduser()
     if path.is_dir() and (detect_kind(path) is not None or any(path.iterdir())):

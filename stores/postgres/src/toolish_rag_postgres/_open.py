@@ -12,6 +12,7 @@ from toolish_rag.manifest import StoreManifest
 
 from ._database import Database, redacted
 from ._schema import create_schema, enable_row_security, search_path
+from ._upgrade import recorded_version
 
 __all__ = ['Opened', 'open_database']
 
@@ -20,6 +21,8 @@ __all__ = ['Opened', 'open_database']
 class Opened:
     database: Database
     manifest: StoreManifest | None
+    schema_version: int | None
+    """The layout's version ``meta`` records (``None``: older than the record; `PostgresStore.upgrade`)."""
 
 
 def _connect(conninfo: str) -> psycopg.Connection[tuple[object, ...]]:
@@ -41,6 +44,7 @@ def open_database(
         if keys:
             enable_row_security(conn, schema, keys, reader_role)
         row = conn.execute("SELECT value::text FROM meta WHERE key = 'manifest'").fetchone()
+        version = recorded_version(conn, f'{redacted(conninfo)} (schema {schema})')
     manifest = StoreManifest.from_json(json.loads(str(row[0])), f'{schema}.meta') if row is not None else None
     return Opened(
         Database(
@@ -51,4 +55,5 @@ def open_database(
             keys,
         ),
         manifest,
+        version,
     )

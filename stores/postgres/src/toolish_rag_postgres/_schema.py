@@ -13,9 +13,23 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import sql
 
-__all__ = ['SCHEMA_VERSION', 'create_schema', 'enable_row_security', 'index_vectors', 'pgvector_missing', 'search_path']
+__all__ = [
+    'SCHEMA_VERSION',
+    'create_schema',
+    'create_vector_index',
+    'enable_row_security',
+    'index_vectors',
+    'pgvector_missing',
+    'search_path',
+]
 
 SCHEMA_VERSION = 1
+"""The tables' layout this version writes, recorded in ``meta`` (key ``schema_version``) when a store is created.
+
+A store without it was written before the version was recorded (an older layout, e.g. BM25 counts
+as ``tf jsonb``): `toolish_rag_postgres._upgrade` brings it current. A later change of the tables
+raises it and adds its step there.
+"""
 
 _TABLES = """
 CREATE TABLE IF NOT EXISTS meta (key text PRIMARY KEY, value jsonb NOT NULL);
@@ -124,7 +138,13 @@ def create_schema(conn: psycopg.Connection[tuple[object, ...]], schema: str, dat
         conn.execute('SELECT pg_advisory_xact_lock(hashtext(%s))', (f'toolish_rag:{schema}',))
         conn.execute(sql.SQL('CREATE SCHEMA IF NOT EXISTS {}').format(sql.Identifier(schema)))
         conn.execute('SELECT set_config(%s, %s, false)', ('search_path', search_path(schema, extension_schema)))
+        fresh = conn.execute("SELECT to_regclass('records') IS NULL").fetchone()
         conn.execute(_TABLES)
+        if fresh is not None and fresh[0]:  # a new store is current; an older one is brought current by upgrade()
+            conn.execute(
+                "INSERT INTO meta (key, value) VALUES ('schema_version', %s::jsonb) ON CONFLICT (key) DO NOTHING",
+                (str(SCHEMA_VERSION),),
+            )
     return extension_schema
 
 
@@ -137,6 +157,11 @@ def search_path(schema: str, extension_schema: str) -> str:
 def index_vectors(conn: psycopg.Connection[tuple[object, ...]], dims: int, m: int, ef_construction: int) -> None:
     """Fix the vector column's size and build its HNSW cosine index (once, when the first vectors arrive)."""
     conn.execute(sql.SQL('ALTER TABLE records ALTER COLUMN embedding TYPE vector({})').format(sql.Literal(dims)))
+    create_vector_index(conn, m, ef_construction)
+
+
+def create_vector_index(conn: psycopg.Connection[tuple[object, ...]], m: int, ef_construction: int) -> None:
+    """The HNSW cosine index on the (sized) vector column, when missing."""
     conn.execute(
         sql.SQL(
             'CREATE INDEX IF NOT EXISTS records_embedding ON records USING hnsw (embedding vector_cosine_ops) '

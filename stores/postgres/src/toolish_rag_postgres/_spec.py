@@ -14,11 +14,12 @@ import logging
 import os
 import warnings
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ._store import PostgresStore
+if TYPE_CHECKING:
+    from ._store import PostgresStore
 
-__all__ = ['DATA_FOLDER', 'embedded_server', 'open_store']
+__all__ = ['DATA_FOLDER', 'embedded_server', 'is_server', 'open_store']
 
 DATA_FOLDER = 'pgdata'
 """The subfolder of a ``postgres:./folder`` store holding the server's data (``initdb`` wants it new)."""
@@ -79,15 +80,22 @@ def _alive(pid: int) -> bool:
     return True
 
 
+def is_server(location: str) -> bool:
+    """Whether a spec's location names a server (a URI or ``key=value`` connection string), not a folder."""
+    return location.startswith(_URI_PREFIXES) or '=' in location
+
+
 def open_store(location: str, *, embedder: Any = None, language: str | None = None) -> PostgresStore:
     """The ``postgres`` entry point (see the module docstring)."""
+    from ._store import PostgresStore  # here: `handshake_key` beside it loads without the store (docs/mcp.md)
+
     location = location.strip()
     if not location:
         raise ValueError(
             'the postgres store needs a location: postgres:postgresql://user@host/db (a server) '
             'or postgres:./folder (an embedded server kept in that folder)'
         )
-    if location.startswith(_URI_PREFIXES) or '=' in location:
+    if is_server(location):
         return PostgresStore(location, embedder=embedder, language=language)
     server, uri = embedded_server(location)
     return PostgresStore(uri, embedder=embedder, language=language, server=server)

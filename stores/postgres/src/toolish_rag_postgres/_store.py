@@ -15,7 +15,7 @@ from pydantic_ai.embeddings import Embedder, EmbeddingModel
 
 from toolish_rag import Chunk, Document, Entity, ExpansionRequest, RegexRequest, Relation, SearchHit, SearchRequest
 from toolish_rag.analysis import AUTO, TextAnalyzer
-from toolish_rag.embedding import embedder_for_store, embedder_identity
+from toolish_rag.embedding import embedder_for_store, embedder_identity, resolve_embedder
 from toolish_rag.filters import Filter
 from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest, WalkRequest
 from toolish_rag.manifest import StoreManifest
@@ -49,8 +49,11 @@ from ._reads import (
     records_by_id,
     section_page,
 )
+from ._reembed import Switch, same_embedder, stored_texts
+from ._schema import SCHEMA_VERSION
 from ._search import hnsw_settings, regex_rows, vector_hits, vector_statement
 from ._text import TextSearch, term_statistics_in
+from ._upgrade import upgrade_schema
 from ._writes import (
     Analysed,
     analyse,
@@ -74,6 +77,7 @@ TEXT_QUERY_SYNTAX = (
     'first.'
 )
 _EMBED_BATCH = 256
+_REEMBED_ATTEMPTS = 3
 
 
 def _pushable_value(value: object) -> bool:
@@ -140,6 +144,8 @@ class PostgresStore:
         self._analyzer = TextAnalyzer(saved or language or AUTO)
         self._text = TextSearch(self._analyzer)
         self._manifest = manifest
+        self.schema_version = opened.schema_version
+        """The tables' layout version (``None``: written before it was recorded: `upgrade` brings it current)."""
         self._graph_builders: tuple[str, ...] = self._db.run_sync(_read_graph_builders)
         self.exact_below = exact_below
         self.ef_search = ef_search
@@ -167,14 +173,22 @@ class PostgresStore:
         """``work`` in one read-only snapshot, as the reader role with ``f``'s scope in row-level-security mode."""
         return await self._db.run(work, scope=self._scope(f))
 
-    async def _embed(self, texts: Sequence[str], *, query: bool, known: PrecomputedVectors | None = None) -> list[str]:
+    async def _embed(
+        self,
+        texts: Sequence[str],
+        *,
+        query: bool,
+        known: PrecomputedVectors | None = None,
+        embedder: Embedder | None = None,
+    ) -> list[str]:
+        embedder = embedder or self.embedder
         vectors: list[str] = []
         for start in range(0, len(texts), _EMBED_BATCH):
             batch = list(texts[start : start + _EMBED_BATCH])
             if query:
-                embedded = (await self.embedder.embed_query(batch)).embeddings
+                embedded = (await embedder.embed_query(batch)).embeddings
             else:
-                embedded = await embed_documents(self.embedder, batch, known)
+                embedded = await embed_documents(embedder, batch, known)
             vectors.extend(vector_literal(v) for v in embedded)
         return vectors
 
@@ -214,12 +228,22 @@ class PostgresStore:
         changed_ids = {d.id for d in changed}
         for d in documents:
             rows = by_document.get(d.id, []) if d.id in changed_ids else None
-            await self._db.run(replacing(d, digests[d.id], rows), write=True)
+            await self._db.run(self._guarded(replacing(d, digests[d.id], rows)), write=True)
         entity_rows = [a for a in analysed if isinstance(a.record, Entity)]
         if entity_rows:
-            await self._db.run(lambda tx: insert_records(tx, entity_rows), write=True)
+            await self._db.run(self._guarded(lambda tx: insert_records(tx, entity_rows)), write=True)
         if relations:
             await self._db.run(lambda tx: write_relations(tx, relations), write=True)
+
+    def _guarded(self, work: Callable[[Tx], None]) -> Callable[[Tx], None]:
+        """``work`` (a write of vectors), refused if another process re-embedded the store since it was opened."""
+        expected = self._manifest.embedder if self._manifest is not None else None
+
+        def guarded(tx: Tx) -> None:
+            same_embedder(tx, self.schema, expected, self.location)
+            work(tx)
+
+        return guarded
 
     async def _settle_vectors(self, dims: int, analysed: Sequence[Analysed]) -> None:
         """Before the first vectors: fix the column's size, build the HNSW index, record the manifest."""
@@ -248,6 +272,47 @@ class PostgresStore:
 
         self._manifest = await self._db.run(settle, write=True)
         self._manifest.checked_embedder(embedder_identity(self.embedder, dims), self.location)
+
+    async def reembed(self, embedder: EmbedderLike) -> int:
+        """Embed every record (chunks and entities) again with ``embedder``, which the store uses from then on;
+        returns how many records (`Reembeddable`, ``toolish-rag ingest --reembed``).
+
+        The vectors are made first, then switched in one transaction with the column's size, the HNSW
+        index and the manifest, so a crash leaves the old store or the new one (docs/stores/postgres.md,
+        Re-embedding). Other processes holding the store open keep the old embedder: reopen them.
+        """
+        new = resolve_embedder(embedder)
+        texts: set[str] = await self._db.run(stored_texts, write=True)
+        vectors: dict[str, str] = {}
+        for _ in range(_REEMBED_ATTEMPTS):  # a writer may add texts between the read and the switch
+            fresh = sorted(texts - vectors.keys())
+            vectors.update(zip(fresh, await self._embed(fresh, query=False, embedder=new), strict=True))
+            if not vectors:  # an empty store: its vector size from one probe
+                vectors[''] = (await self._embed([''], query=False, embedder=new))[0]
+            dims = len(next(iter(vectors.values())).split(','))
+            manifest = StoreManifest(
+                store='postgres',
+                embedder=embedder_identity(new, dims),
+                language=self._analyzer.language,
+                languages=self._manifest.languages if self._manifest is not None else (),
+                graph=self._manifest.graph if self._manifest is not None else (),
+                extra=self._manifest.extra if self._manifest is not None else {},
+            )
+            switch = Switch(self.schema, vectors, dims, manifest, self.hnsw_m, self.hnsw_ef_construction)
+            done = await self._db.run(switch.apply, write=True)
+            if isinstance(done, int):
+                self.embedder, self._manifest = new, manifest
+                return done
+            texts = done
+        raise RuntimeError(f'{self.location}: writers kept adding records during the re-embed; run it again')
+
+    async def upgrade(self) -> list[str]:
+        """Bring tables written by an older toolish-rag-postgres to the current layout, in one transaction;
+        what was done, one phrase each (``[]``: already current). Records and vectors are kept (`Upgradable`,
+        ``toolish-rag upgrade``; docs/stores/postgres.md, Upgrades and migrations)."""
+        done = await self._db.run(lambda tx: upgrade_schema(tx, self.schema, self.location), write=True)
+        self.schema_version = SCHEMA_VERSION
+        return done
 
     async def delete_documents(self, document_ids: Iterable[str]) -> int:
         ids = [i for i in dict.fromkeys(document_ids) if '\x00' not in i]
