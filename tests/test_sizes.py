@@ -17,8 +17,6 @@ MAX_MODULE_LINES = 600
 MAX_FUNCTION_LINES = 60
 
 KNOWN: dict[str, str] = {
-    'src/toolish_rag/ingest/_readers/image.py::read_image': 'provenance (issue 39) reworks the readers in parallel',
-    'src/toolish_rag/ingest/_readers/office.py::_regions': 'provenance (issue 39) reworks the readers in parallel',
 }
 """Known excesses in modules another branch rewrites at the same time: each to go when that branch lands."""
 

@@ -46,34 +46,32 @@ async def _batch(folder: Path, name: str, data: bytes, **options: object) -> tup
 @pytest.mark.parametrize('name', sorted(REFUSED))
 async def test_hostile_file_fails_alone_with_its_reason(name: str, tmp_path: Path) -> None:
     build, reason = REFUSED[name]
-    report, store, seconds = await _batch(tmp_path / 'docs', name, build())
+    report, store, _ = await _batch(tmp_path / 'docs', name, build())
     assert [(Path(i.path).name, reason in i.reason) for i in report.failed] == [(name, True)], report.failed
     assert len(report.added) == 2
     assert len(await store.list_documents()) == 2
-    assert seconds < 20
 
 
 async def test_huge_declared_dimension_is_read_by_its_cells(tmp_path: Path) -> None:
     """1.5 KB declaring ``A1:XFD1048576``: read from the two cells present, not 16,384 columns a row."""
     data = hostile.xlsx_huge_dimension()
     assert len(data) < 2000
-    report, store, seconds = await _batch(tmp_path / 'docs', 'wide.xlsx', data)
+    report, store, _ = await _batch(tmp_path / 'docs', 'wide.xlsx', data)
     assert report.failed == [] and len(report.added) == 3
     (sheet,) = [d for d in await store.list_documents() if d.uri.endswith('wide.xlsx')]
     document = parse_path(tmp_path / 'docs' / 'wide.xlsx')
     assert 'hello' in document.chunks[0].text and 'world' in document.chunks[0].text
     assert len(document.chunks) == 1 and sheet.chunk_count == 1
-    assert seconds < 20
+    # No timing here: padded to 16,384 columns a row it would pass the default 120-second limit per file (failed above).
 
 
 async def test_repeated_spine_chapter_is_read_once(tmp_path: Path) -> None:
     """A spine listing one chapter 128 times: the chapter is read once (it was 128 copies, 834 MB full size)."""
     once = parse_path(hostile.write(tmp_path, 'once.epub', hostile.epub_repeated_chapter(1, 64)))
-    report, _, seconds = await _batch(tmp_path / 'docs', 'book.epub', hostile.epub_repeated_chapter(128, 64))
+    report, _, _ = await _batch(tmp_path / 'docs', 'book.epub', hostile.epub_repeated_chapter(128, 64))
     assert report.failed == [] and len(report.added) == 3
     book = parse_path(tmp_path / 'docs' / 'book.epub')
     assert [c.text for c in book.chunks] == [c.text for c in once.chunks]
-    assert seconds < 20
 
 
 @pytest.mark.parametrize(

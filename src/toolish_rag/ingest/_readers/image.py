@@ -38,46 +38,11 @@ MIN_SIDE = 24
 
 def read_image(data: bytes, path: Path, *, ocr: OcrOptions = DEFAULT_OCR) -> ParsedDocument:
     """An image file's text as Tesseract reads it in ``ocr``'s languages; ``ocr='never'``: skipped (`NoTextFound`)."""
-    from PIL import Image, ImageSequence, UnidentifiedImageError
-
     if ocr.mode == 'never':
         raise NoTextFound("an image is read only by OCR, which is off (ocr='never')")
     require_tesseract()
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter('error', Image.DecompressionBombWarning)
-            image = Image.open(io.BytesIO(data))
-            image.load()
-    except UnidentifiedImageError:
-        raise ReadError(f'unreadable image: not a {path.suffix.lstrip(".").upper() or "known"} image') from None
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
-        raise ReadError(f'unreadable image: {exc}') from None
-    except (OSError, ValueError, SyntaxError) as exc:  # truncated or corrupt data
-        raise ReadError(f'corrupt image: {exc}') from None
-    dpi = image.info.get('dpi')
-    resolution = float(dpi[0]) if isinstance(dpi, tuple) and dpi and dpi[0] else None
-    pages: list[OcrPage | None] = []
-    verdicts: list[TextVerdict] = []
-    try:
-        for frame in ImageSequence.Iterator(image):
-            check_time()
-            width, height = frame.size
-            if width * height > MAX_PIXELS:
-                raise ReadError(f'a frame of {width} x {height} pixels is over the {MAX_PIXELS:,}-pixel limit')
-            if min(width, height) < MIN_SIDE:
-                pages.append(None)
-                continue
-            single = getattr(image, 'n_frames', 1) == 1 and not _has_alpha(frame)
-            page = ocr_page(
-                _flattened(frame),
-                resolution if resolution and resolution >= 50 else None,
-                source=data if single and image.format in _TESSERACT_READS else None,
-                languages=ocr.languages,
-            )
-            verdicts.append(judge_page(page))
-            pages.append(page if verdicts[-1].is_text else None)
-    except (OSError, ValueError, EOFError) as exc:
-        raise ReadError(f'corrupt image: {exc}') from None
+    image = _opened(data, path)
+    pages, verdicts = _read_frames(image, data, ocr)
     texts = [page.text if page is not None else '' for page in pages]
     if not any(t.strip() for t in texts):
         noisy = max(verdicts, key=lambda v: v.words, default=TextVerdict(0, 0, 0.0))
@@ -109,6 +74,55 @@ def read_image(data: bytes, path: Path, *, ocr: OcrOptions = DEFAULT_OCR) -> Par
         ocr_pages=ocr_pages,
         boxes=boxes,
     )
+
+
+def _opened(data: bytes, path: Path) -> Image:
+    """The decoded image; a decompression bomb, unknown or corrupt data is a `ReadError` naming it."""
+    from PIL import Image, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter('error', Image.DecompressionBombWarning)
+            image = Image.open(io.BytesIO(data))
+            image.load()
+    except UnidentifiedImageError:
+        raise ReadError(f'unreadable image: not a {path.suffix.lstrip(".").upper() or "known"} image') from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning) as exc:
+        raise ReadError(f'unreadable image: {exc}') from None
+    except (OSError, ValueError, SyntaxError) as exc:  # truncated or corrupt data
+        raise ReadError(f'corrupt image: {exc}') from None
+    return image
+
+
+def _read_frames(image: Image, data: bytes, ocr: OcrOptions) -> tuple[list[OcrPage | None], list[TextVerdict]]:
+    """Each frame OCR'd (``None``: too small, or not text by `judge_page`), with the verdicts of those read."""
+    from PIL import ImageSequence
+
+    dpi = image.info.get('dpi')
+    resolution = float(dpi[0]) if isinstance(dpi, tuple) and dpi and dpi[0] else None
+    pages: list[OcrPage | None] = []
+    verdicts: list[TextVerdict] = []
+    try:
+        for frame in ImageSequence.Iterator(image):
+            check_time()
+            width, height = frame.size
+            if width * height > MAX_PIXELS:
+                raise ReadError(f'a frame of {width} x {height} pixels is over the {MAX_PIXELS:,}-pixel limit')
+            if min(width, height) < MIN_SIDE:
+                pages.append(None)
+                continue
+            single = getattr(image, 'n_frames', 1) == 1 and not _has_alpha(frame)
+            page = ocr_page(
+                _flattened(frame),
+                resolution if resolution and resolution >= 50 else None,
+                source=data if single and image.format in _TESSERACT_READS else None,
+                languages=ocr.languages,
+            )
+            verdicts.append(judge_page(page))
+            pages.append(page if verdicts[-1].is_text else None)
+    except (OSError, ValueError, EOFError) as exc:
+        raise ReadError(f'corrupt image: {exc}') from None
+    return pages, verdicts
 
 
 _TESSERACT_READS = frozenset({'PNG', 'JPEG', 'TIFF'})

@@ -547,6 +547,11 @@ def _regions(rows: list[list[str]]) -> list[tuple[int, int, int, int]]:
     if len(boxes) > _MAX_REGIONS:
         width = max(len(row) for row in rows)
         return [(0, 0, len(rows), width)]
+    return _merged_regions(boxes)
+
+
+def _merged_regions(boxes: list[list[int]]) -> list[tuple[int, int, int, int]]:
+    """``boxes`` with those that overlap, or stand one below another in one column and no wider, made one."""
     merged = True
     while merged:
         merged = False
