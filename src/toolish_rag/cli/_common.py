@@ -9,7 +9,7 @@ import sys
 from typing import TYPE_CHECKING, Any
 
 from ..manifest import EmbedderMismatch, ManifestError
-from ..stores._location import STORE_DIR, default_spec, missing_store, spec_with_location
+from ..stores._location import STORE_DIR, default_spec, local_folder, missing_store, spec_with_location
 from ..stores.lock import StoreLock, StoreLocked
 from ..stores.registry import available_stores, default_store_name, open_store
 from ._extras import check_model
@@ -105,8 +105,8 @@ _LOCKS: list[StoreLock] = []
 
 def hold_store_lock(spec: str) -> None:
     """Take the writer lock of a local store folder (one writer at a time, docs/deploy.md); refuse in one line."""
-    _, _, location = spec.partition(':')
-    if not location or '://' in location:
+    location = local_folder(spec)  # a server (URL or key=value connection string) locks its own writes
+    if location is None:
         return
     try:
         _LOCKS.append(StoreLock(location).acquire())

@@ -97,14 +97,23 @@ def _nearby(location: Path) -> list[str]:
     return found
 
 
+def local_folder(spec: str) -> str | None:
+    """The folder a ``NAME:LOCATION`` spec names, or ``None`` for a remote location (``s3://``, ``postgresql://``)
+    or a location that is not a path (a libpq ``key=value`` connection string, which may hold a password)."""
+    location = spec.partition(':')[2]
+    if not location or '://' in location or _CONNINFO.match(location):
+        return None
+    return location
+
+
 def missing_store(spec: str) -> str | None:
     """Why a read command must not open ``spec`` (one line naming what exists nearby), or ``None`` to open it.
 
     A local folder is missing when it does not exist or holds no store; a remote location (``s3://``)
     or an adapter's location that is not a path (a ``key=value`` connection string) cannot be told, and is opened.
     """
-    location = spec.partition(':')[2]
-    if not location or '://' in location or _CONNINFO.match(location):
+    location = local_folder(spec)
+    if location is None:
         return None
     path = Path(location).expanduser()
     if path.is_dir() and (detect_kind(path) is not None or any(path.iterdir())):
