@@ -113,17 +113,25 @@ def test_an_ocr_quote_is_boxed_where_its_words_were_drawn(tmp_path: Path) -> Non
     x0, top, x1, bottom = draw.textbbox((60, 200), 'of the request reaching the billing team.', font=font)
     image.save(tmp_path / 'scan.png')
     (chunk,) = parse_path(tmp_path / 'scan.png').chunks
-    assert chunk.page == 1 and len(chunk.boxes) == 2
+    words = 'Invoices are paid within thirty days of the request reaching the billing team.'.split()
+    assert chunk.page == 1 and [chunk.urtext[b.start : b.end] for b in chunk.boxes] == words  # a box per word
     source = check_quote(chunk, 'reaching the billing team')
-    assert isinstance(source, CitationSource) and source.page == 1 and len(source.boxes) == 1
+    assert isinstance(source, CitationSource) and source.page == 1 and len(source.boxes) == 1  # one a line
     qx0, qtop, qx1, qbottom = source.boxes[0]
     assert (
         x0 / 1400 < qx0 < qx1 <= x1 / 1400 + 0.01
         and abs(qtop - top / 400) < 0.03
         and abs(qbottom - bottom / 400) < 0.03
     )
-    line = chunk.boxes[1]
-    assert iou(line.box, (x0 / 1400, top / 400, x1 / 1400, bottom / 400)) > 0.8
+    line = chunk.boxes[6:]
+    union = (min(b.x0 for b in line), min(b.top for b in line), max(b.x1 for b in line), max(b.bottom for b in line))
+    assert iou(union, (x0 / 1400, top / 400, x1 / 1400, bottom / 400)) > 0.8
+    # a quote of words without ascenders or descenders is as tall as they are, not as their line
+    plain = check_quote(chunk, 'are', min_quote_chars=1)
+    assert isinstance(plain, CitationSource) and len(plain.boxes) == 1
+    ax0 = 60 + draw.textlength('Invoices ', font=font)
+    drawn = draw.textbbox((ax0, 60), 'are', font=font)
+    assert iou(plain.boxes[0], tuple(v / s for v, s in zip(drawn, (1400, 400, 1400, 400), strict=True))) > 0.7
 
 
 def test_a_pdf_table_is_boxed_cell_by_cell_where_its_pieces_fall_into_cells() -> None:
