@@ -180,12 +180,12 @@ def _right_to_left(line: str) -> bool:
 
 
 class TextBox(NamedTuple):
-    """Where a run of a chunk's text stands on its page: a line of a PDF page or of an OCR'd image.
+    """Where a run of a chunk's text stands on its page: a piece of a PDF page's line, a word of an OCR'd page.
 
     ``start``/``end`` are offsets in the chunk's ``urtext``; the box is ``(x0, top, x1, bottom)`` as
     fractions of the page's width and height, origin top-left, the page as displayed (its CropBox,
     its rotation applied). Stored as a JSON array (``[1, 0, 57, 0.118, 0.0905, 0.882, 0.101]``),
-    so a chunk's boxes cost a few dozen bytes a line. See docs/grounded.md#where-a-quote-stands.
+    so a chunk's boxes cost a few dozen bytes a piece (a word, OCR'd). See docs/grounded.md#where-a-quote-stands.
     """
 
     page: int

@@ -15,7 +15,7 @@ from PIL import Image, ImageDraw, ImageFont
 from tests.provenance_helpers import iou, plumber_box, write_pdf
 from toolish_rag.citations import CitationSource, check_quote
 from toolish_rag.citations._model import page_and_paragraph
-from toolish_rag.content import TextBox
+from toolish_rag.content import Chunk, TextBox
 from toolish_rag.ingest import Chunker, parse_path
 
 SENTENCE = 'The quick brown fox jumps over the lazy dog near the river.'
@@ -113,17 +113,61 @@ def test_an_ocr_quote_is_boxed_where_its_words_were_drawn(tmp_path: Path) -> Non
     x0, top, x1, bottom = draw.textbbox((60, 200), 'of the request reaching the billing team.', font=font)
     image.save(tmp_path / 'scan.png')
     (chunk,) = parse_path(tmp_path / 'scan.png').chunks
-    assert chunk.page == 1 and len(chunk.boxes) == 2
+    words = ['Invoices', 'are', 'paid', 'within', 'thirty', 'days', 'of', 'the', 'request', 'reaching', 'the']
+    boxed = [chunk.urtext[b.start : b.end] for b in chunk.boxes]
+    assert chunk.page == 1 and boxed == [*words, 'billing', 'team.']  # a box per word
     source = check_quote(chunk, 'reaching the billing team')
-    assert isinstance(source, CitationSource) and source.page == 1 and len(source.boxes) == 1
+    assert isinstance(source, CitationSource) and source.page == 1 and len(source.boxes) == 1  # one a line
     qx0, qtop, qx1, qbottom = source.boxes[0]
     assert (
         x0 / 1400 < qx0 < qx1 <= x1 / 1400 + 0.01
         and abs(qtop - top / 400) < 0.03
         and abs(qbottom - bottom / 400) < 0.03
     )
-    line = chunk.boxes[1]
-    assert iou(line.box, (x0 / 1400, top / 400, x1 / 1400, bottom / 400)) > 0.8
+    line = chunk.boxes[6:]
+    union = (min(b.x0 for b in line), min(b.top for b in line), max(b.x1 for b in line), max(b.bottom for b in line))
+    assert iou(union, (x0 / 1400, top / 400, x1 / 1400, bottom / 400)) > 0.8
+    # a quote of words without ascenders or descenders is as tall as they are, not as their line
+    plain = check_quote(chunk, 'are', min_quote_chars=1)
+    assert isinstance(plain, CitationSource) and len(plain.boxes) == 1
+    ax0 = 60 + draw.textlength('Invoices ', font=font)
+    drawn = draw.textbbox((ax0, 60), 'are', font=font)
+    assert iou(plain.boxes[0], tuple(v / s for v, s in zip(drawn, (1400, 400, 1400, 400), strict=True))) > 0.7
+
+
+def test_an_ocr_line_is_boxed_word_by_word_where_its_words_are_found_else_whole() -> None:
+    from toolish_rag.citations._where import quote_place
+    from toolish_rag.ingest._readers._boxes import WordedLine, locate_lines
+
+    boxes = [(0.1, 0.12, 0.2, 0.2), (0.22, 0.1, 0.3, 0.18), (0.32, 0.12, 0.36, 0.18), (0.6, 0.1, 0.7, 0.2)]
+    line = WordedLine(
+        'pay | full in far-', (0.1, 0.1, 0.7, 0.2), tuple(zip(('pay', 'full', 'in', 'far-'), boxes, strict=True))
+    )
+    text = 'pay | full in far'  # a table's bar between cells; the hyphen gone (a word joined)
+    words = locate_lines(text, [line], 1, offset=5)
+    assert [(b.start, b.end, b.box) for b in words] == [
+        (5, 8, boxes[0]),
+        (11, 15, boxes[1]),
+        (16, 18, boxes[2]),
+        (19, 22, boxes[3]),
+    ]
+    misread = WordedLine('pay in', (0.1, 0.1, 0.5, 0.2), (('pay', boxes[0]), ('im', boxes[1])))
+    assert [(b.start, b.end) for b in locate_lines('pay in', [misread], 1)] == [(0, 6)]  # a word not found: the line
+    # a quote's neighbouring words on a line are one box; not across a table's bar, nor a gap wider than a word is tall
+    chunk = Chunk(
+        id='c',
+        metadata={},
+        document_id='d',
+        document_uri='u',
+        document_title='t',
+        text=text,
+        urtext=text,
+        chunk_index=0,
+        sequence_number=0,
+        page=1,
+        boxes=tuple(b.shifted(-5) for b in words),
+    )
+    assert quote_place(chunk, 0, len(text)) == (1, (boxes[0], (0.22, 0.1, 0.36, 0.18), boxes[3]))
 
 
 def test_a_pdf_table_is_boxed_cell_by_cell_where_its_pieces_fall_into_cells() -> None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from ..content import Chunk
+from ..content import Chunk, TextBox
 
 __all__ = ['QuotePlace', 'paragraph_number', 'quote_place']
 
@@ -28,7 +28,33 @@ def quote_place(chunk: Chunk, start: int, end: int) -> QuotePlace:
     if not parts:
         return _page_without_boxes(chunk, start), ()
     page = parts[0].page
-    return page, tuple(part.box for part in parts if part.page == page)
+    return page, tuple(part.box for part in _words_joined([p for p in parts if p.page == page], chunk.urtext))
+
+
+def _words_joined(parts: list[TextBox], text: str) -> list[TextBox]:
+    """Neighbouring words of one line (an OCR'd line keeps a box per word) as one box around them: apart by one
+    space in ``text``, side by side at most a box's height apart; pieces further apart (columns) stay apart."""
+    out: list[TextBox] = []
+    for part in parts:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and text[last.end : part.start] == ' '
+            and min(last.bottom, part.bottom) > max(last.top, part.top)  # on one line
+            and 0 <= part.x0 - last.x1 <= max(last.bottom - last.top, part.bottom - part.top)
+        ):
+            out[-1] = TextBox(
+                page=last.page,
+                start=last.start,
+                end=part.end,
+                x0=last.x0,
+                top=min(last.top, part.top),
+                x1=part.x1,
+                bottom=max(last.bottom, part.bottom),
+            )
+        else:
+            out.append(part)
+    return out
 
 
 def _page_without_boxes(chunk: Chunk, start: int) -> int | None:

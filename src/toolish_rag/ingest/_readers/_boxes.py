@@ -9,17 +9,31 @@ docs/grounded.md#where-a-quote-stands.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import NamedTuple
 
 from ...content import TextBox
 from ._ocr import OcrPage
 
-__all__ = ['Box', 'LineBox', 'fractions', 'locate_lines', 'ocr_lines']
+__all__ = ['Box', 'LineBox', 'WordedLine', 'fractions', 'locate_lines', 'ocr_lines']
 
 Box = tuple[float, float, float, float]
 """``(x0, top, x1, bottom)`` as fractions of the page, origin top-left."""
 
 LineBox = tuple[str, Box]
 """A line's text as the reader wrote it, and its box."""
+
+
+class WordedLine(NamedTuple):
+    """An OCR'd line: its text and box, and each of its words' text and box (Tesseract's), in the line's order.
+
+    Located as a line, then kept as a `TextBox` per word, so a quote's box is the union of the words it
+    covers: as tall as those words, not as the line's tallest (docs/grounded.md#how-tall-a-box-is).
+    """
+
+    text: str
+    box: Box
+    words: tuple[LineBox, ...]
+
 
 _SLACK = 2
 """Characters that may stand between two lines found in order (the blank line between paragraphs)."""
@@ -37,9 +51,9 @@ def fractions(box: Box, width: float, height: float) -> Box:
     return _fraction(x0 / width), _fraction(top / height), _fraction(x1 / width), _fraction(bottom / height)
 
 
-def ocr_lines(page: OcrPage) -> list[LineBox]:
-    """Each line of ``page``'s text (`OcrPage.laid_out`: a table row by row) and the box around its words."""
-    out: list[LineBox] = []
+def ocr_lines(page: OcrPage) -> list[WordedLine]:
+    """Each line of ``page``'s text (`OcrPage.laid_out`: a table row by row), the box around its words and theirs."""
+    out: list[WordedLine] = []
     if page.width <= 0 or page.height <= 0:
         return out
     for text, words, _ in page.laid_out():
@@ -51,20 +65,23 @@ def ocr_lines(page: OcrPage) -> list[LineBox]:
             max(w.box[2] for w in words),
             max(w.box[3] for w in words),
         )
-        out.append((text, fractions(box, page.width, page.height)))
+        placed = tuple((w.text, fractions(w.box, page.width, page.height)) for w in words)
+        out.append(WordedLine(text, fractions(box, page.width, page.height), placed))
     return out
 
 
-def locate_lines(text: str, lines: Sequence[LineBox], page: int, offset: int = 0) -> list[TextBox]:
+def locate_lines(text: str, lines: Sequence[LineBox | WordedLine], page: int, offset: int = 0) -> list[TextBox]:
     """The `TextBox` of each line of ``lines`` found, in order, in ``text`` (one page's final text).
 
     A line is looked for where the previous one ended (give or take a blank line); one that is
     not there (a running header dropped) is skipped, and one that ends in a hyphen is also found
-    without it (a hyphenated word joined). Offsets are ``text``'s plus ``offset``.
+    without it (a hyphenated word joined). A `WordedLine` gives a box per word where each of its
+    words is found in the line, else the line's. Offsets are ``text``'s plus ``offset``.
     """
     out: list[TextBox] = []
     cursor = 0
-    for written, box in lines:
+    for item in lines:
+        written, box = item[0], item[1]
         line = '\n'.join(part.rstrip() for part in written.strip().split('\n'))  # as the page text is cleaned
         if not line:
             continue
@@ -72,8 +89,26 @@ def locate_lines(text: str, lines: Sequence[LineBox], page: int, offset: int = 0
         if found is None:
             continue
         start, end = found
-        out.append(TextBox(page, offset + start, offset + end, *box))
+        words = _word_boxes(text, start, end, item.words, page) if isinstance(item, WordedLine) else []
+        out.extend(w.shifted(offset) for w in words or [TextBox(page, start, end, *box)])
         cursor = end
+    return out
+
+
+def _word_boxes(text: str, start: int, end: int, words: Sequence[LineBox], page: int) -> list[TextBox]:
+    """A `TextBox` per word of the line found at ``text[start:end]``, in order, apart by spaces or a table's
+    bars only (the last one maybe without its hyphen: a word joined); none when a word is not so found."""
+    out: list[TextBox] = []
+    cursor = start
+    for word, box in words:
+        for candidate in (word, word[:-1]) if word.endswith('-') and len(word) > 1 else (word,):
+            at = text.find(candidate, cursor, end) if candidate else -1
+            if at >= 0 and not text[cursor:at].strip(' |'):
+                out.append(TextBox(page, at, at + len(candidate), *box))
+                cursor = at + len(candidate)
+                break
+        else:
+            return []
     return out
 
 

@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 __all__ = ['IMAGE_SUFFIXES', 'read_image']
 
-VERSION = 2
+VERSION = 3
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 IMAGE_SUFFIXES = ('.png', '.jpg', '.jpeg', '.tif', '.tiff')

@@ -11,13 +11,14 @@ import math
 import re
 import threading
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._limits import check_time
 from .._model import OutlineBuilder, ParsedDocument, ReadError
-from ._boxes import Box, LineBox, fractions, locate_lines, ocr_lines
+from ._boxes import Box, LineBox, WordedLine, fractions, locate_lines, ocr_lines
 from ._ocr import (
     DEFAULT_OCR,
     INSTALL_TESSERACT,
@@ -34,7 +35,7 @@ from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']
 
-VERSION = 3
+VERSION = 4
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 
@@ -120,8 +121,8 @@ class _Page:
     needs_ocr: bool = False
     tables: list[tuple[str, str]] = field(default_factory=list)
     """Each table's rendered text and header, as written into ``text``."""
-    boxes: list[LineBox] = field(default_factory=list)
-    """Each line's text and box on the page as displayed, in the order ``text`` has them."""
+    boxes: Sequence[LineBox | WordedLine] = field(default_factory=list)
+    """Each line's text and box on the page as displayed (an OCR'd line's words' too), in the order ``text`` has them."""
 
 
 def _open(data: bytes) -> Any:
