@@ -125,6 +125,24 @@ async def test_kill_9_during_ingest_leaves_a_consistent_store(postgres_uri: str)
     await _consistent(store)
 
 
+async def test_unscoped_search_of_a_small_table_is_exact_without_counting(postgres_uri: str) -> None:
+    """Unscoped, the statistics put the table under ``exact_below``: ranked exactly in one pass, the same rows as the
+    counted exact plan of a filter admitting every row; past ``exact_below`` by the statistics, the index."""
+    schema = _schema()
+    store = PostgresStore(postgres_uri, schema=schema, embedder=HashingEmbeddingModel(32))
+    await store.upsert([_doc(f'file:///{i}.md', i, 10) for i in range(30)])
+    with psycopg.connect(postgres_uri, autocommit=True) as conn:
+        conn.execute(f'ANALYZE {schema}.records')  # reltuples: 300
+    unscoped = await store.vector_search(SearchRequest('chunk 3 words', 25))
+    assert store.last_vector_plan == 'exact'
+    counted = await store.vector_search(SearchRequest('chunk 3 words', 25, F.in_('tenant', ['acme', 'globex'])))
+    assert store.last_vector_plan == 'exact'
+    assert [(h.record.id, h.score) for h in unscoped] == [(h.record.id, h.score) for h in counted]
+    store.exact_below = 299
+    assert len(await store.vector_search(SearchRequest('chunk 3 words', 25))) == 25
+    assert store.last_vector_plan == 'hnsw'
+
+
 async def test_filtered_index_search_keeps_top_k_and_regex_is_bounded(postgres_uri: str) -> None:
     store = PostgresStore(postgres_uri, schema=_schema(), embedder=HashingEmbeddingModel(32), exact_below=0)
     await store.upsert([_doc(f'file:///{i}.md', i, 10) for i in range(30)])  # 150 'acme' chunks of 300
