@@ -204,7 +204,10 @@ class TwoReadStore(InnerWrites):
 async def test_the_kit_fails_a_store_that_reads_the_anchor_and_the_window_apart() -> None:
     problems = await mixed_version_problems(TwoReadStore(InMemoryStore(HashingEmbeddingModel(64))))
     assert problems
-    assert any('(a window computed from an anchor of another version)' in p for p in problems), problems
+    # Caught either way, by which read a write lands between: a window that does not match the version its
+    # texts carry, or the Retriever refusing an anchored answer that is not the window around its anchor.
+    caught = ('(a window computed from an anchor of another version)', 'it must read the window around the anchor')
+    assert any(c in p for p in problems for c in caught), problems
     assert not any('no read overlapped' in p for p in problems)
 
 
