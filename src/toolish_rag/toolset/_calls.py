@@ -111,18 +111,17 @@ class ToolCalls(WrapperToolset[AgentDepsT]):
                     found: Found = await bound(retriever)
             except InvalidRequestError as e:
                 message = retry_message(str(e), echoed=_strings(arguments))
-                down = tuple(dict.fromkeys(u.member for u in noted))
+                down = _members_down(noted)
                 if down:  # a member that did not answer may hold what was asked for
                     message = f'{message}\n\n{render_unavailable_retry(down)}'
                 span.set_attribute(RETRY, True)
-                filtered = retriever.filter is not None
                 what = {'result_text': message, 'error': message, 'unavailable': down}
-                await self.emit(self.event(short, arguments, start, filtered, **what))
+                await self.emit(self.event(short, arguments, start, retriever.filter is not None, **what))
                 raise ModelRetry(message) from e
             span.set_attribute(HITS, len(found.hits))
             span.set_attributes(dict(found.attributes))
             text, hits = found.text, tuple(found.hits)
-            down = tuple(dict.fromkeys(e.member for e in noted))
+            down = _members_down(noted)
             if down:
                 text = f'{text}\n\n{render_unavailable(down)}'
             filtered = retriever.filter is not None
@@ -140,6 +139,11 @@ class ToolCalls(WrapperToolset[AgentDepsT]):
         if sent is None or filters is None:
             return retriever
         return retriever.with_filter(filters.parse(sent))
+
+
+def _members_down(noted: list[MemberUnavailable]) -> tuple[str, ...]:
+    """The federation members that did not answer during a call, each once, in the order they were noted."""
+    return tuple(dict.fromkeys(u.member for u in noted))
 
 
 def _as_sent(arguments: Mapping[str, Any]) -> dict[str, Any]:
