@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ._extras import install_command
 from .builder import DocumentBuilder
 from .content import Chunk, Document
 from .toolset import ToolishRag
@@ -88,7 +89,7 @@ def score_run(run: Run, qrels: Qrels) -> dict[str, float]:
     try:
         import pytrec_eval
     except ImportError as e:  # pragma: no cover - depends on the environment
-        raise RuntimeError('evaluation needs pytrec_eval: pip install "toolish-rag[eval]"') from e
+        raise RuntimeError(f'evaluation needs pytrec_eval: {install_command("eval")}') from e
     judged = {q: rels for q, rels in qrels.items() if any(v > 0 for v in rels.values())}
     full = {q: dict(run.get(q, {})) for q in judged}
     top10 = {q: dict(sorted(hits.items(), key=lambda kv: -kv[1])[:10]) for q, hits in full.items()}

@@ -140,4 +140,4 @@ def test_no_ray_import_until_it_runs_and_a_clear_error_without_it(tmp_path: Path
     run = subprocess.run([sys.executable, '-c', code], capture_output=True, text=True)
     assert run.stdout.strip() == '[]'
     assert run.returncode != 0
-    assert "ImportError: RayExecutor needs Ray Data: install the extra, pip install 'toolish-rag[ray]'" in run.stderr
+    assert 'ImportError: RayExecutor needs Ray Data (ray[data]): pip install "toolish-rag-slim[ray]"' in run.stderr

@@ -185,7 +185,7 @@ async def test_a_missing_library_fails_before_any_work(tmp_path: Path, monkeypat
     backend._partitioners.cache_clear()
     monkeypatch.setitem(sys.modules, 'unstructured', None)  # as if not installed: its import fails
     try:
-        with pytest.raises(RuntimeError, match=r'pip install "toolish-rag\[unstructured\]"'):
+        with pytest.raises(RuntimeError, match=r'pip install "toolish-rag-slim\[unstructured\]"'):
             await ingest(store, tmp_path, progress=False, reader='unstructured')
     finally:
         backend._partitioners.cache_clear()
@@ -205,7 +205,7 @@ def test_the_cli_names_the_extra_before_opening_the_store(tmp_path: Path, monkey
     monkeypatch.setitem(sys.modules, 'unstructured', None)
     argv = ['ingest', str(docs), '--reader', 'unstructured', '--store', f'lancedb:{tmp_path / "kb"}', '--no-progress']
     try:
-        with pytest.raises(SystemExit, match=r'--reader unstructured: .*pip install "toolish-rag\[unstructured\]"'):
+        with pytest.raises(SystemExit, match=r'--reader unstructured: .*pip install "toolish-rag-slim\[unstructured\]"'):
             main(argv)
     finally:
         backend._partitioners.cache_clear()

@@ -11,6 +11,7 @@ from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 
+from .._extras import install_command
 from ._common import MODEL_ENV, add_model_arguments, model_and_scoped_rag
 from ._terminal import terminal_safe
 
@@ -138,7 +139,7 @@ async def chat(
             home = config_dir if config_dir is not None else Path.home() / '.toolish-rag'
             prompts = _terminal_prompts(prog_name, home / HISTORY_FILE)
         except ImportError as e:  # pragma: no cover - depends on the installed extras
-            out.print(f'toolish-rag chat in a terminal needs prompt-toolkit: pip install "toolish-rag[mcp]" ({e})')
+            out.print(f'toolish-rag chat in a terminal needs prompt-toolkit: {install_command("mcp")} ({e})')
             return 2
     else:
         prompts = _piped_prompts(input if input is not None else sys.stdin)

@@ -7,6 +7,7 @@ import ipaddress
 import sys
 from typing import Any
 
+from .._extras import install_command
 from ._common import open_rag
 from ._extras import MCP, MCP_HTTP, require
 from ._filter_arg import add_filter_argument, scoped as scoped_rag
@@ -88,7 +89,7 @@ async def run(args: argparse.Namespace) -> int:
     try:
         from ..mcp import TokenLimits  # the rest when used: a stdio start imports neither tokens nor filters
     except ImportError as e:  # pragma: no cover - depends on the installed extras
-        print(f'toolish-rag mcp needs the mcp extra: pip install "toolish-rag[mcp]" ({e})', file=sys.stderr)
+        print(f'toolish-rag mcp needs the mcp extra: {install_command("mcp")} ({e})', file=sys.stderr)
         return 2
     tokens = None
     limits = TokenLimits().with_overrides(_limits(args))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Unpack
 
+from .._extras import install_command
 from ..protocols import DocumentStore
 from ._options import IngestKeywords, IngestOptions
 from ._parse import file_uri
@@ -308,5 +309,5 @@ def _awatch() -> Watcher:
     try:
         from watchfiles import awatch
     except ImportError as exc:
-        raise ImportError('watching for changes needs watchfiles: pip install "toolish-rag[watch]"') from exc
+        raise ImportError(f'watching for changes needs watchfiles: {install_command("watch")}') from exc
     return awatch

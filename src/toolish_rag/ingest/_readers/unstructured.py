@@ -19,6 +19,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from ..._extras import install_command
 from .._limits import check_time, current_limits
 from .._model import OutlineBuilder, ParsedDocument, ReadError
 from ._containers import open_container
@@ -32,7 +33,7 @@ __all__ = ['INSTALL_UNSTRUCTURED', 'SUFFIXES', 'VERSION', 'backend_key', 'read_u
 VERSION = 2
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
-INSTALL_UNSTRUCTURED = 'the unstructured reader backend is not installed: pip install "toolish-rag[unstructured]"'
+INSTALL_UNSTRUCTURED = f'the unstructured reader backend is not installed: {install_command("unstructured")}'
 
 SUFFIXES: dict[str, str] = {
     '.docx': 'docx',

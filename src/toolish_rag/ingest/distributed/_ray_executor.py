@@ -16,6 +16,7 @@ from dataclasses import KW_ONLY, dataclass
 from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
+from ..._extras import install_command
 from .._embedding import StoreEmbedding
 from .._parse import Parsed, ParseJob
 from .._walk import Found
@@ -128,9 +129,7 @@ def _import_ray() -> ModuleType:
         import ray
         import ray.data  # Ray Data is the part this needs: the ``[data]`` extra
     except ImportError as exc:
-        raise ImportError(
-            "RayExecutor needs Ray Data: install the extra, pip install 'toolish-rag[ray]' (ray[data])"
-        ) from exc
+        raise ImportError(f'RayExecutor needs Ray Data (ray[data]): {install_command("ray")}') from exc
     return ray
 
 
