@@ -205,7 +205,9 @@ def test_the_cli_names_the_extra_before_opening_the_store(tmp_path: Path, monkey
     monkeypatch.setitem(sys.modules, 'unstructured', None)
     argv = ['ingest', str(docs), '--reader', 'unstructured', '--store', f'lancedb:{tmp_path / "kb"}', '--no-progress']
     try:
-        with pytest.raises(SystemExit, match=r'--reader unstructured: .*pip install "toolish-rag-slim\[unstructured\]"'):
+        with pytest.raises(
+            SystemExit, match=r'--reader unstructured: .*pip install "toolish-rag-slim\[unstructured\]"'
+        ):
             main(argv)
     finally:
         backend._partitioners.cache_clear()
