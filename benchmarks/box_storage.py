@@ -57,10 +57,10 @@ def summary(rows: Sequence[dict[str, Any]]) -> str:
     rows = [r for r in rows if r.get('boxed_chunks')]
     if not rows:
         return ''
-    n = sum(r['boxed_chunks'] for r in rows)
+    n: int = sum(r['boxed_chunks'] for r in rows)
 
     def mean(key: str) -> float:
-        return sum(r[key] * r['boxed_chunks'] for r in rows) / n
+        return float(sum(r[key] * r['boxed_chunks'] for r in rows)) / n
 
     return (
         f'boxes in JSON, {n} boxed chunks: {mean("boxes_per_chunk"):.1f} boxes a chunk, '

@@ -75,6 +75,7 @@ def test_the_list_form_stores_wrote_before_is_still_read() -> None:
 
 def test_no_boxes_stay_an_empty_list() -> None:
     assert json.loads(chunk(()).model_dump_json())['boxes'] == []
+    assert chunk('h').boxes == ()  # what packing no boxes gives
 
 
 def test_coordinates_are_put_on_the_grid_and_must_be_finite() -> None:
@@ -95,6 +96,7 @@ def _deflated(raw: bytes) -> str:
     [
         ('x' + base64.b64encode(bytes(14)).decode(), 'not a packed boxes string'),
         ('h!!!!', 'corrupt'),
+        ('h\u00e9t\u00e9', 'ASCII'),
         ('h' + base64.b64encode(bytes(13)).decode(), 'whole number of boxes'),
         ('H' + base64.b64encode(b'\x00\x01').decode(), 'corrupt|truncated'),
         (_deflated(bytes(1 << 25)), 'truncated or too long'),  # 32 MiB of zeros in 32 kB: refused, not unpacked

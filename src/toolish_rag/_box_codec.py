@@ -17,9 +17,9 @@ import binascii
 import sys
 import zlib
 from array import array
-from collections.abc import Callable, Sequence
-from itertools import accumulate
-from operator import add, sub
+from collections.abc import Sequence
+from itertools import accumulate, chain, repeat
+from operator import add, mul, sub, truediv
 from typing import TypeVar
 
 __all__ = ['QUANTUM', 'on_grid', 'pack_boxes', 'unpack_boxes']
@@ -33,7 +33,7 @@ _MAX_UNPACKED = 1 << 24
 """Bytes a deflated string may unpack to (over a million boxes): a corrupt or hostile string fails, not the memory."""
 
 _Row = tuple[int, int, int, float, float, float, float]
-_T = TypeVar('_T')
+_T = TypeVar('_T', bound=tuple[object, ...])
 
 
 def on_grid(value: float) -> float:
@@ -41,17 +41,33 @@ def on_grid(value: float) -> float:
     return round(value * QUANTUM) / QUANTUM
 
 
+def _after(values: Sequence[int]) -> list[int]:
+    """Each value's predecessor (0 before the first): what a column's deltas are taken from."""
+    return [0, *values[:-1]]
+
+
+def _quantised(values: Sequence[float]) -> list[int]:
+    return list(map(round, map(mul, values, repeat(QUANTUM))))
+
+
 def pack_boxes(boxes: Sequence[_Row]) -> str:
     """The string for ``boxes`` (page, start, end, x0, top, x1, bottom rows; coordinates on the grid)."""
-    columns: list[list[int]] = [[] for _ in range(_COLUMNS)]
-    page = end = right = top = height = 0
-    for row in boxes:
-        x0, y0, x1, y1 = (round(v * QUANTUM) for v in row[3:])
-        values = (row[0] - page, row[1] - end, row[2] - row[1], x0 - right, x1 - x0, y0 - top, y1 - y0 - height)
-        for column, value in zip(columns, values, strict=True):
-            column.append(value)
-        page, end, right, top, height = row[0], row[2], x1, y0, y1 - y0
-    flat = [v for column in columns for v in column]
+    if not boxes:
+        return _WIDTHS[0]
+    pages, starts, ends, *corners = zip(*boxes, strict=True)
+    x0, y0, x1, y1 = map(_quantised, corners)
+    heights = list(map(sub, y1, y0))
+    flat = list(
+        chain(
+            map(sub, pages, _after(pages)),
+            map(sub, starts, _after(ends)),
+            map(sub, ends, starts),
+            map(sub, x0, _after(x1)),
+            map(sub, x1, x0),
+            map(sub, y0, _after(y0)),
+            map(sub, heights, _after(heights)),
+        )
+    )
     for code in _WIDTHS:
         try:
             packed = array(code, flat)
@@ -67,14 +83,14 @@ def pack_boxes(boxes: Sequence[_Row]) -> str:
     raise ValueError('a box offset or page does not fit in 64 bits')
 
 
-def unpack_boxes(text: str, make: Callable[[int, int, int, float, float, float, float], _T]) -> list[_T]:
-    """The boxes ``text`` (from `pack_boxes`) stands for, each made by ``make(page, start, end, x0, top, x1,
-    bottom)``; ``ValueError`` for a string that is not one."""
+def unpack_boxes(text: str, kind: type[_T]) -> list[_T]:
+    """The boxes ``text`` (from `pack_boxes`) stands for, each a ``kind`` (a tuple of page, start, end, x0, top,
+    x1, bottom: `TextBox`, made without a call per box); ``ValueError`` for a string that is not one."""
     code = text[:1]
     if code.lower() not in _WIDTHS:
         raise ValueError(f'not a packed boxes string (it starts with {code!r})')
     try:
-        raw = base64.b64decode(text[1:], validate=True)
+        raw = binascii.a2b_base64(text[1:], strict_mode=True)
         if code.isupper():
             inflate = zlib.decompressobj(wbits=-15)
             raw = inflate.decompress(raw, _MAX_UNPACKED)
@@ -94,16 +110,13 @@ def unpack_boxes(text: str, make: Callable[[int, int, int, float, float, float, 
     rights = list(accumulate(map(add, lefts, widths)))
     y0 = list(accumulate(tops))
     y1 = map(add, y0, accumulate(heights))
-    q = QUANTUM
+    q = repeat(QUANTUM)
+    corners = (
+        map(truediv, map(sub, rights, widths), q),
+        map(truediv, y0, q),
+        map(truediv, rights, q),
+        map(truediv, y1, q),
+    )
     return list(
-        map(
-            make,
-            accumulate(pages),
-            map(sub, ends, lengths),
-            ends,
-            [v / q for v in map(sub, rights, widths)],
-            [v / q for v in y0],
-            [v / q for v in rights],
-            [v / q for v in y1],
-        )
+        map(tuple.__new__, repeat(kind), zip(accumulate(pages), map(sub, ends, lengths), ends, *corners, strict=True))
     )
