@@ -99,9 +99,11 @@ def _deflated(raw: bytes) -> str:
         ('h\u00e9t\u00e9', 'ASCII'),
         ('h' + base64.b64encode(bytes(13)).decode(), 'whole number of boxes'),
         ('H' + base64.b64encode(b'\x00\x01').decode(), 'corrupt|truncated'),
-        (_deflated(bytes(1 << 25)), 'truncated or too long'),  # 32 MiB of zeros in 32 kB: refused, not unpacked
+        ('bomb', 'truncated or too long'),
     ],
 )
 def test_a_corrupt_or_hostile_string_is_refused(packed: str, why: str) -> None:
+    if packed == 'bomb':
+        packed = _deflated(bytes(1 << 25))  # 32 MiB of zeros in 32 kB: refused, not unpacked
     with pytest.raises(ValidationError, match=why):
         chunk(packed)
