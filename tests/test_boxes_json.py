@@ -7,12 +7,16 @@ import base64
 import json
 import random
 import zlib
+from pathlib import Path
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
 
 from toolish_rag.content import Chunk, TextBox
+from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.stores import InMemoryStore
+from toolish_rag.testing import conformance_corpus
 
 
 def chunk(boxes: Any) -> Chunk:
@@ -107,3 +111,18 @@ def test_a_corrupt_or_hostile_string_is_refused(packed: str, why: str) -> None:
         packed = _deflated(bytes(1 << 25))  # 32 MiB of zeros in 32 kB: refused, not unpacked
     with pytest.raises(ValidationError, match=why):
         chunk(packed)
+
+
+async def test_a_persisted_memory_store_writes_boxes_packed_and_reads_them_back(tmp_path: Path) -> None:
+    """What a store writes is the packed string (a file here; LanceDB, Tantivy and Postgres keep the same JSON),
+    and a reopened store gives the boxes back: the kit checks the round trip in every store."""
+    store = InMemoryStore(HashingEmbeddingModel(64), path=tmp_path / 'store')
+    await store.upsert(conformance_corpus())
+    written = b''.join(p.read_bytes() for p in (tmp_path / 'store').rglob('*') if p.is_file())
+    boxed = [c for d in conformance_corpus() for c in d.chunks if c.boxes]
+    assert boxed and b'"boxes":[[' not in written
+    for c in boxed:
+        assert json.dumps(c.model_dump(mode='json')['boxes']).encode() in written
+    reopened = InMemoryStore(HashingEmbeddingModel(64), path=tmp_path / 'store')
+    got = await reopened.get_records([c.id for c in boxed])
+    assert {r.id: getattr(r, 'boxes', None) for r in got} == {c.id: c.boxes for c in boxed}
