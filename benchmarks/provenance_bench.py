@@ -16,6 +16,8 @@ One command, every figure measured in the same run against an independent reader
   text of that page), and every quote's page holds the quote.
 * **OCR recall**: word recall against the truth for every image and scanned PDF in ``fidelity``,
   ours and plain ``tesseract FILE -`` (a PDF page rendered at 300 dpi first), same run.
+* **storage**: bytes of a boxed chunk's boxes in JSON and the time to write and read them, the packed
+  string stores keep against the list form written before (``box_storage.py``), text layers and OCR'd.
 * **render**: the inspector's citation page (`toolish_rag.inspect` page picture) of a 50-page PDF,
   warm, median of 10 (goal 300 ms).
 
@@ -43,6 +45,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from box_storage import storage_row, summary  # noqa: E402
 from ingest_fidelity import normalise, words  # noqa: E402
 
 from toolish_rag.citations import CitationSource, check_quote  # noqa: E402
@@ -284,11 +287,13 @@ def chunk_pages(chunks: list[Chunk], plumber: PlumberPages) -> tuple[int, int]:
 # -- runs ---------------------------------------------------------------------------------------------
 
 
-def text_layer_boxes(files: list[Path], quotes: int, rng: random.Random) -> dict[str, Any]:
+def text_layer_boxes(files: list[Path], quotes: int, rng: random.Random, storage: dict[str, Any]) -> dict[str, Any]:
     rows = {}
     for path in files:
         try:
+            started = time.perf_counter()
             doc = parse_path(path)
+            storage[path.name] = storage_row(doc.chunks, time.perf_counter() - started)
         except Exception as exc:  # the encrypted and the malformed PDFs
             rows[path.name] = {'error': str(exc)[:80]}
             continue
@@ -308,25 +313,43 @@ def text_layer_boxes(files: list[Path], quotes: int, rng: random.Random) -> dict
     return rows
 
 
-def ocr_boxes_and_recall(files: list[Path], data: Path, quotes: int, rng: random.Random) -> dict[str, Any]:
+def ocr_boxes_and_recall(
+    files: list[Path], data: Path, quotes: int, rng: random.Random, storage: dict[str, Any]
+) -> dict[str, Any]:
     manifest = {Path(m['doc']).name: m for m in json.loads((data / 'fidelity' / 'manifest.json').read_text())}
     rows = {}
     with tempfile.TemporaryDirectory() as tmp:
         for path in files:
+            started = time.perf_counter()
             doc = parse_path(path)
+            storage[path.name] = storage_row(doc.chunks, time.perf_counter() - started)
             images = [path] if path.suffix.lower() in IMAGES else rendered_pages(path, Path(tmp))
             frames = _frames(path, Path(tmp)) if path.suffix.lower() in ('.tif', '.tiff') else images
             plain = [tesseract_words(frame) for frame in frames]
             truth_words = [words_of for words_of, _ in plain]
             row = score_quotes(
                 random_quotes(list(doc.chunks), quotes, rng),
-                lambda page, quote, t=truth_words: truth_run(t[page - 1], t[page - 1], quote),
+                lambda page, quote, t=truth_words: ocr_truth_run(t[page - 1], quote),
             )
             truth = manifest.get(path.name)
             if truth is not None and truth.get('has_text_truth'):
                 row |= _recall(doc, '\n'.join(t for _, t in plain), data / 'fidelity' / truth['truth'][0])
             rows[path.name] = row
     return rows
+
+
+def ocr_truth_run(words_of_page: list[tuple[Box, str]], quote: str) -> Any:
+    """`truth_run` on plain Tesseract's words, also spelled with a hyphen ending a word dropped: Tesseract lists a
+    word hyphenated at a line's end as two (``per-``, ``sons``) where our text, and so a quote, joins it
+    (``persons``); without this the words were chained instead, to the same word standing elsewhere on the page."""
+    joined = [(box, text[:-1] if text.endswith('-') and len(text) > 1 else text) for box, text in words_of_page]
+    for items in (words_of_page, joined):
+        run = _find_run(items, quote)
+        if run is False:
+            return None
+        if run:
+            return run
+    return _chain_words(words_of_page, quote)
 
 
 def _frames(path: Path, folder: Path) -> list[Path]:
@@ -410,9 +433,9 @@ def main() -> None:
     ocr_files += [p for p in sorted((args.data / 'fidelity' / 'docs').iterdir()) if p.suffix.lower() in IMAGES]
     result: dict[str, Any] = {}
     if not args.only_render:
-        result['text_layers'] = text_layer_boxes(born_digital, args.quotes, rng)
+        result['text_layers'] = text_layer_boxes(born_digital, args.quotes, rng, result.setdefault('storage', {}))
     if not args.skip_ocr and not args.only_render:
-        result['ocr'] = ocr_boxes_and_recall(ocr_files, args.data, args.quotes, rng)
+        result['ocr'] = ocr_boxes_and_recall(ocr_files, args.data, args.quotes, rng, result.setdefault('storage', {}))
     result['render'] = render_time(args.data)
     _print(result)
     if args.json:
@@ -432,6 +455,7 @@ def _print(result: dict[str, Any]) -> None:
             good = sum(r['quotes'] * r['share_iou_0.9'] for r in scored)
             across = sum(r['quotes'] * r['share_iou_across_0.9'] for r in scored)
             print(f'\nall quotes: {total}; IoU >= 0.9: {good / total:.3f}; across the page only: {across / total:.3f}')
+        print(summary([result.get('storage', {}).get(name, {}) for name in rows]))
     print('\n## render\n\n', result.get('render'))
 
 

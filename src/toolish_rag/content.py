@@ -12,8 +12,17 @@ import unicodedata
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Annotated, Any, Literal, NamedTuple, TypeAlias
 
-from pydantic import BaseModel, ConfigDict, Field, field_serializer, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidatorFunctionWrapHandler,
+    field_serializer,
+    field_validator,
+    model_validator,
+)
 
+from ._box_codec import on_grid, pack_boxes, unpack_boxes
 from ._glyph_widths import width_of
 
 __all__ = [
@@ -184,8 +193,8 @@ class TextBox(NamedTuple):
 
     ``start``/``end`` are offsets in the chunk's ``urtext``; the box is ``(x0, top, x1, bottom)`` as
     fractions of the page's width and height, origin top-left, the page as displayed (its CropBox,
-    its rotation applied). Stored as a JSON array (``[1, 0, 57, 0.118, 0.0905, 0.882, 0.101]``),
-    so a chunk's boxes cost a few dozen bytes a piece (a word, OCR'd). See docs/grounded.md#where-a-quote-stands.
+    its rotation applied), kept to 1/10,000 of the page. A chunk's boxes are one short string in JSON
+    (docs/grounded.md#how-boxes-are-stored). See docs/grounded.md#where-a-quote-stands.
     """
 
     page: int
@@ -229,6 +238,17 @@ class TextBox(NamedTuple):
         return self._replace(start=self.start + by, end=self.end + by)
 
 
+def _gridded(box: TextBox) -> bool:
+    return all(math.isfinite(v) and on_grid(v) == v for v in box[3:])
+
+
+def _to_grid(box: TextBox) -> TextBox:
+    if not all(math.isfinite(v) for v in box[3:]):
+        raise ValueError(f'box coordinates must be finite numbers, got {box.box}')
+    x0, top, x1, bottom = (on_grid(v) for v in box[3:])
+    return TextBox(box.page, box.start, box.end, x0, top, x1, bottom)
+
+
 class Chunk(Retrievable):
     """A piece of a document's text: the unit that is indexed, searched and cited."""
 
@@ -257,10 +277,26 @@ class Chunk(Retrievable):
     """1-based page of the source where the chunk starts, for paged formats."""
     boxes: tuple[TextBox, ...] = ()
     """Where its lines stand on their pages (PDF pages and OCR'd images; empty for other formats), in
-    reading order: what a citation's quote is highlighted by (docs/grounded.md#where-a-quote-stands)."""
+    reading order: what a citation's quote is highlighted by (docs/grounded.md#where-a-quote-stands).
+    Coordinates are rounded to 1/10,000 of the page; in JSON the boxes are one packed string (the list
+    of 7-item arrays written before is still read), docs/grounded.md#how-boxes-are-stored."""
     cells: str | None = None
     """The spreadsheet cells its text was read from, as Excel writes a range (``Sheet1!A1:D20``; a sheet
     name with spaces or signs in quotes, ``'Q1 sales'!B2:C9``), for chunks of XLSX workbooks."""
+
+    @field_validator('boxes', mode='wrap')
+    @classmethod
+    def _read_boxes(cls, value: Any, handler: ValidatorFunctionWrapHandler) -> tuple[TextBox, ...]:
+        """A packed string (what stores keep) is unpacked as is; boxes otherwise given are checked and put on
+        the grid, so every store gives back exactly the boxes it was given."""
+        if isinstance(value, str):
+            return tuple(unpack_boxes(value, TextBox))
+        boxes: tuple[TextBox, ...] = handler(value)
+        return tuple(box if _gridded(box) else _to_grid(box) for box in boxes)
+
+    @field_serializer('boxes', when_used='json')
+    def _packed_boxes(self, boxes: tuple[TextBox, ...]) -> str | list[Any]:
+        return pack_boxes(boxes) if boxes else []
 
     @model_validator(mode='after')
     def _aligned(self) -> Chunk:

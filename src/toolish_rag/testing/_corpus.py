@@ -54,12 +54,27 @@ def _chunk_metadata(i: int) -> dict[str, MetadataValue]:
     return md
 
 
-def _boxes(page: int, length: int) -> tuple[TextBox, ...]:
-    """Where a chunk's two lines stand on its page (as a PDF's would): kept exactly by every store."""
-    cut = length // 2
-    return (
-        TextBox(page, 0, cut, 0.1181, 0.0905, 0.8819, 0.1072),
-        TextBox(page, cut + 1, length, 0.1181, 0.1072, 0.4403, 0.1239),
+def _boxes(page: int, text: str) -> tuple[TextBox, ...]:
+    """Where a chunk stands on its page, kept exactly by every store: two lines (as a PDF's) on page 1, a box a
+    word (as an OCR'd page's, tops and heights uneven) on page 2."""
+    if page == 1:
+        cut = len(text) // 2
+        return (
+            TextBox(page, 0, cut, 0.1181, 0.0905, 0.8819, 0.1072),
+            TextBox(page, cut + 1, len(text), 0.1181, 0.1072, 0.4403, 0.1239),
+        )
+    words = [m.span() for m in re.finditer(r'\S+', text)]
+    return tuple(
+        TextBox(
+            page,
+            start,
+            end,
+            *(
+                round(v, 4)
+                for v in (0.1 + 0.08 * i, 0.3 + 0.0007 * (i % 3), 0.17 + 0.08 * i, 0.3129 + 0.0011 * (i % 2))
+            ),
+        )
+        for i, (start, end) in enumerate(words)
     )
 
 
@@ -78,7 +93,7 @@ def conformance_corpus() -> list[Document]:
         top = b.section('Overview')
         for k in range(2):
             text = f'{COMMON_WORD} overview {_TOPICS[i % 6]} for {tenant} number {i}'
-            b.add_chunk(top, text, metadata=_chunk_metadata(i), page=k + 1, boxes=_boxes(k + 1, len(text)))
+            b.add_chunk(top, text, metadata=_chunk_metadata(i), page=k + 1, boxes=_boxes(k + 1, text))
             i += 1
         details = b.section('Details', parent=top)
         for k in range(3):
