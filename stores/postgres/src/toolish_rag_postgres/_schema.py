@@ -105,6 +105,30 @@ $$;
 """
 
 
+_BOUND = """
+CREATE OR REPLACE FUNCTION toolish_{kind}_bound(value jsonb, top boolean) RETURNS {type}
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE e jsonb; v {type}; bound {type};
+BEGIN
+    FOR e IN SELECT x FROM jsonb_array_elements(
+        CASE jsonb_typeof(value) WHEN 'array' THEN value ELSE jsonb_build_array(value) END) AS x LOOP
+        IF jsonb_typeof(e) = '{kind}' THEN
+            v := e #>> '{{}}';
+            IF bound IS NULL OR (top AND v{collate} > bound{collate}) OR (NOT top AND v{collate} < bound{collate}) THEN
+                bound := v;
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN bound;
+END $$;
+"""
+"""``toolish_number_bound`` / ``toolish_string_bound``: the least (or greatest) number / string among a metadata
+value's elements (``NULL``: none of that kind), strings in code-point order. "Some element is below ``v``" is "the
+least is below ``v``", so a range filter on a key is one comparison with these, which a btree index on them serves
+(`toolish_rag_postgres._ranges`). They call only ``pg_catalog`` functions: ``CREATE INDEX`` runs them under a
+``search_path`` of ``pg_catalog`` alone (PostgreSQL 17+)."""
+
+
 def pgvector_missing(database: str) -> str:
     """The one line shown when the database has no pgvector and this role cannot create it."""
     return (
@@ -140,6 +164,8 @@ def create_schema(conn: psycopg.Connection[tuple[object, ...]], schema: str, dat
         conn.execute('SELECT set_config(%s, %s, false)', ('search_path', search_path(schema, extension_schema)))
         fresh = conn.execute("SELECT to_regclass('records') IS NULL").fetchone()
         conn.execute(_TABLES)
+        conn.execute(_BOUND.format(kind='number', type='numeric', collate=''))
+        conn.execute(_BOUND.format(kind='string', type='text', collate=' COLLATE "C"'))
         if fresh is not None and fresh[0]:  # a new store is current; an older one is brought current by upgrade()
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', %s::jsonb) ON CONFLICT (key) DO NOTHING",
