@@ -36,14 +36,20 @@ def create_range_indexes(conn: psycopg.Connection[tuple[object, ...]], schema: s
     """The range indexes of ``keys`` that are missing, built in one transaction under the store's advisory lock.
 
     A build reads the whole table and holds writers off until it commits (``CREATE INDEX``, not
-    ``CONCURRENTLY``): declare keys when the store is created, or open it once with them at a quiet time.
+    ``CONCURRENTLY``; then ``ANALYZE``, so that the planner knows the new expressions' values): declare keys
+    when the store is created, or open it once with them at a quiet time.
     """
     with conn.transaction():
         conn.execute('SELECT pg_advisory_xact_lock(hashtext(%s))', (f'toolish_rag:{schema}',))
+        built = False
         for key in keys:
             for index, (_, function, top, collate) in zip(range_index_names(key), _BOUNDS, strict=True):
+                found = conn.execute('SELECT to_regclass(%s) IS NOT NULL', (sql.Identifier(index).as_string(),))
+                row = found.fetchone()
+                if row is not None and row[0]:
+                    continue
                 conn.execute(
-                    sql.SQL('CREATE INDEX IF NOT EXISTS {} ON records (({}(metadata -> {}, {})){})').format(
+                    sql.SQL('CREATE INDEX {} ON records (({}(metadata -> {}, {})){})').format(
                         sql.Identifier(index),
                         sql.Identifier(function),
                         sql.Literal(key),
@@ -51,3 +57,6 @@ def create_range_indexes(conn: psycopg.Connection[tuple[object, ...]], schema: s
                         sql.SQL(collate),
                     )
                 )
+                built = True
+        if built:  # the planner's statistics of the new expressions, so that it knows when they are selective
+            conn.execute('ANALYZE records')
