@@ -87,9 +87,9 @@ class _Compiler(FilterVisitor[str]):
         return f'{self.metadata} -> {self.bind(key)}::text'
 
     def _ordered(self, key: str, value: Scalar, op: str) -> str:
-        # Two equal tests (`toolish_rag_postgres._ranges`): the jsonpath one is cheap per row and comes first; the bound's
-        # comparison is what a range index on the key serves. The bound is NULL only where the jsonpath
-        # test is FALSE (no element of the value's kind), so the conjunction is never NULL.
+        # Two equal tests (`toolish_rag_postgres._ranges`): the jsonpath one is cheap per row and comes first;
+        # the bound's comparison is what a range index on the key serves. The bound is NULL only where the
+        # jsonpath test is FALSE (no element of the value's kind), so the conjunction is never NULL.
         if isinstance(value, bool):
             return 'FALSE'
         path = self._path(key, f'lax $[*] ? (@ {op} $v)', value)

@@ -44,7 +44,7 @@ def create_range_indexes(conn: psycopg.Connection[tuple[object, ...]], schema: s
         built = False
         for key in keys:
             for index, (_, function, top, collate) in zip(range_index_names(key), _BOUNDS, strict=True):
-                found = conn.execute('SELECT to_regclass(%s) IS NOT NULL', (sql.Identifier(index).as_string(),))
+                found = conn.execute('SELECT to_regclass(%s) IS NOT NULL', (sql.Identifier(index).as_string(conn),))
                 row = found.fetchone()
                 if row is not None and row[0]:
                     continue
