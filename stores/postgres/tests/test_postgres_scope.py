@@ -145,6 +145,39 @@ async def test_row_security_alone_stops_an_unscoped_query(postgres_uri: str) -> 
     assert len(await store.list_documents()) == 6 and len(await store.list_entities()) == 6  # unscoped, as owner
 
 
+async def test_row_security_admits_exactly_the_scope_values_through_the_index(postgres_uri: str) -> None:
+    """The policy equals the reference ``in`` of the scope's values over mixed-type and list-valued metadata, and the
+    GIN index serves it (PostgreSQL applies a policy before the filters, so only the policy can use an index)."""
+    schema = f'rlsp_{uuid.uuid4().hex[:12]}'
+    store = PostgresStore(
+        postgres_uri, schema=schema, embedder=HashingEmbeddingModel(16), row_security=['tenant'], reader_role=schema
+    )
+    rng = random.Random(39)
+    b = DocumentBuilder('file:///rls.md', 'R')
+    for i in range(40):
+        roll = rng.random()
+        value: MetadataValue = rng.choice(_VALUES) if roll > 0.5 else None
+        if 0.2 < roll <= 0.5:
+            value = [rng.choice(_VALUES) for _ in range(rng.randint(0, 3))]
+        b.add_chunk(None, f'rls {i}', metadata={} if roll < 0.1 else {'tenant': value})
+    doc = b.build()
+    await store.upsert([doc])
+
+    def seen(tx: Any) -> set[str]:  # no WHERE: the policy alone
+        return {str(r) for (r,) in tx.execute('SELECT id FROM records')}
+
+    for _ in range(40):
+        values = [rng.choice(_VALUES) for _ in range(rng.randint(0, 3))]
+        expected = {c.id for c in doc.chunks if values and matches(F.in_('tenant', values), c)}
+        assert await store._db.run(seen, scope={'tenant': values}) == expected, values
+
+    def plan(tx: Any) -> str:
+        tx.execute('SET LOCAL enable_seqscan = off')
+        return '\n'.join(str(line) for (line,) in tx.execute('EXPLAIN SELECT id FROM records'))
+
+    assert 'records_metadata' in await store._db.run(plan, scope={'tenant': ['a']})
+
+
 _RANGE_KEYS = ('n', 'tag', 'plain')
 _RANGE_VALUES: tuple[Scalar, ...] = (
     -3,
