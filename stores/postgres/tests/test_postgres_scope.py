@@ -231,7 +231,8 @@ def _range_leaf(rng: random.Random) -> Filter:
         return F.starts_with(key, rng.choice(['', 'a', 'Z', '1', '\U0001f600']))
     if op == 'exists':
         return F.exists(key)
-    return {'gt': F.gt, 'gte': F.gte, 'lt': F.lt, 'lte': F.lte}[op](key, value)
+    ordered: dict[str, Callable[[str, Scalar], Filter]] = {'gt': F.gt, 'gte': F.gte, 'lt': F.lt, 'lte': F.lte}
+    return ordered[op](key, value)
 
 
 async def _ids(store: PostgresStore, f: Filter, *, indexes_only: bool) -> set[str]:

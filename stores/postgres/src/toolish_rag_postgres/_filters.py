@@ -4,7 +4,9 @@ Every value, key and label travels as a bind parameter (psycopg's named ``%(pN)s
 holds only fixed fragments, so nothing a model or tenant writes can change a statement's shape.
 The translation follows the reference semantics (`toolish_rag.filters.matches`) node by node:
 absent equals ``None``, a list matches by element, no coercion across kinds, negations are exact
-complements (every leaf is ``TRUE`` or ``FALSE``, never ``NULL``). See docs/stores/postgres.md.
+complements (every leaf is ``TRUE`` or ``FALSE``, never ``NULL``). ``eq``/``in`` are ``jsonb`` containment
+(the GIN index); ranges, ``starts_with`` and ``exists`` are jsonpath tests, ranges ANDed with a comparison a
+range index can serve (`toolish_rag_postgres._ranges`). See docs/stores/postgres.md.
 """
 
 from __future__ import annotations
