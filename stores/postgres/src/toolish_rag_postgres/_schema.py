@@ -126,7 +126,8 @@ END $$;
 value's elements (``NULL``: none of that kind), strings in code-point order. "Some element is below ``v``" is "the
 least is below ``v``", so a range filter on a key is one comparison with these, which a btree index on them serves
 (`toolish_rag_postgres._ranges`). They call only ``pg_catalog`` functions: ``CREATE INDEX`` runs them under a
-``search_path`` of ``pg_catalog`` alone (PostgreSQL 17+)."""
+``search_path`` of ``pg_catalog`` alone (PostgreSQL 17+). They are ``IMMUTABLE`` and indexed: a release that changes
+what they return must raise `SCHEMA_VERSION` and ``REINDEX`` the range indexes in its upgrade step."""
 
 
 def pgvector_missing(database: str) -> str:
