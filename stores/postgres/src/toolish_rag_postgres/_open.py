@@ -11,6 +11,7 @@ from toolish_rag.content import validate_metadata_key
 from toolish_rag.manifest import StoreManifest
 
 from ._database import Database, redacted
+from ._ranges import create_range_indexes
 from ._schema import create_schema, enable_row_security, search_path
 from ._upgrade import recorded_version
 
@@ -34,13 +35,22 @@ def _connect(conninfo: str) -> psycopg.Connection[tuple[object, ...]]:
 
 
 def open_database(
-    conninfo: str, schema: str, row_security: tuple[str, ...], reader_role: str, statement_timeout_ms: int
+    conninfo: str,
+    schema: str,
+    row_security: tuple[str, ...],
+    reader_role: str,
+    statement_timeout_ms: int,
+    indexed_keys: tuple[str, ...] = (),
 ) -> Opened:
-    """The store's `Database` on ``conninfo``, its tables created if missing (see `toolish_rag_postgres._schema`)."""
+    """The store's `Database` on ``conninfo``, its tables (and the range indexes of ``indexed_keys``) created if
+    missing (see `toolish_rag_postgres._schema`, `toolish_rag_postgres._ranges`)."""
     keys = tuple(validate_metadata_key(k) for k in row_security)
+    ranged = tuple(validate_metadata_key(k) for k in indexed_keys)
     with _connect(conninfo) as conn:
         database = str(conn.info.dbname)
         extension_schema = create_schema(conn, schema, database)
+        if ranged:
+            create_range_indexes(conn, schema, ranged)
         if keys:
             enable_row_security(conn, schema, keys, reader_role)
         row = conn.execute("SELECT value::text FROM meta WHERE key = 'manifest'").fetchone()

@@ -105,6 +105,31 @@ $$;
 """
 
 
+_BOUND = """
+CREATE OR REPLACE FUNCTION toolish_{kind}_bound(value jsonb, top boolean) RETURNS {type}
+LANGUAGE plpgsql IMMUTABLE PARALLEL SAFE AS $$
+DECLARE e jsonb; v {type}; bound {type};
+BEGIN
+    FOR e IN SELECT x FROM jsonb_array_elements(
+        CASE jsonb_typeof(value) WHEN 'array' THEN value ELSE jsonb_build_array(value) END) AS x LOOP
+        IF jsonb_typeof(e) = '{kind}' THEN
+            v := e #>> '{{}}';
+            IF bound IS NULL OR (top AND v{collate} > bound{collate}) OR (NOT top AND v{collate} < bound{collate}) THEN
+                bound := v;
+            END IF;
+        END IF;
+    END LOOP;
+    RETURN bound;
+END $$;
+"""
+"""``toolish_number_bound`` / ``toolish_string_bound``: the least (or greatest) number / string among a metadata
+value's elements (``NULL``: none of that kind), strings in code-point order. "Some element is below ``v``" is "the
+least is below ``v``", so a range filter on a key is one comparison with these, which a btree index on them serves
+(`toolish_rag_postgres._ranges`). They call only ``pg_catalog`` functions: ``CREATE INDEX`` runs them under a
+``search_path`` of ``pg_catalog`` alone (PostgreSQL 17+). They are ``IMMUTABLE`` and indexed: a release that changes
+what they return must raise `SCHEMA_VERSION` and ``REINDEX`` the range indexes in its upgrade step."""
+
+
 def pgvector_missing(database: str) -> str:
     """The one line shown when the database has no pgvector and this role cannot create it."""
     return (
@@ -140,6 +165,8 @@ def create_schema(conn: psycopg.Connection[tuple[object, ...]], schema: str, dat
         conn.execute('SELECT set_config(%s, %s, false)', ('search_path', search_path(schema, extension_schema)))
         fresh = conn.execute("SELECT to_regclass('records') IS NULL").fetchone()
         conn.execute(_TABLES)
+        conn.execute(_BOUND.format(kind='number', type='numeric', collate=''))
+        conn.execute(_BOUND.format(kind='string', type='text', collate=' COLLATE "C"'))
         if fresh is not None and fresh[0]:  # a new store is current; an older one is brought current by upgrade()
             conn.execute(
                 "INSERT INTO meta (key, value) VALUES ('schema_version', %s::jsonb) ON CONFLICT (key) DO NOTHING",
@@ -170,14 +197,30 @@ def create_vector_index(conn: psycopg.Connection[tuple[object, ...]], m: int, ef
     )
 
 
+_SCOPE_CONTAINERS = """
+CREATE OR REPLACE FUNCTION {schema}.toolish_scope_containers(key text) RETURNS jsonb[]
+LANGUAGE sql STABLE PARALLEL SAFE AS $$
+    SELECT COALESCE(array_agg(c), '{{}}'::jsonb[]) FROM jsonb_array_elements(COALESCE(
+        COALESCE(NULLIF(current_setting('toolish.scope', true), '')::jsonb, '{{}}'::jsonb) -> key, '[]'::jsonb
+    )) AS v, LATERAL (VALUES (jsonb_build_object(key, v)), (jsonb_build_object(key, jsonb_build_array(v)))) AS t(c)
+    WHERE jsonb_typeof(v) <> 'null'
+$$
+"""
+"""The ``jsonb`` objects a row's metadata must contain for one of ``key``'s values in ``toolish.scope``:
+``{key: value}`` and ``{key: [value]}`` for each (a scalar, or a list holding it), as the ``eq`` filters compile."""
+
+
 def _policy(schema: str, keys: Sequence[str]) -> sql.Composable:
-    """Admit a row when, for every key, one of its values is among those ``toolish.scope`` names."""
-    setting = sql.SQL("COALESCE(NULLIF(current_setting('toolish.scope', true), '')::jsonb, '{}'::jsonb)")
+    """Admit a row when, for every key, one of its values is among those ``toolish.scope`` names.
+
+    ``metadata @> ANY (...)`` with the array read once (a sub-select): the GIN index on ``metadata``
+    serves it, and PostgreSQL applies a policy before any filter whose functions are not ``LEAKPROOF``
+    (none of ours are), so an index the policy cannot use leaves every read scanning the whole table.
+    """
     tests = [
-        sql.SQL(
-            'EXISTS (SELECT 1 FROM {schema}.toolish_elements(metadata -> {key}) AS e '
-            "WHERE COALESCE({setting} -> {key}, '[]'::jsonb) @> jsonb_build_array(e))"
-        ).format(schema=sql.Identifier(schema), key=sql.Literal(key), setting=setting)
+        sql.SQL('metadata @> ANY ((SELECT {schema}.toolish_scope_containers({key}))::jsonb[])').format(
+            schema=sql.Identifier(schema), key=sql.Literal(key)
+        )
         for key in keys
     ]
     return sql.SQL(' AND ').join(tests)
@@ -205,6 +248,7 @@ def enable_row_security(
         conn.execute('ALTER TABLE records FORCE ROW LEVEL SECURITY')
         conn.execute('DROP POLICY IF EXISTS toolish_writer ON records')
         conn.execute('CREATE POLICY toolish_writer ON records TO CURRENT_USER USING (true) WITH CHECK (true)')
+        conn.execute(sql.SQL(_SCOPE_CONTAINERS.format(schema=sql.Identifier(schema).as_string(conn))))
         conn.execute(sql.SQL('DROP POLICY IF EXISTS toolish_scope ON records'))
         conn.execute(
             sql.SQL('CREATE POLICY toolish_scope ON records FOR SELECT TO {} USING ({})').format(

@@ -102,6 +102,8 @@ class PostgresStore:
         language: the text analyzer's language (default ``'auto'``), fixed when the store is created.
         row_security: metadata keys enforced by row-level security as well as by the SQL filters:
             reads run as ``reader_role`` with the run's values of these keys in ``toolish.scope``.
+        indexed_keys: metadata keys whose range filters (``gt``, ``gte``, ``lt``, ``lte``) an index serves
+            (four btree indexes each, built when missing; other keys are tested row by row).
         exact_below: a vector query over at most this many in-scope records ranks them all exactly.
         ef_search: ``hnsw.ef_search`` for index queries (``None``: 400, 1,000 under a filter, at least ``4 * top_k``).
         regex_scan_limit: most records one regex search scans (``None``: no limit).
@@ -121,6 +123,7 @@ class PostgresStore:
         language: str | None = None,
         row_security: Sequence[str] = (),
         reader_role: str | None = None,
+        indexed_keys: Sequence[str] = (),
         exact_below: int = 10_000,
         ef_search: int | None = None,
         hnsw_m: int = 16,
@@ -130,7 +133,12 @@ class PostgresStore:
         server: object | None = None,
     ) -> None:
         opened: Opened = open_database(
-            conninfo, schema, tuple(row_security), reader_role or f'{schema}_reader', statement_timeout_ms
+            conninfo,
+            schema,
+            tuple(row_security),
+            reader_role or f'{schema}_reader',
+            statement_timeout_ms,
+            tuple(indexed_keys),
         )
         self.location = f'postgres:{redacted(conninfo)} (schema {schema})'
         self.schema = schema
