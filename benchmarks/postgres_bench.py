@@ -205,17 +205,17 @@ async def recall(store: PostgresStore, queries: list[str], size: int) -> None:
     read row by row) and ``tenant = t<share>`` (``eq``, what a tenant scope is: read through the GIN index)."""
     for share in (1, 10, 50):
         for kind, f in (('lt', F.lt('bucket', share)), ('eq', F.eq('tenant', TENANT_OF_SHARE[share]))):
+            store.exact_below = 10**9
+            truths = [{h.id for h in await store.vector_search(SearchRequest(q, 10, f))} for q in queries]
             for label, exact_below in (('default plan', 10_000), ('hnsw forced', 0)):
+                store.exact_below = exact_below
                 total, plans, ms = 0.0, set(), []
-                for q in queries:
-                    store.exact_below = 10**9
-                    truth = [h.id for h in await store.vector_search(SearchRequest(q, 10, f))]
-                    store.exact_below = exact_below
+                for q, truth in zip(queries, truths, strict=True):
                     start = time.perf_counter()
                     got = [h.id for h in await store.vector_search(SearchRequest(q, 10, f))]
                     ms.append((time.perf_counter() - start) * 1000)
                     plans.add(store.last_vector_plan)
-                    total += len(set(got) & set(truth)) / max(len(truth), 1)
+                    total += len(set(got) & truth) / max(len(truth), 1)
                 print(
                     f'| {size:,} | {share}% `{kind}` | {label} ({"/".join(sorted(p or "" for p in plans))}) | '
                     f'{total / len(queries):.3f} | {pct(ms, 50):.1f} ms |',
@@ -487,6 +487,7 @@ async def main() -> None:
     parser.add_argument('--real-sizes', type=int, nargs='*', default=[12_000])
     parser.add_argument('--real-embedder', choices=['minilm', 'hashing'], default='minilm')
     parser.add_argument('--vectors-cache', type=Path, default=Path(tempfile.gettempdir()) / 'toolish-rag-bench-vectors')
+    parser.add_argument('--queries', type=int, default=60, help='latency queries (the first 40 at most: recall)')
     parser.add_argument('--folder', type=Path, help="the server's folder, kept (a loaded corpus is reused)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix='postgres-bench-') as folder:
@@ -502,7 +503,7 @@ async def main() -> None:
             store, chunk_ids, queries = await synthetic_store(uri, size, options.copy_above)
             store_size(uri, store)
             await graph_walks(store, chunk_ids, size)
-            await _searches(uri, store, queries, size)
+            await _searches(uri, store, queries[: options.queries], size)
         for size in options.real_sizes:
             minilm = options.real_embedder == 'minilm'
             kind = 'all-MiniLM-L6-v2 vectors (384' if minilm else 'hashing vectors (256'
@@ -510,7 +511,7 @@ async def main() -> None:
             embedder = resolve_embedder(None) if minilm else HashingEmbeddingModel(256)
             store, queries = await real_store(uri, size, embedder, options.vectors_cache)
             store_size(uri, store)
-            await _searches(uri, store, random.Random(38).sample(queries, 60), size)
+            await _searches(uri, store, random.Random(38).sample(queries, 60)[: options.queries], size)
         del server
 
 
