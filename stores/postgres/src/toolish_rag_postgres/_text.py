@@ -1,7 +1,8 @@
 """BM25 in SQL over the statistics of the records in scope, from the core analyzer's tokens.
 
 PostgreSQL's ``ts_rank`` has no inverse document frequency, so the store keeps each record's
-analyzer tokens (``tokens``, GIN-indexed for lookup), their counts (``tf``) and its length, and one
+analyzer tokens (``tokens``, GIN-indexed for lookup), their counts (``counts``) and its length (with its
+language in the ``records_census`` index, which an unscoped search's statistics are read from), and one
 statement computes bm25s's formula (k1 = 1.5, b = 0.75) with the record count, mean length and
 document frequencies of the records the filter admits: the scores of a scope depend on that scope's
 records only, as the memory store's do. `term_statistics` answers the same counts exactly.
