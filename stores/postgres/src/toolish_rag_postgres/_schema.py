@@ -73,6 +73,7 @@ CREATE INDEX IF NOT EXISTS records_labels ON records USING gin (labels);
 CREATE INDEX IF NOT EXISTS records_tokens ON records USING gin (tokens);
 CREATE INDEX IF NOT EXISTS records_sections ON records USING gin (section_ids);
 CREATE INDEX IF NOT EXISTS records_language ON records (language);
+CREATE INDEX IF NOT EXISTS records_census ON records (language) INCLUDE (length);
 CREATE TABLE IF NOT EXISTS relations (
     id text PRIMARY KEY,
     source text NOT NULL,

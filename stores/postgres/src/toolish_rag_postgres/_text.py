@@ -1,7 +1,8 @@
 """BM25 in SQL over the statistics of the records in scope, from the core analyzer's tokens.
 
 PostgreSQL's ``ts_rank`` has no inverse document frequency, so the store keeps each record's
-analyzer tokens (``tokens``, GIN-indexed for lookup), their counts (``tf``) and its length, and one
+analyzer tokens (``tokens``, GIN-indexed for lookup), their counts (``counts``) and its length (with its
+language in the ``records_census`` index, which an unscoped search's statistics are read from), and one
 statement computes bm25s's formula (k1 = 1.5, b = 0.75) with the record count, mean length and
 document frequencies of the records the filter admits: the scores of a scope depend on that scope's
 records only, as the memory store's do. `term_statistics` answers the same counts exactly.
@@ -33,26 +34,32 @@ stats AS MATERIALIZED (
     SELECT COALESCE(sum(n), 0)::float8 AS n, COALESCE(sum(total)::numeric / NULLIF(sum(n), 0), 0)::float8 AS mean
     FROM census
 ),
-df AS MATERIALIZED (
-    SELECT q.t, q.reps, (SELECT count(*) FROM records WHERE tokens @> ARRAY[q.t] AND {f})::float8 AS df FROM q
+hits AS MATERIALIZED (
+    SELECT h.id, h.length, x.t, x.c FROM records AS h
+    CROSS JOIN LATERAL (SELECT q.t, h.counts[array_position(h.tokens, q.t)]::float8 AS c FROM q) AS x
+    WHERE h.tokens && %(tokens)s::text[] AND {f} AND x.c IS NOT NULL
 ),
 idf AS MATERIALIZED (
-    SELECT df.t, df.reps * ln(1 + (stats.n - df.df + 0.5) / (df.df + 0.5)) AS w FROM df, stats WHERE df.df > 0
+    SELECT q.t, q.reps * ln(1 + (stats.n - d.df + 0.5) / (d.df + 0.5)) AS w
+    FROM (SELECT t, count(*)::float8 AS df FROM hits GROUP BY t) AS d JOIN q ON q.t = d.t CROSS JOIN stats
 ),
-scored AS (
-    SELECT h.id, sum(idf.w * u.c / (u.c + %(k1)s * (1 - %(b)s + %(b)s * h.length / NULLIF(stats.mean, 0)))) AS score
-    FROM records AS h CROSS JOIN LATERAL unnest(h.tokens, h.counts) AS u(t, c)
-    JOIN idf ON idf.t = u.t CROSS JOIN stats
-    WHERE h.tokens && %(tokens)s::text[] AND {f}
-    GROUP BY h.id
+best AS (
+    SELECT s.id, s.score FROM (
+        SELECT hits.id,
+            sum(idf.w * hits.c / (hits.c + %(k1)s * (1 - %(b)s + %(b)s * hits.length / NULLIF(stats.mean, 0)))) AS score
+        FROM hits JOIN idf ON idf.t = hits.t CROSS JOIN stats GROUP BY hits.id
+    ) AS s WHERE s.score > 0 ORDER BY s.score DESC, s.id LIMIT %(top_k)s
 )
 SELECT NULL::text AS body, NULL::float8 AS score, (SELECT json_object_agg(language, n) FROM census)::text
 UNION ALL
-(SELECT r.body, s.score, NULL FROM scored AS s JOIN records AS r ON r.id = s.id
-WHERE s.score > 0 ORDER BY s.score DESC, s.id LIMIT %(top_k)s)
+(SELECT r.body, best.score, NULL FROM best JOIN records AS r ON r.id = best.id ORDER BY best.score DESC, best.id)
 """
 """BM25 in one statement, with the census of the scope's languages (its first row) read in the same scan as
-the record count and mean length: what the query's tokens were chosen by is checked against it."""
+the record count and mean length: what the query's tokens were chosen by is checked against it. The in-scope
+records holding a query token are read once (``hits``: each one's count of each query token it holds), which
+gives the document frequencies too (a record holding a token holds one of the query's); only the best
+``top_k`` bodies are read. At a million chunks, reading each token's frequency by its own index scan and every
+hit's body before the sort took twice as long (docs/stores/postgres.md, Benchmarks)."""
 
 _CENSUS = 'SELECT language, count(*) FROM records WHERE {f} GROUP BY language'
 
