@@ -43,6 +43,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
+from box_truth import Unscored, truth_run  # noqa: E402
 from ingest_fidelity import normalise, words  # noqa: E402
 
 from toolish_rag.citations import CitationSource, check_quote  # noqa: E402
@@ -78,65 +79,6 @@ def _lines_of(items: list[tuple[Box, str]]) -> list[Box]:
         else:
             lines.append([box])
     return [(min(b[0] for b in g), min(b[1] for b in g), max(b[2] for b in g), max(b[3] for b in g)) for g in lines]
-
-
-def _find_run(items: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]] | bool | None:
-    """The items spelling ``quote`` (whitespace aside) when they do so exactly once; ``False`` when they do so
-    more than once (repeated text: which one the quote is cannot be told), ``None`` when not at all."""
-    wanted = re.sub(r'\s+', '', quote)
-    spelled, owner = [], []
-    for n, (_, text) in enumerate(items):
-        for ch in re.sub(r'\s+', '', text):
-            spelled.append(ch)
-            owner.append(n)
-    joined = ''.join(spelled)
-    at = joined.find(wanted)
-    if at < 0 or not wanted:
-        return None
-    if joined.find(wanted, at + 1) >= 0:
-        return False
-    kept = sorted(set(owner[at : at + len(wanted)]))
-    return [items[n] for n in kept]
-
-
-def _step(a: Box, b: Box) -> float:
-    """How far word ``b`` stands from following word ``a`` in reading order: the gap across, heights weigh more."""
-    gap = max(0.0, b[0] - a[2], a[0] - b[2])  # either way across (right-to-left scripts)
-    return gap + 3 * abs((a[1] + a[3]) / 2 - (b[1] + b[3]) / 2)
-
-
-def _chain_words(words_of_page: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]] | None:
-    """The page's words spelling the quote's words in a geometric chain, whatever order the other reader lists
-    them in (columns, tables, right-to-left, line numbers): each quote word is matched to a word of the same text
-    (or reversed: pdfplumber spells right-to-left words backwards), the chain of least total step chosen.
-    ``None`` when a word is missing (a ligature, a joined hyphen) or a second chain, elsewhere, is as short."""
-    tokens = [t for t in quote.split() if t.strip('|')]
-    candidates = [[w for w in words_of_page if w[1] in (t, t[::-1])] for t in tokens]
-    if not tokens or any(not c for c in candidates) or max(map(len, candidates)) > 400:
-        return None
-    cost = [0.0] * len(candidates[0])
-    back: list[list[int]] = []
-    for prev, here in itertools.pairwise(candidates):
-        step = [min(range(len(prev)), key=lambda i, w=w: cost[i] + _step(prev[i][0], w[0])) for w in here]
-        cost = [cost[i] + _step(prev[i][0], w[0]) for i, w in zip(step, here, strict=True)]
-        back.append(step)
-    order = sorted(range(len(cost)), key=cost.__getitem__)
-    if len(order) > 1 and cost[order[1]] <= cost[order[0]] * 1.05 + 1e-9:
-        return None  # ambiguous: two places spell it equally well (a row of zeros)
-    at, chain = order[0], [candidates[-1][order[0]]]
-    for n in range(len(back) - 1, -1, -1):
-        at = back[n][at]
-        chain.append(candidates[n][at])
-    return sorted(set(chain), key=chain.index)[::-1]
-
-
-def truth_run(chars: list[tuple[Box, str]], words_of_page: list[tuple[Box, str]], quote: str) -> Any:
-    """The other reader's characters spelling ``quote`` exactly once in its order, else (when it does not spell
-    it at all in that order) its words chained; ``None`` for a quote repeated on the page."""
-    run = _find_run(chars, quote)
-    if run is False:
-        return None
-    return run or _chain_words(words_of_page, quote)
 
 
 # -- truth readers ----------------------------------------------------------------------------------
@@ -211,10 +153,14 @@ def rendered_pages(path: Path, folder: Path) -> list[Path]:
 # -- quotes -------------------------------------------------------------------------------------------
 
 
-def random_quotes(chunks: list[Chunk], count: int, rng: random.Random) -> list[tuple[Chunk, str]]:
+Quote = tuple[Chunk, int, int]
+"""A quote: ``chunk.urtext[start:end]``."""
+
+
+def random_quotes(chunks: list[Chunk], count: int, rng: random.Random) -> list[Quote]:
     """Up to ``count`` exact quotes of 4-14 words from chunks with boxes."""
     boxed = [c for c in chunks if c.boxes]
-    out: list[tuple[Chunk, str]] = []
+    out: list[Quote] = []
     for _ in range(count * 4):
         if not boxed or len(out) >= count:
             break
@@ -224,36 +170,41 @@ def random_quotes(chunks: list[Chunk], count: int, rng: random.Random) -> list[t
             continue
         n = rng.randint(4, min(14, len(spans)))
         i = rng.randrange(0, len(spans) - n + 1)
-        out.append((chunk, chunk.urtext[spans[i][0] : spans[i + n - 1][1]]))
+        out.append((chunk, spans[i][0], spans[i + n - 1][1]))
     return out
 
 
-def score_quotes(
-    quotes: list[tuple[Chunk, str]], run_on_page: Any, rotated: Any = lambda page: False
-) -> dict[str, Any]:
-    """``run_on_page(page, quote)``: the other reader's boxes spelling the quote on that page, or ``None``."""
-    ious, across, tables, pages_ok, skipped, unboxed, turned = [], [], [], 0, 0, 0, 0
-    for chunk, quote in quotes:
+def score_quotes(quotes: list[Quote], run_on_page: Any, rotated: Any = lambda page: False) -> dict[str, Any]:
+    """``run_on_page(page, text, start, end, table)``: the other reader's boxes of ``text[start:end]`` on that
+    page (`box_truth.truth_run`), or why they were not found. A quote holding a cell bar is a table's."""
+    ious, across, tables, pages_ok, unboxed, turned, elsewhere = [], [], [], 0, 0, 0, 0
+    unscored: Counter[str] = Counter()
+    for chunk, start, end in quotes:
+        quote = chunk.urtext[start:end]
         source = check_quote(chunk, quote, min_quote_chars=1)
         if not isinstance(source, CitationSource) or source.page is None or not source.boxes:
             unboxed += 1
             continue
         turned += bool(rotated(source.page))
-        run = run_on_page(source.page, quote)
-        if run is None:  # not spelled exactly once by the other reader (a ligature, a joined hyphen, repeated)
-            skipped += 1
+        table = '|' in quote
+        elsewhere += source.chunk_start != start  # repeated in its chunk: the verifier cites the first
+        run = run_on_page(source.page, chunk.urtext, source.chunk_start, source.chunk_end, table)
+        if isinstance(run, Unscored):  # not found by the other reader: a word it draws otherwise, or repeated
+            unscored[f'{"table " if table else ""}{run}'] += 1
             continue
         pages_ok += 1
         truth = _lines_of(run)
         ours = _lines_of([(box, '') for box in source.boxes])  # a line's pieces or cells as one box, like truth's
         ious.append(iou(ours, truth))
         across.append(iou(ours, truth, across_only=True))
-        if '|' in quote:
+        if table:
             tables.append(ious[-1])
     return {
         'quotes': len(ious),
-        'skipped': skipped,
+        'skipped': sum(unscored.values()),
+        'skipped_why': dict(sorted(unscored.items())),
         'no_boxes': unboxed,
+        'cited_earlier_in_chunk': elsewhere,
         'on_rotated_pages': turned,
         'iou_median': round(statistics.median(ious), 3) if ious else None,
         'share_iou_0.9': round(sum(v >= 0.9 for v in ious) / len(ious), 3) if ious else None,
@@ -297,7 +248,7 @@ def text_layer_boxes(files: list[Path], quotes: int, rng: random.Random) -> dict
             chunks = list(doc.chunks)
             row = score_quotes(
                 random_quotes(chunks, quotes, rng),
-                lambda page, quote, p=plumber: truth_run(p.chars(page), p.words(page), quote),
+                lambda page, *quote, p=plumber: truth_run(p.chars(page), p.words(page), *quote[:3], table=quote[3]),
                 plumber.rotated,
             )
             right, checked = chunk_pages(chunks, plumber)
@@ -320,7 +271,7 @@ def ocr_boxes_and_recall(files: list[Path], data: Path, quotes: int, rng: random
             truth_words = [words_of for words_of, _ in plain]
             row = score_quotes(
                 random_quotes(list(doc.chunks), quotes, rng),
-                lambda page, quote, t=truth_words: truth_run(t[page - 1], t[page - 1], quote),
+                lambda page, *quote, t=truth_words: truth_run(t[page - 1], t[page - 1], *quote[:3], table=quote[3]),
             )
             truth = manifest.get(path.name)
             if truth is not None and truth.get('has_text_truth'):
@@ -432,6 +383,15 @@ def _print(result: dict[str, Any]) -> None:
             good = sum(r['quotes'] * r['share_iou_0.9'] for r in scored)
             across = sum(r['quotes'] * r['share_iou_across_0.9'] for r in scored)
             print(f'\nall quotes: {total}; IoU >= 0.9: {good / total:.3f}; across the page only: {across / total:.3f}')
+            in_tables = sum(r['table_quotes'] for r in scored)
+            good_tables = sum(r['table_quotes'] * (r['table_share_iou_0.9'] or 0) for r in scored)
+            if in_tables:
+                outside = (good - good_tables) / max(1, total - in_tables)
+                print(f'in tables: {in_tables}, IoU >= 0.9: {good_tables / in_tables:.3f}; outside: {total - in_tables}, {outside:.3f}')
+        why: Counter[str] = sum((Counter(r.get('skipped_why', {})) for r in rows.values()), Counter())
+        sampled = sum(r.get('quotes', 0) + r.get('skipped', 0) + r.get('no_boxes', 0) for r in rows.values())
+        print(f'sampled: {sampled}; unscored: {sum(why.values())} {dict(why)}; without boxes: '
+              f'{sum(r.get("no_boxes", 0) for r in rows.values())}')
     print('\n## render\n\n', result.get('render'))
 
 

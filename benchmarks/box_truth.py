@@ -1,0 +1,182 @@
+"""Where another reader (pdfplumber, plain Tesseract) draws the characters of a quote: the truth of provenance_bench.
+
+A quote is text of one of our chunks; the truth is the other reader's boxes of the same characters on the page,
+found without our boxes:
+
+* **prose**: the quote spelled (whitespace aside, NFKC: a ligature ``ﬁ`` is ``fi``) in the other reader's
+  character order, exactly once; else its words chained where they stand (`chain_words`: reading orders differ).
+* **tables** (a quote holding a cell bar ``|``): our chunk's text of a table is a rendering (cell bars, the
+  ``| --- |`` line, empty cells), so it is not searched as a string: it is cut into its cells and rows, and each
+  word is matched to a drawn word of the same text, chained so that a cell's words follow in reading order,
+  the next cell of a row stands to its right and the next row below (`table_tokens`). The ``---`` of the header
+  rule is not drawn, so not looked for.
+* **repeated text** (found in two places, or two chains as short): the quote is widened, a word at a time on
+  either side, by its own chunk's text around it (up to `MAX_CONTEXT` words a side) until the wider text is found
+  once; the truth is then the part of it that is the quote. The chunk's offsets, never our boxes, pick the place.
+
+What is not found is returned as the reason (`Unscored`), and counted by reason.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import Literal, NamedTuple
+
+Box = tuple[float, float, float, float]
+Item = tuple[Box, str]
+Relation = Literal['word', 'cell', 'row']
+
+MAX_CONTEXT = 12
+"""Words of the chunk's own text a quote may be widened by on either side to tell repeated text apart."""
+_FAR = 10.0
+"""The cost of a step against the table's order (a next cell to the left, a next row above): allowed, never cheap."""
+
+
+class Unscored(str):
+    """Why the truth of a quote was not found: ``missing`` (a word the other reader does not draw or spells
+    otherwise), ``repeated`` (still found twice with all the context there is)."""
+
+
+MISSING, REPEATED = Unscored('missing'), Unscored('repeated')
+
+
+class Token(NamedTuple):
+    text: str
+    relation: Relation
+    """How it follows the token before it: in the same cell (or prose), in the next cell of a row, in a next row."""
+
+
+def nfkc(text: str) -> str:
+    return unicodedata.normalize('NFKC', text)
+
+
+def table_tokens(text: str) -> list[Token]:
+    """``text`` (a rendered table's, or prose) cut into words, each with how it follows the one before."""
+    out: list[Token] = []
+    pending: Relation = 'word'
+    for m in re.finditer(r'\n|(?<!\\)\||[^\s|]+(?:\\\|[^\s|]*)*', text):
+        part = m.group(0)
+        if part == '\n':
+            pending = 'row'
+        elif part == '|':
+            pending = 'cell' if pending == 'word' else pending
+        elif not re.fullmatch(r'-{3,}|:?-{3,}:?', part):  # the header rule: a rendering, not drawn
+            out.append(Token(nfkc(part.replace('\\|', '|')), pending))
+            pending = 'word'
+    return out
+
+
+def _middle(b: Box) -> float:
+    return (b[1] + b[3]) / 2
+
+
+def _step(a: Box, b: Box, relation: Relation) -> float:
+    """How far ``b`` stands from following ``a`` as ``relation`` says (page fractions)."""
+    if relation == 'cell':  # to the right, on the row (a cell of several lines may end lower or start higher)
+        gap = b[0] - a[2]
+        return gap + 3 * abs(_middle(a) - _middle(b)) if gap >= -0.002 else _FAR + abs(gap)
+    if relation == 'row':  # below, anywhere across
+        return b[1] - a[1] if b[1] > a[1] + 0.001 else _FAR + abs(b[1] - a[1])
+    gap = max(0.0, b[0] - a[2], a[0] - b[2])  # either way across (right-to-left scripts)
+    return gap + 3 * abs(_middle(a) - _middle(b))
+
+
+def chain_words(words: list[Item], tokens: list[Token]) -> list[Item] | Unscored:
+    """One drawn word per token, in the chain of least total `_step`, whatever order the reader lists them in
+    (each token matched to a word of its text, or reversed: pdfplumber spells right-to-left words backwards).
+    `MISSING` when a token has no such word, `REPEATED` when a second chain, ending elsewhere, is as short."""
+    candidates = [[w for w in words if nfkc(w[1]) in (t.text, t.text[::-1])] for t in tokens]
+    if not tokens or any(not c for c in candidates):
+        return MISSING
+    if max(map(len, candidates)) > 600:
+        return REPEATED
+    cost = [0.0] * len(candidates[0])
+    back: list[list[int]] = []
+    for n in range(1, len(tokens)):
+        prev, here, relation = candidates[n - 1], candidates[n], tokens[n].relation
+        steps = [[cost[i] + _step(prev[i][0], w[0], relation) for i in range(len(prev))] for w in here]
+        best = [min(range(len(prev)), key=row.__getitem__) for row in steps]
+        cost = [row[i] for row, i in zip(steps, best, strict=True)]
+        back.append(best)
+    order = sorted(range(len(cost)), key=cost.__getitem__)
+    if len(order) > 1 and cost[order[1]] <= cost[order[0]] * 1.05 + 1e-9:
+        return REPEATED  # two places spell it equally well (a row of zeros)
+    at, chain = order[0], [candidates[-1][order[0]]]
+    for n in range(len(back) - 1, -1, -1):
+        at = back[n][at]
+        chain.append(candidates[n][at])
+    return chain[::-1]
+
+
+def find_spelled(chars: list[Item], before: str, quote: str, after: str) -> list[Item] | Unscored:
+    """The characters spelling ``before + quote + after`` (whitespace aside, NFKC) exactly once in the reader's
+    order, cut to the quote's; `MISSING` when not spelled, `REPEATED` when spelled more than once."""
+    spelled, owner = [], []
+    for n, (_, text) in enumerate(chars):
+        for ch in re.sub(r'\s+', '', nfkc(text)):
+            spelled.append(ch)
+            owner.append(n)
+    joined = ''.join(spelled)
+    head, wanted = (re.sub(r'\s+', '', nfkc(t)) for t in (before, quote))
+    whole = head + wanted + re.sub(r'\s+', '', nfkc(after))
+    at = joined.find(whole) if wanted else -1
+    if at < 0:
+        return MISSING
+    if joined.find(whole, at + 1) >= 0:
+        return REPEATED
+    kept = sorted(set(owner[at + len(head) : at + len(head) + len(wanted)]))
+    return [chars[n] for n in kept]
+
+
+def _chained(words: list[Item], before: str, quote: str, after: str, table: bool) -> list[Item] | Unscored:
+    cut = table_tokens if table else (lambda t: [Token(nfkc(w), 'word') for w in t.split()])
+    head, body, tail = cut(before), cut(quote), cut(after)
+    if body and head:
+        body[0] = body[0]._replace(relation=_relation_between(before, quote, body[0].relation))
+    chain = chain_words(words, head + body + tail)
+    if isinstance(chain, Unscored):
+        return chain
+    return list(dict.fromkeys(chain[len(head) : len(head) + len(body)]))
+
+
+def _relation_between(before: str, quote: str, own: Relation) -> Relation:
+    """How a quote's first word follows the context's last: by the bars and line breaks between them."""
+    joint = before[len(before.rstrip(' |\n')) :] + quote[: len(quote) - len(quote.lstrip(' |\n'))]
+    return 'row' if '\n' in joint else 'cell' if '|' in joint else own
+
+
+def _context(text: str, start: int, end: int, words_before: int, words_after: int) -> tuple[str, str]:
+    """Up to ``words_before`` words of ``text`` before offset ``start`` and ``words_after`` after ``end``."""
+    head = [m.start() for m in re.finditer(r'\S+', text[:start])]
+    tail = [m.end() for m in re.finditer(r'\S+', text[end:])]
+    b = head[-words_before] if words_before and len(head) >= words_before else (0 if words_before else start)
+    a = end + tail[words_after - 1] if words_after and len(tail) >= words_after else (len(text) if words_after else end)
+    return text[b:start], text[end:a]
+
+
+def truth_run(
+    chars: list[Item], words: list[Item], text: str, start: int, end: int, *, table: bool
+) -> list[Item] | Unscored:
+    """The other reader's characters (or words) of ``text[start:end]`` (a quote of a chunk's ``text``) on the
+    page: prose spelled in its order, else chained; a table's cells chained. Repeated: widened by ``text``."""
+    quote, tried = text[start:end], set()
+    for k in range(MAX_CONTEXT + 1):
+        repeated = False
+        for nb, na in ((k, k), (k, 0), (0, k)):
+            before, after = _context(text, start, end, nb, na)
+            if (before, after) in tried:
+                continue  # the chunk's text ends there: nothing more on that side
+            tried.add((before, after))
+            found = _chained(words, before, quote, after, True) if table else find_spelled(chars, before, quote, after)
+            if not table and found is MISSING:  # not in the reader's order: its words where they stand
+                found = _chained(words, before, quote, after, False)
+            if not isinstance(found, Unscored):
+                return found
+            repeated = repeated or found is REPEATED
+        if not repeated:  # widened past what the page draws in that order (or not found at all)
+            return REPEATED if k else MISSING
+    return REPEATED
+
+
+__all__ = ['MISSING', 'REPEATED', 'Unscored', 'chain_words', 'find_spelled', 'table_tokens', 'truth_run']
