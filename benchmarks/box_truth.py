@@ -23,6 +23,8 @@ import re
 import unicodedata
 from typing import Literal, NamedTuple
 
+import numpy as np
+
 Box = tuple[float, float, float, float]
 Item = tuple[Box, str]
 Relation = Literal['word', 'cell', 'row']
@@ -31,6 +33,11 @@ MAX_CONTEXT = 12
 """Words of the chunk's own text a quote may be widened by on either side to tell repeated text apart."""
 _FAR = 10.0
 """The cost of a step against the table's order (a next cell to the left, a next row above): allowed, never cheap."""
+
+
+_UP = 0.05
+_TIE = 1.5
+"""A second chain (ending elsewhere) within this factor of the shortest: the place cannot be told (widen)."""
 
 
 class Unscored(str):
@@ -71,40 +78,49 @@ def _middle(b: Box) -> float:
     return (b[1] + b[3]) / 2
 
 
-def _step(a: Box, b: Box, relation: Relation) -> float:
-    """How far ``b`` stands from following ``a`` as ``relation`` says (page fractions)."""
+def _steps(a: np.ndarray, b: np.ndarray, relation: Relation) -> np.ndarray:
+    """How far each word of ``b`` (rows) stands from following each of ``a`` (columns) as ``relation`` says,
+    in page fractions: the next cell to the right on the row, the next row below, the next word in reading
+    order (either way across: right-to-left scripts; a line up, the next column's top, costs `_UP` more).
+    One drawn word is never two tokens."""
+    ax0, atop, ax1, abot = (a[:, k][None, :] for k in range(4))
+    bx0, btop, bx1, bbot = (b[:, k][:, None] for k in range(4))
+    rise = np.abs((atop + abot) / 2 - (btop + bbot) / 2)
     if relation == 'cell':  # to the right, on the row (a cell of several lines may end lower or start higher)
-        gap = b[0] - a[2]
-        return gap + 3 * abs(_middle(a) - _middle(b)) if gap >= -0.002 else _FAR + abs(gap)
-    if relation == 'row':  # below, anywhere across
-        return b[1] - a[1] if b[1] > a[1] + 0.001 else _FAR + abs(b[1] - a[1])
-    gap = max(0.0, b[0] - a[2], a[0] - b[2])  # either way across (right-to-left scripts)
-    return gap + 3 * abs(_middle(a) - _middle(b))
+        gap = bx0 - ax1
+        out = np.where(gap >= -0.002, gap + 3 * rise, _FAR + np.abs(gap))
+    elif relation == 'row':  # below, anywhere across
+        out = np.where(btop > atop + 0.001, btop - atop, _FAR + np.abs(btop - atop))
+    else:
+        gap = np.maximum(0.0, np.maximum(bx0 - ax1, ax0 - bx1))
+        out = gap + 3 * rise + np.where((btop + bbot) / 2 < atop, _UP, 0.0)
+    same = (ax0 == bx0) & (atop == btop) & (ax1 == bx1) & (abot == bbot)
+    return np.where(same, _FAR * 10, out)
 
 
 def chain_words(words: list[Item], tokens: list[Token]) -> list[Item] | Unscored:
-    """One drawn word per token, in the chain of least total `_step`, whatever order the reader lists them in
+    """One drawn word per token, in the chain of least total `_steps`, whatever order the reader lists them in
     (each token matched to a word of its text, or reversed: pdfplumber spells right-to-left words backwards).
-    `MISSING` when a token has no such word, `REPEATED` when a second chain, ending elsewhere, is as short."""
+    `MISSING` when a token has no such word, `REPEATED` when a second chain, ending elsewhere, is nearly as
+    short (within `_TIE`)."""
     candidates = [[w for w in words if nfkc(w[1]) in (t.text, t.text[::-1])] for t in tokens]
     if not tokens or any(not c for c in candidates):
         return MISSING
-    if max(map(len, candidates)) > 600:
-        return REPEATED
-    cost = [0.0] * len(candidates[0])
-    back: list[list[int]] = []
+    boxes = [np.array([w[0] for w in c], dtype=float) for c in candidates]
+    cost = np.zeros(len(candidates[0]))
+    back: list[np.ndarray] = []
     for n in range(1, len(tokens)):
-        prev, here, relation = candidates[n - 1], candidates[n], tokens[n].relation
-        steps = [[cost[i] + _step(prev[i][0], w[0], relation) for i in range(len(prev))] for w in here]
-        best = [min(range(len(prev)), key=row.__getitem__) for row in steps]
-        cost = [row[i] for row, i in zip(steps, best, strict=True)]
+        total = cost[None, :] + _steps(boxes[n - 1], boxes[n], tokens[n].relation)
+        best = total.argmin(axis=1)
+        cost = total[np.arange(len(best)), best]
         back.append(best)
-    order = sorted(range(len(cost)), key=cost.__getitem__)
-    if len(order) > 1 and cost[order[1]] <= cost[order[0]] * 1.05 + 1e-9:
-        return REPEATED  # two places spell it equally well (a row of zeros)
-    at, chain = order[0], [candidates[-1][order[0]]]
+    order = np.argsort(cost, kind='stable')
+    if len(order) > 1 and cost[order[1]] <= cost[order[0]] * _TIE + 0.01:
+        return REPEATED  # two places spell it nearly as well (a row of zeros)
+    at = int(order[0])
+    chain = [candidates[-1][at]]
     for n in range(len(back) - 1, -1, -1):
-        at = back[n][at]
+        at = int(back[n][at])
         chain.append(candidates[n][at])
     return chain[::-1]
 
