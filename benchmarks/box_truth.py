@@ -4,7 +4,9 @@ A quote is text of one of our chunks; the truth is the other reader's boxes of t
 found without our boxes:
 
 * **prose**: the quote spelled (whitespace aside, NFKC: a ligature ``ﬁ`` is ``fi``) in the other reader's
-  character order, exactly once; else its words chained where they stand (`chain_words`: reading orders differ).
+  character order, exactly once; else in the drawn order (`reading_order`: line by line, left to right; the
+  reader's own runs cell by cell on some pages); else its words chained where they stand (`chain_words`:
+  reading orders differ: columns, right to left, line numbers).
 * **tables** (a quote holding a cell bar ``|``): our chunk's text of a table is a rendering (cell bars, the
   ``| --- |`` line, empty cells), so it is not searched as a string: it is cut into its cells and rows, and each
   word is matched to a drawn word of the same text, chained so that a cell's words follow in reading order,
@@ -145,6 +147,26 @@ def find_spelled(chars: list[Item], before: str, quote: str, after: str) -> list
     return [chars[n] for n in kept]
 
 
+def reading_order(chars: list[Item]) -> list[Item]:
+    """``chars`` line by line down the page, left to right on a line (a line: characters whose middles are
+    within half a character's height of its first's): the drawn order, where the reader's own (the content
+    stream's) runs cell by cell or column by column."""
+    lines: list[list[Item]] = []
+    for item in sorted(chars, key=lambda c: _middle(c[0])):
+        box = item[0]
+        if lines and abs(_middle(lines[-1][0][0]) - _middle(box)) < (box[3] - box[1]) * 0.5:
+            lines[-1].append(item)
+        else:
+            lines.append([item])
+    return [c for line in lines for c in sorted(line, key=lambda c: c[0][0])]
+
+
+def _spelled(chars: list[Item], before: str, quote: str, after: str) -> list[Item] | Unscored:
+    """`find_spelled` in the reader's order, else (not spelled there) in the drawn `reading_order`."""
+    found = find_spelled(chars, before, quote, after)
+    return find_spelled(reading_order(chars), before, quote, after) if found is MISSING else found
+
+
 def _chained(words: list[Item], before: str, quote: str, after: str, table: bool) -> list[Item] | Unscored:
     cut = table_tokens if table else (lambda t: [Token(nfkc(w), 'word') for w in t.split()])
     head, body, tail = cut(before), cut(quote), cut(after)
@@ -184,7 +206,7 @@ def truth_run(
             if (before, after) in tried:
                 continue  # the chunk's text ends there: nothing more on that side
             tried.add((before, after))
-            found = _chained(words, before, quote, after, True) if table else find_spelled(chars, before, quote, after)
+            found = _chained(words, before, quote, after, True) if table else _spelled(chars, before, quote, after)
             if not table and found is MISSING:  # not in the reader's order: its words where they stand
                 found = _chained(words, before, quote, after, False)
             if not isinstance(found, Unscored):
