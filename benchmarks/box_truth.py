@@ -14,7 +14,10 @@ found without our boxes:
   rule is not drawn, so not looked for.
 * **repeated text** (found in two places, or two chains as short): the quote is widened, a word at a time on
   either side, by its own chunk's text around it (up to `MAX_CONTEXT` words a side) until the wider text is found
-  once; the truth is then the part of it that is the quote. The chunk's offsets, never our boxes, pick the place.
+  once; the truth is then the part of it that is the quote. Still repeated (a paragraph printed twice), prose
+  only: our text of the page (the document's chunks' text between the first and last offsets boxed on the
+  page) spells it n times and the quote is the k-th; when the reader's order spells it n times too, the truth
+  is its k-th. The chunk's offsets, never our boxes, pick the place.
 
 What is not found is returned as the reason (`Unscored`), and counted by reason.
 """
@@ -127,9 +130,16 @@ def chain_words(words: list[Item], tokens: list[Token]) -> list[Item] | Unscored
     return chain[::-1]
 
 
-def find_spelled(chars: list[Item], before: str, quote: str, after: str) -> list[Item] | Unscored:
+def _squeezed(text: str) -> str:
+    return re.sub(r'\s+', '', nfkc(text))
+
+
+def find_spelled(
+    chars: list[Item], before: str, quote: str, after: str, nth: tuple[int, int] | None = None
+) -> list[Item] | Unscored:
     """The characters spelling ``before + quote + after`` (whitespace aside, NFKC) exactly once in the reader's
-    order, cut to the quote's; `MISSING` when not spelled, `REPEATED` when spelled more than once."""
+    order, cut to the quote's; `MISSING` when not spelled, `REPEATED` when spelled more than once, but for
+    ``nth = (k, n)``: the k-th (0-based) when it is spelled exactly ``n`` times."""
     spelled, owner = [], []
     for n, (_, text) in enumerate(chars):
         for ch in re.sub(r'\s+', '', nfkc(text)):
@@ -142,7 +152,10 @@ def find_spelled(chars: list[Item], before: str, quote: str, after: str) -> list
     if at < 0:
         return MISSING
     if joined.find(whole, at + 1) >= 0:
-        return REPEATED
+        places = [m.start() for m in re.finditer(f'(?={re.escape(whole)})', joined)]
+        if nth is None or len(places) != nth[1]:
+            return REPEATED
+        at = places[nth[0]]
     kept = sorted(set(owner[at + len(head) : at + len(head) + len(wanted)]))
     return [chars[n] for n in kept]
 
@@ -194,10 +207,31 @@ def _context(text: str, start: int, end: int, words_before: int, words_after: in
 
 
 def truth_run(
-    chars: list[Item], words: list[Item], text: str, start: int, end: int, *, table: bool
+    chars: list[Item],
+    words: list[Item],
+    text: str,
+    start: int,
+    end: int,
+    *,
+    table: bool,
+    page: tuple[str, int] | None = None,
 ) -> list[Item] | Unscored:
     """The other reader's characters (or words) of ``text[start:end]`` (a quote of a chunk's ``text``) on the
-    page: prose spelled in its order, else chained; a table's cells chained. Repeated: widened by ``text``."""
+    page: prose spelled in its order, else chained; a table's cells chained. Repeated: widened by ``text``;
+    still repeated, prose: the k-th of n places in our ``page`` text (``(text, the quote's offset)``) is the
+    k-th in the reader's order when it spells it n times too (`nth_place`)."""
+    found = _widened(chars, words, text, start, end, table)
+    if found is REPEATED and page is not None and not table:
+        places = [m.start() for m in re.finditer(f'(?={re.escape(_squeezed(text[start:end]))})', _squeezed(page[0]))]
+        k = len(_squeezed(page[0][: page[1]]))
+        if k in places:
+            found = find_spelled(chars, '', text[start:end], '', (places.index(k), len(places)))
+    return found
+
+
+def _widened(
+    chars: list[Item], words: list[Item], text: str, start: int, end: int, table: bool
+) -> list[Item] | Unscored:
     quote, tried = text[start:end], set()
     for k in range(MAX_CONTEXT + 1):
         repeated = False
@@ -217,4 +251,4 @@ def truth_run(
     return REPEATED
 
 
-__all__ = ['MISSING', 'REPEATED', 'Unscored', 'chain_words', 'find_spelled', 'table_tokens', 'truth_run']
+__all__ = ['MISSING', 'REPEATED', 'Unscored', 'chain_words', 'find_spelled', 'reading_order', 'table_tokens', 'truth_run']

@@ -174,9 +174,37 @@ def random_quotes(chunks: list[Chunk], count: int, rng: random.Random) -> list[Q
     return out
 
 
-def score_quotes(quotes: list[Quote], run_on_page: Any, rotated: Any = lambda page: False) -> dict[str, Any]:
-    """``run_on_page(page, text, start, end, table)``: the other reader's boxes of ``text[start:end]`` on that
-    page (`box_truth.truth_run`), or why they were not found. A quote holding a cell bar is a table's."""
+def page_texts(chunks: list[Chunk]) -> tuple[str, dict[int, tuple[int, int]]]:
+    """Our text of the document (its chunks' text at their offsets) and each page's span in it: from the first
+    to the last offset boxed on that page."""
+    placed = [c for c in chunks if c.start_char is not None]
+    text = [' '] * max([c.start_char + len(c.urtext) for c in placed if c.start_char is not None] or [0])
+    spans: dict[int, tuple[int, int]] = {}
+    for c in placed:
+        assert c.start_char is not None
+        text[c.start_char : c.start_char + len(c.urtext)] = c.urtext
+        for b in c.boxes:
+            lo, hi = spans.get(b.page, (b.start + c.start_char, b.end + c.start_char))
+            spans[b.page] = (min(lo, b.start + c.start_char), max(hi, b.end + c.start_char))
+    return ''.join(text), spans
+
+
+def _page_of(chunk: Chunk, start: int, page: int, pages: tuple[str, dict[int, tuple[int, int]]]) -> Any:
+    """Our text of ``page`` and the offset in it of ``chunk``'s offset ``start`` (``None`` where unknown)."""
+    text, spans = pages
+    if chunk.start_char is None or page not in spans:
+        return None
+    lo, hi = spans[page]
+    return text[lo:hi], chunk.start_char + start - lo
+
+
+def score_quotes(
+    quotes: list[Quote], run_on_page: Any, rotated: Any = lambda page: False, chunks: list[Chunk] | None = None
+) -> dict[str, Any]:
+    """``run_on_page(page, text, start, end, table, ours)``: the other reader's boxes of ``text[start:end]`` on
+    that page (`box_truth.truth_run`; ``ours``: our text of the page and the quote's offset in it), or why they
+    were not found. A quote holding a cell bar is a table's."""
+    pages = page_texts(chunks or [])
     ious, across, tables, pages_ok, unboxed, turned, elsewhere = [], [], [], 0, 0, 0, 0
     unscored: Counter[str] = Counter()
     for chunk, start, end in quotes:
@@ -188,7 +216,8 @@ def score_quotes(quotes: list[Quote], run_on_page: Any, rotated: Any = lambda pa
         turned += bool(rotated(source.page))
         table = '|' in quote
         elsewhere += source.chunk_start != start  # repeated in its chunk: the verifier cites the first
-        run = run_on_page(source.page, chunk.urtext, source.chunk_start, source.chunk_end, table)
+        ours_page = _page_of(chunk, source.chunk_start, source.page, pages)
+        run = run_on_page(source.page, chunk.urtext, source.chunk_start, source.chunk_end, table, ours_page)
         if isinstance(run, Unscored):  # not found by the other reader: a word it draws otherwise, or repeated
             unscored[f'{"table " if table else ""}{run}'] += 1
             continue
@@ -248,8 +277,9 @@ def text_layer_boxes(files: list[Path], quotes: int, rng: random.Random) -> dict
             chunks = list(doc.chunks)
             row = score_quotes(
                 random_quotes(chunks, quotes, rng),
-                lambda page, *quote, p=plumber: truth_run(p.chars(page), p.words(page), *quote[:3], table=quote[3]),
+                lambda page, *q, p=plumber: truth_run(p.chars(page), p.words(page), *q[:3], table=q[3], page=q[4]),
                 plumber.rotated,
+                chunks,
             )
             right, checked = chunk_pages(chunks, plumber)
             row['chunk_pages'] = f'{right}/{checked}'
@@ -269,9 +299,11 @@ def ocr_boxes_and_recall(files: list[Path], data: Path, quotes: int, rng: random
             frames = _frames(path, Path(tmp)) if path.suffix.lower() in ('.tif', '.tiff') else images
             plain = [tesseract_words(frame) for frame in frames]
             truth_words = [words_of for words_of, _ in plain]
+            chunks = list(doc.chunks)
             row = score_quotes(
-                random_quotes(list(doc.chunks), quotes, rng),
-                lambda page, *quote, t=truth_words: truth_run(t[page - 1], t[page - 1], *quote[:3], table=quote[3]),
+                random_quotes(chunks, quotes, rng),
+                lambda page, *q, t=truth_words: truth_run(t[page - 1], t[page - 1], *q[:3], table=q[3], page=q[4]),
+                chunks=chunks,
             )
             truth = manifest.get(path.name)
             if truth is not None and truth.get('has_text_truth'):
