@@ -251,4 +251,13 @@ def _widened(
     return REPEATED
 
 
-__all__ = ['MISSING', 'REPEATED', 'Unscored', 'chain_words', 'find_spelled', 'reading_order', 'table_tokens', 'truth_run']
+__all__ = [
+    'MISSING',
+    'REPEATED',
+    'Unscored',
+    'chain_words',
+    'find_spelled',
+    'reading_order',
+    'table_tokens',
+    'truth_run',
+]

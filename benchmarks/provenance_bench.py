@@ -27,7 +27,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import itertools
 import json
 import random
 import re
@@ -419,11 +418,15 @@ def _print(result: dict[str, Any]) -> None:
             good_tables = sum(r['table_quotes'] * (r['table_share_iou_0.9'] or 0) for r in scored)
             if in_tables:
                 outside = (good - good_tables) / max(1, total - in_tables)
-                print(f'in tables: {in_tables}, IoU >= 0.9: {good_tables / in_tables:.3f}; outside: {total - in_tables}, {outside:.3f}')
+                print(
+                    f'in tables: {in_tables}, IoU >= 0.9: {good_tables / in_tables:.3f}; outside: {total - in_tables}, {outside:.3f}'
+                )
         why: Counter[str] = sum((Counter(r.get('skipped_why', {})) for r in rows.values()), Counter())
         sampled = sum(r.get('quotes', 0) + r.get('skipped', 0) + r.get('no_boxes', 0) for r in rows.values())
-        print(f'sampled: {sampled}; unscored: {sum(why.values())} {dict(why)}; without boxes: '
-              f'{sum(r.get("no_boxes", 0) for r in rows.values())}')
+        print(
+            f'sampled: {sampled}; unscored: {sum(why.values())} {dict(why)}; without boxes: '
+            f'{sum(r.get("no_boxes", 0) for r in rows.values())}'
+        )
     print('\n## render\n\n', result.get('render'))
 
 

@@ -200,7 +200,9 @@ def test_a_pdf_table_is_boxed_cell_by_cell_where_its_pieces_fall_into_cells() ->
     assert table_row_boxes('| a | b |', []) == []  # nothing drawn: the caller keeps the table's own box
 
 
-def _cell_piece(text: str, x0: float, x1: float, bottom: float, words: tuple[tuple[str, float, float], ...] = ()) -> Any:
+def _cell_piece(
+    text: str, x0: float, x1: float, bottom: float, words: tuple[tuple[str, float, float], ...] = ()
+) -> Any:
     from toolish_rag.ingest._readers._pdf_layout import Piece
 
     boxes = tuple((w, (a, bottom, b, bottom + 10)) for w, a, b in words)
@@ -258,8 +260,16 @@ def test_a_table_quote_from_the_header_rule_on_is_not_boxed_at_the_header() -> N
     boxes = locate_lines(text, [(r, (0.0, 0.0, 1.0, float(b[1]) / 1000)) for r, b in runs], page=1)
     assert len(boxes) == 2 * columns  # every cell found again after the rule
     chunk = Chunk(
-        id='c', document_id='d', document_uri='u', document_title='t', text=text, urtext=text, chunk_index=0,
-        sequence_number=0, boxes=tuple(boxes),
+        id='c',
+        metadata={},
+        document_id='d',
+        document_uri='u',
+        document_title='t',
+        text=text,
+        urtext=text,
+        chunk_index=0,
+        sequence_number=0,
+        boxes=tuple(boxes),
     )
     start = text.index('--- |\n| v0')
     _, placed = quote_place(chunk, start, text.index(' v1') + 3)
@@ -277,5 +287,6 @@ def test_pdf_pieces_keep_their_words_boxes(tmp_path: Path) -> None:
     (piece,) = page_pieces(textpage)
     assert [w for w, _ in piece.words] == piece.text.split() == ['Total', 'Gross', 'Loans']
     lefts = [box[0] for _, box in piece.words]
-    assert lefts == sorted(lefts) and piece.words[0][1][0] == piece.em[0] and piece.words[-1][1][2] == piece.em[2]
+    assert piece.em is not None and lefts == sorted(lefts)
+    assert piece.words[0][1][0] == piece.em[0] and piece.words[-1][1][2] == piece.em[2]
     textpage.close()

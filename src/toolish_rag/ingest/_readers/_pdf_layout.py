@@ -66,9 +66,9 @@ class _Builder:
             self.em = [min(self.em[0], em[0]), min(self.em[1], em[1]), max(self.em[2], em[2]), max(self.em[3], em[3])]
         if not self.words or self.chars[-1:] == [' ']:
             self.words.append(([], list(em)))
-        word, box = self.words[-1]
+        word, spans = self.words[-1]
         word.append(ch)
-        box[:] = min(box[0], em[0]), min(box[1], em[1]), max(box[2], em[2]), max(box[3], em[3])
+        spans[:] = min(spans[0], em[0]), min(spans[1], em[1]), max(spans[2], em[2]), max(spans[3], em[3])
         self.chars.append(ch)
         self.sizes.append(top - bottom)
         self.bold.append(bold)

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import io
 import re
-from dataclasses import replace
 from collections import Counter
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ._pdf_layout import Piece
