@@ -3,13 +3,18 @@
 One command, every figure measured in the same run against an independent reader:
 
 * **boxes, text layers**: random exact quotes (4-14 words) of chunks of every born-digital PDF in
-  ``../shared/data/fidelity`` and ``documents``, verified with `check_quote`; the quote's boxes
-  against pdfplumber's character boxes of the same characters: found spelled once in pdfplumber's
-  order, else its words chained where they stand (reading orders differ: columns, tables, line
-  numbers, right to left). Both sides' boxes are merged into one box a line (pdfplumber knows no
-  pieces or cells), as fractions of the page as displayed (pdfplumber measures from the MediaBox, so
-  its boxes are moved into the CropBox; it turns ``/Rotate`` pages itself). Goal: IoU >= 0.9 on >= 95%
-  of quotes; quotes in tables (holding a ``|``) are also given apart, and the IoU across the page only.
+  ``../shared/data/fidelity`` and ``documents``, verified with `check_quote`; the boxes of the span it cites
+  against pdfplumber's character boxes of the same characters, found without our boxes (`box_truth`): prose
+  spelled once (whitespace aside, NFKC) in pdfplumber's order, else in the drawn order (line by line), else
+  its words chained where they stand (columns, line numbers, right to left); a table quote (holding a ``|``:
+  our chunk's text of a table is a rendering) cut into cells and rows, each word matched to a drawn word,
+  chained cell after cell to the right and row after row down, the header's ``---`` rule not looked for;
+  repeated text widened by its chunk's own words around it until found once (a paragraph printed twice: the
+  k-th of n). Both sides' boxes are merged into one box a line (pdfplumber knows no pieces or cells), as
+  fractions of the page as displayed (pdfplumber measures from the MediaBox, so its boxes are moved into the
+  CropBox; it turns ``/Rotate`` pages itself). Goal: IoU >= 0.9 on >= 95% of quotes; quotes in tables are
+  also given apart, and the IoU across the page only; the quotes not scored are counted by why (``missing``:
+  spelled otherwise by pdfplumber; ``repeated``: still found twice).
 * **boxes, OCR**: the same for OCR'd pages (images, scanned PDFs) against the word boxes of a
   separate plain ``tesseract FILE - tsv`` run.
 * **pages**: every chunk's page holds its text (its first 30 non-space characters in pdfplumber's
