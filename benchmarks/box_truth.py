@@ -32,7 +32,7 @@ import numpy as np
 
 Box = tuple[float, float, float, float]
 Item = tuple[Box, str]
-Relation = Literal['word', 'cell', 'row']
+Relation = Literal['word', 'inner', 'cell', 'row']
 
 MAX_CONTEXT = 12
 """Words of the chunk's own text a quote may be widened by on either side to tell repeated text apart."""
@@ -63,19 +63,20 @@ def nfkc(text: str) -> str:
     return unicodedata.normalize('NFKC', text)
 
 
-def table_tokens(text: str) -> list[Token]:
-    """``text`` (a rendered table's, or prose) cut into words, each with how it follows the one before."""
-    out: list[Token] = []
-    pending: Relation = 'word'
+def table_tokens(text: str) -> list[tuple[int, Token]]:
+    """A rendered table's ``text`` cut into words (with their offsets), each with how it follows the one
+    before: in its cell (``inner``), in the next cell of the row, in a next row."""
+    out: list[tuple[int, Token]] = []
+    pending: Relation = 'inner'
     for m in re.finditer(r'\n|(?<!\\)\||[^\s|]+(?:\\\|[^\s|]*)*', text):
         part = m.group(0)
         if part == '\n':
             pending = 'row'
         elif part == '|':
-            pending = 'cell' if pending == 'word' else pending
+            pending = 'cell' if pending == 'inner' else pending
         elif not re.fullmatch(r'-{3,}|:?-{3,}:?', part):  # the header rule: a rendering, not drawn
-            out.append(Token(nfkc(part.replace('\\|', '|')), pending))
-            pending = 'word'
+            out.append((m.start(), Token(nfkc(part.replace('\\|', '|')), pending)))
+            pending = 'inner'
     return out
 
 
@@ -99,6 +100,9 @@ def _steps(a: np.ndarray, b: np.ndarray, relation: Relation) -> np.ndarray:
     else:
         gap = np.maximum(0.0, np.maximum(bx0 - ax1, ax0 - bx1))
         out = gap + 3 * rise + np.where((btop + bbot) / 2 < atop, _UP, 0.0)
+        if relation == 'inner':  # in one cell: never more than a word space right of it, nor a line up
+            apart = (bx0 - ax1 > 1.5 * (abot - atop)) | ((btop + bbot) / 2 < atop)
+            out = np.where(apart, out + _FAR, out)
     same = (ax0 == bx0) & (atop == btop) & (ax1 == bx1) & (abot == bbot)
     return np.where(same, _FAR * 10, out)
 
@@ -181,20 +185,18 @@ def _spelled(chars: list[Item], before: str, quote: str, after: str) -> list[Ite
 
 
 def _chained(words: list[Item], before: str, quote: str, after: str, table: bool) -> list[Item] | Unscored:
-    cut = table_tokens if table else (lambda t: [Token(nfkc(w), 'word') for w in t.split()])
-    head, body, tail = cut(before), cut(quote), cut(after)
-    if body and head:
-        body[0] = body[0]._replace(relation=_relation_between(before, quote, body[0].relation))
-    chain = chain_words(words, head + body + tail)
+    """The drawn words of ``quote`` chained with its context's (`chain_words`), cut to the quote's."""
+    text = before + quote + after
+    if table:
+        tokens = table_tokens(text)
+    else:
+        tokens = [(m.start(), Token(nfkc(m.group(0)), 'word')) for m in re.finditer(r'\S+', text)]
+    head = sum(at < len(before) for at, _ in tokens)
+    body = sum(len(before) <= at < len(before) + len(quote) for at, _ in tokens)
+    chain = chain_words(words, [token for _, token in tokens])
     if isinstance(chain, Unscored):
         return chain
-    return list(dict.fromkeys(chain[len(head) : len(head) + len(body)]))
-
-
-def _relation_between(before: str, quote: str, own: Relation) -> Relation:
-    """How a quote's first word follows the context's last: by the bars and line breaks between them."""
-    joint = before[len(before.rstrip(' |\n')) :] + quote[: len(quote) - len(quote.lstrip(' |\n'))]
-    return 'row' if '\n' in joint else 'cell' if '|' in joint else own
+    return list(dict.fromkeys(chain[head : head + body]))
 
 
 def _context(text: str, start: int, end: int, words_before: int, words_after: int) -> tuple[str, str]:
