@@ -185,18 +185,62 @@ def _spelled(chars: list[Item], before: str, quote: str, after: str) -> list[Ite
 
 
 def _chained(words: list[Item], before: str, quote: str, after: str, table: bool) -> list[Item] | Unscored:
-    """The drawn words of ``quote`` chained with its context's (`chain_words`), cut to the quote's."""
+    """The drawn words of ``quote`` chained with its context's (`chain_words`), cut to the quote's. In a table,
+    a cell repeating the one before it is a merged cell the rendering spreads where the page does not draw it
+    again beside it: its words are then the ones drawn once (`_repeats`)."""
     text = before + quote + after
     if table:
         tokens = table_tokens(text)
     else:
         tokens = [(m.start(), Token(nfkc(m.group(0)), 'word')) for m in re.finditer(r'\S+', text)]
-    head = sum(at < len(before) for at, _ in tokens)
-    body = sum(len(before) <= at < len(before) + len(quote) for at, _ in tokens)
     chain = chain_words(words, [token for _, token in tokens])
+    repeats = _repeats([token for _, token in tokens]) if table else []
+    if repeats and not isinstance(chain, Unscored) and not all(_beside(chain[n - 1][0], chain[n][0]) for n in repeats):
+        chain = _drawn_once(words, [token for _, token in tokens], repeats)
     if isinstance(chain, Unscored):
         return chain
+    head = sum(at < len(before) for at, _ in tokens)
+    body = sum(len(before) <= at < len(before) + len(quote) for at, _ in tokens)
     return list(dict.fromkeys(chain[head : head + body]))
+
+
+def _cells(tokens: list[Token]) -> list[list[int]]:
+    cells: list[list[int]] = []
+    for n, token in enumerate(tokens):
+        if not cells or token.relation in ('cell', 'row'):
+            cells.append([])
+        cells[-1].append(n)
+    return cells
+
+
+def _repeats(tokens: list[Token]) -> list[int]:
+    """The first token of each cell whose words are the cell's before it, in its row."""
+    cells = _cells(tokens)
+    texts = [[tokens[n].text for n in cell] for cell in cells]
+    return [
+        cell[0] for i, cell in enumerate(cells) if i and tokens[cell[0]].relation == 'cell' and texts[i] == texts[i - 1]
+    ]
+
+
+def _drawn_once(words: list[Item], tokens: list[Token], repeats: list[int]) -> list[Item] | Unscored:
+    """`chain_words` of ``tokens`` but the repeating cells (starting at ``repeats``), whose words are then
+    those of the cell they repeat: one drawn (merged) cell."""
+    cells = _cells(tokens)
+    starts = {cell[0]: i for i, cell in enumerate(cells)}
+    again = {n: cells[starts[first] - 1][k] for first in repeats for k, n in enumerate(cells[starts[first]])}
+    kept = [n for n in range(len(tokens)) if n not in again]
+    chain = chain_words(words, [tokens[n] for n in kept])
+    if isinstance(chain, Unscored):
+        return chain
+    placed = dict(zip(kept, chain, strict=True))
+    for n in sorted(again):
+        placed[n] = placed[again[n]]
+    return [placed[n] for n in range(len(tokens))]
+
+
+def _beside(a: Box, b: Box) -> bool:
+    """``b`` drawn right of ``a`` on its line, within a quarter of the page: the next cell, drawn again."""
+    return abs(_middle(a) - _middle(b)) < (a[3] - a[1]) * 0.5 and 0 <= b[0] - a[2] < 0.25
 
 
 def _context(text: str, start: int, end: int, words_before: int, words_after: int) -> tuple[str, str]:
