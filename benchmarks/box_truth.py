@@ -9,9 +9,10 @@ found without our boxes:
   reading orders differ: columns, right to left, line numbers).
 * **tables** (a quote holding a cell bar ``|``): our chunk's text of a table is a rendering (cell bars, the
   ``| --- |`` line, empty cells), so it is not searched as a string: it is cut into its cells and rows, and each
-  word is matched to a drawn word of the same text, chained so that a cell's words follow in reading order,
-  the next cell of a row stands to its right and the next row below (`table_tokens`). The ``---`` of the header
-  rule is not drawn, so not looked for.
+  word is matched to a drawn word of the same text, chained so that a cell's words follow in reading order
+  (a word space apart on a line, or on a line below: a cell stacking numbers one a line is one cell), the next cell of a row stands to its right and the next row below (`table_tokens`). The ``---`` of the header
+  rule is not drawn, so not looked for; a cell repeating the one before it that the page does not draw again
+  beside it (a merged cell the rendering spreads over its columns) is matched to the words drawn once.
 * **repeated text** (found in two places, or two chains as short): the quote is widened, a word at a time on
   either side, by its own chunk's text around it (up to `MAX_CONTEXT` words a side) until the wider text is found
   once; the truth is then the part of it that is the quote. Still repeated (a paragraph printed twice), prose

@@ -8,7 +8,8 @@ One command, every figure measured in the same run against an independent reader
   spelled once (whitespace aside, NFKC) in pdfplumber's order, else in the drawn order (line by line), else
   its words chained where they stand (columns, line numbers, right to left); a table quote (holding a ``|``:
   our chunk's text of a table is a rendering) cut into cells and rows, each word matched to a drawn word,
-  chained cell after cell to the right and row after row down, the header's ``---`` rule not looked for;
+  chained cell after cell to the right and row after row down, the header's ``---`` rule not looked for, a
+  merged cell the rendering repeats matched to its words drawn once;
   repeated text widened by its chunk's own words around it until found once (a paragraph printed twice: the
   k-th of n). Both sides' boxes are merged into one box a line (pdfplumber knows no pieces or cells), as
   fractions of the page as displayed (pdfplumber measures from the MediaBox, so its boxes are moved into the
