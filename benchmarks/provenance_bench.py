@@ -3,13 +3,19 @@
 One command, every figure measured in the same run against an independent reader:
 
 * **boxes, text layers**: random exact quotes (4-14 words) of chunks of every born-digital PDF in
-  ``../shared/data/fidelity`` and ``documents``, verified with `check_quote`; the quote's boxes
-  against pdfplumber's character boxes of the same characters: found spelled once in pdfplumber's
-  order, else its words chained where they stand (reading orders differ: columns, tables, line
-  numbers, right to left). Both sides' boxes are merged into one box a line (pdfplumber knows no
-  pieces or cells), as fractions of the page as displayed (pdfplumber measures from the MediaBox, so
-  its boxes are moved into the CropBox; it turns ``/Rotate`` pages itself). Goal: IoU >= 0.9 on >= 95%
-  of quotes; quotes in tables (holding a ``|``) are also given apart, and the IoU across the page only.
+  ``../shared/data/fidelity`` and ``documents``, verified with `check_quote`; the boxes of the span it cites
+  against pdfplumber's character boxes of the same characters, found without our boxes (`box_truth`): prose
+  spelled once (whitespace aside, NFKC) in pdfplumber's order, else in the drawn order (line by line), else
+  its words chained where they stand (columns, line numbers, right to left); a table quote (holding a ``|``:
+  our chunk's text of a table is a rendering) cut into cells and rows, each word matched to a drawn word,
+  chained cell after cell to the right and row after row down, the header's ``---`` rule not looked for, a
+  merged cell the rendering repeats matched to its words drawn once;
+  repeated text widened by its chunk's own words around it until found once (a paragraph printed twice: the
+  k-th of n). Both sides' boxes are merged into one box a line (pdfplumber knows no pieces or cells), as
+  fractions of the page as displayed (pdfplumber measures from the MediaBox, so its boxes are moved into the
+  CropBox; it turns ``/Rotate`` pages itself). Goal: IoU >= 0.9 on >= 95% of quotes; quotes in tables are
+  also given apart, and the IoU across the page only; the quotes not scored are counted by why (``missing``:
+  spelled otherwise by pdfplumber; ``repeated``: still found twice).
 * **boxes, OCR**: the same for OCR'd pages (images, scanned PDFs) against the word boxes of a
   separate plain ``tesseract FILE - tsv`` run.
 * **pages**: every chunk's page holds its text (its first 30 non-space characters in pdfplumber's
@@ -29,7 +35,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import io
-import itertools
 import json
 import random
 import re
@@ -42,10 +47,13 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from box_storage import storage_row, summary  # noqa: E402
+from box_truth import Unscored, truth_run  # noqa: E402
 from ingest_fidelity import normalise, words  # noqa: E402
 
 from toolish_rag.citations import CitationSource, check_quote  # noqa: E402
@@ -58,17 +66,28 @@ IMAGES = {'.png', '.jpg', '.jpeg', '.tif', '.tiff'}
 
 
 def iou(a: list[Box], b: list[Box], *, across_only: bool = False) -> float:
-    """Area IoU of two sets of (non-overlapping) boxes; ``across_only``: of their extents across the page."""
+    """Area IoU of two sets of boxes, each set's area its union (boxes of one set may overlap: the lines of a
+    quote do once only their extents across the page count); ``across_only``: of their extents across the page.
+    Exact: the plane cut at every box edge, each cell counted once."""
     if across_only:
         a = [(x0, 0.0, x1, 1.0) for x0, _, x1, _ in a]
         b = [(x0, 0.0, x1, 1.0) for x0, _, x1, _ in b]
+    if not a or not b:
+        return 0.0
+    xs = np.unique([v for box in a + b for v in (box[0], box[2])])
+    ys = np.unique([v for box in a + b for v in (box[1], box[3])])
+    cx, cy = (xs[:-1] + xs[1:]) / 2, (ys[:-1] + ys[1:]) / 2
+    cells = np.outer(np.diff(ys), np.diff(xs))
 
-    def area(x: Box) -> float:
-        return max(0.0, x[2] - x[0]) * max(0.0, x[3] - x[1])
+    def covered(boxes: list[Box]) -> np.ndarray:
+        inside = np.zeros(cells.shape, dtype=bool)
+        for x0, top, x1, bottom in boxes:
+            inside |= ((cy > top) & (cy < bottom))[:, None] & ((cx > x0) & (cx < x1))[None, :]
+        return inside
 
-    inter = sum(area((max(p[0], q[0]), max(p[1], q[1]), min(p[2], q[2]), min(p[3], q[3]))) for p in a for q in b)
-    union = sum(map(area, a)) + sum(map(area, b)) - inter
-    return inter / union if union > 0 else 0.0
+    in_a, in_b = covered(a), covered(b)
+    union = float(cells[in_a | in_b].sum())
+    return float(cells[in_a & in_b].sum()) / union if union > 0 else 0.0
 
 
 def _lines_of(items: list[tuple[Box, str]]) -> list[Box]:
@@ -81,65 +100,6 @@ def _lines_of(items: list[tuple[Box, str]]) -> list[Box]:
         else:
             lines.append([box])
     return [(min(b[0] for b in g), min(b[1] for b in g), max(b[2] for b in g), max(b[3] for b in g)) for g in lines]
-
-
-def _find_run(items: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]] | bool | None:
-    """The items spelling ``quote`` (whitespace aside) when they do so exactly once; ``False`` when they do so
-    more than once (repeated text: which one the quote is cannot be told), ``None`` when not at all."""
-    wanted = re.sub(r'\s+', '', quote)
-    spelled, owner = [], []
-    for n, (_, text) in enumerate(items):
-        for ch in re.sub(r'\s+', '', text):
-            spelled.append(ch)
-            owner.append(n)
-    joined = ''.join(spelled)
-    at = joined.find(wanted)
-    if at < 0 or not wanted:
-        return None
-    if joined.find(wanted, at + 1) >= 0:
-        return False
-    kept = sorted(set(owner[at : at + len(wanted)]))
-    return [items[n] for n in kept]
-
-
-def _step(a: Box, b: Box) -> float:
-    """How far word ``b`` stands from following word ``a`` in reading order: the gap across, heights weigh more."""
-    gap = max(0.0, b[0] - a[2], a[0] - b[2])  # either way across (right-to-left scripts)
-    return gap + 3 * abs((a[1] + a[3]) / 2 - (b[1] + b[3]) / 2)
-
-
-def _chain_words(words_of_page: list[tuple[Box, str]], quote: str) -> list[tuple[Box, str]] | None:
-    """The page's words spelling the quote's words in a geometric chain, whatever order the other reader lists
-    them in (columns, tables, right-to-left, line numbers): each quote word is matched to a word of the same text
-    (or reversed: pdfplumber spells right-to-left words backwards), the chain of least total step chosen.
-    ``None`` when a word is missing (a ligature, a joined hyphen) or a second chain, elsewhere, is as short."""
-    tokens = [t for t in quote.split() if t.strip('|')]
-    candidates = [[w for w in words_of_page if w[1] in (t, t[::-1])] for t in tokens]
-    if not tokens or any(not c for c in candidates) or max(map(len, candidates)) > 400:
-        return None
-    cost = [0.0] * len(candidates[0])
-    back: list[list[int]] = []
-    for prev, here in itertools.pairwise(candidates):
-        step = [min(range(len(prev)), key=lambda i, w=w: cost[i] + _step(prev[i][0], w[0])) for w in here]
-        cost = [cost[i] + _step(prev[i][0], w[0]) for i, w in zip(step, here, strict=True)]
-        back.append(step)
-    order = sorted(range(len(cost)), key=cost.__getitem__)
-    if len(order) > 1 and cost[order[1]] <= cost[order[0]] * 1.05 + 1e-9:
-        return None  # ambiguous: two places spell it equally well (a row of zeros)
-    at, chain = order[0], [candidates[-1][order[0]]]
-    for n in range(len(back) - 1, -1, -1):
-        at = back[n][at]
-        chain.append(candidates[n][at])
-    return sorted(set(chain), key=chain.index)[::-1]
-
-
-def truth_run(chars: list[tuple[Box, str]], words_of_page: list[tuple[Box, str]], quote: str) -> Any:
-    """The other reader's characters spelling ``quote`` exactly once in its order, else (when it does not spell
-    it at all in that order) its words chained; ``None`` for a quote repeated on the page."""
-    run = _find_run(chars, quote)
-    if run is False:
-        return None
-    return run or _chain_words(words_of_page, quote)
 
 
 # -- truth readers ----------------------------------------------------------------------------------
@@ -214,10 +174,14 @@ def rendered_pages(path: Path, folder: Path) -> list[Path]:
 # -- quotes -------------------------------------------------------------------------------------------
 
 
-def random_quotes(chunks: list[Chunk], count: int, rng: random.Random) -> list[tuple[Chunk, str]]:
+Quote = tuple[Chunk, int, int]
+"""A quote: ``chunk.urtext[start:end]``."""
+
+
+def random_quotes(chunks: list[Chunk], count: int, rng: random.Random) -> list[Quote]:
     """Up to ``count`` exact quotes of 4-14 words from chunks with boxes."""
     boxed = [c for c in chunks if c.boxes]
-    out: list[tuple[Chunk, str]] = []
+    out: list[Quote] = []
     for _ in range(count * 4):
         if not boxed or len(out) >= count:
             break
@@ -227,36 +191,70 @@ def random_quotes(chunks: list[Chunk], count: int, rng: random.Random) -> list[t
             continue
         n = rng.randint(4, min(14, len(spans)))
         i = rng.randrange(0, len(spans) - n + 1)
-        out.append((chunk, chunk.urtext[spans[i][0] : spans[i + n - 1][1]]))
+        out.append((chunk, spans[i][0], spans[i + n - 1][1]))
     return out
 
 
+def page_texts(chunks: list[Chunk]) -> tuple[str, dict[int, tuple[int, int]]]:
+    """Our text of the document (its chunks' text at their offsets) and each page's span in it: from the first
+    to the last offset boxed on that page."""
+    placed = [c for c in chunks if c.start_char is not None]
+    text = [' '] * max([c.start_char + len(c.urtext) for c in placed if c.start_char is not None] or [0])
+    spans: dict[int, tuple[int, int]] = {}
+    for c in placed:
+        assert c.start_char is not None
+        text[c.start_char : c.start_char + len(c.urtext)] = c.urtext
+        for b in c.boxes:
+            lo, hi = spans.get(b.page, (b.start + c.start_char, b.end + c.start_char))
+            spans[b.page] = (min(lo, b.start + c.start_char), max(hi, b.end + c.start_char))
+    return ''.join(text), spans
+
+
+def _page_of(chunk: Chunk, start: int, page: int, pages: tuple[str, dict[int, tuple[int, int]]]) -> Any:
+    """Our text of ``page`` and the offset in it of ``chunk``'s offset ``start`` (``None`` where unknown)."""
+    text, spans = pages
+    if chunk.start_char is None or page not in spans:
+        return None
+    lo, hi = spans[page]
+    return text[lo:hi], chunk.start_char + start - lo
+
+
 def score_quotes(
-    quotes: list[tuple[Chunk, str]], run_on_page: Any, rotated: Any = lambda page: False
+    quotes: list[Quote], run_on_page: Any, rotated: Any = lambda page: False, chunks: list[Chunk] | None = None
 ) -> dict[str, Any]:
-    """``run_on_page(page, quote)``: the other reader's boxes spelling the quote on that page, or ``None``."""
-    ious, across, tables, pages_ok, skipped, unboxed, turned = [], [], [], 0, 0, 0, 0
-    for chunk, quote in quotes:
+    """``run_on_page(page, text, start, end, table, ours)``: the other reader's boxes of ``text[start:end]`` on
+    that page (`box_truth.truth_run`; ``ours``: our text of the page and the quote's offset in it), or why they
+    were not found. A quote holding a cell bar is a table's."""
+    pages = page_texts(chunks or [])
+    ious, across, tables, pages_ok, unboxed, turned, elsewhere = [], [], [], 0, 0, 0, 0
+    unscored: Counter[str] = Counter()
+    for chunk, start, end in quotes:
+        quote = chunk.urtext[start:end]
         source = check_quote(chunk, quote, min_quote_chars=1)
         if not isinstance(source, CitationSource) or source.page is None or not source.boxes:
             unboxed += 1
             continue
         turned += bool(rotated(source.page))
-        run = run_on_page(source.page, quote)
-        if run is None:  # not spelled exactly once by the other reader (a ligature, a joined hyphen, repeated)
-            skipped += 1
+        table = '|' in quote
+        elsewhere += source.chunk_start != start  # repeated in its chunk: the verifier cites the first
+        ours_page = _page_of(chunk, source.chunk_start, source.page, pages)
+        run = run_on_page(source.page, chunk.urtext, source.chunk_start, source.chunk_end, table, ours_page)
+        if isinstance(run, Unscored):  # not found by the other reader: a word it draws otherwise, or repeated
+            unscored[f'{"table " if table else ""}{run}'] += 1
             continue
         pages_ok += 1
         truth = _lines_of(run)
         ours = _lines_of([(box, '') for box in source.boxes])  # a line's pieces or cells as one box, like truth's
         ious.append(iou(ours, truth))
         across.append(iou(ours, truth, across_only=True))
-        if '|' in quote:
+        if table:
             tables.append(ious[-1])
     return {
         'quotes': len(ious),
-        'skipped': skipped,
+        'skipped': sum(unscored.values()),
+        'skipped_why': dict(sorted(unscored.items())),
         'no_boxes': unboxed,
+        'cited_earlier_in_chunk': elsewhere,
         'on_rotated_pages': turned,
         'iou_median': round(statistics.median(ious), 3) if ious else None,
         'share_iou_0.9': round(sum(v >= 0.9 for v in ious) / len(ious), 3) if ious else None,
@@ -302,8 +300,9 @@ def text_layer_boxes(files: list[Path], quotes: int, rng: random.Random, storage
             chunks = list(doc.chunks)
             row = score_quotes(
                 random_quotes(chunks, quotes, rng),
-                lambda page, quote, p=plumber: truth_run(p.chars(page), p.words(page), quote),
+                lambda page, *q, p=plumber: truth_run(p.chars(page), p.words(page), *q[:3], table=q[3], page=q[4]),
                 plumber.rotated,
+                chunks,
             )
             right, checked = chunk_pages(chunks, plumber)
             row['chunk_pages'] = f'{right}/{checked}'
@@ -327,29 +326,17 @@ def ocr_boxes_and_recall(
             frames = _frames(path, Path(tmp)) if path.suffix.lower() in ('.tif', '.tiff') else images
             plain = [tesseract_words(frame) for frame in frames]
             truth_words = [words_of for words_of, _ in plain]
+            chunks = list(doc.chunks)
             row = score_quotes(
-                random_quotes(list(doc.chunks), quotes, rng),
-                lambda page, quote, t=truth_words: ocr_truth_run(t[page - 1], quote),
+                random_quotes(chunks, quotes, rng),
+                lambda page, *q, t=truth_words: truth_run(t[page - 1], t[page - 1], *q[:3], table=q[3], page=q[4]),
+                chunks=chunks,
             )
             truth = manifest.get(path.name)
             if truth is not None and truth.get('has_text_truth'):
                 row |= _recall(doc, '\n'.join(t for _, t in plain), data / 'fidelity' / truth['truth'][0])
             rows[path.name] = row
     return rows
-
-
-def ocr_truth_run(words_of_page: list[tuple[Box, str]], quote: str) -> Any:
-    """`truth_run` on plain Tesseract's words, also spelled with a hyphen ending a word dropped: Tesseract lists a
-    word hyphenated at a line's end as two (``per-``, ``sons``) where our text, and so a quote, joins it
-    (``persons``); without this the words were chained instead, to the same word standing elsewhere on the page."""
-    joined = [(box, text[:-1] if text.endswith('-') and len(text) > 1 else text) for box, text in words_of_page]
-    for items in (words_of_page, joined):
-        run = _find_run(items, quote)
-        if run is False:
-            return None
-        if run:
-            return run
-    return _chain_words(words_of_page, quote)
 
 
 def _frames(path: Path, folder: Path) -> list[Path]:
@@ -455,6 +442,19 @@ def _print(result: dict[str, Any]) -> None:
             good = sum(r['quotes'] * r['share_iou_0.9'] for r in scored)
             across = sum(r['quotes'] * r['share_iou_across_0.9'] for r in scored)
             print(f'\nall quotes: {total}; IoU >= 0.9: {good / total:.3f}; across the page only: {across / total:.3f}')
+            in_tables = sum(r['table_quotes'] for r in scored)
+            good_tables = sum(r['table_quotes'] * (r['table_share_iou_0.9'] or 0) for r in scored)
+            if in_tables:
+                outside = (good - good_tables) / max(1, total - in_tables)
+                print(
+                    f'in tables: {in_tables}, IoU >= 0.9: {good_tables / in_tables:.3f}; outside: {total - in_tables}, {outside:.3f}'
+                )
+        why: Counter[str] = sum((Counter(r.get('skipped_why', {})) for r in rows.values()), Counter())
+        sampled = sum(r.get('quotes', 0) + r.get('skipped', 0) + r.get('no_boxes', 0) for r in rows.values())
+        print(
+            f'sampled: {sampled}; unscored: {sum(why.values())} {dict(why)}; without boxes: '
+            f'{sum(r.get("no_boxes", 0) for r in rows.values())}'
+        )
         print(summary([result.get('storage', {}).get(name, {}) for name in rows]))
     print('\n## render\n\n', result.get('render'))
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import shutil
 from pathlib import Path
+from typing import Any
 
 import pytest
 from PIL import Image, ImageDraw, ImageFont
@@ -181,7 +182,7 @@ def test_a_pdf_table_is_boxed_cell_by_cell_where_its_pieces_fall_into_cells() ->
     drawn = [piece('Country', 72, 120, 700), piece('Count', 300, 330, 700), piece('Italy', 72, 100, 686)]
     drawn += [piece('Spain', 72, 100, 672), piece('wide', 104, 126, 672), piece('40', 300, 312, 672)]
     runs = table_row_boxes(text, drawn)
-    assert [r for r, _ in runs] == ['Country', 'Count |\n| --- | --- |', 'Italy', 'Spain', 'wide', '40']
+    assert [r for r, _ in runs] == ['Country', 'Count', 'Italy', 'Spain', 'wide', '40']  # the rule: no box
     assert [box for _, box in runs] == [
         (72, 700, 120, 710),
         (300, 700, 330, 710),
@@ -197,3 +198,95 @@ def test_a_pdf_table_is_boxed_cell_by_cell_where_its_pieces_fall_into_cells() ->
     across = table_row_boxes('| a | b |\n| c | d |', [piece('a b', 72, 200, 700), piece('c', 72, 80, 686)])
     assert [r for r, _ in across] == ['| a | b |', 'c | d']  # and a cell nothing drew joins the one before
     assert table_row_boxes('| a | b |', []) == []  # nothing drawn: the caller keeps the table's own box
+
+
+def _cell_piece(
+    text: str, x0: float, x1: float, bottom: float, words: tuple[tuple[str, float, float], ...] = ()
+) -> Any:
+    from toolish_rag.ingest._readers._pdf_layout import Piece
+
+    boxes = tuple((w, (a, bottom, b, bottom + 10)) for w, a, b in words)
+    return Piece(text, x0, x1, bottom, bottom + 12, 10.0, False, em=(x0, bottom, x1, bottom + 10), words=boxes)
+
+
+def test_a_piece_drawn_across_table_cells_is_cut_into_its_words_cell_by_cell() -> None:
+    from toolish_rag.ingest._readers._pdf_table_pages import table_row_boxes
+
+    # pdfium reads `Yes Yes 40` as one piece (the cells stand close): each cell its own word's box, not the row's
+    row = _cell_piece('Yes Yes 40', 100, 260, 700, (('Yes', 100, 120), ('Yes', 180, 200), ('40', 248, 260)))
+    runs = table_row_boxes('| UT | Yes | Yes | 40 |', [_cell_piece('UT', 72, 84, 700), row])
+    assert runs == [
+        ('UT', (72, 700, 84, 710)),
+        ('Yes', (100, 700, 120, 710)),
+        ('Yes', (180, 700, 200, 710)),
+        ('40', (248, 700, 260, 710)),
+    ]
+
+
+def test_cells_of_the_same_text_side_by_side_are_each_boxed_where_drawn() -> None:
+    from toolish_rag.ingest._readers._pdf_table_pages import table_row_boxes
+
+    drawn = [_cell_piece('WI', 72, 84, 700), _cell_piece('No', 100, 114, 700), _cell_piece('No', 180, 194, 700)]
+    runs = table_row_boxes('| WI | No | No |', drawn)
+    assert [box for _, box in runs] == [(72, 700, 84, 710), (100, 700, 114, 710), (180, 700, 194, 710)]
+
+
+def test_a_merged_cell_the_rendering_repeats_is_boxed_where_it_is_drawn_once() -> None:
+    from toolish_rag.ingest._readers._pdf_table_pages import table_row_boxes
+
+    text = '| Tested 2004 | Tested 2004 | Tested 2006 |'
+    drawn = [_cell_piece('Tested 2004', 72, 200, 700), _cell_piece('Tested 2006', 300, 420, 700)]
+    runs = table_row_boxes(text, drawn)
+    assert runs == [
+        ('Tested 2004', (72, 700, 200, 710)),
+        ('Tested 2004', (72, 700, 200, 710)),  # not joined to the first (a quote of it would take a share of both)
+        ('Tested 2006', (300, 700, 420, 710)),
+    ]
+
+
+def test_a_table_quote_from_the_header_rule_on_is_not_boxed_at_the_header() -> None:
+    from toolish_rag.citations._where import quote_place
+    from toolish_rag.ingest._readers._boxes import locate_lines
+    from toolish_rag.ingest._readers._pdf_table_pages import table_row_boxes
+
+    columns = 12  # a wide table: its rule is longer than a few cells' bars
+    header = '| ' + ' | '.join(f'h{n}' for n in range(columns)) + ' |'
+    row = '| ' + ' | '.join(f'v{n}' for n in range(columns)) + ' |'
+    text = header + '\n|' + ' --- |' * columns + '\n' + row
+    drawn = [_cell_piece(f'h{n}', 72 + 40 * n, 84 + 40 * n, 700) for n in range(columns)]
+    drawn += [_cell_piece(f'v{n}', 72 + 40 * n, 84 + 40 * n, 686) for n in range(columns)]
+    runs = table_row_boxes(text, drawn)
+    assert [r for r, _ in runs] == [f'h{n}' for n in range(columns)] + [f'v{n}' for n in range(columns)]
+    boxes = locate_lines(text, [(r, (0.0, 0.0, 1.0, float(b[1]) / 1000)) for r, b in runs], page=1)
+    assert len(boxes) == 2 * columns  # every cell found again after the rule
+    chunk = Chunk(
+        id='c',
+        metadata={},
+        document_id='d',
+        document_uri='u',
+        document_title='t',
+        text=text,
+        urtext=text,
+        chunk_index=0,
+        sequence_number=0,
+        boxes=tuple(boxes),
+    )
+    start = text.index('--- |\n| v0')
+    _, placed = quote_place(chunk, start, text.index(' v1') + 3)
+    assert [b[3] for b in placed] == [0.686, 0.686]  # v0 and v1 only: the rule is not the last header cell
+
+
+def test_pdf_pieces_keep_their_words_boxes(tmp_path: Path) -> None:
+    import pypdfium2 as pdfium
+
+    from toolish_rag.ingest._readers._pdf_layout import page_pieces
+
+    path = write_pdf([[(72, 700, 12, 'Total Gross Loans')]], tmp_path / 'words.pdf')
+    page = pdfium.PdfDocument(path)[0]
+    textpage = page.get_textpage()
+    (piece,) = page_pieces(textpage)
+    assert [w for w, _ in piece.words] == piece.text.split() == ['Total', 'Gross', 'Loans']
+    lefts = [box[0] for _, box in piece.words]
+    assert piece.em is not None and lefts == sorted(lefts)
+    assert piece.words[0][1][0] == piece.em[0] and piece.words[-1][1][2] == piece.em[2]
+    textpage.close()

@@ -37,8 +37,9 @@ class WordedLine(NamedTuple):
 
 _SLACK = 2
 """Characters that may stand between two lines found in order (the blank line between paragraphs)."""
-_TABLE_SLACK = 64
-"""Between a table's cells: their bars, line breaks and empty cells (``' |  |  | '``) only."""
+_TABLE_SLACK = 256
+"""Between a table's cells: their bars, line breaks, empty cells (``' |  |  | '``) and the header's rule
+(``| --- | --- |``, a line of ~6 characters a column) only."""
 
 
 def _fraction(value: float) -> float:
@@ -119,6 +120,6 @@ def _find(text: str, line: str, cursor: int) -> tuple[int, int] | None:
             at = window.find(candidate)
             before = window[:at] if at >= 0 else 'x'
             blank = len(before) <= _SLACK and not before.strip()  # the blank line between paragraphs
-            if blank or ('|' in before and not before.strip(' \n|')):  # a table's bars and empty cells
+            if blank or ('|' in before and not before.strip(' \n|-:')):  # a table's bars, empty cells, rule
                 return cursor + at, cursor + at + len(candidate)
     return None

@@ -34,6 +34,8 @@ class Piece:
     em: tuple[float, float, float, float] | None = None
     """``(left, bottom, right, top)`` of its characters' em boxes (from the baseline's font descent, one font
     size tall): what a citation highlights; ``None`` where the loose box stands for it (a table, turned text)."""
+    words: tuple[tuple[str, tuple[float, float, float, float]], ...] = ()
+    """Each word of ``text`` and its characters' em box: a piece drawn across a table's cells is cut by them."""
 
     @property
     def width(self) -> float:
@@ -51,6 +53,7 @@ class _Builder:
     bold: list[bool] = field(default_factory=list)
     italic: list[bool] = field(default_factory=list)
     em: list[float] = field(default_factory=list)
+    words: list[tuple[list[str], list[float]]] = field(default_factory=list)
 
     def add(self, ch: str, box: tuple[float, ...], bold: bool, italic: bool, em: tuple[float, ...]) -> None:
         left, bottom, right, top = box
@@ -61,6 +64,11 @@ class _Builder:
             self.x0, self.x1 = min(self.x0, left), max(self.x1, right)
             self.bottom, self.top = min(self.bottom, bottom), max(self.top, top)
             self.em = [min(self.em[0], em[0]), min(self.em[1], em[1]), max(self.em[2], em[2]), max(self.em[3], em[3])]
+        if not self.words or self.chars[-1:] == [' ']:
+            self.words.append(([], list(em)))
+        word, spans = self.words[-1]
+        word.append(ch)
+        spans[:] = min(spans[0], em[0]), min(spans[1], em[1]), max(spans[2], em[2]), max(spans[3], em[3])
         self.chars.append(ch)
         self.sizes.append(top - bottom)
         self.bold.append(bold)
@@ -73,7 +81,8 @@ class _Builder:
         size = round(statistics.median(self.sizes), 1)
         bold, italic = sum(self.bold) * 2 > len(self.bold), sum(self.italic) * 2 > len(self.italic)
         em = (self.em[0], self.em[1], self.em[2], self.em[3])
-        return Piece(text, self.x0, self.x1, self.bottom, self.top, size, bold, italic, em=em)
+        words = tuple((''.join(w), (b[0], b[1], b[2], b[3])) for w, b in self.words)
+        return Piece(text, self.x0, self.x1, self.bottom, self.top, size, bold, italic, em=em, words=words)
 
 
 _ITALIC_FLAG = 0x40  # PDF font descriptor flag bit 7

@@ -8,6 +8,7 @@ from __future__ import annotations
 import io
 import re
 from collections import Counter
+from dataclasses import replace
 from typing import Any, Protocol
 
 from ._pdf_layout import Piece
@@ -145,8 +146,8 @@ def table_row_boxes(text: str, inside: list[Piece]) -> list[tuple[str, _Box]]:
     joined: list[tuple[int, int, _Box]] = []
     waiting: int | None = None  # the start of runs without a box before the first with one
     for start, end, box in runs:
-        if start == end:
-            continue  # an empty cell: nothing to find, nothing to join
+        if start == end or (box is None and not text[start:end].strip(' |-:\n')):
+            continue  # an empty cell, the header's rule: nothing drawn, nothing to find
         if box is not None:
             joined.append((start if waiting is None else waiting, end, box))
             waiting = None
@@ -159,7 +160,9 @@ def table_row_boxes(text: str, inside: list[Piece]) -> list[tuple[str, _Box]]:
 
 def _cell_runs(row: str, pieces: list[Piece]) -> list[tuple[int, int, _Box | None]]:
     """A row's runs as offsets in it: each cell's text with the box of the pieces drawing it, when each piece
-    is in one cell; else the whole row with all its pieces' box (``None`` when none)."""
+    is in one cell (a piece drawn across cells cut into its words first); else the whole row with all its
+    pieces' box (``None`` when none). A cell nothing drew that repeats the cell before it (a merged cell the
+    rendering spreads) is where that cell is drawn."""
     whole: list[tuple[int, int, _Box | None]] = [(0, len(row), _union(pieces))]
     if not pieces or not (row.startswith('| ') and row.endswith(' |')):
         return whole
@@ -170,17 +173,51 @@ def _cell_runs(row: str, pieces: list[Piece]) -> list[tuple[int, int, _Box | Non
     spans.append((at, len(row) - 2))
     if len(spans) < 2:
         return whole
-    words = [set(row[s:e].replace('\\|', ' ').casefold().split()) for s, e in spans]
-    owned: list[list[Piece]] = [[] for _ in spans]
+    texts = [' '.join(row[s:e].replace('\\|', ' ').casefold().split()) for s, e in spans]
+    owned = _owners(_cut_across_cells(pieces, texts), texts)
+    if owned is None:
+        return whole  # a piece across two cells: the row it is
+    for i in range(1, len(spans)):
+        if not owned[i] and owned[i - 1] and texts[i] == texts[i - 1]:
+            owned[i] = [_whole(owned[i - 1])]
+    return [run for (s, e), mine in zip(spans, owned, strict=True) for run in _piece_runs(row, s, e, mine)]
+
+
+def _cut_across_cells(pieces: list[Piece], texts: list[str]) -> list[Piece]:
+    """``pieces``, each one whose text is in no cell's (drawn across two or more) cut into its words."""
+    out: list[Piece] = []
+    for piece in pieces:
+        text = f' {" ".join(piece.text.casefold().split())} '
+        if len(piece.words) < 2 or any(text in f' {cell} ' for cell in texts):
+            out.append(piece)
+        else:
+            out.extend(replace(piece, text=w, x0=b[0], x1=b[2], em=b, words=((w, b),)) for w, b in piece.words)
+    return out
+
+
+def _owners(pieces: list[Piece], texts: list[str]) -> list[list[Piece]] | None:
+    """The pieces of each cell, left to right: a piece goes to the first cell from the last one given a piece
+    whose words hold its words, the next such cell when it stands right of all that cell has (``No | No``)."""
+    words = [set(text.split()) for text in texts]
+    owned: list[list[Piece]] = [[] for _ in texts]
     at = 0
     for piece in sorted(pieces, key=lambda p: (p.x0, -p.top)):
         tokens = set(piece.text.casefold().split())
-        hit = next((i for i in range(at, len(spans)) if tokens <= words[i]), None)
-        if hit is None:
-            return whole  # a piece across two cells: the row it is
+        fits = [i for i in range(at, len(texts)) if tokens <= words[i]]
+        if not fits:
+            return None
+        hit = fits[0]
+        if hit == at and owned[at] and len(fits) > 1 and piece.x0 >= max(p.x1 for p in owned[at]):
+            hit = fits[1]  # beside what this cell has: the next cell of the same text
         owned[hit].append(piece)
         at = hit
-    return [run for (s, e), mine in zip(spans, owned, strict=True) for run in _piece_runs(row, s, e, mine)]
+    return owned
+
+
+def _whole(pieces: list[Piece]) -> Piece:
+    box = _union(pieces)
+    assert box is not None
+    return Piece(' '.join(p.text for p in pieces), box[0], box[2], box[1], box[3], 0.0, False, em=box)
 
 
 def _piece_runs(row: str, start: int, end: int, pieces: list[Piece]) -> list[tuple[int, int, _Box | None]]:

@@ -35,7 +35,7 @@ from .text import paragraph_spans, title_from_path
 
 __all__ = ['read_pdf']
 
-VERSION = 4
+VERSION = 5
 """Bump when the same bytes read differently: its files are then read again (docs/ingestion.md#reader-versions)."""
 
 
