@@ -281,7 +281,8 @@ class PostgresStore:
 
         The vectors are made first, then switched in one transaction with the column's size, the HNSW
         index and the manifest, so a crash leaves the old store or the new one (docs/stores/postgres.md,
-        Re-embedding). Other processes holding the store open keep the old embedder: reopen them.
+        Re-embedding). Other processes holding the store open keep the old embedder; their writes and vector
+        searches are refused (`EmbedderMismatch`) until they open the store again.
         """
         new = resolve_embedder(embedder)
         texts: set[str] = await self._db.run(stored_texts, write=True)
