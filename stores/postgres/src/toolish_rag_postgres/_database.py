@@ -168,11 +168,15 @@ class Database:
                 conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
             held = _SESSIONS.setdefault(conn, {})
             changed = {k: v for k, v in {**self._settings(None), **(settings or {})}.items() if held.get(k) != v}
-            if changed:  # as in `query_sync`
+            if changed:  # as in `query_sync`, but sent with the statement, in one round trip (a pipeline)
                 calls = sql.SQL(', ').join(sql.SQL('set_config(%s, %s, false)') for _ in changed)
-                await conn.execute(sql.SQL('SELECT {}').format(calls), [x for kv in changed.items() for x in kv])
+                async with conn.pipeline():
+                    await conn.execute(sql.SQL('SELECT {}').format(calls), [x for kv in changed.items() for x in kv])
+                    cursor = await conn.execute(statement, params)
                 held.update(changed)
-            rows = await (await conn.execute(statement, params)).fetchall()
+            else:
+                cursor = await conn.execute(statement, params)
+            rows = await cursor.fetchall()
         except BaseException:  # cancelled or failed mid-statement: its state is unknown, it is not reused
             _checkin(self.conninfo, conn, reuse=False)
             raise
