@@ -6,6 +6,8 @@ docs/stores/postgres.md (Re-embedding; Upgrades and migrations).
 from __future__ import annotations
 
 import dataclasses
+import subprocess
+import sys
 import uuid
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -17,9 +19,9 @@ from psycopg import sql
 from psycopg.types.json import Jsonb
 from pydantic_ai.embeddings import EmbeddingResult
 
-from toolish_rag import Chunk, Document, DocumentBuilder, Entity, SearchRequest
+from toolish_rag import Chunk, Document, DocumentBuilder, Entity, PropertyFilter as F, SearchRequest
 from toolish_rag.cli import main
-from toolish_rag.embedding import HashingEmbeddingModel
+from toolish_rag.embedding import HashingEmbeddingModel, embedder_identity
 from toolish_rag.manifest import EmbedderMismatch
 from toolish_rag.stores import open_store
 from toolish_rag_postgres import PostgresStore
@@ -118,6 +120,67 @@ async def test_a_process_holding_the_old_embedder_cannot_write_after_a_reembed(p
     assert 'late' not in {d.id for d in await store.list_documents()}
     await PostgresStore(postgres_uri, schema=store.schema).upsert([_document('late', 'Written after reopening.')])
     assert 'late' in {d.id for d in await store.list_documents()}
+
+
+class Renamed(HashingEmbeddingModel):
+    """The hashing embedder under another name: vectors of the same size, from another model as far as a store knows."""
+
+    @property
+    def model_name(self) -> str:
+        return f'renamed-{super().model_name}'
+
+
+@pytest.mark.parametrize('new', [HashingEmbeddingModel(48), Renamed(32)], ids=['other size', 'same size'])
+async def test_a_reader_holding_the_old_embedder_is_refused_after_a_reembed(postgres_uri: str, new: Any) -> None:
+    """The vector statement carries the embedder the reader holds: after another store object re-embedded the store,
+    every search (scoped or not) is refused, naming both models, instead of ranking new vectors with an old query."""
+    store = await _loaded(postgres_uri, HashingEmbeddingModel(32))
+    other = PostgresStore(postgres_uri, schema=store.schema)  # another process's view: opened with 32 dimensions
+    before = await _top(other, 'refund window')
+    assert before == await _top(store, 'refund window')
+    await store.reembed(new)
+    for scope in (None, F.eq('tenant', 'acme')):
+        with pytest.raises(EmbedderMismatch) as refused:
+            await other.vector_search(SearchRequest('refund window', 3, scope))
+        said = str(refused.value)
+        assert embedder_identity(new).describe() in said and 'toolish-rag:hashing-32, 32 dimensions' in said
+        assert 'open the store again' in said and other.location in said
+    reopened = PostgresStore(postgres_uri, schema=store.schema, embedder=new)  # a renamed model is not in the registry
+    assert await _top(reopened, 'refund window') == await _top(store, 'refund window')
+
+
+async def test_the_same_embedder_written_otherwise_in_the_manifest_is_not_refused(postgres_uri: str) -> None:
+    """A manifest naming the reader's embedder in other words (an older release's unknown normalisation) is taken
+    as the same embedder: the search answers as before, and the next one sends the manifest's own words."""
+    store = await _loaded(postgres_uri, HashingEmbeddingModel(32))
+    before = await _top(store, 'refund window')
+    with psycopg.connect(postgres_uri, autocommit=True) as conn:
+        conn.execute(
+            sql.SQL(
+                "UPDATE {}.meta SET value = jsonb_set(value, '{{embedder,normalized}}', 'null') WHERE key = 'manifest'"
+            ).format(sql.Identifier(store.schema))
+        )
+    assert await _top(store, 'refund window') == before
+    assert store._held is not None and '"normalized": null' in store._held[1]
+    assert await _top(store, 'refund window') == before
+
+
+def test_a_reader_in_this_process_is_refused_after_another_process_reembeds(postgres_uri: str) -> None:
+    import asyncio
+
+    store = asyncio.run(_loaded(postgres_uri, HashingEmbeddingModel(32)))
+    reembed = (
+        'import asyncio, sys\n'
+        'from toolish_rag.embedding import HashingEmbeddingModel\n'
+        'from toolish_rag_postgres import PostgresStore\n'
+        'print(asyncio.run(PostgresStore(sys.argv[1], schema=sys.argv[2]).reembed(HashingEmbeddingModel(32 + 16))))\n'
+    )
+    done = subprocess.run(
+        [sys.executable, '-c', reembed, postgres_uri, store.schema], capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == '4'
+    with pytest.raises(EmbedderMismatch, match='hashing-48, 48 dimensions since this process opened it'):
+        asyncio.run(store.vector_search(SearchRequest('refund window', 3)))
 
 
 async def test_reembed_of_an_empty_store_records_the_new_size(postgres_uri: str) -> None:

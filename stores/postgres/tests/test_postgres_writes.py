@@ -4,6 +4,7 @@ nothing, a re-ingest of unchanged content writes nothing, and the store opens fr
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import signal
 import subprocess
@@ -23,6 +24,7 @@ from toolish_rag.errors import InvalidRequestError
 from toolish_rag.protocols import PrecomputedVectorsWriter
 from toolish_rag.stores import open_store
 from toolish_rag_postgres import PostgresStore
+from toolish_rag_postgres._database import _BUSY, _IDLE
 
 
 class CountingEmbedder(HashingEmbeddingModel):
@@ -141,6 +143,24 @@ async def test_unscoped_search_of_a_small_table_is_exact_without_counting(postgr
     store.exact_below = 299
     assert len(await store.vector_search(SearchRequest('chunk 3 words', 25))) == 25
     assert store.last_vector_plan == 'hnsw'
+
+
+async def test_searches_past_the_connection_bound_wait_on_the_pool_and_all_answer(postgres_uri: str) -> None:
+    """Searches run on asynchronous connections, at most ``max_connections`` at once per server; more at once run
+    on the pool's thread. Twelve at once answer as one at a time, and at most two connections are kept idle."""
+    bounded = f'{postgres_uri} application_name=bounded'  # a server of its own for the connection counts
+    store = PostgresStore(bounded, schema=_schema(), embedder=HashingEmbeddingModel(32))
+    store._db = dataclasses.replace(store._db, max_connections=2)
+    await store.upsert([_doc(f'file:///{i}.md', i, 5) for i in range(8)])
+    requests = [
+        SearchRequest(f'version {i} chunk {i % 5}', 4, F.eq('tenant', 'acme') if i % 3 else None) for i in range(12)
+    ]
+    alone = [[h.id for h in await store.vector_search(r)] for r in requests]
+    together = await asyncio.gather(*(store.vector_search(r) for r in requests))
+    assert [[h.id for h in hits] for hits in together] == alone
+    assert 1 <= len(_IDLE[bounded]) <= 2 and _BUSY[bounded] == 0
+    store.close()
+    assert bounded not in _IDLE
 
 
 async def test_filtered_index_search_keeps_top_k_and_regex_is_bounded(postgres_uri: str) -> None:

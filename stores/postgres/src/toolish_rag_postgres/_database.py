@@ -6,7 +6,8 @@ its ``search_path``, ``statement_timeout`` and (in row-level-security mode) its 
 parameter), runs, and commits. Reads run ``REPEATABLE READ, READ ONLY``: every statement of one
 answer sees one snapshot. A read that is one statement (the searches) runs alone in autocommit, one
 round trip: the connection's session settings are set only when they differ from what that
-connection last held (`Database.query`). See docs/stores/postgres.md.
+connection last held (`Database.query`), on psycopg's own asynchronous connection (no thread: a
+search wakes the event loop once, when its rows arrive). See docs/stores/postgres.md.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from typing import Any, TypeVar
 
 import psycopg
 from psycopg import sql
+from psycopg.pq import TransactionStatus
 from psycopg_pool import ConnectionPool
 
 __all__ = ['Database', 'Tx', 'close_pool', 'close_pools', 'redacted']
@@ -30,7 +32,12 @@ Tx = psycopg.Connection[tuple[Any, ...]]
 
 _POOLS: dict[str, ConnectionPool[Tx]] = {}
 _POOLS_LOCK = threading.Lock()
-_SESSIONS: weakref.WeakKeyDictionary[Tx, dict[str, str]] = weakref.WeakKeyDictionary()
+AsyncTx = psycopg.AsyncConnection[tuple[Any, ...]]
+_IDLE: dict[str, list[AsyncTx]] = {}
+"""Idle asynchronous connections by server (`Database.query`): each is used by one search at a time, so it is
+bound to no event loop (psycopg waits on whichever loop is running)."""
+_BUSY: dict[str, int] = {}
+_SESSIONS: weakref.WeakKeyDictionary[Tx | AsyncTx, dict[str, str]] = weakref.WeakKeyDictionary()
 """The session settings each pooled connection holds (set with ``set_config(..., false)`` by `Database.query`)."""
 
 
@@ -150,12 +157,67 @@ class Database:
         scope: Mapping[str, Sequence[Any]] | None = None,
         settings: Mapping[str, str] | None = None,
     ) -> list[tuple[Any, ...]]:
-        """`query_sync` on a thread."""
-        return await asyncio.to_thread(self.query_sync, statement, params, scope=scope, settings=settings)
+        """`query_sync`'s rows, on an idle asynchronous connection: one wake-up of the event loop, where a thread
+        took three (the worker's, the socket's, the loop's). In row-level-security mode, or with ``max_connections``
+        searches already running, `query_sync` on a thread."""
+        admitted, conn = _checkout(self.conninfo, self.max_connections) if self.reader_role is None else (False, None)
+        if not admitted:
+            return await asyncio.to_thread(self.query_sync, statement, params, scope=scope, settings=settings)
+        try:
+            if conn is None:
+                conn = await psycopg.AsyncConnection.connect(self.conninfo, autocommit=True)
+            held = _SESSIONS.setdefault(conn, {})
+            changed = {k: v for k, v in {**self._settings(None), **(settings or {})}.items() if held.get(k) != v}
+            if changed:  # as in `query_sync`, but sent with the statement, in one round trip (a pipeline)
+                calls = sql.SQL(', ').join(sql.SQL('set_config(%s, %s, false)') for _ in changed)
+                async with conn.pipeline():
+                    await conn.execute(sql.SQL('SELECT {}').format(calls), [x for kv in changed.items() for x in kv])
+                    cursor = await conn.execute(statement, params)
+                held.update(changed)
+            else:
+                cursor = await conn.execute(statement, params)
+            rows = await cursor.fetchall()
+        except BaseException:  # cancelled or failed mid-statement: its state is unknown, it is not reused
+            _checkin(self.conninfo, conn, reuse=False)
+            raise
+        _checkin(self.conninfo, conn, reuse=True)
+        return rows
+
+
+def _checkout(conninfo: str, most: int) -> tuple[bool, AsyncTx | None]:
+    """Whether a search may run on an asynchronous connection to ``conninfo`` (not when ``most`` are busy: it then
+    waits on the pool), and an idle one (``None``: open one)."""
+    with _POOLS_LOCK:
+        if _BUSY.get(conninfo, 0) >= most:
+            return False, None
+        _BUSY[conninfo] = _BUSY.get(conninfo, 0) + 1
+        idle = _IDLE.setdefault(conninfo, [])
+        return True, idle.pop() if idle else None
+
+
+def _checkin(conninfo: str, conn: AsyncTx | None, *, reuse: bool) -> None:
+    with _POOLS_LOCK:
+        _BUSY[conninfo] = max(_BUSY.get(conninfo, 0) - 1, 0)
+        idle = _IDLE.get(conninfo)
+        if conn is None:
+            return
+        if reuse and idle is not None and not conn.closed and conn.info.transaction_status == TransactionStatus.IDLE:
+            idle.append(conn)
+            return
+    conn.pgconn.finish()  # what `AsyncConnection.close` does, without a loop: a pool closed meanwhile is no matter
+
+
+def _close_idle(conninfo: str | None) -> None:
+    with _POOLS_LOCK:
+        keys = list(_IDLE) if conninfo is None else [conninfo]
+        idle = [c for key in keys for c in _IDLE.pop(key, [])]
+    for conn in idle:
+        conn.pgconn.finish()
 
 
 def close_pool(conninfo: str) -> None:
     """Close the pool of one server, if this process opened one."""
+    _close_idle(conninfo)
     with _POOLS_LOCK:
         pool = _POOLS.pop(conninfo, None)
     if pool is not None:
@@ -164,6 +226,7 @@ def close_pool(conninfo: str) -> None:
 
 def close_pools() -> None:
     """Close every pool this process opened (tests, and a process that wants its connections back now)."""
+    _close_idle(None)
     with _POOLS_LOCK:
         pools = list(_POOLS.values())
         _POOLS.clear()

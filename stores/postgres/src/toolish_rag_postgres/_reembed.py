@@ -9,6 +9,7 @@ the commit leaves the old store whole. See docs/stores/postgres.md (Re-embedding
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ from ._database import Tx
 from ._reads import parse
 from ._schema import create_vector_index
 
-__all__ = ['Switch', 'same_embedder', 'stored_texts']
+__all__ = ['Switch', 'identity_json', 'recorded_or_refused', 'same_embedder', 'stored_texts']
 
 
 @dataclass(frozen=True)
@@ -75,9 +76,27 @@ def same_embedder(tx: Tx, schema: str, expected: EmbedderIdentity | None, locati
     row = tx.execute("SELECT value -> 'embedder' FROM meta WHERE key = 'manifest'").fetchone()
     if expected is None or row is None or not row[0]:
         return
-    held = EmbedderIdentity(**row[0])
-    if held.differs_from(expected):
+    _refuse_another(EmbedderIdentity(**row[0]), expected, location)
+
+
+def identity_json(identity: EmbedderIdentity) -> str:
+    """``identity`` as the manifest's ``embedder`` entry records it (what the vector statement compares)."""
+    return json.dumps(dataclasses.asdict(identity))
+
+
+def recorded_or_refused(recorded: str, expected: EmbedderIdentity, location: str) -> str:
+    """The manifest's ``embedder`` JSON, found other than the one a query sent: `EmbedderMismatch` when it names
+    another embedder than ``expected`` (the store was re-embedded since this process opened it), else that JSON,
+    the same embedder written otherwise (an older manifest), to send from then on."""
+    data = json.loads(recorded)
+    if data:
+        _refuse_another(EmbedderIdentity(**data), expected, location)
+    return recorded
+
+
+def _refuse_another(recorded: EmbedderIdentity, expected: EmbedderIdentity, location: str) -> None:
+    if recorded.differs_from(expected):
         raise EmbedderMismatch(
-            f'{location} was re-embedded with {held.describe()} since this process opened it with '
-            f'{expected.describe()}: open it again'
+            f'{location} was re-embedded with {recorded.describe()} since this process opened it with '
+            f'{expected.describe()}: open the store again'
         )

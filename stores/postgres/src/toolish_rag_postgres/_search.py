@@ -25,6 +25,8 @@ from ._reads import parse
 __all__ = [
     'EF_SEARCH',
     'EF_SEARCH_FILTERED',
+    'UNSCOPED_PLAN',
+    'StaleEmbedder',
     'VectorPlan',
     'hnsw_settings',
     'regex_rows',
@@ -34,7 +36,7 @@ __all__ = [
 ]
 
 
-_BIG = "(SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) >= %(cap)s::bigint"
+_BIG = "(SELECT reltuples FROM pg_class WHERE oid = 'records'::regclass) >= {cap}::bigint"
 """The planner's statistics put the table at ``cap`` rows or more: an unscoped vector query then takes the index
 without reading ``cap`` vectors first (an estimate: after large deletes, until the next ``ANALYZE``, a table
 just under ``exact_below`` may take the index)."""
@@ -61,7 +63,7 @@ class VectorPlan:
 
 
 _SMALL = (
-    '(SELECT x > 0 AND x < %(cap)s::bigint FROM (SELECT GREATEST(reltuples, pg_stat_get_live_tuples(oid)) AS x '
+    '(SELECT x > 0 AND x < {cap}::bigint FROM (SELECT GREATEST(reltuples, pg_stat_get_live_tuples(oid)) AS x '
     "FROM pg_class WHERE oid = 'records'::regclass) AS t)"
 )
 """The planner's statistics and the live-row counter put the whole table under ``cap`` rows: an unscoped vector query
@@ -70,27 +72,35 @@ exact plan's time at 5,000 rows). Estimates (the counter trails a writer by abou
 past ``exact_below`` is still ranked exactly, which is slower, never less exact. Unknown statistics (0) count."""
 
 _VECTOR = """
-WITH small AS MATERIALIZED (
+WITH stale AS MATERIALIZED (
+    SELECT (value -> 'embedder')::text AS embedder FROM meta
+    WHERE key = 'manifest' AND value -> 'embedder' IS DISTINCT FROM %(embedder)s::jsonb
+),
+small AS MATERIALIZED (
     SELECT id, d FROM (SELECT id, embedding <=> %(q)s::vector AS d FROM records
-    WHERE embedding IS NOT NULL AND {small} OFFSET 0) AS e ORDER BY d, id LIMIT %(top_k)s
+    WHERE embedding IS NOT NULL AND {small} AND NOT EXISTS (SELECT FROM stale) OFFSET 0) AS e ORDER BY d, id LIMIT {top_k}
 ),
 scoped AS MATERIALIZED (
     SELECT id, embedding <=> %(q)s::vector AS d FROM records
-    WHERE embedding IS NOT NULL AND {f} AND NOT {small} AND NOT {big} LIMIT %(cap)s::bigint
+    WHERE embedding IS NOT NULL AND {f} AND NOT {small} AND NOT {big} AND NOT EXISTS (SELECT FROM stale)
+    LIMIT {cap}::bigint
 ),
 n AS MATERIALIZED (SELECT count(*) AS n FROM scoped),
 approximate AS MATERIALIZED (
     SELECT id, embedding <=> %(q)s::vector AS d FROM records
-    WHERE embedding IS NOT NULL AND {f} AND ({big} OR (SELECT n FROM n) >= %(cap)s::bigint)
-    ORDER BY embedding <=> %(q)s::vector LIMIT %(top_k)s
+    WHERE embedding IS NOT NULL AND {f} AND ({big} OR (SELECT n FROM n) >= {cap}::bigint)
+    AND NOT EXISTS (SELECT FROM stale) ORDER BY embedding <=> %(q)s::vector LIMIT {top_k}
 ),
 best AS (
     SELECT 'exact' AS plan, id, d FROM small
     UNION ALL
-    (SELECT 'exact', id, d FROM scoped WHERE (SELECT n FROM n) < %(cap)s::bigint ORDER BY d, id LIMIT %(top_k)s)
+    (SELECT 'exact', id, d FROM scoped WHERE (SELECT n FROM n) < {cap}::bigint ORDER BY d, id LIMIT {top_k})
     UNION ALL SELECT 'hnsw', id, d FROM approximate
 )
-SELECT best.plan, r.body, best.d FROM best JOIN records AS r ON r.id = best.id ORDER BY best.d, best.id
+SELECT plan, body, d FROM (
+    SELECT best.plan, (SELECT r.body FROM records AS r WHERE r.id = best.id) AS body, best.d, best.id FROM best
+    UNION ALL SELECT 'stale', embedder, NULL, NULL FROM stale
+) AS u ORDER BY d, id
 """
 """One statement, one round trip. Unscoped, a table the statistics put under ``exact_below + 1`` rows (``small``) is
 ranked exactly in one pass (``OFFSET 0`` keeps the planner off the index). Otherwise ``scoped`` reads at most
@@ -98,7 +108,16 @@ ranked exactly in one pass (``OFFSET 0`` keeps the planner off the index). Other
 ranked exactly (every in-scope vector, no index). Otherwise the HNSW index is walked with iterative scans
 (``relaxed_order``: its candidates re-sorted by exact distance). A branch not taken is a one-time filter that is false:
 PostgreSQL never runs it. Unscoped, a table the planner's statistics put well past the cap (``big``) goes to the index
-without reading the cap's rows first."""
+without reading the cap's rows first.
+
+``stale``: the manifest names another embedder than the one the query was embedded by (another process re-embedded
+the store): no branch runs, and the one row says which (`vector_hits`). ``top_k`` and the cap are integers written
+into the text, so the plan of an unscoped query depends on no parameter that changes it: it is planned once per
+pooled connection (`UNSCOPED_PLAN`), where a scoped one is planned for its filter's values each time."""
+
+UNSCOPED_PLAN = {'plan_cache_mode': 'force_generic_plan'}
+"""The setting of an unscoped vector query: its prepared statement's one plan is reused (planning the statement was
+0.3 ms, a tenth of the exact plan's time at 5,000 rows). Its parameters (the vector, the embedder) change no plan."""
 
 EF_SEARCH = 400
 """The default ``hnsw.ef_search`` of an unfiltered query (for ``top_k`` up to 100): recall@10 of 0.97 or more on
@@ -118,21 +137,39 @@ def hnsw_settings(top_k: int, ef_search: int | None, *, filtered: bool = False) 
     return {'hnsw.ef_search': str(min(max(ef, top_k), 1000)), 'hnsw.iterative_scan': 'relaxed_order'}
 
 
-def vector_statement(scope: Compiled, vector: str, top_k: int, *, exact_below: int) -> tuple[str, dict[str, Any]]:
-    """The statement (see `_VECTOR`) and its parameters; its rows are (plan, body, cosine distance)."""
-    params: dict[str, Any] = {
-        **scope.params,
-        'q': vector,
-        'top_k': top_k,
-        'cap': exact_below + 1,
-    }
+def vector_statement(
+    scope: Compiled, vector: str, top_k: int, *, exact_below: int, embedder: str
+) -> tuple[str, dict[str, Any]]:
+    """The statement (see `_VECTOR`) and its parameters; its rows are (plan, body, cosine distance).
+
+    ``embedder``: the JSON of the embedder identity ``vector`` was made by, as the manifest records it.
+    """
     unscoped = scope.sql == 'TRUE'
-    statement = _VECTOR.format(f=scope.sql, big=_BIG if unscoped else 'FALSE', small=_SMALL if unscoped else 'FALSE')
-    return statement, params
+    ints = {'top_k': int(top_k), 'cap': int(exact_below) + 1}
+    statement = _VECTOR.format(
+        f=scope.sql,
+        big=_BIG.format(**ints) if unscoped else 'FALSE',
+        small=_SMALL.format(**ints) if unscoped else 'FALSE',
+        **ints,
+    )
+    return statement, {**scope.params, 'q': vector, 'embedder': embedder}
+
+
+class StaleEmbedder(Exception):
+    """The manifest records another embedder than the query's (``recorded``: its JSON): see `vector_hits`."""
+
+    def __init__(self, recorded: str) -> None:
+        super().__init__(recorded)
+        self.recorded = recorded
 
 
 def vector_hits(rows: list[tuple[Any, ...]]) -> tuple[str | None, list[tuple[str, float]]]:
-    """The plan that ran and the (body, cosine similarity) pairs of `vector_statement`'s rows."""
+    """The plan that ran and the (body, cosine similarity) pairs of `vector_statement`'s rows.
+
+    Raises `StaleEmbedder` when the statement found the manifest naming another embedder (no branch ran).
+    """
+    if rows and rows[-1][0] == 'stale':
+        raise StaleEmbedder(str(rows[-1][1]))
     plan = str(rows[0][0]) if rows else None
     return plan, [(str(body), _similarity(d)) for _, body, d in rows]
 

@@ -18,7 +18,7 @@ from toolish_rag.analysis import AUTO, TextAnalyzer
 from toolish_rag.embedding import embedder_for_store, embedder_identity, resolve_embedder
 from toolish_rag.filters import Filter
 from toolish_rag.graph import GraphNode, NeighbourRequest, Neighbours, NodeRequest, WalkRequest
-from toolish_rag.manifest import StoreManifest
+from toolish_rag.manifest import EmbedderIdentity, StoreManifest
 from toolish_rag.protocols import DocumentInfo, PrecomputedVectors, TermStatistics, TermStatisticsRequest
 from toolish_rag.regex import compile_request
 from toolish_rag.sections import (
@@ -49,9 +49,9 @@ from ._reads import (
     records_by_id,
     section_page,
 )
-from ._reembed import Switch, same_embedder, stored_texts
+from ._reembed import Switch, identity_json, recorded_or_refused, same_embedder, stored_texts
 from ._schema import SCHEMA_VERSION
-from ._search import hnsw_settings, regex_rows, vector_hits, vector_statement
+from ._search import UNSCOPED_PLAN, StaleEmbedder, hnsw_settings, regex_rows, vector_hits, vector_statement
 from ._text import TextSearch, term_statistics_in
 from ._upgrade import upgrade_schema
 from ._writes import (
@@ -163,6 +163,8 @@ class PostgresStore:
         """The most nodes and edges `walk_neighbourhood` reads at once (past it a walk reads hop by hop)."""
         self.last_vector_plan: str | None = None
         """How the latest vector query ran (``'exact'`` or ``'hnsw'``): for benchmarks and tests."""
+        self._held: tuple[EmbedderIdentity, str] | None = None
+        """The embedder queries are embedded by, and its JSON as the manifest is expected to record it."""
 
     # -- plumbing ------------------------------------------------------------------------------
 
@@ -287,7 +289,8 @@ class PostgresStore:
 
         The vectors are made first, then switched in one transaction with the column's size, the HNSW
         index and the manifest, so a crash leaves the old store or the new one (docs/stores/postgres.md,
-        Re-embedding). Other processes holding the store open keep the old embedder: reopen them.
+        Re-embedding). Other processes holding the store open keep the old embedder; their writes and vector
+        searches are refused (`EmbedderMismatch`) until they open the store again.
         """
         new = resolve_embedder(embedder)
         texts: set[str] = await self._db.run(stored_texts, write=True)
@@ -405,15 +408,32 @@ class PostgresStore:
     # -- searches --------------------------------------------------------------------------------
 
     async def vector_search(self, request: SearchRequest) -> Sequence[SearchHit]:
+        """The ``top_k`` nearest in scope, in one statement that also checks the manifest still names this process's
+        embedder (`EmbedderMismatch` after another process re-embedded the store; docs/stores/postgres.md)."""
         if request.top_k < 1:
             return []
         (vector,) = await self._embed([request.query], query=True)
         scope = compile_filter(request.filter)
-        statement, params = vector_statement(scope, vector, request.top_k, exact_below=self.exact_below)
         settings = hnsw_settings(request.top_k, self.ef_search, filtered=scope.sql != 'TRUE')
-        rows = await self._db.query(statement, params, scope=self._scope(request.filter), settings=settings)
-        self.last_vector_plan, hits = vector_hits(rows)
-        return [SearchHit(parse(body), score) for body, score in hits]
+        if scope.sql == 'TRUE':
+            settings.update(UNSCOPED_PLAN)
+        identity = (self._manifest.embedder if self._manifest else None) or embedder_identity(
+            self.embedder, len(vector.split(','))
+        )
+        if self._held is None or self._held[0] != identity:
+            self._held = (identity, identity_json(identity))
+        for _ in range(2):  # twice: once more after the manifest wrote the same embedder otherwise
+            statement, params = vector_statement(
+                scope, vector, request.top_k, exact_below=self.exact_below, embedder=self._held[1]
+            )
+            rows = await self._db.query(statement, params, scope=self._scope(request.filter), settings=settings)
+            try:
+                self.last_vector_plan, hits = vector_hits(rows)
+            except StaleEmbedder as stale:
+                self._held = (identity, recorded_or_refused(stale.recorded, identity, self.location))
+                continue
+            return [SearchHit(parse(body), score) for body, score in hits]
+        raise RuntimeError(f'{self.location}: its manifest changed during the search; search again')
 
     async def text_search(self, request: SearchRequest) -> Sequence[SearchHit]:
         if request.top_k < 1:
