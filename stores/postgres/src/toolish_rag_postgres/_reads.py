@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
 from typing import Annotated, Any
 
 from pydantic import Field, TypeAdapter
@@ -35,23 +34,8 @@ __all__ = ['document_page', 'expand', 'outlines', 'parse', 'records_by_id', 'sec
 _RECORD: TypeAdapter[Chunk | Entity] = TypeAdapter(Annotated[Chunk | Entity, Field(discriminator='kind')])
 
 
-_CACHED_BODY_CHARS = 16_384
-"""Bodies up to this size are remembered (`_parsed`): at most ``_CACHED_BODIES`` of them, a few MB."""
-_CACHED_BODIES = 2048
-
-
 def parse(body: str) -> Chunk | Entity:
-    """A stored record (its ``model_dump_json``): types survive (``2`` stays an int, ``True`` a bool).
-
-    Validating a body costs about 12 µs; a search returns the same records again and again (a
-    hybrid search's two legs, a window around a hit, the next question on the topic), so a body
-    seen recently gives the record it gave then. Records are frozen, and equal bodies are equal records.
-    """
-    return _parsed(body) if len(body) <= _CACHED_BODY_CHARS else _RECORD.validate_json(body)
-
-
-@lru_cache(maxsize=_CACHED_BODIES)
-def _parsed(body: str) -> Chunk | Entity:
+    """A stored record (its ``model_dump_json``): types survive (``2`` stays an int, ``True`` a bool)."""
     return _RECORD.validate_json(body)
 
 
