@@ -244,6 +244,24 @@ def test_a_merged_cell_the_rendering_repeats_is_boxed_where_it_is_drawn_once() -
     ]
 
 
+def test_a_merged_cell_of_two_lines_is_repeated_line_by_line() -> None:
+    """The repeat of a merged cell drawn on two lines gets the box of each line, not one box around both: a
+    quote of its first line is as tall as that line."""
+    from toolish_rag.ingest._readers._pdf_table_pages import table_row_boxes
+
+    text = '| Checks November | Checks November | Total |'
+    drawn = [_cell_piece('Checks', 72, 140, 700), _cell_piece('November', 72, 160, 686)]
+    drawn.append(_cell_piece('Total', 300, 340, 700))
+    runs = table_row_boxes(text, drawn)
+    assert runs == [
+        ('Checks', (72, 700, 140, 710)),
+        ('November', (72, 686, 160, 696)),
+        ('Checks', (72, 700, 140, 710)),
+        ('November', (72, 686, 160, 696)),
+        ('Total', (300, 700, 340, 710)),
+    ]
+
+
 def test_a_table_quote_from_the_header_rule_on_is_not_boxed_at_the_header() -> None:
     from toolish_rag.citations._where import quote_place
     from toolish_rag.ingest._readers._boxes import locate_lines

@@ -179,7 +179,7 @@ def _cell_runs(row: str, pieces: list[Piece]) -> list[tuple[int, int, _Box | Non
         return whole  # a piece across two cells: the row it is
     for i in range(1, len(spans)):
         if not owned[i] and owned[i - 1] and texts[i] == texts[i - 1]:
-            owned[i] = [_whole(owned[i - 1])]
+            owned[i] = list(owned[i - 1])  # its pieces: a cell of two lines is highlighted line by line
     return [run for (s, e), mine in zip(spans, owned, strict=True) for run in _piece_runs(row, s, e, mine)]
 
 
@@ -212,12 +212,6 @@ def _owners(pieces: list[Piece], texts: list[str]) -> list[list[Piece]] | None:
         owned[hit].append(piece)
         at = hit
     return owned
-
-
-def _whole(pieces: list[Piece]) -> Piece:
-    box = _union(pieces)
-    assert box is not None
-    return Piece(' '.join(p.text for p in pieces), box[0], box[2], box[1], box[3], 0.0, False, em=box)
 
 
 def _piece_runs(row: str, start: int, end: int, pieces: list[Piece]) -> list[tuple[int, int, _Box | None]]:
