@@ -43,6 +43,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import unicodedata
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,38 @@ def _lines_of(items: list[tuple[Box, str]]) -> list[Box]:
 # -- truth readers ----------------------------------------------------------------------------------
 
 
+def _direction_runs(word: dict[str, Any]) -> list[dict[str, Any]]:
+    """A pdfplumber word (``return_chars``) as its runs of one writing direction, each boxed by its characters
+    (a character of no direction, a digit or a stop, stays with the run it is in)."""
+    runs: list[list[dict[str, Any]]] = []
+    direction = ''
+    for char in word['chars']:
+        kinds = {_DIRECTION.get(unicodedata.bidirectional(c), '') for c in char['text']} - {''}
+        if runs and (not kinds or kinds == {direction}):
+            runs[-1].append(char)
+            continue
+        if runs and not direction and kinds:  # the run so far had no direction: it takes this one
+            runs[-1].append(char)
+        else:
+            runs.append([char])
+        direction = next(iter(kinds), direction)
+    if len(runs) < 2:
+        return [word]
+    return [
+        {
+            'text': ''.join(c['text'] for c in run),
+            'x0': min(c['x0'] for c in run),
+            'x1': max(c['x1'] for c in run),
+            'top': min(c['top'] for c in run),
+            'bottom': max(c['bottom'] for c in run),
+        }
+        for run in runs
+    ]
+
+
+_DIRECTION = {'L': 'ltr', 'R': 'rtl', 'AL': 'rtl'}
+
+
 class PlumberPages:
     """pdfplumber's characters of each page, as fractions of the page as displayed (its CropBox)."""
 
@@ -120,7 +153,10 @@ class PlumberPages:
         return self._placed(page, [c for c in self.pdf.pages[page - 1].chars if c['text'].strip()])
 
     def words(self, page: int) -> list[tuple[Box, str]]:
-        return self._placed(page, self.pdf.pages[page - 1].extract_words())
+        """pdfplumber's words, each cut where its letters change direction: on a right-to-left line it runs a
+        Latin word into the Arabic one beside it (``ذيفنتلPython``), where the page draws two words."""
+        words = self.pdf.pages[page - 1].extract_words(return_chars=True)
+        return self._placed(page, [part for word in words for part in _direction_runs(word)])
 
     def _placed(self, page: int, objects: list[dict[str, Any]]) -> list[tuple[Box, str]]:
         """Objects' boxes as fractions of the CropBox (pdfplumber >= 0.11 turns pages by their ``/Rotate`` itself)."""
