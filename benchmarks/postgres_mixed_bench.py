@@ -174,6 +174,7 @@ async def main() -> None:
     parser.add_argument('--size', type=int, default=1_000_000)
     parser.add_argument('--queries', type=int, default=40, help='queries of the latency and recall rows')
     parser.add_argument('--folder', type=Path, help="the server's folder, kept (a loaded corpus is reused)")
+    parser.add_argument('--tuning-queries', type=int, default=20, help='queries of the settings rows (the first)')
     parser.add_argument('--load-only', action='store_true', help='load (or reuse) the corpus and stop')
     options = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix='postgres-mixed-') as folder:
@@ -190,7 +191,8 @@ async def main() -> None:
             print('\n| chunks | selectivity | filter | plan | recall@10 vs exact | p50 |\n|---|---|---|---|---|---|')
             truths = await filtered_recall(store, queries, size)
             await unfiltered_recall(store, queries, size)
-            await hnsw_tuning(uri, store, queries, size, truths)
+            n = options.tuning_queries
+            await hnsw_tuning(uri, store, queries[:n], size, {share: t[:n] for share, t in truths.items()})
         del server
 
 
