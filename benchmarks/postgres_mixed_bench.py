@@ -32,9 +32,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import psycopg
-from common import pct
-from postgres_bench import (
+from postgres_bench import (  # first: it pins the thread counts before numpy is imported
     TENANT_OF_SHARE,
     _HashingVectors,
     _metadata,
@@ -44,6 +42,10 @@ from postgres_bench import (
     latency,
     store_size,
 )
+
+# isort: split
+import psycopg
+from common import pct
 
 from toolish_rag import DocumentBuilder, PropertyFilter as F, SearchRequest
 from toolish_rag.embedding import HashingEmbeddingModel
