@@ -8,13 +8,14 @@ real word statistics, every chunk distinct. Hashing vectors of 256 dimensions (a
 loaded with `postgres_bench.copy_load` (COPY, then one HNSW build; ``--folder`` keeps the server's folder and a
 second run reuses the loaded corpus). Then, on one embedded PostgreSQL server:
 
-* the tool against raw psycopg p50 for ``vector_search`` and ``text_search`` (`postgres_bench.latency`);
 * **filtered recall@10** against the exact answer at 1%, 10% and 50% selectivity for ``bucket < n`` (``lt``) and
   ``tenant = t1/t10/t50`` (``eq``), default plan and HNSW forced;
 * **unfiltered recall@10** of the HNSW index at ``ef_search`` 40, 400 and 1,000;
 * **what raises it**: the store's own statement on the HNSW plan run through raw psycopg with other ``hnsw.*``
   settings (``iterative_scan`` strict or relaxed order, ``max_scan_tuples``) and more rows read from the index than
-  the 10 returned (the statement's ``top_k``: the iterative scan keeps walking the graph until that many pass).
+  the 10 returned (the statement's ``top_k``: the iterative scan keeps walking the graph until that many pass);
+* last, the tool against raw psycopg p50 for ``vector_search`` and ``text_search`` (`postgres_bench.latency`; real
+  queries of common words make a BM25 call over a million chunks take seconds: ``--latency-queries``).
 """
 
 from __future__ import annotations
@@ -176,6 +177,7 @@ async def main() -> None:
     parser.add_argument('--size', type=int, default=1_000_000)
     parser.add_argument('--queries', type=int, default=40, help='queries of the latency and recall rows')
     parser.add_argument('--folder', type=Path, help="the server's folder, kept (a loaded corpus is reused)")
+    parser.add_argument('--latency-queries', type=int, default=40, help='(the first; a BM25 call takes seconds)')
     parser.add_argument('--tuning-queries', type=int, default=20, help='queries of the settings rows (the first)')
     parser.add_argument('--load-only', action='store_true', help='load (or reuse) the corpus and stop')
     options = parser.parse_args()
@@ -188,13 +190,13 @@ async def main() -> None:
         store_size(uri, store)
         if not options.load_only:
             queries = random.Random(38).sample(queries, 60)[: options.queries]
-            print('\n| chunks | tool (plan) | tool p50 | raw p50 | tool / raw | same rows |\n|---|---|---|---|---|---|')
-            await latency(uri, store, queries, size)
             print('\n| chunks | selectivity | filter | plan | recall@10 vs exact | p50 |\n|---|---|---|---|---|---|')
             truths = await filtered_recall(store, queries, size)
             await unfiltered_recall(store, queries, size)
             n = options.tuning_queries
             await hnsw_tuning(uri, store, queries[:n], size, {share: t[:n] for share, t in truths.items()})
+            print('\n| chunks | tool (plan) | tool p50 | raw p50 | tool / raw | same rows |\n|---|---|---|---|---|---|')
+            await latency(uri, store, queries[: options.latency_queries], size)
         del server
 
 
