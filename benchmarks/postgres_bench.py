@@ -316,8 +316,10 @@ _REAL_SOURCES = ('scifact', 'hotpotqa', 'mtrag', 'cisi', 'cranfield', 'xquad-en'
 _SENTENCE = re.compile(r'(?<=[.!?])\s+')
 
 
-def _real_sentences(size: int) -> tuple[list[str], list[str]]:
-    """``size`` distinct sentences (5 words or more) of real passages, and the collections' real queries."""
+def _real_sentences(size: int | None) -> tuple[list[str], list[str]]:
+    """``size`` (``None``: all) distinct sentences (5 words or more) of real passages, and the collections' real
+    queries."""
+    size = size or 10**9
     sentences: dict[str, None] = {}
     queries: list[str] = []
     for name in _REAL_SOURCES:
@@ -329,7 +331,7 @@ def _real_sentences(size: int) -> tuple[list[str], list[str]]:
                 for sentence in _SENTENCE.split(json.loads(line).get('text') or ''):
                     if len(sentence.split()) >= 5 and len(sentences) < size:
                         sentences[' '.join(sentence.split())] = None
-    if len(sentences) < size:
+    if len(sentences) < size < 10**9:
         raise SystemExit(f'only {len(sentences):,} real sentences in {data_dir()}; ask for fewer')
     return list(sentences), queries
 
