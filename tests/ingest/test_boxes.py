@@ -155,19 +155,7 @@ def test_an_ocr_line_is_boxed_word_by_word_where_its_words_are_found_else_whole(
     misread = WordedLine('pay in', (0.1, 0.1, 0.5, 0.2), (('pay', boxes[0]), ('im', boxes[1])))
     assert [(b.start, b.end) for b in locate_lines('pay in', [misread], 1)] == [(0, 6)]  # a word not found: the line
     # a quote's neighbouring words on a line are one box; not across a table's bar, nor a gap wider than a word is tall
-    chunk = Chunk(
-        id='c',
-        metadata={},
-        document_id='d',
-        document_uri='u',
-        document_title='t',
-        text=text,
-        urtext=text,
-        chunk_index=0,
-        sequence_number=0,
-        page=1,
-        boxes=tuple(b.shifted(-5) for b in words),
-    )
+    chunk = _boxed_chunk(text, tuple(b.shifted(-5) for b in words), page=1)
     assert quote_place(chunk, 0, len(text)) == (1, (boxes[0], (0.22, 0.1, 0.36, 0.18), boxes[3]))
 
 
@@ -198,6 +186,23 @@ def test_a_pdf_table_is_boxed_cell_by_cell_where_its_pieces_fall_into_cells() ->
     across = table_row_boxes('| a | b |\n| c | d |', [piece('a b', 72, 200, 700), piece('c', 72, 80, 686)])
     assert [r for r, _ in across] == ['| a | b |', 'c | d']  # and a cell nothing drew joins the one before
     assert table_row_boxes('| a | b |', []) == []  # nothing drawn: the caller keeps the table's own box
+
+
+def _boxed_chunk(text: str, boxes: tuple[Any, ...], page: int | None = None) -> Chunk:
+    """A chunk of ``text`` (its urtext too) with ``boxes``: what a citation's quote is placed in."""
+    return Chunk(
+        id='c',
+        metadata={},
+        document_id='d',
+        document_uri='u',
+        document_title='t',
+        text=text,
+        urtext=text,
+        chunk_index=0,
+        sequence_number=0,
+        page=page,
+        boxes=boxes,
+    )
 
 
 def _cell_piece(
@@ -277,18 +282,7 @@ def test_a_table_quote_from_the_header_rule_on_is_not_boxed_at_the_header() -> N
     assert [r for r, _ in runs] == [f'h{n}' for n in range(columns)] + [f'v{n}' for n in range(columns)]
     boxes = locate_lines(text, [(r, (0.0, 0.0, 1.0, float(b[1]) / 1000)) for r, b in runs], page=1)
     assert len(boxes) == 2 * columns  # every cell found again after the rule
-    chunk = Chunk(
-        id='c',
-        metadata={},
-        document_id='d',
-        document_uri='u',
-        document_title='t',
-        text=text,
-        urtext=text,
-        chunk_index=0,
-        sequence_number=0,
-        boxes=tuple(boxes),
-    )
+    chunk = _boxed_chunk(text, tuple(boxes))
     start = text.index('--- |\n| v0')
     _, placed = quote_place(chunk, start, text.index(' v1') + 3)
     assert [b[3] for b in placed] == [0.686, 0.686]  # v0 and v1 only: the rule is not the last header cell
